@@ -1,0 +1,168 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Empty, FreeObject, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
+
+export const AccountType = Type.Union([Type.Literal('individual'), Type.Literal('organization')]);
+export const AgentType = Type.Union([Type.Literal('persistent'), Type.Literal('ephemeral'), Type.Literal('platform_managed')]);
+export const AgentStatus = Type.Union([Type.Literal('active'), Type.Literal('deactivated'), Type.Literal('expired')]);
+export type AgentStatus = Static<typeof AgentStatus>;
+
+const CentsLimit = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const CategoryList = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, uniqueItems: true });
+
+/** Spec "Delegation rules": every field optional. */
+export const DelegationRules = Strict({
+  maxTransactionCents: Type.Optional(CentsLimit),
+  maxDailySpendCents: Type.Optional(CentsLimit),
+  allowedCategories: Type.Optional(CategoryList),
+  blockedCategories: Type.Optional(CategoryList),
+  requireHumanApprovalAboveCents: Type.Optional(CentsLimit),
+  autoApproveBelow: Type.Optional(CentsLimit),
+});
+export type DelegationRules = Static<typeof DelegationRules>;
+
+// D6.2: trimmed, exactly one "@", at most 320 characters.
+export const Email = Type.String({ maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', description: 'Email address' });
+export const DisplayName = Type.String({ minLength: 1, maxLength: 200 });
+export const AgentName = Type.String({ minLength: 1, maxLength: 200 });
+export const Description = Type.String({ maxLength: 2000 });
+export const Capabilities = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 50 });
+/** Base64 of a raw 32-byte Ed25519 public key (D3.2). */
+export const SigningKeyPublic = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: 'Ed25519 public key, base64 of the raw 32 bytes' });
+export const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'http(s) URL that receives webhooks' });
+
+export const InitialAgentInput = Strict({
+  name: AgentName,
+  description: Type.Optional(Description),
+  agentType: Type.Optional(AgentType),
+  capabilities: Type.Optional(Capabilities),
+  webhookUrl: Type.Optional(WebhookUrl),
+  metadata: Type.Optional(FreeObject),
+});
+
+export const CreateAccountBody = Strict({
+  accountType: AccountType,
+  email: Email,
+  displayName: DisplayName,
+  metadata: Type.Optional(FreeObject),
+  agent: InitialAgentInput,
+});
+export type CreateAccountBody = Static<typeof CreateAccountBody>;
+
+export const UpdateAccountBody = Strict({
+  displayName: Type.Optional(DisplayName),
+  email: Type.Optional(Email),
+  metadata: Type.Optional(FreeObject),
+});
+
+export const CreateAgentBody = Strict({
+  name: AgentName,
+  agentType: AgentType,
+  description: Type.Optional(Description),
+  capabilities: Type.Optional(Capabilities),
+  signingKeyPublic: Type.Optional(SigningKeyPublic),
+  webhookUrl: Type.Optional(WebhookUrl),
+  delegation: Type.Optional(DelegationRules),
+  metadata: Type.Optional(FreeObject),
+});
+export type CreateAgentBody = Static<typeof CreateAgentBody>;
+
+export const UpdateAgentBody = Strict({
+  name: Type.Optional(AgentName),
+  description: Type.Optional(Description),
+  capabilities: Type.Optional(Capabilities),
+  signingKeyPublic: Type.Optional(Type.Union([SigningKeyPublic, Type.Null()])),
+  webhookUrl: Type.Optional(Type.Union([WebhookUrl, Type.Null()])),
+  metadata: Type.Optional(FreeObject),
+});
+export type UpdateAgentBody = Static<typeof UpdateAgentBody>;
+
+export const AccountPath = Strict({ accountId: Uuid });
+export const AgentPath = Strict({ agentId: Uuid });
+
+/** D6.3 account representation. */
+export const AccountView = Type.Object({
+  id: Uuid,
+  accountType: AccountType,
+  displayName: Type.String(),
+  verificationStatus: Type.String(),
+  defaultDelegation: DelegationRules,
+  metadata: FreeObject,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type AccountView = Static<typeof AccountView>;
+
+/** D2.3 public profile of an agent. */
+export const PublicAgentView = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  agentType: AgentType,
+  status: AgentStatus,
+  description: Type.String(),
+  capabilities: Type.Array(Type.String()),
+  didWeb: Type.String(),
+  signingKeyPublic: Type.Union([Type.String(), Type.Null()]),
+  trustScore: Type.Integer({ minimum: 0, maximum: 100 }),
+  createdAt: Timestamp,
+});
+export type PublicAgentView = Static<typeof PublicAgentView>;
+
+/** D2.3 full representation (agents of the caller's own account). */
+export const FullAgentView = Type.Composite([
+  PublicAgentView,
+  Type.Object({
+    accountId: Uuid,
+    webhookUrl: Type.Union([Type.String(), Type.Null()]),
+    delegation: DelegationRules,
+    metadata: FreeObject,
+    parentAgentId: Type.Union([Uuid, Type.Null()]),
+    expiresAt: NullableTimestamp,
+    keyPrefix: Type.String(),
+    updatedAt: Timestamp,
+  }),
+]);
+export type FullAgentView = Static<typeof FullAgentView>;
+
+export const AgentView = Type.Union([FullAgentView, PublicAgentView]);
+export const NewAgentView = Type.Composite([FullAgentView, Type.Object({ apiKey: Type.String() })]);
+export type NewAgentView = Static<typeof NewAgentView>;
+
+/** D6.1: the spec's fields plus the initial agent. */
+export const NewAccountView = Type.Object({
+  id: Uuid,
+  accountType: AccountType,
+  displayName: Type.String(),
+  verificationStatus: Type.String(),
+  createdAt: Timestamp,
+  apiKey: Type.String(),
+  agent: FullAgentView,
+});
+export type NewAccountView = Static<typeof NewAccountView>;
+
+export const RotatedKeyView = Type.Object({
+  apiKey: Type.String(),
+  keyPrefix: Type.String(),
+  expiresAt: Type.Null(),
+});
+
+/** D6.7 DID document. */
+export const DidDocument = Type.Object({
+  '@context': Type.Array(Type.String()),
+  id: Type.String(),
+  controller: Type.String(),
+  verificationMethod: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      type: Type.Literal('Multikey'),
+      controller: Type.String(),
+      publicKeyMultibase: Type.String(),
+      revoked: Type.Optional(Timestamp),
+    }),
+  ),
+  authentication: Type.Array(Type.String()),
+  assertionMethod: Type.Array(Type.String()),
+  service: Type.Array(Type.Object({ id: Type.String(), type: Type.String(), serviceEndpoint: Type.String() })),
+});
+export type DidDocument = Static<typeof DidDocument>;
+
+export { Empty };

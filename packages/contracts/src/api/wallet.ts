@@ -1,0 +1,61 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Strict, Timestamp, Uuid } from '../common.js';
+
+export const WalletPath = Strict({ agentId: Uuid });
+
+export const WalletView = Type.Object({
+  id: Uuid,
+  agentId: Uuid,
+  balanceCents: Type.Integer(),
+  heldCents: Type.Integer(),
+  availableCents: Type.Integer(),
+  lifetimeEarnedCents: Type.Integer(),
+  lifetimeSpentCents: Type.Integer(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type WalletView = Static<typeof WalletView>;
+
+export const LedgerTxType = Type.Union(
+  ['fund', 'fund_hold', 'fund_release', 'fund_return', 'settlement_in', 'settlement_out', 'platform_fee', 'payout', 'parent_allocation', 'parent_return'].map(
+    (t) => Type.Literal(t),
+  ),
+);
+export type LedgerTxType =
+  | 'fund' | 'fund_hold' | 'fund_release' | 'fund_return' | 'settlement_in' | 'settlement_out'
+  | 'platform_fee' | 'payout' | 'parent_allocation' | 'parent_return';
+
+export const LedgerEntryView = Type.Object({
+  id: Uuid,
+  walletId: Uuid,
+  transactionId: Type.Union([Uuid, Type.Null()]),
+  txType: LedgerTxType,
+  amountCents: Type.Integer(),
+  balanceAfterCents: Type.Integer(),
+  availableAfterCents: Type.Integer(),
+  description: Type.String(),
+  createdAt: Timestamp,
+});
+export type LedgerEntryView = Static<typeof LedgerEntryView>;
+
+// D13.4 / D13.5 bounds; the maxima are the spec's max transaction amount.
+export const FundBody = Strict({ amountCents: Type.Integer({ minimum: 500, maximum: 1_000_000 }) });
+export const WithdrawBody = Strict({ amountCents: Type.Integer({ minimum: 2500, maximum: Number.MAX_SAFE_INTEGER }) });
+
+export const FundView = Type.Object({
+  checkoutUrl: Type.String(),
+  sessionId: Type.String(),
+  funded: Type.Boolean(),
+  amountCents: Type.Integer(),
+  newBalanceCents: Type.Union([Type.Integer(), Type.Null()]),
+});
+export const WithdrawView = Type.Object({ payoutId: Type.String(), amountCents: Type.Integer(), estimatedArrival: Timestamp });
+
+/** D15.3 ledger check report. */
+export const LedgerCheckView = Type.Object({
+  ok: Type.Boolean(),
+  violations: Type.Array(Type.Object({ invariant: Type.String(), walletId: Type.Optional(Uuid), details: Type.Record(Type.String(), Type.Unknown()) })),
+  walletsChecked: Type.Integer(),
+  checkedAt: Timestamp,
+});
+export type LedgerCheckView = Static<typeof LedgerCheckView>;

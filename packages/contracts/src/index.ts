@@ -1,0 +1,12 @@
+export * from './errors.js';
+export * from './common.js';
+export * from './envelope.js';
+export * from './validation.js';
+export * from './principal.js';
+export * from './subjects.js';
+export * from './messages.js';
+export * from './rpc.js';
+export * from './api/identity.js';
+export * from './api/wallet.js';
+export * from './api/protocol.js';
+export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';

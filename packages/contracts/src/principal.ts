@@ -1,0 +1,15 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Uuid } from './common.js';
+import { AgentStatus } from './api/identity.js';
+
+/** Who is calling: resolved by the gateway from the API key (D2) and passed with every RPC. */
+export const Principal = Type.Object({
+  agentId: Uuid,
+  accountId: Uuid,
+  /** D2.2: the agent created with the account. */
+  isOwner: Type.Boolean(),
+  status: AgentStatus,
+  parentAgentId: Type.Union([Uuid, Type.Null()]),
+  signingKeyPublic: Type.Union([Type.String(), Type.Null()]),
+});
+export type Principal = Static<typeof Principal>;

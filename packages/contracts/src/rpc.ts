@@ -1,0 +1,68 @@
+import { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';
+import { Empty, PageQuery, Strict } from './common.js';
+import type { ErrorEntry } from './errors.js';
+import type { PaginationInfo } from './envelope.js';
+import type { Principal } from './principal.js';
+import type { ServiceName } from './subjects.js';
+import * as I from './api/identity.js';
+import * as W from './api/wallet.js';
+
+/**
+ * A request/reply operation of a service. `input` is `{ path, query, body }` — the same parts the
+ * gateway validates, so a field pointer (`/body/name`, `/query/limit`) means the same everywhere.
+ */
+export interface Operation<In extends TObject = TObject, Out extends TSchema = TSchema> {
+  service: ServiceName;
+  name: string;
+  input: In;
+  output: Out;
+  /** Whether a caller must be authenticated (the gateway enforces, the service re-checks). */
+  auth: 'agent' | 'none' | 'admin';
+}
+
+const operation = <In extends TObject, Out extends TSchema>(
+  service: ServiceName, name: string, auth: Operation['auth'], input: In, output: Out,
+): Operation<In, Out> => ({ service, name, auth, input, output });
+
+const parts = <P extends TObject, Q extends TObject, B extends TSchema>(path: P, query: Q, body: B) => Strict({ path, query, body });
+
+export const identityOps = {
+  createAccount: operation('identity', 'createAccount', 'none', parts(Empty, Empty, I.CreateAccountBody), I.NewAccountView),
+  getAccount: operation('identity', 'getAccount', 'agent', parts(I.AccountPath, Empty, Type.Any()), I.AccountView),
+  updateAccount: operation('identity', 'updateAccount', 'agent', parts(I.AccountPath, Empty, I.UpdateAccountBody), I.AccountView),
+  setAccountDelegation: operation('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
+  createAgent: operation('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
+  getAgent: operation('identity', 'getAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.AgentView),
+  updateAgent: operation('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
+  deactivateAgent: operation('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
+  setAgentDelegation: operation('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
+  rotateKey: operation('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
+  getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
+  /** Internal: key hash → principal (the gateway's key cache fills from it). */
+  authenticate: operation(
+    'identity', 'authenticate', 'none',
+    parts(Empty, Empty, Strict({ keyHash: Type.String({ pattern: '^[0-9a-f]{64}$' }) })),
+    Type.Any(),
+  ),
+};
+
+export const walletOps = {
+  getWallet: operation('wallet', 'getWallet', 'agent', parts(W.WalletPath, Empty, Type.Any()), W.WalletView),
+  fund: operation('wallet', 'fund', 'agent', parts(W.WalletPath, Empty, W.FundBody), W.FundView),
+  withdraw: operation('wallet', 'withdraw', 'agent', parts(W.WalletPath, Empty, W.WithdrawBody), W.WithdrawView),
+  listLedger: operation('wallet', 'listLedger', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.LedgerEntryView)),
+  checkLedger: operation('wallet', 'checkLedger', 'admin', parts(Empty, Empty, Type.Any()), W.LedgerCheckView),
+};
+
+export type OpInput<O extends Operation> = Static<O['input']>;
+export type OpOutput<O extends Operation> = Static<O['output']>;
+
+/** What travels over NATS for one RPC. */
+export interface RpcRequest<In = unknown> {
+  ctx: { requestId: string; principal: Principal | null; admin?: boolean };
+  input: In;
+}
+
+export type RpcReply<Out = unknown> =
+  | { ok: true; status: number; data: Out; pagination?: PaginationInfo }
+  | { ok: false; status: number; errors: ErrorEntry[] };

@@ -1,0 +1,95 @@
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { AppError, type ErrorCode, type ErrorEntry } from './errors.js';
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+function makeAjv(coerceTypes: boolean): Ajv2020 {
+  // Our own contract schemas are trusted and compiled once; untrusted service schemas get their own
+  // instance in the catalog.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes, useDefaults: true, allowUnionTypes: true });
+  addFormats(ajv);
+  return ajv;
+}
+
+const strictAjv = makeAjv(false);
+const coercingAjv = makeAjv(true);
+
+export interface Validator<T> {
+  readonly schema: TSchema;
+  /** Returns the value (defaults applied, and query strings coerced when `coerce`) or the D1.3 entries. */
+  check(value: unknown, pointerPrefix?: string): { ok: true; value: T } | { ok: false; errors: ErrorEntry[] };
+  /** Like check, but throws AppError(code) with one entry per violation. */
+  parse(value: unknown, pointerPrefix?: string, code?: ErrorCode): T;
+}
+
+const cache = new WeakMap<TSchema, ValidateFunction>();
+const coercingCache = new WeakMap<TSchema, ValidateFunction>();
+
+function compiled(schema: TSchema, coerce: boolean): ValidateFunction {
+  const store = coerce ? coercingCache : cache;
+  let fn = store.get(schema);
+  if (!fn) {
+    fn = (coerce ? coercingAjv : strictAjv).compile(schema);
+    store.set(schema, fn);
+  }
+  return fn;
+}
+
+/** A validator for a contract schema; the TypeScript type comes from the same schema. */
+export function validator<S extends TSchema>(schema: S, opts: { coerce?: boolean } = {}): Validator<Static<S>> {
+  const fn = compiled(schema, opts.coerce ?? false);
+  const check: Validator<Static<S>>['check'] = (value, prefix = '') => {
+    if (fn(value)) return { ok: true, value: value as Static<S> };
+    return { ok: false, errors: toEntries(fn.errors ?? [], prefix) };
+  };
+  return {
+    schema,
+    check,
+    parse(value, prefix = '', code = 'VALIDATION_ERROR') {
+      const r = check(value, prefix);
+      if (r.ok) return r.value;
+      throw AppError.many(r.errors.map((e) => ({ ...e, code })));
+    },
+  };
+}
+
+/** D1.3: ajv errors → error entries with a JSON Pointer `field`, at most 20, most specific first. */
+export function toEntries(errors: ErrorObject[], prefix = '', code: ErrorCode = 'VALIDATION_ERROR'): ErrorEntry[] {
+  const entries: ErrorEntry[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    // anyOf/oneOf summary entries repeat what their branches already said.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    let field = prefix + e.instancePath;
+    let message: string;
+    if (e.keyword === 'required') {
+      const name = String((e.params as { missingProperty: string }).missingProperty);
+      field = `${field}/${escapePointer(name)}`;
+      message = `The property "${name}" is required.`;
+    } else if (e.keyword === 'additionalProperties') {
+      const name = String((e.params as { additionalProperty: string }).additionalProperty);
+      field = `${field}/${escapePointer(name)}`;
+      message = `Unknown property "${name}" is not allowed.`;
+    } else {
+      message = `${describe(field)} ${e.message ?? 'is invalid'}.`;
+    }
+    const key = `${field}|${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    entries.push({ code, message, field, details: { keyword: e.keyword, ...e.params } });
+    if (entries.length >= 20) break;
+  }
+  if (entries.length === 0) entries.push({ code, message: 'The request is invalid.', field: prefix || '' });
+  return entries;
+}
+
+function describe(field: string): string {
+  const name = field.split('/').filter(Boolean).pop();
+  return name ? `"${name}"` : 'The value';
+}
+
+export function escapePointer(segment: string): string {
+  return segment.replace(/~/g, '~0').replace(/\//g, '~1');
+}

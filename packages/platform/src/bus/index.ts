@@ -1,0 +1,4 @@
+export * from './types.js';
+export { NatsBus } from './nats-bus.js';
+export { MemoryBus } from './memory-bus.js';
+export { injectTrace, withMessageSpan } from './tracing.js';

@@ -1,0 +1,235 @@
+import {
+  BusUnavailableError, KvConflictError, Semaphore, subjectMatches,
+  type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
+} from './types.js';
+import { injectTrace, withMessageSpan } from './tracing.js';
+
+interface StoredMessage {
+  seq: number;
+  subject: string;
+  payload: string;
+  headers: MsgHeaders;
+}
+
+interface DurableState {
+  /** Next stream sequence to look at. */
+  cursor: number;
+  /** seq → delivery bookkeeping for messages delivered and not yet acked/termed. */
+  pending: Map<number, { deliveries: number; redeliverAt: number }>;
+}
+
+const DUPLICATE_WINDOW_MS = 2 * 60_000;
+
+/**
+ * The in-process bus (ARCHITECTURE "Running it"): one Node process, no NATS server. It keeps the
+ * contract of the JetStream bus — at-least-once delivery with ack / nak(delay) / term and ack-wait
+ * redelivery, publish dedupe by message id, durable cursors, queue-group request/reply, KV with CAS
+ * and TTL — but holds everything in memory, so a restart forgets unconsumed messages. Services
+ * re-drive from their outboxes, so nothing committed in Postgres is lost.
+ */
+export class MemoryBus implements Bus {
+  readonly kind = 'memory' as const;
+  private readonly streams: Record<StreamKind, StoredMessage[]> = { events: [], commands: [] };
+  private seq = 0;
+  private readonly dedupe = new Map<string, number>();
+  private readonly durables = new Map<string, DurableState>();
+  private readonly servers = new Map<string, Array<{ queue: string; handler: (data: unknown, headers: MsgHeaders) => Promise<unknown> }>>();
+  private readonly roundRobin = new Map<string, number>();
+  private readonly wakers = new Set<() => void>();
+  private readonly buckets = new Map<string, { ttlMs: number | undefined; revision: number; entries: Map<string, KvEntry & { at: number }> }>();
+  private closed = false;
+
+  constructor(readonly namespace: string) {}
+
+  async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
+    const handlers = this.servers.get(subject);
+    if (!handlers || handlers.length === 0 || this.closed) throw new BusUnavailableError(subject, 'no responders');
+    const i = (this.roundRobin.get(subject) ?? 0) % handlers.length;
+    this.roundRobin.set(subject, i + 1);
+    const target = handlers[i]!;
+    const headers = injectTrace({ ...opts.headers });
+    const payload = JSON.parse(JSON.stringify(data ?? null)) as unknown;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new BusUnavailableError(subject, 'timeout')), opts.timeoutMs);
+    });
+    try {
+      const reply = await Promise.race([withMessageSpan(`serve ${subject}`, 'server', headers, () => target.handler(payload, headers)), timeout]);
+      return JSON.parse(JSON.stringify(reply ?? null)) as unknown;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async serve(subject: string, queue: string, handler: (data: unknown, headers: MsgHeaders) => Promise<unknown>): Promise<Stoppable> {
+    const entry = { queue, handler };
+    const list = this.servers.get(subject) ?? [];
+    list.push(entry);
+    this.servers.set(subject, list);
+    return {
+      stop: async () => {
+        const current = this.servers.get(subject) ?? [];
+        this.servers.set(subject, current.filter((e) => e !== entry));
+      },
+    };
+  }
+
+  async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
+    if (this.closed) throw new BusUnavailableError(subject, 'bus closed');
+    const kind: StreamKind | null = subject.startsWith(`${this.namespace}.evt.`) ? 'events' : subject.startsWith(`${this.namespace}.cmd.`) ? 'commands' : null;
+    if (!kind) throw new Error(`no stream captures subject ${subject}`);
+    const now = Date.now();
+    for (const [id, at] of this.dedupe) if (now - at > DUPLICATE_WINDOW_MS) this.dedupe.delete(id);
+    if (this.dedupe.has(opts.msgId)) return;
+    this.dedupe.set(opts.msgId, now);
+    const headers = injectTrace({ ...opts.headers, 'nats-msg-id': opts.msgId });
+    this.streams[kind].push({ seq: ++this.seq, subject, payload: JSON.stringify(data), headers });
+    for (const wake of this.wakers) wake();
+  }
+
+  async consume(spec: ConsumerSpec): Promise<Stoppable> {
+    const key = `${spec.stream}/${spec.durable}`;
+    let state = this.durables.get(key);
+    if (!state) {
+      state = { cursor: 0, pending: new Map() };
+      this.durables.set(key, state);
+    }
+    const durable = state;
+    const ackWait = spec.ackWaitMs ?? 30_000;
+    const maxDeliver = spec.maxDeliver ?? -1;
+    const gate = new Semaphore(spec.concurrency ?? 4);
+    let running = true;
+    let wake: () => void = () => undefined;
+    const waker = () => wake();
+    this.wakers.add(waker);
+
+    const deliver = async (m: StoredMessage) => {
+      const p = durable.pending.get(m.seq)!;
+      p.deliveries++;
+      // Like JetStream, a delivery not acked within the ack wait is delivered again, even while the
+      // first handler is still running.
+      p.redeliverAt = Date.now() + ackWait;
+      const delivery = p.deliveries;
+      const headers = { ...m.headers };
+      let outcome;
+      try {
+        outcome = await withMessageSpan(`consume ${m.subject}`, 'consumer', headers, () =>
+          spec.handler({ subject: m.subject, data: JSON.parse(m.payload), headers, deliveryCount: p.deliveries, msgId: headers['nats-msg-id'] }),
+        );
+      } catch {
+        outcome = { type: 'nak' as const, delayMs: Math.min(30_000, 250 * 2 ** Math.min(p.deliveries, 7)) };
+      }
+      if (outcome.type === 'ack' || outcome.type === 'term') durable.pending.delete(m.seq);
+      else if (p.deliveries === delivery) p.redeliverAt = Date.now() + outcome.delayMs;
+      if (maxDeliver > 0 && p.deliveries >= maxDeliver && durable.pending.get(m.seq) === p) durable.pending.delete(m.seq);
+    };
+
+    const loop = (async () => {
+      const stream = this.streams[spec.stream];
+      while (running && !this.closed) {
+        const now = Date.now();
+        const due: StoredMessage[] = [];
+        for (const [seq, p] of durable.pending) {
+          if (p.redeliverAt <= now && (maxDeliver <= 0 || p.deliveries < maxDeliver)) {
+            const m = stream.find((s) => s.seq === seq);
+            if (m) due.push(m);
+            else durable.pending.delete(seq);
+          }
+        }
+        for (const m of stream) {
+          if (m.seq <= durable.cursor) continue;
+          durable.cursor = m.seq;
+          if (!subjectMatches(spec.filter, m.subject)) continue;
+          durable.pending.set(m.seq, { deliveries: 0, redeliverAt: 0 });
+          due.push(m);
+        }
+        for (const m of due) {
+          await gate.acquire();
+          if (!running) {
+            gate.release();
+            break;
+          }
+          void deliver(m).finally(() => gate.release());
+        }
+        const nextRedelivery = Math.min(...[...durable.pending.values()].map((p) => p.redeliverAt), now + 1000);
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, Math.max(5, nextRedelivery - Date.now()));
+          wake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+      }
+    })();
+
+    return {
+      stop: async () => {
+        running = false;
+        wake();
+        this.wakers.delete(waker);
+        await loop;
+        await gate.idle();
+      },
+    };
+  }
+
+  async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
+    let b = this.buckets.get(bucket);
+    if (!b) {
+      b = { ttlMs: opts.ttlMs, revision: 0, entries: new Map() };
+      this.buckets.set(bucket, b);
+    }
+    const store = b;
+    const live = (key: string) => {
+      const e = store.entries.get(key);
+      if (e && store.ttlMs && Date.now() - e.at > store.ttlMs) {
+        store.entries.delete(key);
+        return undefined;
+      }
+      return e;
+    };
+    const write = (key: string, value: string) => {
+      const revision = ++store.revision;
+      store.entries.set(key, { value, revision, at: Date.now() });
+      return revision;
+    };
+    const guard = () => {
+      if (this.closed) throw new BusUnavailableError(bucket, 'bus closed');
+    };
+    return {
+      async get(key) {
+        guard();
+        const e = live(key);
+        return e ? { value: e.value, revision: e.revision } : null;
+      },
+      async create(key, value) {
+        guard();
+        if (live(key)) throw new KvConflictError(key);
+        return write(key, value);
+      },
+      async update(key, value, revision) {
+        guard();
+        const e = live(key);
+        if (!e || e.revision !== revision) throw new KvConflictError(key);
+        return write(key, value);
+      },
+      async put(key, value) {
+        guard();
+        return write(key, value);
+      },
+      async delete(key) {
+        guard();
+        store.entries.delete(key);
+      },
+    };
+  }
+
+  async healthy(): Promise<boolean> {
+    return !this.closed;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const wake of this.wakers) wake();
+  }
+}

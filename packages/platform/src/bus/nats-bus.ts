@@ -1,0 +1,257 @@
+import { connect, headers as natsHeaders, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import {
+  AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
+  jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
+} from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import { names, subjects } from '@aex/contracts';
+import {
+  BusUnavailableError, KvConflictError, Semaphore,
+  type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
+} from './types.js';
+import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+const nanos = (ms: number) => ms * 1_000_000;
+const DAY_MS = 86_400_000;
+
+function toNatsHeaders(h: MsgHeaders | undefined): MsgHdrs | undefined {
+  const entries = Object.entries(h ?? {});
+  if (entries.length === 0) return undefined;
+  const out = natsHeaders();
+  for (const [k, v] of entries) out.set(k, v);
+  return out;
+}
+
+function fromNatsHeaders(h: MsgHdrs | undefined): MsgHeaders {
+  const out: MsgHeaders = {};
+  if (!h) return out;
+  for (const [k, v] of h) if (v[0] !== undefined) out[k.toLowerCase()] = v[0];
+  return out;
+}
+
+function parse(data: Uint8Array): unknown {
+  if (data.length === 0) return null;
+  return JSON.parse(decoder.decode(data));
+}
+
+function isApiError(err: unknown, code: number): boolean {
+  return err instanceof JetStreamApiError && err.code === code;
+}
+
+/** The JetStream implementation of the bus (production and tests). */
+export class NatsBus implements Bus {
+  readonly kind = 'jetstream' as const;
+  private readonly js: JetStreamClient;
+  private readonly kvm: Kvm;
+  private readonly stoppables = new Set<Stoppable>();
+
+  private constructor(
+    readonly namespace: string,
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+  ) {
+    this.js = jetstream(nc);
+    this.kvm = new Kvm(nc);
+  }
+
+  static async connect(url: string, namespace: string, name = 'aex'): Promise<NatsBus> {
+    const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
+    const jsm = await jetstreamManager(nc);
+    const bus = new NatsBus(namespace, nc, jsm);
+    await bus.ensureStream('events');
+    await bus.ensureStream('commands');
+    return bus;
+  }
+
+  private streamName(kind: StreamKind): string {
+    return kind === 'events' ? names.eventsStream(this.namespace) : names.commandsStream(this.namespace);
+  }
+
+  private async ensureStream(kind: StreamKind): Promise<void> {
+    const name = this.streamName(kind);
+    const subject = kind === 'events' ? subjects.events(this.namespace) : subjects.commands(this.namespace);
+    const config = {
+      name,
+      subjects: [subject],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      max_age: nanos(7 * DAY_MS),
+      duplicate_window: nanos(2 * 60_000),
+    };
+    try {
+      await this.jsm.streams.info(name);
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
+      try {
+        await this.jsm.streams.add(config);
+      } catch (addErr) {
+        // Another process created it between our info and add.
+        await this.jsm.streams.info(name).catch(() => {
+          throw addErr;
+        });
+      }
+    }
+  }
+
+  async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
+    return withOutgoingSpan(`request ${subject}`, 'client', async () => {
+      try {
+        const reply = await this.nc.request(subject, encoder.encode(JSON.stringify(data)), {
+          timeout: opts.timeoutMs,
+          headers: toNatsHeaders(injectTrace({ ...opts.headers })),
+        });
+        return parse(reply.data);
+      } catch (err) {
+        throw new BusUnavailableError(subject, (err as Error).message);
+      }
+    });
+  }
+
+  async serve(subject: string, queue: string, handler: (data: unknown, headers: MsgHeaders) => Promise<unknown>): Promise<Stoppable> {
+    const sub: Subscription = this.nc.subscribe(subject, { queue });
+    const loop = (async () => {
+      for await (const msg of sub) {
+        const headers = fromNatsHeaders(msg.headers);
+        void withMessageSpan(`serve ${msg.subject}`, 'server', headers, async () => {
+          let data: unknown;
+          try {
+            data = parse(msg.data);
+          } catch {
+            data = undefined;
+          }
+          const reply = await handler(data, headers);
+          msg.respond(encoder.encode(JSON.stringify(reply)));
+        }).catch(() => undefined);
+      }
+    })();
+    const stoppable: Stoppable = {
+      stop: async () => {
+        await sub.drain();
+        await loop;
+        this.stoppables.delete(stoppable);
+      },
+    };
+    this.stoppables.add(stoppable);
+    return stoppable;
+  }
+
+  async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
+    await withOutgoingSpan(`publish ${subject}`, 'producer', async () => {
+      await this.js.publish(subject, encoder.encode(JSON.stringify(data)), {
+        msgID: opts.msgId,
+        headers: toNatsHeaders(injectTrace({ ...opts.headers })),
+      });
+    });
+  }
+
+  async consume(spec: ConsumerSpec): Promise<Stoppable> {
+    const stream = this.streamName(spec.stream);
+    const config = {
+      durable_name: spec.durable,
+      filter_subject: spec.filter,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: DeliverPolicy.All,
+      ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+      max_deliver: spec.maxDeliver ?? -1,
+    };
+    try {
+      await this.jsm.consumers.info(stream, spec.durable);
+      await this.jsm.consumers.update(stream, spec.durable, { ack_wait: config.ack_wait, max_deliver: config.max_deliver });
+    } catch (err) {
+      if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
+      await this.jsm.consumers.add(stream, config).catch(async (addErr) => {
+        await this.jsm.consumers.info(stream, spec.durable).catch(() => {
+          throw addErr;
+        });
+      });
+    }
+    const consumer = await this.js.consumers.get(stream, spec.durable);
+    const concurrency = spec.concurrency ?? 4;
+    const messages = await consumer.consume({ max_messages: concurrency * 2 });
+    const gate = new Semaphore(concurrency);
+    const handle = async (m: JsMsg) => {
+      const headers = fromNatsHeaders(m.headers);
+      let data: unknown;
+      try {
+        data = parse(m.data);
+      } catch {
+        m.term('payload is not JSON');
+        return;
+      }
+      const msg: BusMessage = { subject: m.subject, data, headers, deliveryCount: m.info.deliveryCount, msgId: headers['nats-msg-id'] };
+      try {
+        const outcome = await withMessageSpan(`consume ${m.subject}`, 'consumer', headers, () => spec.handler(msg));
+        if (outcome.type === 'ack') m.ack();
+        else if (outcome.type === 'nak') m.nak(outcome.delayMs);
+        else m.term(outcome.reason);
+      } catch {
+        m.nak(Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7)));
+      }
+    };
+    const loop = (async () => {
+      for await (const m of messages) {
+        await gate.acquire();
+        void handle(m).finally(() => gate.release());
+      }
+    })();
+    const stoppable: Stoppable = {
+      stop: async () => {
+        await messages.close();
+        await loop.catch(() => undefined);
+        await gate.idle();
+        this.stoppables.delete(stoppable);
+      },
+    };
+    this.stoppables.add(stoppable);
+    return stoppable;
+  }
+
+  async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
+    const kv: KV = await this.kvm.create(bucket, { history: 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+    const conflict = (key: string) => (err: unknown): never => {
+      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
+        throw new KvConflictError(key);
+      }
+      throw err;
+    };
+    return {
+      async get(key) {
+        const e = await kv.get(key);
+        if (!e || e.operation !== 'PUT') return null;
+        return { value: e.string(), revision: e.revision };
+      },
+      create: (key, value) => kv.create(key, value).catch(conflict(key)),
+      update: (key, value, revision) => kv.update(key, value, revision).catch(conflict(key)),
+      put: (key, value) => kv.put(key, value),
+      async delete(key) {
+        await kv.delete(key);
+      },
+    };
+  }
+
+  async healthy(): Promise<boolean> {
+    if (this.nc.isClosed()) return false;
+    try {
+      await this.nc.flush();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Test helper: removes this namespace's streams (tests create their own namespaces). */
+  async destroyNamespace(): Promise<void> {
+    for (const kind of ['events', 'commands'] as const) await this.jsm.streams.delete(this.streamName(kind)).catch(() => undefined);
+  }
+
+  async deleteBucket(bucket: string): Promise<void> {
+    await this.jsm.streams.delete(`KV_${bucket}`).catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    for (const s of [...this.stoppables]) await s.stop().catch(() => undefined);
+    await this.nc.drain().catch(() => undefined);
+  }
+}

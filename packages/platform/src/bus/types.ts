@@ -1,0 +1,118 @@
+/**
+ * The bus contract both implementations honour (ARCHITECTURE "Messaging", "Running it"):
+ * request/reply with queue groups, durable at-least-once streams with publish dedupe by message id,
+ * ack / nak(delay) / term, and KV buckets with compare-and-set and a time to live.
+ * `bus.contract.int.test.ts` runs one suite against JetStream and against the in-process bus.
+ */
+export type MsgHeaders = Record<string, string>;
+
+export interface BusMessage {
+  subject: string;
+  data: unknown;
+  headers: MsgHeaders;
+  /** 1 on first delivery. */
+  deliveryCount: number;
+  msgId: string | undefined;
+}
+
+export type Outcome = { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
+export const ack = (): Outcome => ({ type: 'ack' });
+export const nak = (delayMs: number): Outcome => ({ type: 'nak', delayMs });
+export const term = (reason: string): Outcome => ({ type: 'term', reason });
+
+export type StreamKind = 'events' | 'commands';
+
+export interface ConsumerSpec {
+  stream: StreamKind;
+  /** Durable name: one per (service, purpose); replicas sharing it share the work. */
+  durable: string;
+  /** One subject filter (NATS 2.9 has no filter_subjects). */
+  filter: string;
+  handler: (msg: BusMessage) => Promise<Outcome>;
+  concurrency?: number;
+  ackWaitMs?: number;
+  maxDeliver?: number;
+}
+
+export interface KvEntry {
+  value: string;
+  revision: number;
+}
+
+export interface KvStore {
+  get(key: string): Promise<KvEntry | null>;
+  /** Creates the key; KvConflictError when it already holds a value. */
+  create(key: string, value: string): Promise<number>;
+  /** Compare-and-set on the revision; KvConflictError when the key changed since. */
+  update(key: string, value: string, revision: number): Promise<number>;
+  put(key: string, value: string): Promise<number>;
+  delete(key: string): Promise<void>;
+}
+
+export interface Stoppable {
+  stop(): Promise<void>;
+}
+
+export interface Bus {
+  readonly namespace: string;
+  /** Which implementation: shown in logs and /readyz. */
+  readonly kind: 'jetstream' | 'memory';
+  request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown>;
+  serve(subject: string, queue: string, handler: (data: unknown, headers: MsgHeaders) => Promise<unknown>): Promise<Stoppable>;
+  /** Durable publish to the events or commands stream; a repeated msgId inside the window is dropped. */
+  publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void>;
+  consume(spec: ConsumerSpec): Promise<Stoppable>;
+  kv(bucket: string, opts?: { ttlMs?: number }): Promise<KvStore>;
+  /** True while the bus can reach its backend. */
+  healthy(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export class KvConflictError extends Error {
+  constructor(key: string) {
+    super(`KV key "${key}" changed concurrently`);
+    this.name = 'KvConflictError';
+  }
+}
+
+/** No replica answered in time, or none is listening. */
+export class BusUnavailableError extends Error {
+  constructor(subject: string, reason: string) {
+    super(`No answer on ${subject}: ${reason}`);
+    this.name = 'BusUnavailableError';
+  }
+}
+
+/** NATS subject matching with `*` (one token) and `>` (the rest). */
+export function subjectMatches(filter: string, subject: string): boolean {
+  const f = filter.split('.');
+  const s = subject.split('.');
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === '>') return s.length > i;
+    if (i >= s.length) return false;
+    if (f[i] !== '*' && f[i] !== s[i]) return false;
+  }
+  return f.length === s.length;
+}
+
+/** Bounded concurrency for consumers. */
+export class Semaphore {
+  private waiting: Array<() => void> = [];
+  private active = 0;
+  constructor(private readonly limit: number) {}
+  async acquire(): Promise<void> {
+    if (this.active < this.limit) {
+      this.active++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active--;
+  }
+  async idle(): Promise<void> {
+    while (this.active > 0) await new Promise((r) => setTimeout(r, 5));
+  }
+}

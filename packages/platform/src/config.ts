@@ -1,0 +1,75 @@
+import { Type, type Static, validator } from '@aex/contracts';
+
+const Int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) => Type.Integer({ default: def, minimum: min, maximum: max });
+const Bool = (def: boolean) => Type.Union([Type.Literal('true'), Type.Literal('false')], { default: String(def) });
+
+/**
+ * D16: every variable a deployment can set. Read and checked once at start; a bad value stops the
+ * process with a message naming the variable. The all-in-one stack and each service's main.ts read
+ * the same names.
+ */
+export const ConfigSchema = Type.Object({
+  PORT: Int(8080, 0, 65535),
+  HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
+  PUBLIC_BASE_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /** Prefix of every subject, stream and bucket name (tests use their own). */
+  BUS_NAMESPACE: Type.String({ default: 'aex', pattern: '^[a-z][a-z0-9_]{0,30}$' }),
+  PAYMENTS_PROVIDER: Type.Union([Type.Literal('none'), Type.Literal('sandbox')], { default: 'none' }),
+  ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: Bool(false),
+  WEBHOOK_RETRY_DELAYS_MS: Type.String({ default: '0,5000,300000,1800000,7200000,18000000,36000000,36000000', pattern: '^\\d+(,\\d+)*$' }),
+  WEBHOOK_TIMEOUT_MS: Int(15000, 1),
+  RATE_LIMIT_READ_PER_MIN: Int(100, 1),
+  RATE_LIMIT_WRITE_PER_MIN: Int(30, 1),
+  RATE_LIMIT_DISCOVERY_PER_MIN: Int(50, 1),
+  RATE_LIMIT_KEY_ROTATION_PER_MIN: Int(10, 1),
+  RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: Int(10, 1),
+  RATE_LIMIT_PUBLIC_PER_MIN_PER_IP: Int(100, 1),
+  REVIEW_WINDOW_SECONDS: Int(259200, 1),
+  DISPUTE_RESPONSE_SECONDS: Int(432000, 1),
+  MAX_AGENTS_PER_ACCOUNT: Int(20, 1),
+  MAX_SERVICES_PER_AGENT: Int(50, 1),
+  MAX_ACTIVE_TRANSACTIONS_PER_AGENT: Int(100, 1),
+  MAX_TRANSACTION_CENTS: Int(1_000_000, 1),
+  IDEMPOTENCY_TTL_HOURS: Int(48, 1),
+  BODY_LIMIT_BYTES: Int(1_048_576, 1024),
+  /** How long a gateway waits for a service reply, and a saga step for its outcome, before 503/202. */
+  RPC_TIMEOUT_MS: Int(10_000, 100),
+  SAGA_WAIT_MS: Int(5_000, 0),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  EXCHANGE_VERSION: Type.String({ default: '0.1.0' }),
+});
+export type ExchangeConfig = Static<typeof ConfigSchema> & { PUBLIC_BASE_URL: string };
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, message: string) {
+    super(`Invalid configuration: ${variable} ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const check = validator(ConfigSchema, { coerce: true });
+
+/** Reads the D16 variables from `env` (only the names the schema knows; everything else is ignored). */
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Record<keyof ExchangeConfig, string>> = {}): ExchangeConfig {
+  const raw: Record<string, unknown> = {};
+  for (const name of Object.keys(ConfigSchema.properties)) {
+    const value = overrides[name as keyof ExchangeConfig] ?? env[name];
+    if (value !== undefined && value !== '') raw[name] = value;
+  }
+  const result = check.check(raw);
+  if (!result.ok) {
+    const first = result.errors[0]!;
+    const variable = (first.field ?? '').split('/').filter(Boolean)[0] ?? 'configuration';
+    throw new ConfigError(variable, `is invalid: ${first.message}`);
+  }
+  const cfg = result.value;
+  const publicBase = (cfg.PUBLIC_BASE_URL ?? `http://${cfg.HOST}:${cfg.PORT}`).replace(/\/+$/, '');
+  return { ...cfg, PUBLIC_BASE_URL: publicBase };
+}
+
+export function retryDelays(cfg: Pick<ExchangeConfig, 'WEBHOOK_RETRY_DELAYS_MS'>): number[] {
+  return cfg.WEBHOOK_RETRY_DELAYS_MS.split(',').map(Number);
+}

@@ -1,0 +1,83 @@
+import pg from 'pg';
+import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import type { Logger } from '../logger.js';
+
+// int8 (bigint) columns hold cents: parse them to numbers, refusing anything beyond the safe range
+// (STYLE.md 10: money is integers, never silently rounded).
+pg.types.setTypeParser(20, (value: string) => {
+  const n = Number(value);
+  if (!Number.isSafeInteger(n)) throw new Error(`int8 value ${value} exceeds the safe integer range`);
+  return n;
+});
+
+export interface ServiceDbOptions {
+  url: string;
+  /** The service's schema, also the suffix of its role `aex_<schema>`. */
+  schema: string;
+  migrations: Record<string, Migration>;
+  logger?: Logger;
+  poolSize?: number;
+}
+
+export interface ServiceDb<DB> {
+  db: Kysely<DB>;
+  schema: string;
+  role: string;
+  close(): Promise<void>;
+}
+
+const IDENT = /^[a-z][a-z0-9_]{0,40}$/;
+
+/**
+ * Connects a service to its own schema (ARCHITECTURE "Who owns what"). When the connecting user may
+ * create roles (local stack, tests), the role `aex_<schema>` is created, owns the schema and is the
+ * role every pooled connection runs as: it has no rights on other services' schemas, so a stray
+ * cross-schema query fails. Otherwise (a deployment giving each service its own login), the login
+ * itself is the service's role. Migrations run at start under a lock, in the service's schema.
+ */
+export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<ServiceDb<DB>> {
+  if (!IDENT.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
+  const role = await provisionSchema(opts.url, opts.schema);
+  const options = [`-c search_path=${opts.schema}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` });
+  pool.on('error', (err) => opts.logger?.error({ err }, 'idle Postgres connection failed'));
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => opts.migrations },
+    migrationTableSchema: opts.schema,
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  for (const r of results ?? []) opts.logger?.info({ migration: r.migrationName, status: r.status }, 'migration');
+  if (error) {
+    await db.destroy();
+    throw error instanceof Error ? error : new Error(String(error));
+  }
+  return { db, schema: opts.schema, role: role ?? 'login', close: () => db.destroy() };
+}
+
+async function provisionSchema(url: string, schema: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ can: boolean }>(
+      'select (rolsuper or rolcreaterole) as can from pg_roles where rolname = current_user',
+    );
+    if (!rows[0]?.can) {
+      await client.query(`create schema if not exists ${schema}`);
+      return null;
+    }
+    const role = `aex_${schema}`;
+    // Roles are cluster-wide and tests create databases in parallel: tolerate a concurrent create.
+    await client.query(`do $$ begin create role ${role} nologin; exception when duplicate_object or unique_violation then null; end $$`);
+    await client.query(`grant ${role} to current_user`).catch(() => undefined);
+    await client.query(`do $$ begin create schema if not exists ${schema} authorization ${role}; exception when duplicate_schema or unique_violation then null; end $$`);
+    await client.query(`alter schema ${schema} owner to ${role}`);
+    await client.query(`revoke all on schema public from ${role}`).catch(() => undefined);
+    return role;
+  } finally {
+    await client.end();
+  }
+}
+
+export { sql };

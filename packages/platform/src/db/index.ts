@@ -1,0 +1,2 @@
+export * from './connect.js';
+export * from './platform-tables.js';

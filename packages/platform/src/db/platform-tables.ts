@@ -1,0 +1,67 @@
+import { sql, type Kysely } from 'kysely';
+
+/**
+ * Frozen migration (never edit; add a v2): the tables every service's messaging needs — the
+ * transactional outbox, the processed-message ids of idempotent consumers, and durable timers.
+ * Each service's first migration calls it, so the tables live in that service's own schema.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function createPlatformTablesV1(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('outbox')
+    .addColumn('id', 'uuid', (c) => c.primaryKey())
+    .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('event', 'command')`))
+    .addColumn('type', 'text', (c) => c.notNull())
+    .addColumn('payload', 'jsonb', (c) => c.notNull())
+    .addColumn('headers', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('published_at', 'timestamptz')
+    .execute();
+  await sql`create index outbox_unpublished on outbox (created_at) where published_at is null`.execute(db);
+
+  await db.schema
+    .createTable('processed_messages')
+    .addColumn('consumer', 'text', (c) => c.notNull())
+    .addColumn('message_id', 'uuid', (c) => c.notNull())
+    .addColumn('processed_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addPrimaryKeyConstraint('processed_messages_pk', ['consumer', 'message_id'])
+    .execute();
+
+  await db.schema
+    .createTable('timers')
+    .addColumn('id', 'uuid', (c) => c.primaryKey())
+    .addColumn('kind', 'text', (c) => c.notNull())
+    .addColumn('key', 'text', (c) => c.notNull())
+    .addColumn('fire_at', 'timestamptz', (c) => c.notNull())
+    .addColumn('payload', 'jsonb', (c) => c.notNull().defaultTo(sql`'{}'::jsonb`))
+    .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+    .addColumn('last_error', 'text')
+    .addColumn('fired_at', 'timestamptz')
+    .addUniqueConstraint('timers_kind_key', ['kind', 'key'])
+    .execute();
+  await sql`create index timers_due on timers (fire_at) where fired_at is null`.execute(db);
+}
+
+/** Kysely table types of the platform tables, for services' Database interfaces. */
+export interface PlatformTables {
+  outbox: {
+    id: string;
+    kind: 'event' | 'command';
+    type: string;
+    payload: unknown;
+    headers: Record<string, string>;
+    createdAt: import('kysely').Generated<Date>;
+    publishedAt: Date | null;
+  };
+  processedMessages: { consumer: string; messageId: string; processedAt: import('kysely').Generated<Date> };
+  timers: {
+    id: string;
+    kind: string;
+    key: string;
+    fireAt: Date;
+    payload: unknown;
+    attempts: import('kysely').Generated<number>;
+    lastError: string | null;
+    firedAt: Date | null;
+  };
+}

@@ -1,0 +1,68 @@
+import type { Kysely, Transaction } from 'kysely';
+import { MessageEnvelope, validator, isAppError, type MessageDef, type Static, type MessageEnvelope as Envelope } from '@aex/contracts';
+import { ack, nak, term, type Bus, type Stoppable } from '../bus/types.js';
+import { subjects } from '@aex/contracts';
+import type { PlatformTables } from '../db/platform-tables.js';
+import type { Logger } from '../logger.js';
+
+const envelopeCheck = validator(MessageEnvelope);
+
+export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
+  bus: Bus;
+  db: Kysely<DB>;
+  logger: Logger;
+  /** Durable name, unique per (service, purpose). */
+  durable: string;
+  def: M;
+  /** Runs inside the transaction that also records the message id: effect and dedupe commit together. */
+  handle: (trx: Transaction<DB>, data: Static<M['data']>, envelope: Envelope) => Promise<void>;
+  /** Called after the commit (e.g. to kick the outbox relay). */
+  afterCommit?: () => void;
+  concurrency?: number;
+}
+
+/**
+ * A durable consumer whose effect is applied exactly once (ARCHITECTURE "Messaging"): the processed
+ * message id is inserted in the same database transaction as the effect, so a redelivery finds it
+ * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
+ */
+export async function consumeIdempotently<M extends MessageDef, DB>(opts: IdempotentConsumerOptions<M, DB>): Promise<Stoppable> {
+  const dataCheck = validator(opts.def.data);
+  const subject = opts.def.kind === 'event' ? subjects.event(opts.bus.namespace, opts.def.type) : subjects.command(opts.bus.namespace, opts.def.type);
+  return opts.bus.consume({
+    stream: opts.def.kind === 'event' ? 'events' : 'commands',
+    durable: opts.durable,
+    filter: subject,
+    concurrency: opts.concurrency ?? 4,
+    handler: async (msg) => {
+      const env = envelopeCheck.check(msg.data);
+      const data = env.ok ? dataCheck.check(env.value.data) : env;
+      if (!env.ok || !data.ok) {
+        opts.logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
+        return term('invalid payload');
+      }
+      try {
+        const applied = await opts.db.transaction().execute(async (trx) => {
+          const inserted = await (trx as unknown as Transaction<PlatformTables>)
+            .insertInto('processedMessages')
+            .values({ consumer: opts.durable, messageId: env.value.id })
+            .onConflict((oc) => oc.doNothing())
+            .returning('messageId')
+            .executeTakeFirst();
+          if (!inserted) return false;
+          await opts.handle(trx, data.value as Static<M['data']>, env.value as Envelope);
+          return true;
+        });
+        if (applied) opts.afterCommit?.();
+        return ack();
+      } catch (err) {
+        if (isAppError(err)) {
+          opts.logger.error({ err, subject: msg.subject, messageId: env.value.id }, 'message rejected by its handler; terminated');
+          return term(err.message);
+        }
+        opts.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'message handling failed; will retry');
+        return nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
+      }
+    },
+  });
+}

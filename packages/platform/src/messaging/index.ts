@@ -1,0 +1,3 @@
+export * from './outbox.js';
+export * from './consumer.js';
+export * from './timers.js';

@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { PlatformTables } from '../db/platform-tables.js';
+import type { Logger } from '../logger.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+/** Schedules (or reschedules) the timer `kind`/`key` in the caller's transaction. */
+export async function scheduleTimer(trx: AnyDb, t: { kind: string; key: string; fireAt: Date; payload?: unknown }): Promise<void> {
+  await (trx as Kysely<PlatformTables>)
+    .insertInto('timers')
+    .values({ id: randomUUID(), kind: t.kind, key: t.key, fireAt: t.fireAt, payload: JSON.stringify(t.payload ?? {}), lastError: null, firedAt: null })
+    .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ fireAt: t.fireAt, payload: JSON.stringify(t.payload ?? {}), firedAt: null, attempts: 0, lastError: null }))
+    .execute();
+}
+
+export async function cancelTimer(trx: AnyDb, kind: string, key: string): Promise<void> {
+  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('kind', '=', kind).where('key', '=', key).where('firedAt', 'is', null).execute();
+}
+
+export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }) => Promise<void>;
+
+/**
+ * Fires due timers (ARCHITECTURE "Timers"): each is claimed with FOR UPDATE SKIP LOCKED and fired in
+ * the same transaction that marks it fired, so many replicas can run side by side and a crash
+ * mid-fire leaves it due. A failing handler is retried with backoff.
+ */
+export class TimerRunner<DB> {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private busy: Promise<void> | null = null;
+
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly handlers: Record<string, TimerHandler<DB>>,
+    private readonly logger: Logger,
+    private readonly opts: { pollMs?: number; afterFire?: () => void } = {},
+  ) {}
+
+  start(): void {
+    this.running = true;
+    this.loop(0);
+  }
+
+  private loop(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.busy = this.fireDue()
+        .then(() => undefined)
+        .catch((err) => this.logger.warn({ err }, 'timer run failed'))
+        .finally(() => {
+          this.busy = null;
+          if (this.running) this.loop(this.opts.pollMs ?? 500);
+        });
+    }, ms);
+  }
+
+  /** Fires every due timer; returns how many fired. */
+  async fireDue(now?: Date): Promise<number> {
+    let fired = 0;
+    for (;;) {
+      const result = await this.fireOne(now);
+      if (result === 'none') break;
+      if (result === 'fired') fired++;
+    }
+    if (fired > 0) this.opts.afterFire?.();
+    return fired;
+  }
+
+  private async fireOne(now?: Date): Promise<'fired' | 'failed' | 'none'> {
+    const db = this.db as unknown as Kysely<PlatformTables>;
+    let claimed: { id: string; kind: string } | undefined;
+    try {
+      return await db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('timers')
+          .selectAll()
+          .where('firedAt', 'is', null)
+          .where('fireAt', '<=', now ?? sql<Date>`now()`)
+          .orderBy('fireAt')
+          .limit(1)
+          .forUpdate()
+          .skipLocked()
+          .executeTakeFirst();
+        if (!row) return 'none';
+        claimed = row;
+        const handler = this.handlers[row.kind];
+        if (!handler) throw new Error(`no handler for timer kind ${row.kind}`);
+        await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
+        await trx.updateTable('timers').set({ firedAt: sql<Date>`now()` }).where('id', '=', row.id).execute();
+        return 'fired';
+      });
+    } catch (err) {
+      if (!claimed) throw err;
+      this.logger.warn({ err, timer: claimed }, 'timer handler failed; backing off');
+      await db
+        .updateTable('timers')
+        .set({ attempts: sql<number>`attempts + 1`, lastError: String((err as Error).message).slice(0, 1000), fireAt: sql<Date>`now() + least(interval '1 second' * power(2, attempts), interval '5 minutes')` })
+        .where('id', '=', claimed.id)
+        .execute();
+      return 'failed';
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    await this.busy;
+  }
+}

@@ -1,0 +1,41 @@
+import type { ExchangeConfig } from './config.js';
+import { MemoryBus } from './bus/memory-bus.js';
+import { NatsBus } from './bus/nats-bus.js';
+import type { Bus } from './bus/types.js';
+import type { Logger } from './logger.js';
+
+/** Connects to NATS JetStream when a URL is given, else the in-process bus (one-process stack only). */
+export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE'>, name: string, opts: { allowMemory: boolean }): Promise<Bus> {
+  if (cfg.NATS_URL) return NatsBus.connect(cfg.NATS_URL, cfg.BUS_NAMESPACE, name);
+  if (!opts.allowMemory) throw new Error('NATS_URL is required to run a service on its own (the in-process bus only joins services of one process).');
+  return new MemoryBus(cfg.BUS_NAMESPACE);
+}
+
+/** Anything started that must be stopped, in reverse order. */
+export interface Component {
+  stop(): Promise<void>;
+}
+
+/** Stops on SIGINT/SIGTERM with grace; a second signal exits at once. */
+export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 15_000);
+    force.unref();
+    stop()
+      .then(() => process.exit(0))
+      .catch((err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
+export async function stopAll(components: Component[]): Promise<void> {
+  for (const c of [...components].reverse()) await c.stop();
+}

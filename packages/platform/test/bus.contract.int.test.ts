@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { subjects } from '@aex/contracts';
+import { ack, nak, term, BusUnavailableError, KvConflictError, type Bus, type BusMessage, type Stoppable } from '../src/index.js';
+import { createTestBus, eventually, type BusKind } from '../src/testing/index.js';
+
+// One contract, two implementations (ARCHITECTURE "Running it"): the in-process bus must behave
+// like JetStream for everything the services rely on.
+describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
+  let bus: Bus;
+  let dispose: (buckets?: string[]) => Promise<void>;
+  const started: Stoppable[] = [];
+  const buckets: string[] = [];
+
+  beforeEach(async () => {
+    ({ bus, dispose } = await createTestBus(kind));
+  });
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.stop();
+    await dispose(buckets.splice(0));
+  });
+
+  const evt = (name: string) => subjects.event(bus.namespace, `test.${name}`);
+
+  it('request/reply reaches a server of the queue group and returns its answer', async () => {
+    started.push(await bus.serve(`${bus.namespace}.rpc.test.echo`, 'test', async (data) => ({ echoed: data })));
+    expect(await bus.request(`${bus.namespace}.rpc.test.echo`, { n: 1 }, { timeoutMs: 2000 })).toEqual({ echoed: { n: 1 } });
+  });
+
+  it('request with no server fails with BusUnavailableError', async () => {
+    await expect(bus.request(`${bus.namespace}.rpc.test.nobody`, {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(BusUnavailableError);
+  });
+
+  it('request/reply carries headers to the server', async () => {
+    let seen: Record<string, string> = {};
+    started.push(await bus.serve(`${bus.namespace}.rpc.test.hdr`, 'test', async (_d, h) => ((seen = h), {})));
+    await bus.request(`${bus.namespace}.rpc.test.hdr`, {}, { timeoutMs: 2000, headers: { 'x-request-id': 'abc' } });
+    expect(seen['x-request-id']).toBe('abc');
+  });
+
+  it('a published message is delivered once to a durable consumer and acked', async () => {
+    const got: BusMessage[] = [];
+    started.push(await bus.consume({ stream: 'events', durable: 'c1', filter: evt('>'), handler: async (m) => (got.push(m), ack()) }));
+    await bus.publish(evt('a'), { v: 1 }, { msgId: randomUUID() });
+    await eventually(async () => got.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toHaveLength(1);
+    expect(got[0]!.data).toEqual({ v: 1 });
+    expect(got[0]!.deliveryCount).toBe(1);
+  });
+
+  it('a repeated message id is dropped at publish (dedupe window)', async () => {
+    const got: unknown[] = [];
+    started.push(await bus.consume({ stream: 'events', durable: 'c2', filter: evt('>'), handler: async (m) => (got.push(m.data), ack()) }));
+    const id = randomUUID();
+    await bus.publish(evt('a'), { v: 1 }, { msgId: id });
+    await bus.publish(evt('a'), { v: 1 }, { msgId: id });
+    await bus.publish(evt('a'), { v: 2 }, { msgId: randomUUID() });
+    await eventually(async () => got.length >= 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toEqual([{ v: 1 }, { v: 2 }]);
+  });
+
+  it('nak(delay) redelivers after the delay with a higher delivery count', async () => {
+    const seen: Array<{ count: number; at: number }> = [];
+    started.push(
+      await bus.consume({
+        stream: 'commands', durable: 'c3', filter: subjects.command(bus.namespace, 'test.retry'),
+        handler: async (m) => (seen.push({ count: m.deliveryCount, at: Date.now() }), m.deliveryCount < 2 ? nak(200) : ack()),
+      }),
+    );
+    await bus.publish(subjects.command(bus.namespace, 'test.retry'), {}, { msgId: randomUUID() });
+    await eventually(async () => seen.length === 2);
+    expect(seen.map((s) => s.count)).toEqual([1, 2]);
+    expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(150);
+  });
+
+  it('a thrown handler error is retried', async () => {
+    let calls = 0;
+    started.push(
+      await bus.consume({
+        stream: 'events', durable: 'c4', filter: evt('>'),
+        handler: async () => {
+          calls++;
+          if (calls === 1) throw new Error('transient');
+          return ack();
+        },
+      }),
+    );
+    await bus.publish(evt('x'), {}, { msgId: randomUUID() });
+    await eventually(async () => calls >= 2, 5000);
+  });
+
+  it('term stops redelivery', async () => {
+    let calls = 0;
+    started.push(await bus.consume({ stream: 'events', durable: 'c5', filter: evt('>'), handler: async () => (calls++, term('poison')) }));
+    await bus.publish(evt('p'), {}, { msgId: randomUUID() });
+    await eventually(async () => calls === 1);
+    await new Promise((r) => setTimeout(r, 600));
+    expect(calls).toBe(1);
+  });
+
+  it('an unacked message is redelivered after the ack wait', async () => {
+    const counts: number[] = [];
+    started.push(
+      await bus.consume({
+        stream: 'events', durable: 'c6', filter: evt('>'), ackWaitMs: 1000,
+        handler: async (m) => {
+          counts.push(m.deliveryCount);
+          if (m.deliveryCount === 1) await new Promise((r) => setTimeout(r, 1500)); // outlives the ack wait
+          return ack();
+        },
+      }),
+    );
+    await bus.publish(evt('slow'), {}, { msgId: randomUUID() });
+    await eventually(async () => counts.includes(2), 8000);
+  });
+
+  it('a durable consumer resumes where it stopped, and filters by subject', async () => {
+    const got: unknown[] = [];
+    const spec = { stream: 'events' as const, durable: 'c7', filter: evt('keep.*'), handler: async (m: BusMessage) => (got.push(m.data), ack()) };
+    const first = await bus.consume(spec);
+    await bus.publish(evt('keep.a'), 1, { msgId: randomUUID() });
+    await eventually(async () => got.length === 1);
+    await first.stop();
+    await bus.publish(evt('keep.b'), 2, { msgId: randomUUID() });
+    await bus.publish(evt('skip.c'), 3, { msgId: randomUUID() });
+    started.push(await bus.consume(spec));
+    await eventually(async () => got.length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toEqual([1, 2]);
+  });
+
+  it('KV create refuses an existing key; update is compare-and-set on the revision', async () => {
+    const name = `${bus.namespace}_kv`;
+    buckets.push(name);
+    const kv = await bus.kv(name);
+    const r1 = await kv.create('k', 'one');
+    await expect(kv.create('k', 'two')).rejects.toBeInstanceOf(KvConflictError);
+    const r2 = await kv.update('k', 'two', r1);
+    await expect(kv.update('k', 'three', r1)).rejects.toBeInstanceOf(KvConflictError);
+    expect(await kv.get('k')).toEqual({ value: 'two', revision: r2 });
+    await kv.delete('k');
+    expect(await kv.get('k')).toBeNull();
+    await kv.create('k', 'again');
+    expect((await kv.get('k'))?.value).toBe('again');
+  });
+
+  it('KV entries expire after the bucket TTL', async () => {
+    const name = `${bus.namespace}_ttl`;
+    buckets.push(name);
+    const kv = await bus.kv(name, { ttlMs: 1000 });
+    await kv.put('k', 'v');
+    expect((await kv.get('k'))?.value).toBe('v');
+    await eventually(async () => (await kv.get('k')) === null, 5000, 200);
+  });
+});

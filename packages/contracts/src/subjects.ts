@@ -19,3 +19,13 @@ export const names = {
   commandsStream: (ns: string) => `${ns.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}_COMMANDS`,
   bucket: (ns: string, purpose: string) => `${ns.replace(/[^A-Za-z0-9_-]/g, '_')}_${purpose}`,
 };
+
+/**
+ * The gateway's API-key cache (D2.5): a KV bucket of key hash → principal JSON, filled by gateways
+ * from identity, marked `stale` by identity whenever a key is revoked or its agent changes.
+ */
+export const AUTH_CACHE = {
+  bucket: (ns: string) => names.bucket(ns, 'auth_keys'),
+  ttlMs: 60_000,
+  staleMarker: 'stale',
+} as const;

@@ -4,9 +4,9 @@ import { trace } from '@opentelemetry/api';
 export type { Logger };
 
 /** pino logger; every line carries the service name and, inside a span, its trace and span ids. */
-export function createLogger(service: string, level: LevelWithSilent = 'info'): Logger {
+export function createLogger(service: string, level: LevelWithSilent | string = 'info'): Logger {
   return pino({
-    level,
+    level: level as LevelWithSilent,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin() {

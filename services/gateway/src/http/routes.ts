@@ -1,0 +1,58 @@
+import { identityOps, walletOps, type Operation } from '@aex/contracts';
+import type { RateGroup } from '../guards/rate-limit.js';
+
+export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
+
+/** One public route: how the gateway authenticates, limits and forwards it. */
+export interface RouteSpec {
+  method: Method;
+  url: string;
+  summary: string;
+  /** The service operation it calls; routes without one are answered by the gateway itself. */
+  op?: Operation;
+  auth: 'agent' | 'none' | 'admin';
+  /** D4.1 / D4.2 group; null for routes outside rate limiting (health, operator). */
+  rateGroup: RateGroup | null;
+  /** D3.3: required on creating transactions and deliver; elsewhere verified when present. */
+  signature: 'required' | 'optional';
+  successStatus: number;
+  /** Whether the route takes a JSON body (validated against `op.input.body`). */
+  body: boolean;
+  /** D6.7: the raw DID document, not the envelope. */
+  raw?: 'did+json';
+  tag: string;
+}
+
+const agent = (method: Method, url: string, op: Operation, summary: string, tag: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({
+  method, url, op, summary, tag,
+  auth: 'agent',
+  rateGroup: method === 'GET' ? 'read' : 'write',
+  signature: 'optional',
+  successStatus: 200,
+  body: method !== 'GET' && method !== 'DELETE',
+  ...extra,
+});
+
+export const routes: RouteSpec[] = [
+  { method: 'GET', url: '/v1/protocol', summary: 'Describe the exchange: version, features, limits, fees (D15.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'protocol' },
+  { method: 'POST', url: '/v1/accounts', op: identityOps.createAccount, summary: 'Create an account with its owner agent, API key, wallet and trust score (D6.1)', auth: 'none', rateGroup: 'accounts_ip', signature: 'optional', successStatus: 201, body: true, tag: 'accounts' },
+  agent('GET', '/v1/accounts/:accountId', identityOps.getAccount, 'Read the caller’s account (D6.3)', 'accounts'),
+  agent('PATCH', '/v1/accounts/:accountId', identityOps.updateAccount, 'Change the account (owner agent, D2.2)', 'accounts'),
+  agent('PUT', '/v1/accounts/:accountId/delegation', identityOps.setAccountDelegation, 'Set the account’s default delegation rules (owner agent)', 'accounts'),
+  agent('POST', '/v1/agents', identityOps.createAgent, 'Create an agent of the caller’s account (owner agent, D6.4)', 'agents', { successStatus: 201 }),
+  agent('GET', '/v1/agents/:agentId', identityOps.getAgent, 'Read an agent: full for the own account, public profile otherwise (D2.3)', 'agents'),
+  agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents'),
+  agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents'),
+  agent('PUT', '/v1/agents/:agentId/delegation', identityOps.setAgentDelegation, 'Override delegation rules for one agent (owner agent)', 'agents'),
+  agent('POST', '/v1/agents/:agentId/keys/rotate', identityOps.rotateKey, 'Revoke the current API key and issue a new one (D2.5)', 'agents', { rateGroup: 'key_rotation', body: false }),
+  { method: 'GET', url: '/v1/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The agent’s DID document in the envelope (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'agents' },
+  { method: 'GET', url: '/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The raw DID document a did:web resolver fetches (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'agents' },
+  agent('GET', '/v1/wallets/:agentId', walletOps.getWallet, 'Read a wallet (own, or any of the account for the owner agent; D13.1)', 'wallets'),
+  agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets'),
+  agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),
+  agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets'),
+  { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
+];
+
+/** Regexes of every known path, to tell 405 (known path, other method) from 404. */
+export const knownPaths = routes.map((r) => ({ method: r.method, re: new RegExp(`^${r.url.replace(/:[A-Za-z]+/g, '[^/]+')}$`) }));

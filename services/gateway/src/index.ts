@@ -1,0 +1,2 @@
+export { buildGateway, type GatewayOptions } from './app.js';
+export { routes } from './http/routes.js';

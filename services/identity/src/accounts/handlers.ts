@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, events, type AccountView, type identityOps } from '@aex/contracts';
+import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import type { AccountRow } from '../db/schema.js';
+import { isUniqueViolation, type IdentityDeps } from '../context.js';
+import { issueApiKey } from '../domain/api-keys.js';
+import { mayGovernAccount } from '../domain/ownership.js';
+import { webhookUrlProblem } from '../domain/webhook-url.js';
+import { findAgent, insertAgent } from '../agents/repository.js';
+import { fullAgentView } from '../agents/views.js';
+import { awaitWallet, requestWallet } from '../wallet-saga.js';
+
+type Ops = typeof identityOps;
+
+const normalizeEmail = (email: string) => email.trim().toLowerCase();
+
+export function accountView(a: AccountRow): AccountView {
+  return {
+    id: a.id,
+    accountType: a.accountType,
+    displayName: a.displayName,
+    verificationStatus: a.verificationStatus,
+    defaultDelegation: a.defaultDelegation,
+    metadata: a.metadata,
+    createdAt: a.createdAt.toISOString(),
+    updatedAt: a.updatedAt.toISOString(),
+  };
+}
+
+const emailTaken = () => new AppError('CONFLICT', 'An account with this email address already exists.', { field: '/body/email' });
+
+export function checkWebhookUrl(deps: IdentityDeps, url: string | null | undefined, field: string): void {
+  if (!url) return;
+  const problem = webhookUrlProblem(url, deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true');
+  if (problem) throw new AppError('VALIDATION_ERROR', `The webhook URL ${problem}.`, { field });
+}
+
+/** POST /v1/accounts: account, owner agent, key, trust score, and (by saga) its wallet — D6.1. */
+export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createAccount']> => async ({ body }) => {
+  checkWebhookUrl(deps, body.agent.webhookUrl, '/body/agent/webhookUrl');
+  const now = deps.now();
+  const accountId = randomUUID();
+  const agentId = randomUUID();
+  const key = issueApiKey();
+  try {
+    await deps.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('accounts')
+        .values({
+          id: accountId,
+          accountType: body.accountType,
+          displayName: body.displayName,
+          email: body.email.trim(),
+          emailNormalized: normalizeEmail(body.email),
+          metadata: JSON.stringify(body.metadata ?? {}) as never,
+          verificationStatus: 'unverified',
+          defaultDelegation: '{}' as never,
+          createdAt: now,
+          updatedAt: now,
+        })
+        .execute();
+      const agent = body.agent;
+      await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: agent.name, agentType: agent.agentType ?? 'persistent', description: agent.description, capabilities: agent.capabilities, webhookUrl: agent.webhookUrl, metadata: agent.metadata, now }, key);
+      await enqueue(trx, events.agentCreated, { agentId, accountId, name: agent.name, status: 'active', parentAgentId: null }, { now });
+      await requestWallet(trx, { id: agentId, accountId });
+    });
+  } catch (err) {
+    if (isUniqueViolation(err, 'accounts_email_normalized_key')) throw emailTaken();
+    throw err;
+  }
+  deps.relay.kick();
+  const walletReady = await awaitWallet(deps, agentId, deps.config.SAGA_WAIT_MS);
+  const agent = (await findAgent(deps.db, agentId))!;
+  return {
+    // D9.9 applied to accounts: the wallet saga finishes on its own if it is slow; 202 says so.
+    status: walletReady ? 201 : 202,
+    data: {
+      id: accountId,
+      accountType: body.accountType,
+      displayName: body.displayName,
+      verificationStatus: 'unverified',
+      createdAt: now.toISOString(),
+      apiKey: key.plaintext,
+      agent: fullAgentView(agent, deps.config.PUBLIC_BASE_URL),
+    },
+  };
+};
+
+async function loadOwnAccount(deps: IdentityDeps, accountId: string, callerAccountId: string): Promise<AccountRow> {
+  // D2.4: another account is indistinguishable from a missing one.
+  const row = callerAccountId === accountId ? await deps.db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst() : undefined;
+  if (!row) throw new AppError('NOT_FOUND', 'No such account.');
+  return row;
+}
+
+export const getAccount = (deps: IdentityDeps): OperationHandler<Ops['getAccount']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  return { data: accountView(await loadOwnAccount(deps, path.accountId, caller.accountId)) };
+};
+
+function requireOwner(caller: { accountId: string; isOwner: boolean }, accountId: string, what: string): void {
+  if (!mayGovernAccount(caller as never, accountId)) throw new AppError('FORBIDDEN', `Only the account's owner agent may ${what}.`);
+}
+
+export const updateAccount = (deps: IdentityDeps): OperationHandler<Ops['updateAccount']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  await loadOwnAccount(deps, path.accountId, caller.accountId);
+  requireOwner(caller, path.accountId, 'change the account');
+  const patch: Partial<AccountRow> = { updatedAt: deps.now() };
+  if (body.displayName !== undefined) patch.displayName = body.displayName;
+  if (body.metadata !== undefined) patch.metadata = JSON.stringify(body.metadata) as never;
+  if (body.email !== undefined) {
+    patch.email = body.email.trim();
+    patch.emailNormalized = normalizeEmail(body.email);
+  }
+  try {
+    const row = await deps.db.updateTable('accounts').set(patch).where('id', '=', path.accountId).returningAll().executeTakeFirstOrThrow();
+    return { data: accountView(row) };
+  } catch (err) {
+    if (isUniqueViolation(err, 'accounts_email_normalized_key')) throw emailTaken();
+    throw err;
+  }
+};
+
+export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAccountDelegation']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  await loadOwnAccount(deps, path.accountId, caller.accountId);
+  requireOwner(caller, path.accountId, 'set the account delegation rules');
+  const row = await deps.db
+    .updateTable('accounts')
+    .set({ defaultDelegation: JSON.stringify(body) as never, updatedAt: deps.now() })
+    .where('id', '=', path.accountId)
+    .returning('defaultDelegation')
+    .executeTakeFirstOrThrow();
+  return { data: row.defaultDelegation };
+};

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, events, type identityOps } from '@aex/contracts';
+import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import type { IdentityDeps } from '../context.js';
+import { issueApiKey } from '../domain/api-keys.js';
+import { didDocument, didWebFor } from '../domain/did.js';
+import { mayEditAgent } from '../domain/ownership.js';
+import { markStale, markStaleAfterCommit } from '../key-cache.js';
+import { findAgent, principalForKey } from './repository.js';
+
+type Ops = typeof identityOps;
+
+/**
+ * POST /v1/agents/{id}/keys/rotate (D2.5): the old key is revoked before the answer leaves, on
+ * every gateway replica. The stale marker is written before the commit (so a KV outage aborts the
+ * rotation instead of leaving the old key cached) and again after it (so a gateway that read the
+ * old key while we were committing cannot keep it).
+ */
+export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const agent = await findAgent(deps.db, path.agentId);
+  if (!agent) throw new AppError('NOT_FOUND', 'No such agent.');
+  if (!mayEditAgent(caller, agent)) throw new AppError('FORBIDDEN', 'You may not rotate the key of this agent.');
+  const now = deps.now();
+  const key = issueApiKey();
+  const oldHashes = await deps.db.transaction().execute(async (trx) => {
+    await trx.selectFrom('agents').select('id').where('id', '=', path.agentId).forUpdate().execute();
+    const old = await trx.updateTable('apiKeys').set({ revokedAt: now }).where('agentId', '=', path.agentId).where('revokedAt', 'is', null).returning('keyHash').execute();
+    await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: path.agentId, keyHash: key.hash, keyPrefix: key.prefix, createdAt: now, revokedAt: null }).execute();
+    await enqueue(trx, events.agentKeyRotated, { agentId: path.agentId, keyPrefix: key.prefix }, { now });
+    const hashes = old.map((o) => o.keyHash);
+    try {
+      await markStale(deps.authCache, hashes);
+    } catch {
+      throw new AppError('SERVICE_UNAVAILABLE', 'The key cache is unreachable; the key was not rotated.');
+    }
+    return hashes;
+  });
+  deps.relay.kick();
+  await markStaleAfterCommit(deps.authCache, oldHashes, ctx.logger);
+  return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
+};
+
+/** Internal: the principal of a key hash, or null (the gateway then answers 401). */
+export const authenticate = (deps: IdentityDeps): OperationHandler<Ops['authenticate']> => async ({ body }) => ({
+  data: await principalForKey(deps.db, body.keyHash),
+});
+
+/** D6.7: the DID document, every registered key with revoked ones marked. */
+export const getDidDocument = (deps: IdentityDeps): OperationHandler<Ops['getDidDocument']> => async ({ path }) => {
+  const agent = await deps.db.selectFrom('agents').select('id').where('id', '=', path.agentId).executeTakeFirst();
+  if (!agent) throw new AppError('NOT_FOUND', 'No such agent.');
+  const keys = await deps.db.selectFrom('signingKeys').select(['publicKey', 'createdAt', 'revokedAt']).where('agentId', '=', path.agentId).orderBy('createdAt').orderBy('id').execute();
+  const base = deps.config.PUBLIC_BASE_URL;
+  return { data: didDocument({ did: didWebFor(base, agent.id), profileUrl: `${base}/v1/agents/${agent.id}`, keys }) };
+};

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Principal } from '@aex/contracts';
+import type { AgentRow, Database } from '../db/schema.js';
+import type { AgentRecord } from './views.js';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** An agent with its trust score and the prefix of its active key. */
+export async function findAgent(db: Db, id: string, opts: { forUpdate?: boolean } = {}): Promise<AgentRecord | undefined> {
+  let q = db
+    .selectFrom('agents')
+    .innerJoin('trustScores', 'trustScores.agentId', 'agents.id')
+    .selectAll('agents')
+    .select('trustScores.score as trustScore')
+    .select((eb) =>
+      eb.selectFrom('apiKeys').select('apiKeys.keyPrefix').whereRef('apiKeys.agentId', '=', 'agents.id').where('apiKeys.revokedAt', 'is', null).as('keyPrefix'),
+    )
+    .where('agents.id', '=', id);
+  if (opts.forUpdate) q = q.forUpdate('agents');
+  return q.executeTakeFirst();
+}
+
+export interface NewAgent {
+  id: string;
+  accountId: string;
+  isOwner: boolean;
+  name: string;
+  agentType: AgentRow['agentType'];
+  description?: string;
+  capabilities?: string[];
+  signingKeyPublic?: string | null;
+  webhookUrl?: string | null;
+  delegation?: object;
+  metadata?: object;
+  now: Date;
+}
+
+/** Inserts an agent with its active key, first signing key and trust score of 50 (D15.2). */
+export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: { hash: string; prefix: string }): Promise<void> {
+  await trx
+    .insertInto('agents')
+    .values({
+      id: a.id,
+      accountId: a.accountId,
+      isOwner: a.isOwner,
+      name: a.name,
+      agentType: a.agentType,
+      status: 'active',
+      description: a.description ?? '',
+      capabilities: JSON.stringify(a.capabilities ?? []) as never,
+      signingKeyPublic: a.signingKeyPublic ?? null,
+      webhookUrl: a.webhookUrl ?? null,
+      delegation: JSON.stringify(a.delegation ?? {}) as never,
+      metadata: JSON.stringify(a.metadata ?? {}) as never,
+      parentAgentId: null,
+      expiresAt: null,
+      walletOpenedAt: null,
+      createdAt: a.now,
+      updatedAt: a.now,
+    })
+    .execute();
+  await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: a.id, keyHash: key.hash, keyPrefix: key.prefix, createdAt: a.now, revokedAt: null }).execute();
+  await trx.insertInto('trustScores').values({ agentId: a.id, score: 50, updatedAt: a.now }).execute();
+  if (a.signingKeyPublic) await addSigningKey(trx, a.id, a.signingKeyPublic, a.now);
+}
+
+/** D6.7 history: the current signing key is replaced, never deleted. */
+export async function addSigningKey(trx: Transaction<Database>, agentId: string, publicKey: string | null, now: Date): Promise<void> {
+  await trx.updateTable('signingKeys').set({ revokedAt: now }).where('agentId', '=', agentId).where('revokedAt', 'is', null).execute();
+  if (publicKey) await trx.insertInto('signingKeys').values({ id: randomUUID(), agentId, publicKey, createdAt: now, revokedAt: null }).execute();
+}
+
+export async function activeKeyHash(db: Db, agentId: string): Promise<string | undefined> {
+  const row = await db.selectFrom('apiKeys').select('keyHash').where('agentId', '=', agentId).where('revokedAt', 'is', null).executeTakeFirst();
+  return row?.keyHash;
+}
+
+/** The principal an active API key stands for; null for unknown, revoked keys and expired agents (D6.5). */
+export async function principalForKey(db: Db, keyHash: string): Promise<Principal | null> {
+  const row = await db
+    .selectFrom('apiKeys')
+    .innerJoin('agents', 'agents.id', 'apiKeys.agentId')
+    .select(['agents.id', 'agents.accountId', 'agents.isOwner', 'agents.status', 'agents.parentAgentId', 'agents.signingKeyPublic'])
+    .where('apiKeys.keyHash', '=', keyHash)
+    .where('apiKeys.revokedAt', 'is', null)
+    .executeTakeFirst();
+  if (!row || row.status === 'expired') return null;
+  return {
+    agentId: row.id,
+    accountId: row.accountId,
+    isOwner: row.isOwner,
+    status: row.status,
+    parentAgentId: row.parentAgentId,
+    signingKeyPublic: row.signingKeyPublic,
+  };
+}

@@ -1,0 +1,19 @@
+import type { Kysely } from 'kysely';
+import type { Bus, ExchangeConfig, KvStore, Logger, OutboxRelay } from '@aex/platform';
+import type { Database } from './db/schema.js';
+
+/** What every identity handler works with; the clock comes in so rules stay testable. */
+export interface IdentityDeps {
+  db: Kysely<Database>;
+  bus: Bus;
+  config: ExchangeConfig;
+  logger: Logger;
+  relay: OutboxRelay;
+  authCache: KvStore;
+  now: () => Date;
+}
+
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}

@@ -1,0 +1,43 @@
+import type { PlatformTables } from '@aex/platform';
+import type { DelegationRules } from '@aex/contracts';
+
+export interface AccountRow {
+  id: string;
+  accountType: 'individual' | 'organization';
+  displayName: string;
+  email: string;
+  emailNormalized: string;
+  metadata: Record<string, unknown>;
+  verificationStatus: string;
+  defaultDelegation: DelegationRules;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface AgentRow {
+  id: string;
+  accountId: string;
+  isOwner: boolean;
+  name: string;
+  agentType: 'persistent' | 'ephemeral' | 'platform_managed';
+  status: 'active' | 'deactivated' | 'expired';
+  description: string;
+  capabilities: string[];
+  signingKeyPublic: string | null;
+  webhookUrl: string | null;
+  delegation: DelegationRules;
+  metadata: Record<string, unknown>;
+  parentAgentId: string | null;
+  expiresAt: Date | null;
+  walletOpenedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface Database extends PlatformTables {
+  accounts: AccountRow;
+  agents: AgentRow;
+  apiKeys: { id: string; agentId: string; keyHash: string; keyPrefix: string; createdAt: Date; revokedAt: Date | null };
+  signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
+  trustScores: { agentId: string; score: number; updatedAt: Date };
+}

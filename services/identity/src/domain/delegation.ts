@@ -1,0 +1,35 @@
+import type { DelegationRules } from '@aex/contracts';
+
+const NUMERIC = ['maxTransactionCents', 'maxDailySpendCents', 'requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
+
+/** D10.1: account defaults overridden field by field by the agent's own rules. */
+export function effectiveDelegation(accountDefaults: DelegationRules, agentRules: DelegationRules): DelegationRules {
+  return dropUndefined({ ...accountDefaults, ...agentRules });
+}
+
+/**
+ * D6.8: a child's own rules can only tighten what it inherits. Numeric limits take the smaller value;
+ * an allow-list is intersected with the parent's; block-lists are united.
+ */
+export function tightenDelegation(inherited: DelegationRules, own: DelegationRules): DelegationRules {
+  const out: DelegationRules = { ...inherited };
+  for (const k of NUMERIC) {
+    const a = inherited[k];
+    const b = own[k];
+    if (b === undefined) continue;
+    out[k] = a === undefined ? b : Math.min(a, b);
+  }
+  if (own.allowedCategories) {
+    out.allowedCategories = inherited.allowedCategories
+      ? own.allowedCategories.filter((c) => inherited.allowedCategories!.includes(c))
+      : [...own.allowedCategories];
+  }
+  if (own.blockedCategories || inherited.blockedCategories) {
+    out.blockedCategories = [...new Set([...(inherited.blockedCategories ?? []), ...(own.blockedCategories ?? [])])];
+  }
+  return dropUndefined(out);
+}
+
+function dropUndefined(rules: DelegationRules): DelegationRules {
+  return Object.fromEntries(Object.entries(rules).filter(([, v]) => v !== undefined)) as DelegationRules;
+}

@@ -1,0 +1,1 @@
+export { startIdentityService, type IdentityService } from './service.js';

@@ -1,0 +1,25 @@
+import { AUTH_CACHE } from '@aex/contracts';
+import type { KvStore, Logger } from '@aex/platform';
+
+/**
+ * D2.5: makes every gateway replica forget the cached principal of these keys. A `stale` marker
+ * (not a delete) is written so a gateway that read identity before our commit cannot re-cache what
+ * it read: its compare-and-set on the older revision fails (docs/auth-cache.md).
+ */
+export async function markStale(cache: KvStore, hashes: string[]): Promise<void> {
+  for (const h of hashes) await cache.put(h, AUTH_CACHE.staleMarker);
+}
+
+/** After a commit: retried until it lands, because a missed marker keeps a principal cached up to the TTL. */
+export async function markStaleAfterCommit(cache: KvStore, hashes: string[], logger: Logger): Promise<void> {
+  for (let attempt = 0; attempt < 8; attempt++) {
+    try {
+      await markStale(cache, hashes);
+      return;
+    } catch (err) {
+      logger.warn({ err, attempt }, 'could not mark API keys stale; retrying');
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+  logger.error({ keys: hashes.length }, 'API keys could not be marked stale; gateway caches expire within the TTL');
+}

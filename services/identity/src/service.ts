@@ -1,0 +1,47 @@
+import { AUTH_CACHE, identityOps } from '@aex/contracts';
+import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { IdentityDeps } from './context.js';
+import type { Database } from './db/schema.js';
+import { migrations } from './db/migrations/index.js';
+import * as accounts from './accounts/handlers.js';
+import * as agents from './agents/handlers.js';
+import * as keys from './agents/keys.js';
+import { recordWalletOpened } from './wallet-saga.js';
+
+export interface IdentityService extends Component {
+  deps: IdentityDeps;
+}
+
+/** Starts identity: migrations, outbox relay, saga consumer, and its operations on the bus. */
+export async function startIdentityService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<IdentityService> {
+  const logger = opts.logger.child({ service: 'identity' });
+  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
+  const relay = new OutboxRelay(db, opts.bus, logger);
+  const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, now: opts.now ?? (() => new Date()) };
+  relay.start();
+  const walletOpened = await recordWalletOpened(deps);
+  const server = await serveOperations(opts.bus, 'identity', identityOps, {
+    createAccount: accounts.createAccount(deps),
+    getAccount: accounts.getAccount(deps),
+    updateAccount: accounts.updateAccount(deps),
+    setAccountDelegation: accounts.setAccountDelegation(deps),
+    createAgent: agents.createAgent(deps),
+    getAgent: agents.getAgent(deps),
+    updateAgent: agents.updateAgent(deps),
+    deactivateAgent: agents.deactivateAgent(deps),
+    setAgentDelegation: agents.setAgentDelegation(deps),
+    rotateKey: keys.rotateKey(deps),
+    authenticate: keys.authenticate(deps),
+    getDidDocument: keys.getDidDocument(deps),
+  }, logger);
+  return {
+    deps,
+    async stop() {
+      await server.stop();
+      await walletOpened.stop();
+      await relay.stop();
+      await close();
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export { startStack, type Stack } from './stack.js';

@@ -1,0 +1,30 @@
+import type { FastifyInstance } from 'fastify';
+import { buildGateway } from '@aex/gateway';
+import { startIdentityService, type IdentityService } from '@aex/identity';
+import { startWalletService, type WalletService } from '@aex/wallet';
+import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
+
+export interface Stack {
+  gateway: FastifyInstance;
+  identity: IdentityService;
+  wallet: WalletService;
+  stop(): Promise<void>;
+}
+
+/** Every service on one bus and one database (each in its own schema and role), behind the gateway. */
+export async function startStack(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger }): Promise<Stack> {
+  const identity = await startIdentityService(opts);
+  const wallet = await startWalletService(opts);
+  const gateway = await buildGateway(opts);
+  await gateway.ready();
+  return {
+    gateway,
+    identity,
+    wallet,
+    async stop() {
+      await gateway.close();
+      await wallet.stop();
+      await identity.stop();
+    },
+  };
+}

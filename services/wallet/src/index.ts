@@ -1,0 +1,2 @@
+export { startWalletService, type WalletService } from './service.js';
+export { checkLedgerInvariants } from './wallets/check.js';

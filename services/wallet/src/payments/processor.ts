@@ -1,0 +1,25 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The payment-processor port (D13.4–D13.6). `sandbox` confirms at once; a real processor (Stripe or
+ * the like) plugs in behind the same interface, confirming a checkout later by webhook.
+ */
+export interface PaymentProcessor {
+  readonly name: string;
+  createCheckout(amountCents: number): Promise<{ sessionId: string; confirmed: boolean }>;
+  createPayout(amountCents: number, now: Date): Promise<{ payoutId: string; estimatedArrival: Date }>;
+}
+
+export class SandboxProcessor implements PaymentProcessor {
+  readonly name = 'sandbox';
+  async createCheckout(): Promise<{ sessionId: string; confirmed: boolean }> {
+    return { sessionId: `cs_sandbox_${randomBytes(12).toString('hex')}`, confirmed: true };
+  }
+  async createPayout(_amount: number, now: Date): Promise<{ payoutId: string; estimatedArrival: Date }> {
+    return { payoutId: `po_sandbox_${randomBytes(12).toString('hex')}`, estimatedArrival: new Date(now.getTime() + 2 * 86_400_000) };
+  }
+}
+
+export function processorFor(provider: 'none' | 'sandbox'): PaymentProcessor | null {
+  return provider === 'sandbox' ? new SandboxProcessor() : null;
+}

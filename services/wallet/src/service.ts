@@ -1,0 +1,39 @@
+import { walletOps } from '@aex/contracts';
+import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { WalletDeps } from './context.js';
+import type { Database } from './db/schema.js';
+import { migrations } from './db/migrations/index.js';
+import { processorFor } from './payments/processor.js';
+import * as wallets from './wallets/handlers.js';
+import { checkLedger } from './wallets/check.js';
+import { serveOpenWallet } from './wallets/open-wallet.js';
+
+export interface WalletService extends Component {
+  deps: WalletDeps;
+}
+
+/** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
+export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {
+  const logger = opts.logger.child({ service: 'wallet' });
+  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'wallet', migrations, logger });
+  const relay = new OutboxRelay(db, opts.bus, logger);
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), now: opts.now ?? (() => new Date()) };
+  relay.start();
+  const openWallet = await serveOpenWallet(deps);
+  const server = await serveOperations(opts.bus, 'wallet', walletOps, {
+    getWallet: wallets.getWallet(deps),
+    fund: wallets.fund(deps),
+    withdraw: wallets.withdraw(deps),
+    listLedger: wallets.listLedger(deps),
+    checkLedger: checkLedger(deps),
+  }, logger);
+  return {
+    deps,
+    async stop() {
+      await server.stop();
+      await openWallet.stop();
+      await relay.stop();
+      await close();
+    },
+  };
+}

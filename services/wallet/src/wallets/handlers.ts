@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import { AppError, events, pagination, type LedgerEntryView, type Principal, type WalletView, type walletOps } from '@aex/contracts';
+import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import type { WalletDeps } from '../context.js';
+import type { LedgerEntryRow, WalletRow } from '../db/schema.js';
+import { applyMovements } from './movements.js';
+
+type Ops = typeof walletOps;
+
+export function walletView(w: WalletRow): WalletView {
+  return {
+    id: w.id,
+    agentId: w.agentId!,
+    balanceCents: w.balanceCents,
+    heldCents: w.heldCents,
+    availableCents: w.balanceCents - w.heldCents,
+    lifetimeEarnedCents: w.lifetimeEarnedCents,
+    lifetimeSpentCents: w.lifetimeSpentCents,
+    createdAt: w.createdAt.toISOString(),
+    updatedAt: w.updatedAt.toISOString(),
+  };
+}
+
+function entryView(e: Selectable<LedgerEntryRow>): LedgerEntryView {
+  return {
+    id: e.id,
+    walletId: e.walletId,
+    transactionId: e.transactionId,
+    txType: e.txType,
+    amountCents: e.amountCents,
+    balanceAfterCents: e.balanceAfterCents,
+    availableAfterCents: e.availableAfterCents,
+    description: e.description,
+    createdAt: e.createdAt.toISOString(),
+  };
+}
+
+/** D13.1 / D13.6: the agent's own wallet, or any wallet of the account for its owner agent; others see 404. */
+async function accessibleWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow> {
+  const w = await deps.db.selectFrom('wallets').selectAll().where('agentId', '=', agentId).executeTakeFirst();
+  const allowed = w && (w.agentId === caller.agentId || (caller.isOwner && w.accountId === caller.accountId));
+  if (!allowed) throw new AppError('NOT_FOUND', 'No such wallet.');
+  return w;
+}
+
+function requirePayments(deps: WalletDeps) {
+  if (!deps.payments) throw new AppError('PAYMENTS_NOT_CONFIGURED', 'No payment processor is configured on this exchange.');
+  return deps.payments;
+}
+
+export const getWallet = (deps: WalletDeps): OperationHandler<Ops['getWallet']> => async ({ path }, ctx) => ({
+  data: walletView(await accessibleWallet(deps, requireAgent(ctx), path.agentId)),
+});
+
+/** POST /v1/wallets/{agentId}/fund (D13.4): sandbox confirms at once. */
+export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async ({ path, body }, ctx) => {
+  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  const payments = requirePayments(deps);
+  const session = await payments.createCheckout(body.amountCents);
+  const now = deps.now();
+  const after = await deps.db.transaction().execute(async (trx) => {
+    await trx.insertInto('fundingSessions').values({ id: session.sessionId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, status: session.confirmed ? 'paid' : 'pending', createdAt: now, paidAt: session.confirmed ? now : null }).execute();
+    if (!session.confirmed) return null;
+    await applyMovements(trx, session.sessionId, [{ walletId: wallet.id, txType: 'fund', amountCents: body.amountCents, description: `Funded through ${payments.name} session ${session.sessionId}` }], now);
+    await enqueue(trx, events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
+    return trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow();
+  });
+  deps.relay.kick();
+  return {
+    data: {
+      checkoutUrl: `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`,
+      sessionId: session.sessionId,
+      funded: session.confirmed,
+      amountCents: body.amountCents,
+      newBalanceCents: after?.balanceCents ?? null,
+    },
+  };
+};
+
+/** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
+export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> => async ({ path, body }, ctx) => {
+  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  const payments = requirePayments(deps);
+  const now = deps.now();
+  const payoutId = await deps.db.transaction().execute(async (trx) => {
+    // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
+    const operationId = `payout:${randomUUID()}`;
+    await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
+    const payout = await payments.createPayout(body.amountCents, now);
+    await trx.insertInto('payouts').values({ id: payout.payoutId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival, createdAt: now }).execute();
+    await enqueue(trx, events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
+    return payout;
+  });
+  deps.relay.kick();
+  return { data: { payoutId: payoutId.payoutId, amountCents: body.amountCents, estimatedArrival: payoutId.estimatedArrival.toISOString() } };
+};
+
+/** GET /v1/wallets/{agentId}/transactions: the ledger, oldest first, paginated. */
+export const listLedger = (deps: WalletDeps): OperationHandler<Ops['listLedger']> => async ({ path, query }, ctx) => {
+  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    deps.db.selectFrom('ledgerEntries').selectAll().where('walletId', '=', wallet.id).orderBy('seq').limit(limit).offset(offset).execute(),
+    deps.db.selectFrom('ledgerEntries').select(sql<number>`count(*)::int`.as('n')).where('walletId', '=', wallet.id).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(entryView), pagination: pagination(count.n, limit, offset) };
+};

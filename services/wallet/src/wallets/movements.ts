@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import type { Transaction } from 'kysely';
+import { AppError, type LedgerTxType } from '@aex/contracts';
+import type { Database, WalletRow } from '../db/schema.js';
+import { applyEntry } from '../domain/ledger.js';
+
+export interface Movement {
+  walletId: string;
+  txType: LedgerTxType;
+  /** Signed change of the wallet's available balance (D13.2). */
+  amountCents: number;
+  description: string;
+  transactionId?: string | null;
+}
+
+/**
+ * The only way money moves (ARCHITECTURE "Money"): ledger entries plus wallet updates in the caller's
+ * transaction, wallets locked FOR UPDATE in id order (no deadlocks between concurrent movements).
+ * `operationId` makes it idempotent: when the operation was already applied, nothing changes and
+ * `false` is returned.
+ */
+export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date): Promise<boolean> {
+  const done = await trx.selectFrom('ledgerEntries').select('id').where('operationId', '=', operationId).limit(1).executeTakeFirst();
+  if (done) return false;
+  const ids = [...new Set(movements.map((m) => m.walletId))].sort();
+  const rows = await trx.selectFrom('wallets').selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  const wallets = new Map<string, WalletRow>(rows.map((r) => [r.id, r]));
+  for (const m of movements) {
+    const w = wallets.get(m.walletId);
+    if (!w) throw new Error(`wallet ${m.walletId} does not exist`);
+    const next = applyEntry(w, m.txType, m.amountCents);
+    if (!next.ok) {
+      if (next.error.reason === 'insufficient_funds') {
+        throw new AppError('INSUFFICIENT_FUNDS', 'The available balance is too low for this operation.', { details: { availableCents: next.error.availableCents, requiredCents: next.error.requiredCents } });
+      }
+      throw new Error(`invalid movement ${m.txType} ${m.amountCents}: ${next.error.message}`);
+    }
+    const updated: WalletRow = {
+      ...w,
+      ...next.value,
+      lifetimeEarnedCents: w.lifetimeEarnedCents + (m.txType === 'settlement_in' ? m.amountCents : 0),
+      lifetimeSpentCents: w.lifetimeSpentCents + (m.txType === 'settlement_out' ? -m.amountCents : 0),
+      updatedAt: now,
+    };
+    wallets.set(w.id, updated);
+    await trx
+      .insertInto('ledgerEntries')
+      .values({
+        id: randomUUID(),
+        walletId: w.id,
+        operationId,
+        transactionId: m.transactionId ?? null,
+        txType: m.txType,
+        amountCents: m.amountCents,
+        balanceAfterCents: updated.balanceCents,
+        availableAfterCents: updated.balanceCents - updated.heldCents,
+        description: m.description,
+        createdAt: now,
+      })
+      .execute();
+  }
+  for (const id of ids) {
+    const w = wallets.get(id)!;
+    await trx
+      .updateTable('wallets')
+      .set({ balanceCents: w.balanceCents, heldCents: w.heldCents, lifetimeEarnedCents: w.lifetimeEarnedCents, lifetimeSpentCents: w.lifetimeSpentCents, updatedAt: now })
+      .where('id', '=', id)
+      .execute();
+  }
+  return true;
+}

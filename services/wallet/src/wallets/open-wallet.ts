@@ -1,0 +1,29 @@
+import { randomUUID } from 'node:crypto';
+import { commands, events } from '@aex/contracts';
+import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
+import type { WalletDeps } from '../context.js';
+
+/**
+ * Saga step: opens the wallet of a new agent (command from identity) and answers `wallet.opened`.
+ * Idempotent twice over: the command id is recorded with the effect, and the wallet is unique per agent.
+ */
+export function serveOpenWallet(deps: WalletDeps): Promise<Stoppable> {
+  return consumeIdempotently({
+    bus: deps.bus,
+    db: deps.db,
+    logger: deps.logger,
+    durable: 'wallet-open-wallet',
+    def: commands.openWallet,
+    afterCommit: () => deps.relay.kick(),
+    handle: async (trx, cmd) => {
+      const now = deps.now();
+      await trx
+        .insertInto('wallets')
+        .values({ id: randomUUID(), kind: 'agent', agentId: cmd.agentId, accountId: cmd.accountId, balanceCents: 0, heldCents: 0, lifetimeEarnedCents: 0, lifetimeSpentCents: 0, createdAt: now, updatedAt: now })
+        .onConflict((oc) => oc.column('agentId').doNothing())
+        .execute();
+      const wallet = await trx.selectFrom('wallets').select('id').where('agentId', '=', cmd.agentId).executeTakeFirstOrThrow();
+      await enqueue(trx, events.walletOpened, { operationId: cmd.operationId, agentId: cmd.agentId, walletId: wallet.id }, { now });
+    },
+  });
+}

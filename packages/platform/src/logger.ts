@@ -3,11 +3,14 @@ import { trace } from '@opentelemetry/api';
 
 export type { Logger };
 
-/** pino logger; every line carries the service name and, inside a span, its trace and span ids. */
-export function createLogger(service: string, level: LevelWithSilent | string = 'info'): Logger {
+/**
+ * pino logger for a process; every line carries the process name (`app`) and, inside a span, its
+ * trace and span ids. Services bind `service` on a child, so one process can host several.
+ */
+export function createLogger(app: string, level: LevelWithSilent | string = 'info'): Logger {
   return pino({
     level: level as LevelWithSilent,
-    base: { service },
+    base: { app },
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin() {
       const span = trace.getActiveSpan();

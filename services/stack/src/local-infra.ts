@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -39,9 +40,14 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     persistent: true,
     // initdb refuses to run as root; the package then runs it as a dedicated system user.
     createPostgresUser: process.getuid?.() === 0,
+    // The package asks initdb for en_US.UTF-8 messages, a locale many slim machines lack;
+    // initdb takes the last flag given, so this makes it use the always-present C locale.
+    initdbFlags: ['--lc-messages=C', '--encoding=UTF8', '--locale=C.UTF-8'],
     onLog: (m) => logger.debug({ postgres: String(m).trim() }),
     onError: (m) => logger.debug({ postgres: String(m).trim() }),
   });
+  // A stack killed with SIGKILL leaves its Postgres running on the data directory: stop it first.
+  await stopLeftover(join(dir, 'postmaster.pid'), 'postgres', 'SIGINT', logger);
   if (!existsSync(join(dir, 'PG_VERSION'))) {
     mkdirSync(dataDir, { recursive: true });
     await server.initialise();
@@ -61,9 +67,15 @@ export async function startLocalNats(dataDir: string, logger: Logger): Promise<S
   const port = await freePort();
   const storeDir = join(dataDir, 'nats');
   mkdirSync(storeDir, { recursive: true });
+  const pidFile = join(dataDir, 'nats-server.pid');
+  await stopLeftover(pidFile, 'nats-server', 'SIGTERM', logger);
   let child: ChildProcess;
   try {
-    child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', storeDir, '-P', pidFile], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      // Own process group: Ctrl-C in the terminal reaches the stack, which closes the bus first.
+      detached: true,
+    });
   } catch {
     return null;
   }
@@ -96,4 +108,26 @@ export async function startLocalNats(dataDir: string, logger: Logger): Promise<S
         child.kill('SIGTERM');
       }),
   };
+}
+
+/**
+ * Stops a server left running by an earlier stack that was killed outright (its children outlive it),
+ * found by the pid file it wrote; only when that pid still runs a program of the expected name.
+ */
+async function stopLeftover(pidFile: string, program: string, signal: NodeJS.Signals, logger: Logger): Promise<void> {
+  if (!existsSync(pidFile)) return;
+  const pid = Number.parseInt(readFileSync(pidFile, 'utf8').split('\n')[0] ?? '', 10);
+  if (!Number.isSafeInteger(pid) || pid <= 1 || !runs(pid, program)) return;
+  logger.warn({ pid, program }, 'stopping a server left running by an earlier stack');
+  process.kill(pid, signal);
+  for (let i = 0; i < 150 && runs(pid, program); i++) await sleep(100);
+  if (runs(pid, program)) process.kill(pid, 'SIGKILL');
+}
+
+function runs(pid: number, program: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]?.endsWith(program) ?? false;
+  } catch {
+    return false;
+  }
 }

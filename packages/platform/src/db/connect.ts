@@ -40,7 +40,8 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   const role = await provisionSchema(opts.url, opts.schema);
   const options = [`-c search_path=${opts.schema}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` });
-  pool.on('error', (err) => opts.logger?.error({ err }, 'idle Postgres connection failed'));
+  // The pool replaces the client; log what happened without dumping the client object.
+  pool.on('error', (err: Error & { code?: string }) => opts.logger?.warn({ code: err.code, reason: err.message }, 'idle Postgres connection closed'));
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
   const migrator = new Migrator({
     db,

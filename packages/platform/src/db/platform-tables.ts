@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Generated, type Kysely } from 'kysely';
 
 /**
  * Frozen migration (never edit; add a v2): the tables every service's messaging needs — the
@@ -50,17 +50,17 @@ export interface PlatformTables {
     type: string;
     payload: unknown;
     headers: Record<string, string>;
-    createdAt: import('kysely').Generated<Date>;
+    createdAt: Generated<Date>;
     publishedAt: Date | null;
   };
-  processedMessages: { consumer: string; messageId: string; processedAt: import('kysely').Generated<Date> };
+  processedMessages: { consumer: string; messageId: string; processedAt: Generated<Date> };
   timers: {
     id: string;
     kind: string;
     key: string;
     fireAt: Date;
     payload: unknown;
-    attempts: import('kysely').Generated<number>;
+    attempts: Generated<number>;
     lastError: string | null;
     firedAt: Date | null;
   };

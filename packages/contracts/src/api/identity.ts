@@ -53,6 +53,7 @@ export const UpdateAccountBody = Strict({
   email: Type.Optional(Email),
   metadata: Type.Optional(FreeObject),
 });
+export type UpdateAccountBody = Static<typeof UpdateAccountBody>;
 
 export const CreateAgentBody = Strict({
   name: AgentName,
@@ -144,6 +145,7 @@ export const RotatedKeyView = Type.Object({
   keyPrefix: Type.String(),
   expiresAt: Type.Null(),
 });
+export type RotatedKeyView = Static<typeof RotatedKeyView>;
 
 /** D6.7 DID document. */
 export const DidDocument = Type.Object({

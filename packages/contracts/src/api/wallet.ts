@@ -49,7 +49,9 @@ export const FundView = Type.Object({
   amountCents: Type.Integer(),
   newBalanceCents: Type.Union([Type.Integer(), Type.Null()]),
 });
+export type FundView = Static<typeof FundView>;
 export const WithdrawView = Type.Object({ payoutId: Type.String(), amountCents: Type.Integer(), estimatedArrival: Timestamp });
+export type WithdrawView = Static<typeof WithdrawView>;
 
 /** D15.3 ledger check report. */
 export const LedgerCheckView = Type.Object({

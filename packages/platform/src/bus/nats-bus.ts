@@ -242,8 +242,13 @@ export class NatsBus implements Bus {
   }
 
   /** Test helper: removes this namespace's streams (tests create their own namespaces). */
+  /** Deletes the namespace's streams and every KV bucket named for it (tests, teardown). */
   async destroyNamespace(): Promise<void> {
     for (const kind of ['events', 'commands'] as const) await this.jsm.streams.delete(this.streamName(kind)).catch(() => undefined);
+    const kvPrefix = `KV_${names.bucket(this.namespace, '')}`;
+    const doomed: string[] = [];
+    for await (const name of this.jsm.streams.names()) if (name.startsWith(kvPrefix)) doomed.push(name);
+    for (const name of doomed) await this.jsm.streams.delete(name).catch(() => undefined);
   }
 
   async deleteBucket(bucket: string): Promise<void> {

@@ -1,0 +1,219 @@
+import type {
+  AccountView,
+  CreateAccountBody,
+  CreateAgentBody,
+  DelegationRules,
+  DidDocument,
+  Envelope,
+  ErrorCode,
+  ErrorEntry,
+  FullAgentView,
+  FundView,
+  LedgerCheckView,
+  LedgerEntryView,
+  NewAccountView,
+  NewAgentView,
+  PaginationInfo,
+  ProtocolView,
+  PublicAgentView,
+  RotatedKeyView,
+  UpdateAccountBody,
+  UpdateAgentBody,
+  WalletView,
+  WithdrawView,
+} from '@aex/contracts';
+import { signRequest } from './signing.js';
+
+/** A failed call, as a value: the HTTP status and every D1.3 error entry of the envelope. */
+export class ExchangeError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode | 'NETWORK_ERROR' | 'INVALID_RESPONSE';
+  readonly errors: ErrorEntry[];
+  readonly requestId: string | null;
+
+  constructor(status: number, errors: ErrorEntry[], requestId: string | null, fallback?: { code: 'NETWORK_ERROR' | 'INVALID_RESPONSE'; message: string }) {
+    super(fallback?.message ?? errors[0]?.message ?? `HTTP ${status}`);
+    this.name = 'ExchangeError';
+    this.status = status;
+    this.code = fallback?.code ?? errors[0]?.code ?? 'INVALID_RESPONSE';
+    this.errors = errors;
+    this.requestId = requestId;
+  }
+
+  /** The first entry with this code, if any (a 400 lists one entry per violated field). */
+  entry(code: ErrorCode): ErrorEntry | undefined {
+    return this.errors.find((e) => e.code === code);
+  }
+}
+
+export interface Success<T> {
+  ok: true;
+  status: number;
+  data: T;
+  pagination?: PaginationInfo;
+  requestId: string;
+  headers: Headers;
+}
+
+export interface Failure {
+  ok: false;
+  status: number;
+  error: ExchangeError;
+  headers: Headers | null;
+}
+
+/** Every call resolves to one of these; nothing the server answers is thrown. */
+export type Outcome<T> = Success<T> | Failure;
+
+/** The data of a successful outcome, or the error thrown: for scripts that want exceptions. */
+export function unwrap<T>(outcome: Outcome<T>): T {
+  if (!outcome.ok) throw outcome.error;
+  return outcome.data;
+}
+
+export interface ClientOptions {
+  /** Gateway URL, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** The agent's API key (D2); without it only public routes work. */
+  apiKey?: string;
+  /** Base64 Ed25519 secret key; when set every authenticated request is signed (D3). */
+  signingSecretKey?: string;
+  /** Operator token for `/admin/v1/*` (D15.3). */
+  adminToken?: string;
+  /** Replaces the global fetch (tests, proxies). */
+  fetch?: typeof fetch;
+  /** Per-request timeout; default 30 s. */
+  timeoutMs?: number;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  /** D5 idempotency key for POST/PATCH/PUT/DELETE. */
+  idempotencyKey?: string;
+  /** Force signing on or off for this request (default: on when a signing key is configured). */
+  sign?: boolean;
+  headers?: Record<string, string>;
+  /** `raw`: the body is returned as parsed JSON without the envelope (the did:web document). */
+  raw?: boolean;
+}
+
+type LedgerQuery = { limit?: number; offset?: number };
+
+/**
+ * Typed client of the exchange gateway for agents: authentication, D3 request signing,
+ * envelope unwrapping and errors as values.
+ */
+export class ExchangeClient {
+  private readonly opts: ClientOptions;
+
+  constructor(opts: ClientOptions) {
+    this.opts = { ...opts, baseUrl: opts.baseUrl.replace(/\/+$/, '') };
+  }
+
+  /** A client for the same exchange acting as another agent (or with other credentials). */
+  as(credentials: Pick<ClientOptions, 'apiKey' | 'signingSecretKey' | 'adminToken'>): ExchangeClient {
+    return new ExchangeClient({ ...this.opts, apiKey: undefined, signingSecretKey: undefined, adminToken: undefined, ...credentials });
+  }
+
+  get apiKey(): string | undefined {
+    return this.opts.apiKey;
+  }
+
+  // --- protocol (D15.1)
+  protocol = () => this.request<ProtocolView>('GET', '/v1/protocol');
+
+  // --- accounts (D6.1–D6.3)
+  createAccount = (body: CreateAccountBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+    this.request<NewAccountView>('POST', '/v1/accounts', { body, ...o });
+  getAccount = (accountId: string) => this.request<AccountView>('GET', `/v1/accounts/${enc(accountId)}`);
+  updateAccount = (accountId: string, body: UpdateAccountBody) => this.request<AccountView>('PATCH', `/v1/accounts/${enc(accountId)}`, { body });
+  setAccountDelegation = (accountId: string, body: DelegationRules) =>
+    this.request<DelegationRules>('PUT', `/v1/accounts/${enc(accountId)}/delegation`, { body });
+
+  // --- agents (D6.4–D6.7)
+  createAgent = (body: CreateAgentBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
+  getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
+  updateAgent = (agentId: string, body: UpdateAgentBody) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body });
+  deactivateAgent = (agentId: string) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`);
+  setAgentDelegation = (agentId: string, body: DelegationRules) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body });
+  rotateKey = (agentId: string) =>
+    this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`);
+  didDocument = (agentId: string) => this.request<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`);
+  /** The raw document a did:web resolver fetches (no envelope). */
+  resolveDid = (agentId: string) => this.request<DidDocument>('GET', `/agents/${enc(agentId)}/did.json`, { raw: true });
+
+  // --- wallets (D13)
+  getWallet = (agentId: string) => this.request<WalletView>('GET', `/v1/wallets/${enc(agentId)}`);
+  fund = (agentId: string, amountCents: number, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+    this.request<FundView>('POST', `/v1/wallets/${enc(agentId)}/fund`, {
+      body: { amountCents },
+      ...o,
+    });
+  withdraw = (agentId: string, amountCents: number, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+    this.request<WithdrawView>('POST', `/v1/wallets/${enc(agentId)}/withdraw`, {
+      body: { amountCents },
+      ...o,
+    });
+  ledger = (agentId: string, query: LedgerQuery = {}) =>
+    this.request<LedgerEntryView[]>('GET', `/v1/wallets/${enc(agentId)}/transactions`, { query });
+
+  // --- operator (D15.3)
+  checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
+
+  /** Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. */
+  async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<Outcome<T>> {
+    const target = path + queryString(o.query);
+    const body = o.body === undefined ? undefined : JSON.stringify(o.body);
+    const headers: Record<string, string> = { accept: 'application/json', ...o.headers };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (o.idempotencyKey) headers['idempotency-key'] = o.idempotencyKey;
+    if (path.startsWith('/admin/')) {
+      if (this.opts.adminToken) headers.authorization = `Bearer ${this.opts.adminToken}`;
+    } else if (this.opts.apiKey) {
+      headers.authorization = `Bearer ${this.opts.apiKey}`;
+      if (this.opts.signingSecretKey && o.sign !== false) Object.assign(headers, signRequest(this.opts.signingSecretKey, { method, target, body }));
+    }
+    if (o.sign === true && !this.opts.signingSecretKey) throw new Error('sign: true needs a signingSecretKey');
+
+    const doFetch = this.opts.fetch ?? fetch;
+    let res: Response;
+    try {
+      res = await doFetch(this.opts.baseUrl + target, { method, headers, body, signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000) });
+    } catch (err) {
+      const message = `Could not reach the exchange: ${(err as Error).message}`;
+      return { ok: false, status: 0, headers: null, error: new ExchangeError(0, [], null, { code: 'NETWORK_ERROR', message }) };
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : null;
+    } catch {
+      const message = `The exchange answered ${res.status} with a body that is not JSON.`;
+      return { ok: false, status: res.status, headers: res.headers, error: new ExchangeError(res.status, [], null, { code: 'INVALID_RESPONSE', message }) };
+    }
+    if (o.raw && res.ok) return { ok: true, status: res.status, data: json as T, requestId: res.headers.get('x-request-id') ?? '', headers: res.headers };
+    if (!isEnvelope(json)) {
+      const message = `The exchange answered ${res.status} without the response envelope.`;
+      return { ok: false, status: res.status, headers: res.headers, error: new ExchangeError(res.status, [], null, { code: 'INVALID_RESPONSE', message }) };
+    }
+    if (!res.ok || (json.errors && json.errors.length > 0)) {
+      return { ok: false, status: res.status, headers: res.headers, error: new ExchangeError(res.status, json.errors ?? [], json.meta.requestId) };
+    }
+    return { ok: true, status: res.status, data: json.data as T, pagination: json.pagination, requestId: json.meta.requestId, headers: res.headers };
+  }
+}
+
+function isEnvelope(v: unknown): v is Envelope {
+  return typeof v === 'object' && v !== null && 'data' in v && 'errors' in v && typeof (v as { meta?: { requestId?: unknown } }).meta?.requestId === 'string';
+}
+
+function queryString(query: RequestOptions['query']): string {
+  if (!query) return '';
+  const params = new URLSearchParams();
+  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.append(k, String(v));
+  const s = params.toString();
+  return s ? `?${s}` : '';
+}
+
+const enc = encodeURIComponent;

@@ -1,0 +1,64 @@
+import * as ed from '@noble/ed25519';
+import { sha256, sha512 } from '@noble/hashes/sha2.js';
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+
+// @noble/ed25519 v3 needs its SHA-512 supplied for the synchronous API. Pure JavaScript on purpose:
+// the client runs wherever an agent runs (Node, Deno, browsers, workers); the gateway verifies with
+// node:crypto instead, which is faster there.
+ed.hashes.sha512 = sha512;
+
+/** An Ed25519 key pair; `publicKey` is what an agent registers as `signingKeyPublic`. */
+export interface SigningKeyPair {
+  /** 32-byte secret key, base64. Keep it where the agent keeps secrets. */
+  secretKey: string;
+  /** 32-byte raw public key, base64 (the form D3.2 and `signingKeyPublic` use). */
+  publicKey: string;
+}
+
+export function generateSigningKey(): SigningKeyPair {
+  const secret = ed.utils.randomSecretKey();
+  return { secretKey: toBase64(secret), publicKey: toBase64(ed.getPublicKey(secret)) };
+}
+
+export function publicKeyOf(secretKeyB64: string): string {
+  return toBase64(ed.getPublicKey(fromBase64(secretKeyB64)));
+}
+
+/** D3.1: `{timestamp}:{METHOD}:{path}:{bodyHash}`, bodyHash the lowercase hex SHA-256 of the raw body. */
+export function signingString(timestamp: string, method: string, target: string, body: string | Uint8Array = ''): string {
+  const bytes = typeof body === 'string' ? utf8ToBytes(body) : body;
+  return `${timestamp}:${method.toUpperCase()}:${target}:${bytesToHex(sha256(bytes))}`;
+}
+
+/** The two D3 headers for one request; `target` is the path plus `?query` exactly as sent. */
+export function signRequest(
+  secretKeyB64: string,
+  req: { method: string; target: string; body?: string | Uint8Array; timestamp?: string },
+): { 'x-ae-signature': string; 'x-ae-signature-timestamp': string } {
+  const timestamp = req.timestamp ?? new Date().toISOString();
+  const message = utf8ToBytes(signingString(timestamp, req.method, req.target, req.body));
+  const signature = ed.sign(message, fromBase64(secretKeyB64));
+  return { 'x-ae-signature': toBase64(signature), 'x-ae-signature-timestamp': timestamp };
+}
+
+/** Checks a D3 signature with the pure-JS verifier (for agents checking each other's messages). */
+export function verifySignature(publicKeyB64: string, signatureB64: string, message: string): boolean {
+  try {
+    return ed.verify(fromBase64(signatureB64), utf8ToBytes(message), fromBase64(publicKeyB64));
+  } catch {
+    return false;
+  }
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let s = '';
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+function fromBase64(b64: string): Uint8Array {
+  const s = atob(b64.replace(/-/g, '+').replace(/_/g, '/'));
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}

@@ -20,13 +20,11 @@ export async function checkLedgerInvariants(deps: WalletDeps) {
         eb.selectFrom('ledgerEntries as e').whereRef('e.walletId', '=', 'w.id').orderBy('e.seq', 'desc').limit(1).select('e.balanceAfterCents').as('lastBalanceAfter'),
       ])
       .execute();
-    const totals = await trx
-      .selectFrom('ledgerEntries')
-      .select([
-        sql<number>`coalesce(sum(amount_cents) filter (where tx_type = 'fund'), 0)::bigint`.as('fundedCents'),
-        sql<number>`coalesce(-sum(amount_cents) filter (where tx_type = 'payout'), 0)::bigint`.as('paidOutCents'),
-      ])
-      .executeTakeFirstOrThrow();
+    // Conservation is checked against the processor-side records (paid funding sessions, payouts),
+    // not against the ledger itself, so a ledger entry without its money movement shows up.
+    const funded = await trx.selectFrom('fundingSessions').where('status', '=', 'paid').select(sql<number>`coalesce(sum(amount_cents), 0)::bigint`.as('n')).executeTakeFirstOrThrow();
+    const paidOut = await trx.selectFrom('payouts').select(sql<number>`coalesce(sum(amount_cents), 0)::bigint`.as('n')).executeTakeFirstOrThrow();
+    const totals = { fundedCents: funded.n, paidOutCents: paidOut.n };
     const violations = ledgerViolations(wallets as WalletTotals[], totals);
     return { ok: violations.length === 0, violations, walletsChecked: wallets.length, checkedAt: deps.now().toISOString() };
   });

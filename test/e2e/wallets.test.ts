@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ADMIN_TOKEN, startTestExchange, type Member, type TestExchange } from './harness.js';
+
+// Wallets, funding, payouts, the ledger and its invariant check (D13, D15.3) through the gateway.
+let ex: TestExchange;
+let owner: Member;
+let sibling: Member;
+let stranger: Member;
+
+beforeAll(async () => {
+  ex = await startTestExchange();
+  owner = await ex.signUp();
+  sibling = await ex.addAgent(owner);
+  stranger = await ex.signUp();
+});
+afterAll(async () => ex?.stop());
+
+function expectError(r: Outcome<unknown>, status: number, code: string) {
+  expect(r.ok, `expected ${status} ${code}`).toBe(false);
+  if (!r.ok) expect([r.status, r.error.code]).toEqual([status, code]);
+}
+
+describe('GET /v1/wallets/{agentId} (D13.1)', () => {
+  it('shows an agent its own wallet with availableCents', async () => {
+    const w = unwrap(await sibling.client.getWallet(sibling.agentId));
+    expect(w).toMatchObject({ agentId: sibling.agentId, balanceCents: 0, heldCents: 0, availableCents: 0, lifetimeEarnedCents: 0, lifetimeSpentCents: 0 });
+  });
+  it('shows the owner agent any wallet of the account', async () => {
+    expect(unwrap(await owner.client.getWallet(sibling.agentId)).agentId).toBe(sibling.agentId);
+  });
+  it('hides the owner’s wallet from another agent of the account as 404', async () => expectError(await sibling.client.getWallet(owner.agentId), 404, 'NOT_FOUND'));
+  it('hides wallets of another account as 404', async () => expectError(await stranger.client.getWallet(owner.agentId), 404, 'NOT_FOUND'));
+  it('answers an unknown agent with 404', async () => expectError(await owner.client.getWallet(randomUUID()), 404, 'NOT_FOUND'));
+  it('needs authentication', async () => expectError(await ex.anon.getWallet(owner.agentId), 401, 'UNAUTHENTICATED'));
+});
+
+describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
+  it('funds at once through the sandbox processor', async () => {
+    const m = await ex.signUp();
+    const f = unwrap(await m.client.fund(m.agentId, 12_345));
+    expect(f).toMatchObject({ funded: true, amountCents: 12_345, newBalanceCents: 12_345 });
+    expect(f.sessionId).toMatch(/^cs_sandbox_/);
+    expect(f.checkoutUrl).toBe(`http://exchange.test:8080/sandbox/checkout/${f.sessionId}`);
+    const again = unwrap(await m.client.fund(m.agentId, 500));
+    expect(again.newBalanceCents).toBe(12_845);
+    expect(unwrap(await m.client.getWallet(m.agentId))).toMatchObject({ balanceCents: 12_845, availableCents: 12_845 });
+  });
+  it('lets the owner agent fund another agent of the account', async () => {
+    expect(unwrap(await owner.client.fund(sibling.agentId, 1000)).newBalanceCents).toBe(1000);
+  });
+  it('refuses a non-owner funding the owner’s wallet (404)', async () => expectError(await sibling.client.fund(owner.agentId, 1000), 404, 'NOT_FOUND'));
+  it('refuses another account (404)', async () => expectError(await stranger.client.fund(owner.agentId, 1000), 404, 'NOT_FOUND'));
+  it('needs authentication', async () => expectError(await ex.anon.fund(owner.agentId, 1000), 401, 'UNAUTHENTICATED'));
+  it.each([
+    [499, 'below 500'],
+    [1_000_001, 'above 1,000,000'],
+    [1000.5, 'not an integer'],
+    ['1000', 'a string'],
+  ])('rejects %s (%s) with 400 at /body/amountCents', async (amount) => {
+    const r = await owner.client.request('POST', `/v1/wallets/${owner.agentId}/fund`, { body: { amountCents: amount } });
+    expectError(r, 400, 'VALIDATION_ERROR');
+    expect(!r.ok && r.error.errors[0]?.field).toBe('/body/amountCents');
+  });
+  it('accepts the bounds 500 and 1,000,000', async () => {
+    const m = await ex.signUp();
+    expect(unwrap(await m.client.fund(m.agentId, 500)).funded).toBe(true);
+    expect(unwrap(await m.client.fund(m.agentId, 1_000_000)).newBalanceCents).toBe(1_000_500);
+  });
+});
+
+describe('POST /v1/wallets/{agentId}/withdraw (D13.5)', () => {
+  it('pays out at once with a payout entry and an arrival two days later', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.fund(m.agentId, 10_000));
+    const before = Date.now();
+    const p = unwrap(await m.client.withdraw(m.agentId, 2500));
+    expect(p.payoutId).toMatch(/^po_sandbox_/);
+    expect(p.amountCents).toBe(2500);
+    const arrival = Date.parse(p.estimatedArrival) - before;
+    expect(arrival).toBeGreaterThan(2 * 86_400_000 - 60_000);
+    expect(arrival).toBeLessThan(2 * 86_400_000 + 60_000);
+    expect(unwrap(await m.client.getWallet(m.agentId))).toMatchObject({ balanceCents: 7500, availableCents: 7500 });
+    const entries = unwrap(await m.client.ledger(m.agentId));
+    expect(entries.map((e) => [e.txType, e.amountCents, e.balanceAfterCents, e.availableAfterCents])).toEqual([
+      ['fund', 10_000, 10_000, 10_000],
+      ['payout', -2500, 7500, 7500],
+    ]);
+  });
+  it('refuses more than the available balance with 402 and moves nothing', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.fund(m.agentId, 3000));
+    const r = await m.client.withdraw(m.agentId, 3001);
+    expectError(r, 402, 'INSUFFICIENT_FUNDS');
+    expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(3000);
+    expect(unwrap(await m.client.ledger(m.agentId))).toHaveLength(1);
+  });
+  it('rejects less than 2500 with 400', async () => {
+    const r = await owner.client.withdraw(owner.agentId, 2499);
+    expectError(r, 400, 'VALIDATION_ERROR');
+    expect(!r.ok && r.error.errors[0]?.field).toBe('/body/amountCents');
+  });
+  it('never overdraws under concurrent withdrawals', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.fund(m.agentId, 10_000));
+    const results = await Promise.all(Array.from({ length: 6 }, () => m.client.withdraw(m.agentId, 2500)));
+    expect(results.filter((r) => r.ok)).toHaveLength(4);
+    expect(results.filter((r) => !r.ok && r.error.code === 'INSUFFICIENT_FUNDS')).toHaveLength(2);
+    expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(0);
+  });
+  it('lets the owner agent withdraw from another agent of the account', async () => {
+    const w = await ex.addAgent(owner);
+    unwrap(await owner.client.fund(w.agentId, 5000));
+    expect(unwrap(await owner.client.withdraw(w.agentId, 2500)).amountCents).toBe(2500);
+  });
+  it('refuses a non-owner withdrawing from the owner’s wallet (404)', async () => expectError(await sibling.client.withdraw(owner.agentId, 2500), 404, 'NOT_FOUND'));
+  it('refuses another account (404)', async () => expectError(await stranger.client.withdraw(owner.agentId, 2500), 404, 'NOT_FOUND'));
+  it('needs authentication', async () => expectError(await ex.anon.withdraw(owner.agentId, 2500), 401, 'UNAUTHENTICATED'));
+});
+
+describe('GET /v1/wallets/{agentId}/transactions', () => {
+  it('lists the ledger oldest first with exact pagination', async () => {
+    const m = await ex.signUp();
+    for (const amount of [500, 600, 700, 800, 900]) unwrap(await m.client.fund(m.agentId, amount));
+    const page = await m.client.ledger(m.agentId, { limit: 2, offset: 1 });
+    expect(page.ok).toBe(true);
+    if (!page.ok) return;
+    expect(page.data.map((e) => e.amountCents)).toEqual([600, 700]);
+    expect(page.pagination).toEqual({ total: 5, limit: 2, offset: 1, hasMore: true });
+    const last = await m.client.ledger(m.agentId, { limit: 2, offset: 4 });
+    expect(last.ok && last.pagination).toEqual({ total: 5, limit: 2, offset: 4, hasMore: false });
+    const all = unwrap(await m.client.ledger(m.agentId));
+    const wallet = unwrap(await m.client.getWallet(m.agentId));
+    // D13.2: entries sum to the available balance; each carries its wallet and the balance after it.
+    expect(all.reduce((s, e) => s + e.amountCents, 0)).toBe(wallet.availableCents);
+    expect(all.map((e) => e.balanceAfterCents)).toEqual([500, 1100, 1800, 2600, 3500]);
+    expect(all.every((e) => e.walletId === wallet.id && e.txType === 'fund' && e.transactionId === null)).toBe(true);
+  });
+  it('lets the owner agent read another agent’s ledger', async () => expect((await owner.client.ledger(sibling.agentId)).status).toBe(200));
+  it('hides the owner’s ledger from another agent of the account', async () => expectError(await sibling.client.ledger(owner.agentId), 404, 'NOT_FOUND'));
+  it('hides another account’s ledger', async () => expectError(await stranger.client.ledger(owner.agentId), 404, 'NOT_FOUND'));
+  it('needs authentication', async () => expectError(await ex.anon.ledger(owner.agentId), 401, 'UNAUTHENTICATED'));
+  it('rejects a negative offset', async () => expectError(await owner.client.ledger(owner.agentId, { offset: -1 }), 400, 'VALIDATION_ERROR'));
+});
+
+describe('GET /admin/v1/ledger/check (D15.3, D13.2–D13.3)', () => {
+  it('reports no violations after funding and payouts', async () => {
+    const r = unwrap(await ex.admin.checkLedger());
+    expect(r.ok).toBe(true);
+    expect(r.violations).toEqual([]);
+    // Every agent's wallet plus the platform wallet.
+    expect(r.walletsChecked).toBeGreaterThan(4);
+    expect(Date.parse(r.checkedAt)).not.toBeNaN();
+  });
+  it('answers a missing or wrong operator token with 401', async () => {
+    expectError(await ex.anon.checkLedger(), 401, 'UNAUTHENTICATED');
+    expectError(await ex.anon.as({ adminToken: `${ADMIN_TOKEN}x` }).checkLedger(), 401, 'UNAUTHENTICATED');
+  });
+  it('does not accept an agent API key as the operator token', async () => {
+    const res = await fetch(`${ex.url}/admin/v1/ledger/check`, { headers: { authorization: `Bearer ${owner.apiKey}` } });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('a revoked key is refused on every route (D2.5)', () => {
+  it('answers 401 everywhere after rotation', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.fund(m.agentId, 5000));
+    const rotated = unwrap(await m.client.rotateKey(m.agentId));
+    const old = m.client;
+    const calls: Promise<Outcome<unknown>>[] = [
+      old.getAccount(m.accountId),
+      old.updateAccount(m.accountId, { displayName: 'x' }),
+      old.setAccountDelegation(m.accountId, {}),
+      old.createAgent({ name: 'x', agentType: 'persistent' }),
+      old.getAgent(m.agentId),
+      old.updateAgent(m.agentId, { name: 'x' }),
+      old.deactivateAgent(randomUUID()),
+      old.setAgentDelegation(m.agentId, {}),
+      old.rotateKey(m.agentId),
+      old.getWallet(m.agentId),
+      old.fund(m.agentId, 500),
+      old.withdraw(m.agentId, 2500),
+      old.ledger(m.agentId),
+    ];
+    for (const r of await Promise.all(calls)) expectError(r, 401, 'UNAUTHENTICATED');
+    // Nothing happened under the old key.
+    const fresh = new ExchangeClient({ baseUrl: ex.url, apiKey: rotated.apiKey });
+    expect(unwrap(await fresh.getWallet(m.agentId)).balanceCents).toBe(5000);
+  });
+});
+
+describe('alternative configuration', () => {
+  it('answers fund and withdraw with 501 when no payment processor is configured, and hides the operator API without a token', async () => {
+    const bare = await startTestExchange({ PAYMENTS_PROVIDER: 'none', ADMIN_TOKEN: '' });
+    try {
+      const m = await bare.signUp();
+      expectError(await m.client.fund(m.agentId, 1000), 501, 'PAYMENTS_NOT_CONFIGURED');
+      expectError(await m.client.withdraw(m.agentId, 2500), 501, 'PAYMENTS_NOT_CONFIGURED');
+      expectError(await bare.anon.as({ adminToken: ADMIN_TOKEN }).checkLedger(), 404, 'NOT_FOUND');
+      expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(0);
+    } finally {
+      await bare.stop();
+    }
+  });
+});

@@ -58,7 +58,7 @@ describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
     [1_000_001, 'above 1,000,000'],
     [1000.5, 'not an integer'],
     ['1000', 'a string'],
-  ])('rejects %s (%s) with 400 at /body/amountCents', async (amount) => {
+  ] as [unknown, string][])('rejects %s (%s) with 400 at /body/amountCents', async (amount) => {
     const r = await owner.client.request('POST', `/v1/wallets/${owner.agentId}/fund`, { body: { amountCents: amount } });
     expectError(r, 400, 'VALIDATION_ERROR');
     expect(!r.ok && r.error.errors[0]?.field).toBe('/body/amountCents');

@@ -1,5 +1,5 @@
 import {
-  BusUnavailableError, KvConflictError, Semaphore, subjectMatches,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, KvConflictError, Semaphore, subjectMatches,
   type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan } from './tracing.js';
@@ -95,7 +95,7 @@ export class MemoryBus implements Bus {
       this.durables.set(key, state);
     }
     const durable = state;
-    const ackWait = spec.ackWaitMs ?? 30_000;
+    const ackWait = spec.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
     const maxDeliver = spec.maxDeliver ?? -1;
     const gate = new Semaphore(spec.concurrency ?? 4);
     let running = true;

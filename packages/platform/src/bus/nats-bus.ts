@@ -6,7 +6,7 @@ import {
 import { Kvm, type KV } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
-  BusUnavailableError, KvConflictError, Semaphore,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, KvConflictError, Semaphore,
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
@@ -153,7 +153,7 @@ export class NatsBus implements Bus {
       filter_subject: spec.filter,
       ack_policy: AckPolicy.Explicit,
       deliver_policy: DeliverPolicy.All,
-      ack_wait: nanos(spec.ackWaitMs ?? 30_000),
+      ack_wait: nanos(spec.ackWaitMs ?? DEFAULT_ACK_WAIT_MS),
       max_deliver: spec.maxDeliver ?? -1,
     };
     try {

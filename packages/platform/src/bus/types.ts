@@ -30,9 +30,15 @@ export interface ConsumerSpec {
   filter: string;
   handler: (msg: BusMessage) => Promise<Outcome>;
   concurrency?: number;
+  /**
+   * How long a delivered, unacknowledged message waits before redelivery — what a consumer that
+   * died mid-message costs. Handlers are short database transactions, so the default is 10 s.
+   */
   ackWaitMs?: number;
   maxDeliver?: number;
 }
+
+export const DEFAULT_ACK_WAIT_MS = 10_000;
 
 export interface KvEntry {
   value: string;

@@ -1,0 +1,175 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import type { NewAccountView } from '@aex/contracts';
+import { createTestBus, createTestDatabase, eventually, testNamespace, type TestDatabase } from '@aex/platform/testing';
+import { ADMIN_TOKEN, startTestExchange, uniqueEmail, type TestExchange } from './harness.js';
+
+// The agent-creation saga (identity → openWallet command → wallet → wallet.opened → identity) survives
+// a stopped wallet service and a process killed at any moment: no committed data is lost and no
+// account is left half-made (an agent without a wallet or a wallet without an agent).
+
+describe('wallet service down during sign-up', () => {
+  let ex: TestExchange;
+  beforeAll(async () => {
+    ex = await startTestExchange({ SAGA_WAIT_MS: '300', RPC_TIMEOUT_MS: '1000' });
+  });
+  afterAll(async () => ex?.stop());
+
+  it('answers 202 while the wallet is pending, and the wallet appears once the service is back', async () => {
+    await ex.stopWallet();
+    const r = await ex.anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: 'Late wallet', agent: { name: 'a' } });
+    expect(r.status).toBe(202);
+    const acc = unwrap(r);
+    const client = ex.anon.as({ apiKey: acc.apiKey });
+    // The owning service does not answer: 503, never a hang or a 500.
+    const down = await client.getWallet(acc.agent.id);
+    expect(!down.ok && [down.status, down.error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+
+    await ex.startWallet();
+    const wallet = await eventually(async () => {
+      const w = await client.getWallet(acc.agent.id);
+      return w.ok ? w.data : null;
+    }, 10_000);
+    expect(wallet).toMatchObject({ agentId: acc.agent.id, balanceCents: 0 });
+    // Identity records the confirmation, so the saga is complete on both sides.
+    const db = new pg.Client({ connectionString: ex.databaseUrl });
+    await db.connect();
+    try {
+      await eventually(async () => (await db.query('select wallet_opened_at from identity.agents where id = $1', [acc.agent.id])).rows[0]?.wallet_opened_at, 10_000);
+    } finally {
+      await db.end();
+    }
+  });
+});
+
+// --- a whole exchange process killed with SIGKILL while sign-ups are in flight
+
+const stackMain = fileURLToPath(new URL('../../services/stack/src/main.ts', import.meta.url));
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+async function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', stackMain], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`stack did not start:\n${out}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`stack exited with ${code}:\n${out}`));
+    });
+  });
+  return { child, url };
+}
+
+const killed = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGKILL');
+  });
+
+describe('process killed during sign-ups', () => {
+  let db: TestDatabase;
+  const namespace = testNamespace();
+  let env: Record<string, string>;
+  let running: ChildProcess | undefined;
+  let runningUrl = '';
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    env = {
+      DATABASE_URL: db.url,
+      NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
+      BUS_NAMESPACE: namespace,
+      PORT: '0',
+      ADMIN_TOKEN,
+      PAYMENTS_PROVIDER: 'sandbox',
+      RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
+      LOG_LEVEL: 'warn',
+    };
+  });
+  afterAll(async () => {
+    if (running) await killed(running);
+    const { dispose } = await createTestBus('jetstream', namespace);
+    await dispose();
+    await db?.drop();
+  });
+
+  it('loses no committed account and leaves none half-made, over three kills', async () => {
+    const answered: NewAccountView[] = [];
+    for (let round = 0; round < 3; round++) {
+      const { child, url } = await startProcess(env);
+      running = child;
+      const client = new ExchangeClient({ baseUrl: url, timeoutMs: 20_000 });
+      const inFlight: Promise<Outcome<NewAccountView>>[] = [];
+      let done = 0;
+      let stop = false;
+      // A steady stream of sign-ups; the kill lands once some were answered, so at that moment some
+      // are answered, some committed but unanswered, and some not yet run.
+      const stream = (async () => {
+        for (let i = 0; i < 200 && !stop; i++) {
+          const p = client.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: `round ${round}`, agent: { name: `a${i}` } });
+          inFlight.push(p);
+          void p.then(() => done++);
+          await new Promise((r) => setTimeout(r, 8));
+        }
+      })();
+      await eventually(async () => done >= 5 + round * 5, 30_000, 5);
+      await killed(child);
+      stop = true;
+      await stream;
+      running = undefined;
+      for (const r of await Promise.all(inFlight)) if (r.ok) answered.push(r.data);
+    }
+    expect(answered.length).toBeGreaterThan(0);
+
+    // Restart once more and let the sagas finish.
+    const { child, url } = await startProcess(env);
+    running = child;
+    runningUrl = url;
+    const admin = new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN });
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      await eventually(async () => {
+        const { rows } = await sql.query(`
+          select
+            (select count(*) from identity.agents where wallet_opened_at is null)::int as pending,
+            (select count(*) from identity.agents a where not exists (select 1 from wallet.wallets w where w.agent_id = a.id))::int as agents_without_wallet,
+            (select count(*) from wallet.wallets w where w.agent_id is not null and not exists (select 1 from identity.agents a where a.id = w.agent_id))::int as wallets_without_agent`);
+        const r = rows[0] as { pending: number; agents_without_wallet: number; wallets_without_agent: number };
+        return r.pending === 0 && r.agents_without_wallet === 0 && r.wallets_without_agent === 0;
+      }, 30_000, 200);
+
+      // Every account that was answered is there, with its agent, its key and its wallet.
+      for (const acc of answered) {
+        const client = new ExchangeClient({ baseUrl: url, apiKey: acc.apiKey });
+        expect(unwrap(await client.getAccount(acc.id)).id).toBe(acc.id);
+        expect(unwrap(await client.getWallet(acc.agent.id)).agentId).toBe(acc.agent.id);
+      }
+      const { rows } = await sql.query('select count(*)::int as n from identity.accounts a where not exists (select 1 from identity.agents g where g.account_id = a.id and g.is_owner)');
+      expect(rows[0].n).toBe(0);
+      expect(unwrap(await admin.checkLedger()).ok).toBe(true);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it('still serves new sign-ups after the crashes', async () => {
+    const client = new ExchangeClient({ baseUrl: runningUrl });
+    expect((await client.createAccount({ accountType: 'individual', email: `${randomUUID()}@example.com`, displayName: 'after', agent: { name: 'a' } })).status).toBe(201);
+  });
+});

@@ -1,0 +1,257 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Migration } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { AppError, subjects, Type, type MessageDef } from '@aex/contracts';
+import {
+  ack,
+  connectServiceDb,
+  consumeIdempotently,
+  createPlatformTablesV1,
+  enqueue,
+  OutboxRelay,
+  scheduleTimer,
+  cancelTimer,
+  TimerRunner,
+  type Bus,
+  type BusMessage,
+  type PlatformTables,
+  type Stoppable,
+} from '../src/index.js';
+import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '../src/testing/index.js';
+
+// The transactional outbox, idempotent consumers and durable timers on real Postgres and JetStream.
+
+interface Db extends PlatformTables {
+  effects: { messageId: string; value: number };
+}
+
+const migrations: Record<string, Migration> = {
+  '0001': {
+    async up(db) {
+      await createPlatformTablesV1(db);
+      await db.schema.createTable('effects').addColumn('message_id', 'text', (c) => c.notNull()).addColumn('value', 'integer', (c) => c.notNull()).execute();
+    },
+  },
+};
+
+const Pinged = Type.Object({ value: Type.Integer() }, { additionalProperties: false });
+const pinged: MessageDef<typeof Pinged> = { kind: 'event', owner: 'identity', type: 'test.pinged', data: Pinged };
+
+let database: TestDatabase;
+let db: Kysely<Db>;
+let closeDb: () => Promise<void>;
+let bus: Bus;
+let dispose: () => Promise<void>;
+const logger = testLogger();
+const stoppables: Stoppable[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ({ db, close: closeDb } = await connectServiceDb<Db>({ url: database.url, schema: 'msgtest', migrations }));
+});
+afterAll(async () => {
+  for (const s of stoppables.splice(0)) await s.stop();
+  await dispose?.();
+  await closeDb();
+  await database.drop();
+});
+beforeEach(async () => {
+  for (const s of stoppables.splice(0)) await s.stop();
+  // A fresh namespace per test: its streams hold only this test's messages.
+  await dispose?.();
+  ({ bus, dispose } = await createTestBus('jetstream'));
+  await db.deleteFrom('outbox').execute();
+  await db.deleteFrom('effects').execute();
+  await db.deleteFrom('processedMessages').execute();
+  await db.deleteFrom('timers').execute();
+});
+
+async function collect(durable: string): Promise<BusMessage[]> {
+  const got: BusMessage[] = [];
+  stoppables.push(await bus.consume({ stream: 'events', durable, filter: subjects.event(bus.namespace, pinged.type), handler: async (m) => (got.push(m), ack()) }));
+  return got;
+}
+
+describe('outbox relay', () => {
+  it('publishes only what committed, with Nats-Msg-Id = the message id', async () => {
+    const got = await collect(`relay-${randomUUID().slice(0, 8)}`);
+    const committed = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 1 }));
+    await db
+      .transaction()
+      .execute(async (trx) => {
+        await enqueue(trx, pinged, { value: 2 });
+        throw new Error('rolled back');
+      })
+      .catch(() => undefined);
+    const relay = new OutboxRelay(db, bus, logger);
+    expect(await relay.drain()).toBe(1);
+    await eventually(async () => got.length === 1);
+    expect(got[0]!.data).toMatchObject({ id: committed, type: 'test.pinged', data: { value: 1 } });
+    expect(got[0]!.headers['Nats-Msg-Id'] ?? got[0]!.headers['nats-msg-id']).toBe(committed);
+    expect(await db.selectFrom('outbox').select('publishedAt').where('id', '=', committed).executeTakeFirstOrThrow()).toMatchObject({ publishedAt: expect.any(Date) });
+  });
+
+  it('re-publishing after a crash between publish and marking is dropped as a duplicate', async () => {
+    const got = await collect(`dup-${randomUUID().slice(0, 8)}`);
+    const id = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
+    const relay = new OutboxRelay(db, bus, logger);
+    await relay.drain();
+    // Simulate the crash: the row is still unpublished in the database.
+    await db.updateTable('outbox').set({ publishedAt: null }).where('id', '=', id).execute();
+    await relay.drain();
+    await eventually(async () => got.length >= 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(got).toHaveLength(1);
+  });
+
+  it('lets two relays drain side by side without publishing anything twice (SKIP LOCKED)', async () => {
+    const got = await collect(`pair-${randomUUID().slice(0, 8)}`);
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 250; i++) await enqueue(trx, pinged, { value: i });
+    });
+    const [a, b] = [new OutboxRelay(db, bus, logger), new OutboxRelay(db, bus, logger)];
+    const [na, nb] = await Promise.all([a.drain(), b.drain()]);
+    expect(na + nb).toBe(250);
+    await eventually(async () => got.length === 250, 10_000);
+    expect(new Set(got.map((m) => (m.data as { id: string }).id)).size).toBe(250);
+  });
+
+  it('runs by itself once started and publishes on kick', async () => {
+    const got = await collect(`auto-${randomUUID().slice(0, 8)}`);
+    const relay = new OutboxRelay(db, bus, logger, 50);
+    relay.start();
+    stoppables.push(relay);
+    await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 9 }));
+    relay.kick();
+    await eventually(async () => got.length === 1);
+  });
+});
+
+describe('idempotent consumer', () => {
+  const publish = (id: string, data: unknown) => bus.publish(subjects.event(bus.namespace, pinged.type), { id, type: pinged.type, occurredAt: new Date().toISOString(), data }, { msgId: id });
+
+  it('applies a message once even when it is delivered twice under different stream ids', async () => {
+    stoppables.push(
+      await consumeIdempotently({ bus, db, logger, durable: `eff-${randomUUID().slice(0, 8)}`, def: pinged, handle: async (trx, data, env) => void (await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute()) }),
+    );
+    const id = randomUUID();
+    await publish(id, { value: 7 });
+    // Outside the JetStream dedupe window (another msg id), the consumer's processed id still catches it.
+    await bus.publish(subjects.event(bus.namespace, pinged.type), { id, type: pinged.type, occurredAt: new Date().toISOString(), data: { value: 7 } }, { msgId: randomUUID() });
+    await eventually(async () => (await db.selectFrom('processedMessages').selectAll().where('messageId', '=', id).execute()).length === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await db.selectFrom('effects').selectAll().execute()).toEqual([{ messageId: id, value: 7 }]);
+  });
+
+  it('terminates a message that breaks its contract instead of retrying it', async () => {
+    let calls = 0;
+    stoppables.push(await consumeIdempotently({ bus, db, logger, durable: `bad-${randomUUID().slice(0, 8)}`, def: pinged, handle: async () => void calls++ }));
+    await publish(randomUUID(), { value: 'not a number' });
+    await bus.publish(subjects.event(bus.namespace, pinged.type), { not: 'an envelope' }, { msgId: randomUUID() });
+    const good = randomUUID();
+    await publish(good, { value: 1 });
+    await eventually(async () => calls === 1);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(calls).toBe(1);
+  });
+
+  it('retries a failing handler and leaves no partial effect; an AppError is final', async () => {
+    let attempts = 0;
+    stoppables.push(
+      await consumeIdempotently({
+        bus, db, logger,
+        durable: `retry-${randomUUID().slice(0, 8)}`,
+        def: pinged,
+        handle: async (trx, data, env) => {
+          attempts++;
+          await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute();
+          if (data.value === 13) throw new AppError('INVALID_STATE', 'never valid');
+          if (attempts < 3) throw new Error('transient');
+        },
+      }),
+    );
+    const id = randomUUID();
+    await publish(id, { value: 1 });
+    await eventually(async () => (await db.selectFrom('effects').selectAll().execute()).length === 1, 10_000);
+    expect(attempts).toBe(3);
+    const before = attempts;
+    await publish(randomUUID(), { value: 13 });
+    await eventually(async () => attempts === before + 1);
+    await new Promise((r) => setTimeout(r, 800));
+    expect(attempts).toBe(before + 1);
+    expect(await db.selectFrom('effects').select('value').execute()).toEqual([{ value: 1 }]);
+  });
+});
+
+describe('durable timers', () => {
+  it('fires a due timer exactly once across two runners, in the transaction that marks it', async () => {
+    const fired: string[] = [];
+    const handler = async (trx: unknown, t: { key: string }) => {
+      fired.push(t.key);
+      await (trx as Kysely<Db>).insertInto('effects').values({ messageId: t.key, value: 1 }).execute();
+    };
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 20; i++) await scheduleTimer(trx, { kind: 'test', key: `k${i}`, fireAt: new Date(Date.now() - 1000) });
+      await scheduleTimer(trx, { kind: 'test', key: 'later', fireAt: new Date(Date.now() + 3_600_000) });
+    });
+    const a = new TimerRunner(db, { test: handler }, logger);
+    const b = new TimerRunner(db, { test: handler }, logger);
+    const [fa, fb] = await Promise.all([a.fireDue(), b.fireDue()]);
+    expect(fa + fb).toBe(20);
+    expect(new Set(fired).size).toBe(20);
+    expect(fired).not.toContain('later');
+    const { n } = await db.selectFrom('timers').select(sql<number>`count(*)::int`.as('n')).where('firedAt', 'is not', null).executeTakeFirstOrThrow();
+    expect(n).toBe(20);
+  });
+
+  it('reschedules a failing timer with backoff and records the error; the effect is rolled back', async () => {
+    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'flaky', key: 'x', fireAt: new Date(Date.now() - 1000) }));
+    const runner = new TimerRunner(db, {
+      flaky: async (trx) => {
+        await (trx as unknown as Kysely<Db>).insertInto('effects').values({ messageId: 'x', value: 1 }).execute();
+        throw new Error('downstream unavailable');
+      },
+    }, logger);
+    expect(await runner.fireDue()).toBe(0);
+    const t = await db.selectFrom('timers').selectAll().where('key', '=', 'x').executeTakeFirstOrThrow();
+    expect(t).toMatchObject({ attempts: 1, lastError: 'downstream unavailable', firedAt: null });
+    expect(t.fireAt.getTime()).toBeGreaterThan(Date.now());
+    expect(await db.selectFrom('effects').selectAll().execute()).toEqual([]);
+  });
+
+  it('cancels a pending timer and reschedules by kind and key', async () => {
+    await db.transaction().execute(async (trx) => {
+      await scheduleTimer(trx, { kind: 'test', key: 'gone', fireAt: new Date(Date.now() - 1000) });
+      await scheduleTimer(trx, { kind: 'test', key: 'moved', fireAt: new Date(Date.now() - 1000) });
+      await cancelTimer(trx, 'test', 'gone');
+      await scheduleTimer(trx, { kind: 'test', key: 'moved', fireAt: new Date(Date.now() + 60_000) });
+    });
+    const fired: string[] = [];
+    const runner = new TimerRunner(db, { test: async (_trx, t) => void fired.push(t.key) }, logger);
+    expect(await runner.fireDue()).toBe(0);
+    expect(await runner.fireDue(new Date(Date.now() + 120_000))).toBe(1);
+    expect(fired).toEqual(['moved']);
+  });
+});
+
+describe('per-service schema and role', () => {
+  it('runs as its own role that cannot read another service’s schema', async () => {
+    const other = await connectServiceDb<Db>({ url: database.url, schema: 'othersvc', migrations });
+    try {
+      await expect(sql`select count(*) from msgtest.effects`.execute(other.db)).rejects.toThrow(/permission denied/);
+      expect(other.role).toBe('aex_othersvc');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('runs migrations once: connecting again applies nothing new', async () => {
+    const again = await connectServiceDb<Db>({ url: database.url, schema: 'msgtest', migrations });
+    try {
+      const rows = await sql<{ name: string }>`select name from msgtest.kysely_migration`.execute(again.db);
+      expect(rows.rows.map((r) => r.name)).toEqual(['0001']);
+    } finally {
+      await again.close();
+    }
+  });
+});

@@ -60,9 +60,13 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   const session = await payments.createCheckout(body.amountCents);
   const now = deps.now();
   const after = await deps.db.transaction().execute(async (trx) => {
+    // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
+    // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
+    if (session.confirmed) {
+      await applyMovements(trx, session.sessionId, [{ walletId: wallet.id, txType: 'fund', amountCents: body.amountCents, description: `Funded through ${payments.name} session ${session.sessionId}` }], now);
+    }
     await trx.insertInto('fundingSessions').values({ id: session.sessionId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, status: session.confirmed ? 'paid' : 'pending', createdAt: now, paidAt: session.confirmed ? now : null }).execute();
     if (!session.confirmed) return null;
-    await applyMovements(trx, session.sessionId, [{ walletId: wallet.id, txType: 'fund', amountCents: body.amountCents, description: `Funded through ${payments.name} session ${session.sessionId}` }], now);
     await enqueue(trx, events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
     return trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow();
   });

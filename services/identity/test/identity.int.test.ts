@@ -1,0 +1,127 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUTH_CACHE, commands, events, identityOps, subjects, type MessageEnvelope, type Principal } from '@aex/contracts';
+import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
+import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { startIdentityService, type IdentityService } from '../src/index.js';
+
+// The identity service alone on real Postgres and JetStream, driven over its bus operations and
+// observed through the messages it publishes (no gateway, no wallet service).
+
+let database: TestDatabase;
+let bus: Bus;
+let dispose: () => Promise<void>;
+let config: ExchangeConfig;
+let identity: IdentityService;
+const seen: BusMessage[] = [];
+const logger = testLogger();
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ({ bus, dispose } = await createTestBus('jetstream'));
+  config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, SAGA_WAIT_MS: '200', PUBLIC_BASE_URL: 'https://ex.example' });
+  identity = await startIdentityService({ bus, databaseUrl: database.url, config, logger });
+  for (const stream of ['events', 'commands'] as const) {
+    await bus.consume({ stream, durable: `observer-${stream}`, filter: `${bus.namespace}.${stream === 'events' ? 'evt' : 'cmd'}.>`, handler: async (m) => (seen.push(m), ack()) });
+  }
+});
+afterAll(async () => {
+  await identity?.stop();
+  await dispose?.();
+  await database?.drop();
+});
+
+const ctx = (principal: Principal | null = null) => ({ requestId: randomUUID(), principal, admin: false });
+const hash = (key: string) => createHash('sha256').update(key).digest('hex');
+const envelopes = (type: string) => seen.map((m) => m.data as MessageEnvelope<Record<string, unknown>>).filter((e) => e.type === type);
+
+async function signUp() {
+  const reply = await callOperation(bus, identityOps.createAccount, { ctx: ctx(), input: { path: {}, query: {}, body: { accountType: 'individual', email: `${randomUUID()}@example.com`, displayName: 'x', agent: { name: 'owner' } } } }, { timeoutMs: 5000 });
+  if (!reply.ok) throw new Error(JSON.stringify(reply.errors));
+  const principal = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(reply.data.apiKey) } } }, 5000);
+  return { reply, principal: principal! };
+}
+
+describe('account creation saga (identity side)', () => {
+  it('commits the agent with an openWallet command and an agent.created event, and answers 202 while no wallet service confirms', async () => {
+    const { reply } = await signUp();
+    expect(reply.status).toBe(202);
+    const agentId = reply.data.agent.id;
+    await eventually(async () => envelopes(commands.openWallet.type).some((e) => e.data.agentId === agentId));
+    const cmd = envelopes(commands.openWallet.type).find((e) => e.data.agentId === agentId)!;
+    expect(cmd.data).toEqual({ operationId: agentId, agentId, accountId: reply.data.id });
+    await eventually(async () => envelopes(events.agentCreated.type).some((e) => e.data.agentId === agentId));
+  });
+
+  it('records wallet.opened exactly once, even when it arrives twice', async () => {
+    const { reply } = await signUp();
+    const agentId = reply.data.agent.id;
+    const env = { id: randomUUID(), type: events.walletOpened.type, occurredAt: new Date().toISOString(), data: { operationId: agentId, agentId, walletId: randomUUID() } };
+    const subject = subjects.event(bus.namespace, events.walletOpened.type);
+    await bus.publish(subject, env, { msgId: env.id });
+    await bus.publish(subject, env, { msgId: randomUUID() });
+    await eventually(async () => {
+      const row = await identity.deps.db.selectFrom('agents').select('walletOpenedAt').where('id', '=', agentId).executeTakeFirst();
+      return row?.walletOpenedAt;
+    });
+    const processed = await identity.deps.db.selectFrom('processedMessages').selectAll().where('messageId', '=', env.id).execute();
+    expect(processed).toHaveLength(1);
+  });
+
+  it('gives every new agent a trust score of 50', async () => {
+    const { reply } = await signUp();
+    const row = await identity.deps.db.selectFrom('trustScores').selectAll().where('agentId', '=', reply.data.agent.id).executeTakeFirstOrThrow();
+    expect(row.score).toBe(50);
+  });
+
+  it('stores only a hash of the API key', async () => {
+    const { reply } = await signUp();
+    const rows = await identity.deps.db.selectFrom('apiKeys').selectAll().where('agentId', '=', reply.data.agent.id).execute();
+    expect(rows).toHaveLength(1);
+    expect(JSON.stringify(rows)).not.toContain(reply.data.apiKey);
+    expect(rows[0]!.keyHash).toBe(hash(reply.data.apiKey));
+  });
+});
+
+describe('keys and the gateway cache (D2.5)', () => {
+  it('authenticates an active key, then not after rotation, and marks the old key stale in the shared cache', async () => {
+    const { reply, principal } = await signUp();
+    expect(principal).toMatchObject({ agentId: reply.data.agent.id, accountId: reply.data.id, isOwner: true, status: 'active', signingKeyPublic: null });
+    const rotated = await callOrThrow(bus, identityOps.rotateKey, { ctx: ctx(principal), input: { path: { agentId: principal.agentId }, query: {}, body: {} } }, 5000);
+    const old = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(reply.data.apiKey) } } }, 5000);
+    expect(old).toBeNull();
+    const cache = await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
+    expect((await cache.get(hash(reply.data.apiKey)))?.value).toBe(AUTH_CACHE.staleMarker);
+    const fresh = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(rotated.apiKey) } } }, 5000);
+    expect(fresh?.agentId).toBe(principal.agentId);
+    await eventually(async () => envelopes(events.agentKeyRotated.type).some((e) => e.data.agentId === principal.agentId));
+  });
+
+  it('refuses to run an operation that needs an agent without one', async () => {
+    const r = await callOperation(bus, identityOps.getAccount, { ctx: ctx(), input: { path: { accountId: randomUUID() }, query: {}, body: {} } }, { timeoutMs: 5000 });
+    expect(!r.ok && r.status).toBe(401);
+  });
+});
+
+describe('agent lifecycle events', () => {
+  it('publishes agent.status_changed with the previous status on deactivation', async () => {
+    const { principal } = await signUp();
+    const created = await callOrThrow(bus, identityOps.createAgent, { ctx: ctx(principal), input: { path: {}, query: {}, body: { name: 'w', agentType: 'persistent' } } }, 5000);
+    await callOrThrow(bus, identityOps.deactivateAgent, { ctx: ctx(principal), input: { path: { agentId: created.id }, query: {}, body: {} } }, 5000);
+    await eventually(async () => envelopes(events.agentStatusChanged.type).some((e) => e.data.agentId === created.id));
+    const evt = envelopes(events.agentStatusChanged.type).find((e) => e.data.agentId === created.id)!;
+    expect(evt.data).toMatchObject({ status: 'deactivated', previousStatus: 'active', accountId: principal.accountId });
+  });
+});
+
+describe('restart', () => {
+  it('keeps every committed row and applies no migration twice', async () => {
+    const { reply } = await signUp();
+    await identity.stop();
+    identity = await startIdentityService({ bus, databaseUrl: database.url, config, logger });
+    const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
+    expect(row?.id).toBe(reply.data.id);
+    const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial']);
+  });
+});

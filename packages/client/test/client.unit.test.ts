@@ -1,0 +1,77 @@
+import { createPublicKey, verify } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ExchangeClient, generateSigningKey, publicKeyOf, signRequest, signingString, unwrap, verifySignature } from '../src/index.js';
+
+describe('D3 signing (pure JavaScript)', () => {
+  const keys = generateSigningKey();
+
+  it('produces raw 32-byte base64 keys', () => {
+    expect(Buffer.from(keys.publicKey, 'base64')).toHaveLength(32);
+    expect(publicKeyOf(keys.secretKey)).toBe(keys.publicKey);
+  });
+
+  it('signs the D3.1 string so that node:crypto verifies it', () => {
+    const h = signRequest(keys.secretKey, { method: 'post', target: '/v1/x?y=1', body: '{"z":1}', timestamp: '2026-01-01T00:00:00.000Z' });
+    const message = signingString('2026-01-01T00:00:00.000Z', 'POST', '/v1/x?y=1', '{"z":1}');
+    expect(message).toMatch(/^2026-01-01T00:00:00.000Z:POST:\/v1\/x\?y=1:[0-9a-f]{64}$/);
+    const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(keys.publicKey, 'base64').toString('base64url') }, format: 'jwk' });
+    expect(verify(null, Buffer.from(message), key, Buffer.from(h['x-ae-signature'], 'base64'))).toBe(true);
+    expect(verifySignature(keys.publicKey, h['x-ae-signature'], message)).toBe(true);
+    expect(verifySignature(keys.publicKey, h['x-ae-signature'], `${message}x`)).toBe(false);
+    expect(verifySignature(keys.publicKey, 'garbage', message)).toBe(false);
+  });
+});
+
+describe('ExchangeClient', () => {
+  const respond = (status: number, body: unknown, headers: Record<string, string> = {}) => async () => new Response(typeof body === 'string' ? body : JSON.stringify(body), { status, headers });
+
+  it('unwraps the envelope on success', async () => {
+    const c = new ExchangeClient({ baseUrl: 'http://x/', fetch: respond(200, { data: { a: 1 }, meta: { requestId: 'r1', timestamp: 't' }, errors: null }) });
+    const r = await c.request<{ a: number }>('GET', '/v1/thing');
+    expect(r).toMatchObject({ ok: true, status: 200, data: { a: 1 }, requestId: 'r1' });
+    expect(unwrap(r)).toEqual({ a: 1 });
+  });
+
+  it('returns errors as values with every entry', async () => {
+    const errors = [{ code: 'VALIDATION_ERROR', message: 'm1', field: '/body/a' }, { code: 'VALIDATION_ERROR', message: 'm2', field: '/body/b' }];
+    const c = new ExchangeClient({ baseUrl: 'http://x', fetch: respond(400, { data: null, meta: { requestId: 'r2', timestamp: 't' }, errors }) });
+    const r = await c.request('POST', '/v1/thing', { body: {} });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toMatchObject({ status: 400, code: 'VALIDATION_ERROR', requestId: 'r2' });
+    expect(r.error.errors).toHaveLength(2);
+    expect(() => unwrap(r)).toThrow('m1');
+  });
+
+  it('reports a network failure and a body that is not the envelope as typed errors', async () => {
+    const down = new ExchangeClient({ baseUrl: 'http://x', fetch: async () => Promise.reject(new Error('ECONNREFUSED')) });
+    const a = await down.protocol();
+    expect(!a.ok && [a.status, a.error.code]).toEqual([0, 'NETWORK_ERROR']);
+    const html = new ExchangeClient({ baseUrl: 'http://x', fetch: respond(502, '<html>bad gateway</html>') });
+    const b = await html.protocol();
+    expect(!b.ok && [b.status, b.error.code]).toEqual([502, 'INVALID_RESPONSE']);
+  });
+
+  it('sends the key, signs authenticated requests and never signs or sends the key to operator routes', async () => {
+    const keys = generateSigningKey();
+    const seen: { url: string; headers: Record<string, string> }[] = [];
+    const c = new ExchangeClient({
+      baseUrl: 'http://x',
+      apiKey: 'ae_live_k',
+      signingSecretKey: keys.secretKey,
+      adminToken: 'op-token',
+      fetch: async (url, init) => {
+        seen.push({ url: String(url), headers: init?.headers as Record<string, string> });
+        return new Response(JSON.stringify({ data: [], meta: { requestId: 'r', timestamp: 't' }, errors: null }));
+      },
+    });
+    await c.ledger('a b', { limit: 5 });
+    await c.checkLedger();
+    expect(seen[0]!.url).toBe('http://x/v1/wallets/a%20b/transactions?limit=5');
+    expect(seen[0]!.headers.authorization).toBe('Bearer ae_live_k');
+    const message = signingString(seen[0]!.headers['x-ae-signature-timestamp']!, 'GET', '/v1/wallets/a%20b/transactions?limit=5');
+    expect(verifySignature(keys.publicKey, seen[0]!.headers['x-ae-signature']!, message)).toBe(true);
+    expect(seen[1]!.headers.authorization).toBe('Bearer op-token');
+    expect(seen[1]!.headers['x-ae-signature']).toBeUndefined();
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { AppError, CreateAccountBody, ERROR_CODES, ERROR_STATUS, PageQuery, Type, validator } from '../src/index.js';
+
+describe('D1.3 validation entries', () => {
+  const check = validator(CreateAccountBody);
+
+  it('returns the typed value when valid', () => {
+    const r = check.check({ accountType: 'individual', email: 'a@b.c', displayName: 'A', agent: { name: 'x' } });
+    expect(r.ok).toBe(true);
+  });
+
+  it('names missing and unknown properties in the pointer, one entry per violation', () => {
+    const r = check.check({ accountType: 'individual', displayName: 'A', agent: { name: 'x', extra: 1 }, more: true }, '/body');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors.map((e) => [e.code, e.field]).sort()).toEqual([
+      ['VALIDATION_ERROR', '/body/agent/extra'],
+      ['VALIDATION_ERROR', '/body/email'],
+      ['VALIDATION_ERROR', '/body/more'],
+    ]);
+    expect(r.errors.find((e) => e.field === '/body/email')!.message).toBe('The property "email" is required.');
+    expect(r.errors.every((e) => /^[A-Z].*\.$/.test(e.message))).toBe(true);
+  });
+
+  it('escapes JSON Pointer characters in property names', () => {
+    const r = check.check({ accountType: 'individual', email: 'a@b.c', displayName: 'A', agent: { name: 'x' }, 'a/b~c': 1 });
+    expect(!r.ok && r.errors[0]!.field).toBe('/a~1b~0c');
+  });
+
+  it('caps the entries at 20', () => {
+    const many = validator(Type.Object(Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`p${i}`, Type.String()]))));
+    const r = many.check({});
+    expect(!r.ok && r.errors).toHaveLength(20);
+  });
+
+  it('coerces query strings only when asked, and applies defaults', () => {
+    const q = validator(PageQuery, { coerce: true });
+    expect(q.check({ limit: '5' })).toEqual({ ok: true, value: { limit: 5, offset: 0 } });
+    expect(validator(PageQuery).check({ limit: '5' }).ok).toBe(false);
+    const r = q.check({ limit: '0' }, '/query');
+    expect(!r.ok && r.errors[0]!.field).toBe('/query/limit');
+  });
+
+  it('parse throws an AppError carrying every entry', () => {
+    try {
+      validator(CreateAccountBody).parse({}, '/body');
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(AppError);
+      expect((err as AppError).status).toBe(400);
+      expect((err as AppError).entries.length).toBe(4);
+    }
+  });
+});
+
+describe('D1.4 error codes', () => {
+  it('gives every code its status', () => {
+    expect(ERROR_STATUS).toMatchObject({
+      VALIDATION_ERROR: 400, INVALID_JSON: 400, UNAUTHENTICATED: 401, SIGNATURE_REQUIRED: 401, INSUFFICIENT_FUNDS: 402,
+      FORBIDDEN: 403, AGENT_INACTIVE: 403, NOT_FOUND: 404, METHOD_NOT_ALLOWED: 405, INVALID_STATE: 409, CONFLICT: 409,
+      PAYLOAD_TOO_LARGE: 413, UNSUPPORTED_MEDIA_TYPE: 415, IDEMPOTENCY_KEY_REUSED: 422, RATE_LIMITED: 429,
+      INTERNAL_ERROR: 500, PAYMENTS_NOT_CONFIGURED: 501, RATE_LIMITER_UNAVAILABLE: 503, SERVICE_UNAVAILABLE: 503,
+    });
+    expect(ERROR_CODES.every((c) => /^[A-Z][A-Z_]+$/.test(c))).toBe(true);
+  });
+});

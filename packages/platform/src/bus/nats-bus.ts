@@ -143,7 +143,7 @@ export class NatsBus implements Bus {
         msgID: opts.msgId,
         headers: toNatsHeaders(injectTrace({ ...opts.headers })),
       });
-    });
+    }, opts.headers);
   }
 
   async consume(spec: ConsumerSpec): Promise<Stoppable> {

@@ -25,9 +25,14 @@ export async function withMessageSpan<T>(name: string, kind: 'server' | 'consume
   });
 }
 
-/** A client/producer span around an outgoing request or publish. */
-export async function withOutgoingSpan<T>(name: string, kind: 'client' | 'producer', fn: () => Promise<T>): Promise<T> {
-  return tracer.startActiveSpan(name, { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.PRODUCER }, async (span) => {
+/**
+ * A client/producer span around an outgoing request or publish. Its parent is the trace carried in
+ * `parentHeaders` when there is one (an outbox row remembers the request that wrote it), else the
+ * active context.
+ */
+export async function withOutgoingSpan<T>(name: string, kind: 'client' | 'producer', fn: () => Promise<T>, parentHeaders?: MsgHeaders): Promise<T> {
+  const parent = parentHeaders && parentHeaders.traceparent ? propagation.extract(ROOT_CONTEXT, parentHeaders) : context.active();
+  return tracer.startActiveSpan(name, { kind: kind === 'client' ? SpanKind.CLIENT : SpanKind.PRODUCER }, parent, async (span) => {
     try {
       return await fn();
     } catch (err) {
@@ -38,4 +43,12 @@ export async function withOutgoingSpan<T>(name: string, kind: 'client' | 'produc
       span.end();
     }
   });
+}
+
+/**
+ * Runs `fn` outside any trace. Background loops (outbox relay, timers) are started this way so that
+ * a loop kicked from inside a request does not file all its later polling under that request's trace.
+ */
+export function outsideTrace<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, fn);
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
 import type { Bus } from '../bus/types.js';
-import { injectTrace } from '../bus/tracing.js';
+import { injectTrace, outsideTrace } from '../bus/tracing.js';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 
@@ -59,7 +59,7 @@ export class OutboxRelay {
 
   private schedule(ms: number): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer = outsideTrace(() => setTimeout(() => void this.tick(), ms));
   }
 
   private async tick(): Promise<void> {

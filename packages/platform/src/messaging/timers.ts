@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
+import { outsideTrace } from '../bus/tracing.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -45,7 +46,7 @@ export class TimerRunner<DB> {
 
   private loop(ms: number): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
+    this.timer = outsideTrace(() => setTimeout(() => {
       this.busy = this.fireDue()
         .then(() => undefined)
         .catch((err) => this.logger.warn({ err }, 'timer run failed'))
@@ -53,7 +54,7 @@ export class TimerRunner<DB> {
           this.busy = null;
           if (this.running) this.loop(this.opts.pollMs ?? 500);
         });
-    }, ms);
+    }, ms));
   }
 
   /** Fires every due timer; returns how many fired. */

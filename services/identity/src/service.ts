@@ -1,19 +1,27 @@
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, connectServiceDb, outsideTrace, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
 import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
 import * as keys from './agents/keys.js';
-import { recordWalletOpened } from './wallet-saga.js';
+import { recordWalletOpened, startWalletRedrive } from './wallet-saga.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
 }
 
 /** Starts identity: migrations, outbox relay, saga consumer, and its operations on the bus. */
-export async function startIdentityService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<IdentityService> {
+export async function startIdentityService(opts: {
+  bus: Bus;
+  databaseUrl: string;
+  config: ExchangeConfig;
+  logger: Logger;
+  now?: () => Date;
+  /** Re-send openWallet for agents unconfirmed this long (default 30 s), checked every tenth of it. */
+  walletRedriveAfterMs?: number;
+}): Promise<IdentityService> {
   const logger = opts.logger.child({ service: 'identity' });
   const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
   const relay = new OutboxRelay(db, opts.bus, logger);
@@ -21,6 +29,8 @@ export async function startIdentityService(opts: { bus: Bus; databaseUrl: string
   const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
+  const redriveAfter = opts.walletRedriveAfterMs ?? 30_000;
+  const redrive = outsideTrace(() => startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) }));
   const server = await serveOperations(opts.bus, 'identity', identityOps, {
     createAccount: accounts.createAccount(deps),
     getAccount: accounts.getAccount(deps),
@@ -39,6 +49,7 @@ export async function startIdentityService(opts: { bus: Bus; databaseUrl: string
     deps,
     async stop() {
       await server.stop();
+      await redrive.stop();
       await walletOpened.stop();
       await relay.stop();
       await close();

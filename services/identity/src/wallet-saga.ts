@@ -1,6 +1,6 @@
 import { commands, events } from '@aex/contracts';
 import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
 
@@ -8,8 +8,10 @@ import type { IdentityDeps } from './context.js';
  * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an
  * `openWallet` command in its outbox; the wallet service opens the wallet idempotently and answers
  * with `wallet.opened`; identity records it. A crash anywhere re-drives from the outbox and the
- * durable consumers, so an agent never stays without a wallet. There is no compensation step:
- * opening a wallet cannot fail for business reasons, only be delayed.
+ * durable consumers, and `redrivePendingWallets` re-sends the command of any agent still unconfirmed
+ * after a while (a message lost with the in-process bus of a killed process, a purged stream), so an
+ * agent never stays without a wallet. There is no compensation step: opening a wallet cannot fail
+ * for business reasons, only be delayed.
  */
 export async function requestWallet(trx: Transaction<Database>, agent: { id: string; accountId: string }): Promise<void> {
   await enqueue(trx, commands.openWallet, { operationId: agent.id, agentId: agent.id, accountId: agent.accountId });
@@ -39,4 +41,48 @@ export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: numbe
     await new Promise((r) => setTimeout(r, interval));
     interval = Math.min(interval * 2, 50);
   }
+}
+
+/**
+ * Re-sends `openWallet` for agents whose wallet is unconfirmed and whose command was sent (or the
+ * agent created) more than `afterMs` ago; returns how many. Safe to run on every replica at once:
+ * the rows are claimed with SKIP LOCKED, and the wallet side is idempotent per agent.
+ */
+export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number): Promise<number> {
+  const n = await deps.db.transaction().execute(async (trx) => {
+    const due = await trx
+      .selectFrom('agents')
+      .select(['id', 'accountId'])
+      .where('walletOpenedAt', 'is', null)
+      .where(sql<boolean>`coalesce(wallet_requested_at, created_at) < now() - make_interval(secs => ${afterMs / 1000})`)
+      .orderBy('createdAt')
+      .limit(100)
+      .forUpdate()
+      .skipLocked()
+      .execute();
+    for (const agent of due) {
+      await trx.updateTable('agents').set({ walletRequestedAt: deps.now() }).where('id', '=', agent.id).execute();
+      await requestWallet(trx, agent);
+    }
+    return due.length;
+  });
+  if (n > 0) {
+    deps.logger.warn({ agents: n }, 'wallet not confirmed in time; openWallet sent again');
+    deps.relay.kick();
+  }
+  return n;
+}
+
+/** Runs `redrivePendingWallets` every `everyMs` until stopped. */
+export function startWalletRedrive(deps: IdentityDeps, opts: { afterMs: number; everyMs: number }): Stoppable {
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = redrivePendingWallets(deps, opts.afterMs).catch((err) => deps.logger.warn({ err }, 'wallet re-drive failed'));
+  }, opts.everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
 }

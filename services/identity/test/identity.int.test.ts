@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_CACHE, commands, events, identityOps, subjects, type MessageEnvelope, type Principal } from '@aex/contracts';
 import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { startWalletService } from '@aex/wallet';
 import { startIdentityService, type IdentityService } from '../src/index.js';
 
 // The identity service alone on real Postgres and JetStream, driven over its bus operations and
@@ -122,6 +123,37 @@ describe('restart', () => {
     const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
     expect(row?.id).toBe(reply.data.id);
     const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
-    expect(rows.map((r) => r.name)).toEqual(['0001-initial']);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive']);
+  });
+});
+
+describe('lost saga messages', () => {
+  it('re-sends openWallet when the in-process bus of a killed process took the command with it', async () => {
+    const db = await createTestDatabase();
+    const first = await createTestBus('memory');
+    const cfg = loadConfig({}, { BUS_NAMESPACE: first.bus.namespace, SAGA_WAIT_MS: '100' });
+    let id = await startIdentityService({ bus: first.bus, databaseUrl: db.url, config: cfg, logger, walletRedriveAfterMs: 300 });
+    try {
+      const r = await callOperation(first.bus, identityOps.createAccount, { ctx: ctx(), input: { path: {}, query: {}, body: { accountType: 'individual', email: `${randomUUID()}@example.com`, displayName: 'x', agent: { name: 'a' } } } }, { timeoutMs: 5000 });
+      expect(r.ok && r.status).toBe(202);
+      const agentId = r.ok ? r.data.agent.id : '';
+      // The process dies: the command, relayed to the in-process bus, is gone with it.
+      await id.stop();
+      await first.dispose();
+      const second = await createTestBus('memory', first.bus.namespace);
+      id = await startIdentityService({ bus: second.bus, databaseUrl: db.url, config: cfg, logger, walletRedriveAfterMs: 300 });
+      const wallet = await startWalletService({ bus: second.bus, databaseUrl: db.url, config: cfg, logger });
+      try {
+        await eventually(async () => (await id.deps.db.selectFrom('agents').select('walletOpenedAt').where('id', '=', agentId).executeTakeFirst())?.walletOpenedAt, 10_000);
+        const wallets = await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).execute();
+        expect(wallets).toHaveLength(1);
+      } finally {
+        await wallet.stop();
+        await second.dispose();
+      }
+    } finally {
+      await id.stop();
+      await db.drop();
+    }
   });
 });

@@ -56,6 +56,7 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
       parentAgentId: null,
       expiresAt: null,
       walletOpenedAt: null,
+      walletRequestedAt: null,
       createdAt: a.now,
       updatedAt: a.now,
     })

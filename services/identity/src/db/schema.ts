@@ -30,6 +30,7 @@ export interface AgentRow {
   parentAgentId: string | null;
   expiresAt: Date | null;
   walletOpenedAt: Date | null;
+  walletRequestedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }

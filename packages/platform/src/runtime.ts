@@ -1,4 +1,4 @@
-import type { ExchangeConfig } from './config.js';
+import { ConfigError, type ExchangeConfig } from './config.js';
 import { MemoryBus } from './bus/memory-bus.js';
 import { NatsBus } from './bus/nats-bus.js';
 import type { Bus } from './bus/types.js';
@@ -38,4 +38,28 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
 
 export async function stopAll(components: Component[]): Promise<void> {
   for (const c of [...components].reverse()) await c.stop();
+}
+
+/** A setting a standalone service cannot run without (D16: the message names the variable). */
+export function required<K extends keyof ExchangeConfig>(cfg: ExchangeConfig, name: K, who: string): NonNullable<ExchangeConfig[K]> {
+  const value = cfg[name];
+  if (value === undefined || value === null || value === '') throw new ConfigError(String(name), `is required to run ${who} on its own.`);
+  return value as NonNullable<ExchangeConfig[K]>;
+}
+
+/**
+ * Runs a process's start-up: a configuration problem ends it with one line naming the variable and
+ * exit code 1; any other start-up failure is printed with its cause, also with exit code 1.
+ */
+export async function runMain(start: () => Promise<void>): Promise<void> {
+  try {
+    await start();
+  } catch (err) {
+    // Before a logger exists: plain stderr is the only channel.
+    // eslint-disable-next-line no-console
+    if (err instanceof ConfigError) console.error(err.message);
+    // eslint-disable-next-line no-console
+    else console.error('Start-up failed:', err);
+    process.exit(1);
+  }
 }

@@ -1,15 +1,18 @@
-import { connectBus, createLogger, loadConfig, stopOnSignals } from '@aex/platform';
+import { connectBus, createLogger, loadConfig, required, runMain, stopOnSignals } from '@aex/platform';
 import { buildGateway } from './app.js';
 import { listen } from './server.js';
 
 // Standalone gateway: configured only by environment variables (D16).
-const config = loadConfig();
-const logger = createLogger('gateway', config.LOG_LEVEL);
-const bus = await connectBus(config, 'aex-gateway', { allowMemory: false });
-const app = await buildGateway({ bus, config, logger });
-const url = await listen(app, config.HOST, config.PORT);
-logger.info({ url, bus: bus.kind }, 'gateway listening');
-stopOnSignals(logger, async () => {
-  await app.close();
-  await bus.close();
+await runMain(async () => {
+  const config = loadConfig();
+  required(config, 'NATS_URL', 'the gateway');
+  const logger = createLogger('gateway', config.LOG_LEVEL);
+  const bus = await connectBus(config, 'aex-gateway', { allowMemory: false });
+  const app = await buildGateway({ bus, config, logger });
+  const url = await listen(app, config.HOST, config.PORT);
+  logger.info({ url, bus: bus.kind }, 'gateway listening');
+  stopOnSignals(logger, async () => {
+    await app.close();
+    await bus.close();
+  });
 });

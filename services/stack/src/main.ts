@@ -1,47 +1,49 @@
 import { resolve } from 'node:path';
-import { MemoryBus, NatsBus, createLogger, loadConfig, stopOnSignals, type Bus } from '@aex/platform';
+import { MemoryBus, NatsBus, createLogger, loadConfig, runMain, stopOnSignals, type Bus } from '@aex/platform';
 import { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
 import { startStack } from './stack.js';
 
 // `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
 // sandbox payment processor and private webhook targets allowed (D16); everything else as configured.
-const config = loadConfig(process.env, {
-  PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
-  WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
-});
-const logger = createLogger('stack', config.LOG_LEVEL);
-const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
-const owned: Started[] = [];
+await runMain(async () => {
+  const config = loadConfig(process.env, {
+    PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+  });
+  const logger = createLogger('stack', config.LOG_LEVEL);
+  const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
+  const owned: Started[] = [];
 
-let databaseUrl = config.DATABASE_URL;
-if (!databaseUrl) {
-  const pg = await startEmbeddedPostgres(dataDir, logger);
-  owned.push(pg);
-  databaseUrl = pg.url;
-  logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
-}
-
-let bus: Bus;
-if (config.NATS_URL) {
-  bus = await NatsBus.connect(config.NATS_URL, config.BUS_NAMESPACE, 'aex-stack');
-} else {
-  const nats = await startLocalNats(dataDir, logger);
-  if (nats) {
-    owned.push(nats);
-    bus = await NatsBus.connect(nats.url, config.BUS_NAMESPACE, 'aex-stack');
-    logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
-  } else {
-    bus = new MemoryBus(config.BUS_NAMESPACE);
-    logger.warn('nats-server not found on PATH: using the in-process bus');
+  let databaseUrl = config.DATABASE_URL;
+  if (!databaseUrl) {
+    const pg = await startEmbeddedPostgres(dataDir, logger);
+    owned.push(pg);
+    databaseUrl = pg.url;
+    logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
   }
-}
 
-const stack = await startStack({ bus, databaseUrl, config, logger });
-const url = await stack.gateway.listen({ host: config.HOST, port: config.PORT });
-console.log(`\nAgent exchange listening on ${url} (bus: ${bus.kind})\nTry:\n  curl -s ${url}/v1/protocol\n  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\\n    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'\n`);
+  let bus: Bus;
+  if (config.NATS_URL) {
+    bus = await NatsBus.connect(config.NATS_URL, config.BUS_NAMESPACE, 'aex-stack');
+  } else {
+    const nats = await startLocalNats(dataDir, logger);
+    if (nats) {
+      owned.push(nats);
+      bus = await NatsBus.connect(nats.url, config.BUS_NAMESPACE, 'aex-stack');
+      logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
+    } else {
+      bus = new MemoryBus(config.BUS_NAMESPACE);
+      logger.warn('nats-server not found on PATH: using the in-process bus');
+    }
+  }
 
-stopOnSignals(logger, async () => {
-  await stack.stop();
-  await bus.close();
-  for (const o of owned.reverse()) await o.stop();
+  const stack = await startStack({ bus, databaseUrl, config, logger });
+  const url = await stack.gateway.listen({ host: config.HOST, port: config.PORT });
+  console.log(`\nAgent exchange listening on ${url} (bus: ${bus.kind})\nTry:\n  curl -s ${url}/v1/protocol\n  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\\n    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'\n`);
+
+  stopOnSignals(logger, async () => {
+    await stack.stop();
+    await bus.close();
+    for (const o of owned.reverse()) await o.stop();
+  });
 });

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { ExchangeClient, generateSigningKey, unwrap, type SigningKeyPair } from '@aex/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@aex/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
 import { startIdentityService, type IdentityService } from '@aex/identity';
@@ -105,4 +108,54 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
   };
   return ex;
+}
+
+/** Asserts a failed call with this status and D1.4 code, answered in the envelope with a request id. */
+export function expectError(r: Outcome<unknown>, status: number, code: string): void {
+  expect(r.ok, `expected ${status} ${code}`).toBe(false);
+  if (r.ok) return;
+  expect([r.status, r.error.code]).toEqual([status, code]);
+  expect(r.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
+}
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface SpawnedProcess {
+  child: ChildProcess;
+  /** What the process printed so far (stdout and stderr). */
+  output(): string;
+  /** The match of `ready` in the output. */
+  match: RegExpExecArray;
+}
+
+/** Starts `node --import tsx <main>` from the repository root and waits until its output matches `ready`. */
+export function spawnMain(main: string, env: Record<string, string>, ready: RegExp): Promise<SpawnedProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', main], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${main} did not start:\n${out}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = ready.exec(out);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, output: () => out, match });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${main} exited with ${code}:\n${out}`));
+    });
+  });
+}
+
+/** Sends `signal` (SIGTERM by default) and resolves with the exit code (null when killed by the signal). */
+export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
+    child.once('exit', (code) => resolve(code));
+    child.kill(signal);
+  });
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, signRequest, unwrap, type Outcome } from '@aex/client';
-import { startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';
+import { ExchangeClient, generateSigningKey, signRequest, unwrap } from '@aex/client';
+import { expectError, startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';
 
 // Accounts and agents through the gateway (D2, D6.1–D6.7), each route with its errors and the
 // authorization matrix: owner agent, other agent of the account, other account, anonymous, revoked key.
@@ -17,13 +17,6 @@ beforeAll(async () => {
   stranger = await ex.signUp({ displayName: 'Account B' });
 });
 afterAll(async () => ex?.stop());
-
-function expectError(r: Outcome<unknown>, status: number, code: string) {
-  expect(r.ok, `expected ${status} ${code}`).toBe(false);
-  if (r.ok) return;
-  expect([r.status, r.error.code]).toEqual([status, code]);
-  expect(r.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
-}
 
 const PUBLIC_FIELDS = ['id', 'name', 'agentType', 'status', 'description', 'capabilities', 'didWeb', 'signingKeyPublic', 'trustScore', 'createdAt'].sort();
 const FULL_FIELDS = [...PUBLIC_FIELDS, 'accountId', 'webhookUrl', 'delegation', 'metadata', 'parentAgentId', 'expiresAt', 'keyPrefix', 'updatedAt'].sort();

@@ -1,53 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap } from '@aex/client';
 import { createTestBus, createTestDatabase, testNamespace, type TestDatabase } from '@aex/platform/testing';
-import { uniqueEmail } from './harness.js';
+import { spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';
 
 // Each service starts alone from its own main.ts with only environment variables, the services
 // find each other over NATS, and each stops cleanly (exit code 0) on SIGTERM.
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-
-interface Running {
-  child: ChildProcess;
-  output: () => string;
-}
-
-function start(main: string, env: Record<string, string>, ready: RegExp): Promise<Running & { match: RegExpExecArray }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', main], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${main} did not start:\n${out}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = ready.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, output: () => out, match: m });
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${main} exited with ${code}:\n${out}`));
-    });
-  });
-}
-
-const exitCode = (child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM') =>
-  new Promise<number | null>((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.once('exit', (code) => resolve(code));
-    child.kill(signal);
-  });
-
 describe('services as separate processes', () => {
   let db: TestDatabase;
   const namespace = testNamespace();
-  const running: Running[] = [];
+  const running: SpawnedProcess[] = [];
   let env: Record<string, string>;
 
   beforeAll(async () => {
@@ -55,16 +17,16 @@ describe('services as separate processes', () => {
     env = { DATABASE_URL: db.url, NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222', BUS_NAMESPACE: namespace, PAYMENTS_PROVIDER: 'sandbox', LOG_LEVEL: 'info', PORT: '0' };
   });
   afterAll(async () => {
-    for (const r of running) if (r.child.exitCode === null) await exitCode(r.child, 'SIGKILL');
+    for (const r of running) if (r.child.exitCode === null) await stopProcess(r.child, 'SIGKILL');
     const { dispose } = await createTestBus('jetstream', namespace);
     await dispose();
     await db?.drop();
   });
 
   it('serve sign-up and funding together, then each stops cleanly on SIGTERM', async () => {
-    const identity = await start('services/identity/src/main.ts', env, /identity service started/);
-    const wallet = await start('services/wallet/src/main.ts', env, /wallet service started/);
-    const gateway = await start('services/gateway/src/main.ts', env, /"url":"(http:\/\/[^"]+)"[^\n]*gateway listening/);
+    const identity = await spawnMain('services/identity/src/main.ts', env, /identity service started/);
+    const wallet = await spawnMain('services/wallet/src/main.ts', env, /wallet service started/);
+    const gateway = await spawnMain('services/gateway/src/main.ts', env, /"url":"(http:\/\/[^"]+)"[^\n]*gateway listening/);
     running.push(identity, wallet, gateway);
 
     const client = new ExchangeClient({ baseUrl: gateway.match[1]! });
@@ -74,12 +36,12 @@ describe('services as separate processes', () => {
     const agent = client.as({ apiKey: acc.apiKey });
     expect(unwrap(await agent.fund(acc.agent.id, 1000)).newBalanceCents).toBe(1000);
 
-    for (const r of [gateway, wallet, identity]) expect(await exitCode(r.child)).toBe(0);
+    for (const r of [gateway, wallet, identity]) expect(await stopProcess(r.child)).toBe(0);
     for (const r of running) expect(r.output()).toMatch(/shutting down/);
   });
 
   it('refuses to start a service without its required configuration, naming the variable', async () => {
-    await expect(start('services/identity/src/main.ts', { ...env, DATABASE_URL: '', NATS_URL: '' }, /never/)).rejects.toThrow(/DATABASE_URL is required to run the identity service on its own/);
-    await expect(start('services/gateway/src/main.ts', { ...env, PORT: 'eighty' }, /never/)).rejects.toThrow(/PORT/);
+    await expect(spawnMain('services/identity/src/main.ts', { ...env, DATABASE_URL: '', NATS_URL: '' }, /never/)).rejects.toThrow(/DATABASE_URL is required to run the identity service on its own/);
+    await expect(spawnMain('services/gateway/src/main.ts', { ...env, PORT: 'eighty' }, /never/)).rejects.toThrow(/PORT/);
   });
 });

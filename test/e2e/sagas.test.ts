@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import type { NewAccountView } from '@aex/contracts';
 import { createTestBus, createTestDatabase, eventually, testNamespace, type TestDatabase } from '@aex/platform/testing';
-import { ADMIN_TOKEN, startTestExchange, uniqueEmail, type TestExchange } from './harness.js';
+import { ADMIN_TOKEN, spawnMain, startTestExchange, stopProcess, uniqueEmail, type TestExchange } from './harness.js';
 
 // The agent-creation saga (identity → openWallet command → wallet → wallet.opened → identity) survives
 // a stopped wallet service and a process killed at any moment: no committed data is lost and no
@@ -48,38 +47,11 @@ describe('wallet service down during sign-up', () => {
 
 // --- a whole exchange process killed with SIGKILL while sign-ups are in flight
 
-const stackMain = fileURLToPath(new URL('../../services/stack/src/main.ts', import.meta.url));
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-
-async function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', stackMain], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`stack did not start:\n${out}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`stack exited with ${code}:\n${out}`));
-    });
-  });
-  return { child, url };
-}
-
-const killed = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
+const stackMain = 'services/stack/src/main.ts';
+const startProcess = async (env: Record<string, string>) => {
+  const p = await spawnMain(stackMain, env, /listening on (http:\/\/\S+)/);
+  return { child: p.child, url: p.match[1]! };
+};
 
 describe('process killed during sign-ups', () => {
   let db: TestDatabase;
@@ -102,7 +74,7 @@ describe('process killed during sign-ups', () => {
     };
   });
   afterAll(async () => {
-    if (running) await killed(running);
+    if (running) await stopProcess(running, 'SIGKILL');
     const { dispose } = await createTestBus('jetstream', namespace);
     await dispose();
     await db?.drop();
@@ -128,7 +100,7 @@ describe('process killed during sign-ups', () => {
         }
       })();
       await eventually(async () => done >= 5 + round * 5, 30_000, 5);
-      await killed(child);
+      await stopProcess(child, 'SIGKILL');
       stop = true;
       await stream;
       running = undefined;

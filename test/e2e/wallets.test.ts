@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
-import { ADMIN_TOKEN, startTestExchange, type Member, type TestExchange } from './harness.js';
+import { ADMIN_TOKEN, expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 
 // Wallets, funding, payouts, the ledger and its invariant check (D13, D15.3) through the gateway.
 let ex: TestExchange;
@@ -16,11 +16,6 @@ beforeAll(async () => {
   stranger = await ex.signUp();
 });
 afterAll(async () => ex?.stop());
-
-function expectError(r: Outcome<unknown>, status: number, code: string) {
-  expect(r.ok, `expected ${status} ${code}`).toBe(false);
-  if (!r.ok) expect([r.status, r.error.code]).toEqual([status, code]);
-}
 
 describe('GET /v1/wallets/{agentId} (D13.1)', () => {
   it('shows an agent its own wallet with availableCents', async () => {

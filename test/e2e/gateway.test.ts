@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unwrap } from '@aex/client';
 import { ERROR_STATUS } from '@aex/contracts';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 
@@ -177,6 +178,27 @@ describe('D4 rate limits', () => {
     for (let i = 0; i < 5; i++) await a.client.getAgent(a.agentId);
     expect((await a.client.getAgent(a.agentId)).status).toBe(429);
     expect((await b.client.getAgent(b.agentId)).status).toBe(200);
+  });
+});
+
+describe('D4.2 limits per client IP on unauthenticated routes', () => {
+  it('limits sign-ups and public reads per IP, each group on its own', async () => {
+    const small = await startTestExchange({ RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '2', RATE_LIMIT_PUBLIC_PER_MIN_PER_IP: '3' });
+    try {
+      const signUps = [];
+      for (let i = 0; i < 3; i++) signUps.push(await small.anon.createAccount({ accountType: 'individual', email: `ip-${randomUUID()}@example.com`, displayName: 'x', agent: { name: 'a' } }));
+      expect(signUps.map((r) => r.status)).toEqual([201, 201, 429]);
+      const reads: number[] = [];
+      for (let i = 0; i < 4; i++) reads.push((await small.anon.protocol()).status);
+      expect(reads).toEqual([200, 200, 200, 429]);
+      // DID documents share the public group.
+      expect((await fetch(`${small.url}/agents/${randomUUID()}/did.json`)).status).toBe(429);
+      // Authenticated routes are limited per agent, not per IP.
+      const first = unwrap(signUps[0]!);
+      expect((await small.anon.as({ apiKey: first.apiKey }).getAgent(first.agent.id)).status).toBe(200);
+    } finally {
+      await small.stop();
+    }
   });
 });
 

@@ -42,6 +42,17 @@ describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
     expect(again.newBalanceCents).toBe(12_845);
     expect(unwrap(await m.client.getWallet(m.agentId))).toMatchObject({ balanceCents: 12_845, availableCents: 12_845 });
   });
+  it('serves the page behind checkoutUrl without authentication, naming no wallet', async () => {
+    const m = await ex.signUp();
+    const f = unwrap(await m.client.fund(m.agentId, 700));
+    const res = await fetch(`${ex.url}${new URL(f.checkoutUrl).pathname}`);
+    expect(res.status).toBe(200);
+    const page = ((await res.json()) as { data: Record<string, unknown> }).data;
+    expect(page).toMatchObject({ sessionId: f.sessionId, provider: 'sandbox', status: 'paid', amountCents: 700 });
+    expect(JSON.stringify(page)).not.toContain(m.agentId);
+    expect((await fetch(`${ex.url}/sandbox/checkout/cs_sandbox_${'0'.repeat(24)}`)).status).toBe(404);
+    expect((await fetch(`${ex.url}/sandbox/checkout/not-a-session`)).status).toBe(400);
+  });
   it('lets the owner agent fund another agent of the account', async () => {
     expect(unwrap(await owner.client.fund(sibling.agentId, 1000)).newBalanceCents).toBe(1000);
   });

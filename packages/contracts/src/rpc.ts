@@ -52,6 +52,8 @@ export const walletOps = {
   withdraw: operation('wallet', 'withdraw', 'agent', parts(W.WalletPath, Empty, W.WithdrawBody), W.WithdrawView),
   listLedger: operation('wallet', 'listLedger', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.LedgerEntryView)),
   checkLedger: operation('wallet', 'checkLedger', 'admin', parts(Empty, Empty, Type.Any()), W.LedgerCheckView),
+  /** Public: the checkout page of a funding session (whoever holds its unguessable id). */
+  getCheckout: operation('wallet', 'getCheckout', 'none', parts(W.CheckoutPath, Empty, Type.Any()), W.CheckoutView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

@@ -26,6 +26,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
     withdraw: wallets.withdraw(deps),
     listLedger: wallets.listLedger(deps),
     checkLedger: checkLedger(deps),
+    getCheckout: wallets.getCheckout(deps),
   }, logger);
   return {
     deps,

@@ -53,6 +53,18 @@ export type FundView = Static<typeof FundView>;
 export const WithdrawView = Type.Object({ payoutId: Type.String(), amountCents: Type.Integer(), estimatedArrival: Timestamp });
 export type WithdrawView = Static<typeof WithdrawView>;
 
+/** The page behind `checkoutUrl` (D13.4): what a payer sees of one funding session. */
+export const CheckoutPath = Strict({ sessionId: Type.String({ pattern: '^cs_[a-z]+_[0-9a-f]{24}$', description: 'Funding session id' }) });
+export const CheckoutView = Type.Object({
+  sessionId: Type.String(),
+  provider: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('paid'), Type.Literal('expired')]),
+  amountCents: Type.Integer(),
+  createdAt: Timestamp,
+  paidAt: Type.Union([Timestamp, Type.Null()]),
+});
+export type CheckoutView = Static<typeof CheckoutView>;
+
 /** D15.3 ledger check report. */
 export const LedgerCheckView = Type.Object({
   ok: Type.Boolean(),

@@ -111,3 +111,15 @@ export const listLedger = (deps: WalletDeps): OperationHandler<Ops['listLedger']
   ]);
   return { data: rows.map(entryView), pagination: pagination(count.n, limit, offset) };
 };
+
+/**
+ * GET /sandbox/checkout/{sessionId}: the page a `checkoutUrl` points at. The sandbox has already
+ * confirmed the payment, so it shows the paid session; it names no wallet or agent.
+ */
+export const getCheckout = (deps: WalletDeps): OperationHandler<Ops['getCheckout']> => async ({ path }) => {
+  const s = await deps.db.selectFrom('fundingSessions').selectAll().where('id', '=', path.sessionId).executeTakeFirst();
+  if (!s) throw new AppError('NOT_FOUND', 'No such checkout session.');
+  return {
+    data: { sessionId: s.id, provider: s.provider, status: s.status, amountCents: s.amountCents, createdAt: s.createdAt.toISOString(), paidAt: s.paidAt?.toISOString() ?? null },
+  };
+};

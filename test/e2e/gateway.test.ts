@@ -193,6 +193,8 @@ describe('D4.2 limits per client IP on unauthenticated routes', () => {
       expect(reads).toEqual([200, 200, 200, 429]);
       // DID documents share the public group.
       expect((await fetch(`${small.url}/agents/${randomUUID()}/did.json`)).status).toBe(429);
+      // Without TRUST_PROXY a client cannot pick another IP with X-Forwarded-For.
+      expect((await fetch(`${small.url}/v1/protocol`, { headers: { 'x-forwarded-for': '203.0.113.9' } })).status).toBe(429);
       // Authenticated routes are limited per agent, not per IP.
       const first = unwrap(signUps[0]!);
       expect((await small.anon.as({ apiKey: first.apiKey }).getAgent(first.agent.id)).status).toBe(200);

@@ -35,6 +35,12 @@ export const ConfigSchema = Type.Object({
   MAX_TRANSACTION_CENTS: Int(1_000_000, 1),
   IDEMPOTENCY_TTL_HOURS: Int(48, 1),
   BODY_LIMIT_BYTES: Int(1_048_576, 1024),
+  /**
+   * Behind a load balancer or ingress, `true` takes the client IP (per-IP limits, D4.2) from
+   * X-Forwarded-For; otherwise every client would share the proxy's bucket. Never `true` when
+   * clients can reach the gateway directly: they could then choose their own IP.
+   */
+  TRUST_PROXY: Bool(false),
   /** How long a gateway waits for a service reply, and a saga step for its outcome, before 503/202. */
   RPC_TIMEOUT_MS: Int(10_000, 100),
   SAGA_WAIT_MS: Int(5_000, 0),

@@ -47,6 +47,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
+    trustProxy: config.TRUST_PROXY === 'true',
     // D1.2: the client's X-Request-Id when it is a UUID, else a new UUIDv4.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

@@ -57,6 +57,17 @@ describe('D4 rate limiter', () => {
   });
 });
 
+describe('client IP behind a proxy', () => {
+  it('takes the IP of per-IP limits from X-Forwarded-For only with TRUST_PROXY=true', async () => {
+    const b = await bus();
+    const config = loadConfig({}, { BUS_NAMESPACE: b.namespace, RATE_LIMIT_PUBLIC_PER_MIN_PER_IP: '1', TRUST_PROXY: 'true' });
+    const app = await buildGateway({ bus: b, config, logger: testLogger() });
+    const get = (ip: string) => app.inject({ method: 'GET', url: '/v1/protocol', headers: { 'x-forwarded-for': ip } }).then((r) => r.statusCode);
+    expect([await get('198.51.100.1'), await get('198.51.100.1'), await get('198.51.100.2')]).toEqual([200, 429, 200]);
+    await app.close();
+  });
+});
+
 describe('D5 idempotency claims', () => {
   it('answers a repeat while the first still runs with IDEMPOTENCY_KEY_IN_USE, then replays once finished', async () => {
     const store = await IdempotencyStore.create(await bus(), 48, 60_000);

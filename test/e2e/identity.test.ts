@@ -234,6 +234,26 @@ describe('DELETE /v1/agents/{id} (D6.5)', () => {
   it('answers an unknown agent with 404', async () => expectError(await owner.client.deactivateAgent(randomUUID()), 404, 'NOT_FOUND'));
 });
 
+describe('POST /admin/v1/agents/{id}/suspend (D15.3)', () => {
+  it('lets the operator deactivate any agent, owner agents included, at once', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.getAgent(m.agentId));
+    const r = await ex.admin.suspendAgent(m.agentId);
+    expect(r.status).toBe(200);
+    expect(unwrap(r)).toMatchObject({ id: m.agentId, status: 'deactivated' });
+    // The cached principal is refreshed: the agent now reads its own status as deactivated.
+    expect(unwrap(await m.client.getAgent(m.agentId)).status).toBe('deactivated');
+    expect(unwrap(await ex.admin.suspendAgent(m.agentId)).status).toBe('deactivated');
+  });
+  it('refuses agents, wrong tokens and no token with 401', async () => {
+    expectError(await owner.client.request('POST', `/admin/v1/agents/${sibling.agentId}/suspend`), 401, 'UNAUTHENTICATED');
+    expectError(await ex.anon.suspendAgent(sibling.agentId), 401, 'UNAUTHENTICATED');
+    expectError(await ex.anon.as({ adminToken: 'wrong-token-wrong-token' }).suspendAgent(sibling.agentId), 401, 'UNAUTHENTICATED');
+    expect(unwrap(await owner.client.getAgent(sibling.agentId)).status).toBe('active');
+  });
+  it('answers an unknown agent with 404', async () => expectError(await ex.admin.suspendAgent(randomUUID()), 404, 'NOT_FOUND'));
+});
+
 describe('POST /v1/agents/{id}/keys/rotate (D2.5)', () => {
   it('revokes the old key before answering: the very next request with it gets 401', async () => {
     const m = await ex.signUp();

@@ -160,6 +160,7 @@ export class ExchangeClient {
 
   // --- operator (D15.3)
   checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
+  suspendAgent = (agentId: string) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`);
 
   /** Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. */
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<Outcome<T>> {

@@ -37,6 +37,8 @@ export const identityOps = {
   deactivateAgent: operation('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   setAgentDelegation: operation('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
   rotateKey: operation('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
+  /** Operator (D15.3): deactivate any agent. */
+  suspendAgent: operation('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */
   authenticate: operation(

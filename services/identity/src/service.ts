@@ -40,6 +40,7 @@ export async function startIdentityService(opts: {
     getAgent: agents.getAgent(deps),
     updateAgent: agents.updateAgent(deps),
     deactivateAgent: agents.deactivateAgent(deps),
+    suspendAgent: agents.suspendAgent(deps),
     setAgentDelegation: agents.setAgentDelegation(deps),
     rotateKey: keys.rotateKey(deps),
     authenticate: keys.authenticate(deps),

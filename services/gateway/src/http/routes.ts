@@ -52,6 +52,7 @@ export const routes: RouteSpec[] = [
   agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),
   agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets'),
   { method: 'GET', url: '/sandbox/checkout/:sessionId', op: walletOps.getCheckout, summary: 'The checkout page behind a funding checkoutUrl (D13.4)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'wallets' },
+  { method: 'POST', url: '/admin/v1/agents/:agentId/suspend', op: identityOps.suspendAgent, summary: 'Suspend an agent: status deactivated (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
 ];
 

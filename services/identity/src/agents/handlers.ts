@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, events, type identityOps, type Principal } from '@aex/contracts';
-import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import { enqueue, requireAgent, type Logger, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { checkWebhookUrl } from '../accounts/handlers.js';
@@ -108,19 +108,30 @@ export const deactivateAgent = (deps: IdentityDeps): OperationHandler<Ops['deact
   const caller = requireAgent(ctx);
   const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'deactivate');
   if (target.isOwner) throw new AppError('FORBIDDEN', "The account's owner agent cannot be deactivated.");
+  return { data: await deactivate(deps, path.agentId, ctx.logger) };
+};
+
+/** POST /admin/v1/agents/{id}/suspend (D15.3): the operator deactivates any agent, owner agents included. */
+export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => {
+  await loadAgent(deps, path.agentId);
+  return { data: await deactivate(deps, path.agentId, ctx.logger) };
+};
+
+/** active → deactivated with its event, and the key cache told at once (D6.5); deactivated stays as is. */
+async function deactivate(deps: IdentityDeps, agentId: string, logger: Logger) {
   const now = deps.now();
   const hash = await deps.db.transaction().execute(async (trx) => {
-    const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
+    const current = (await findAgent(trx, agentId, { forUpdate: true }))!;
     if (current.status === 'deactivated') return null;
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
-    const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', path.agentId).returningAll().executeTakeFirstOrThrow();
+    const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
     await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
-    return activeKeyHash(trx, path.agentId);
+    return activeKeyHash(trx, agentId);
   });
   deps.relay.kick();
-  if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
-  return { data: fullAgentView((await findAgent(deps.db, path.agentId))!, deps.config.PUBLIC_BASE_URL) };
-};
+  if (hash) await markStaleAfterCommit(deps.authCache, [hash], logger);
+  return fullAgentView((await findAgent(deps.db, agentId))!, deps.config.PUBLIC_BASE_URL);
+}
 
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {

@@ -20,10 +20,12 @@ export class RateLimiter {
     const key = `${group}.${subject.replace(/[^A-Za-z0-9_-]/g, '_')}`;
     const limit = this.limits[group];
     try {
-      for (let attempt = 0; attempt < 8; attempt++) {
+      for (let attempt = 0; attempt < 12; attempt++) {
         const entry = await this.kv.get(key);
         const previous = entry ? (JSON.parse(entry.value) as BucketState) : null;
         const result = takeToken(previous, limit, this.clock());
+        // A refusal changes nothing worth writing: the bucket only refills with time.
+        if (!result.allowed) return result;
         try {
           const value = JSON.stringify(result.state);
           if (entry) await this.kv.update(key, value, entry.revision);
@@ -32,11 +34,14 @@ export class RateLimiter {
         } catch (err) {
           if (!(err instanceof KvConflictError)) throw err;
         }
+        // Another request of the same bucket won the compare-and-set: retry after a short jitter.
+        await new Promise((r) => setTimeout(r, Math.random() * 2 * (attempt + 1)));
       }
-      throw new Error('rate-limit bucket too contended');
     } catch {
-      const err = new AppError('RATE_LIMITER_UNAVAILABLE', 'The rate limiter is unavailable; the request was refused.');
-      throw err;
+      throw new AppError('RATE_LIMITER_UNAVAILABLE', 'The rate limiter is unavailable; the request was refused.');
     }
+    // The backend works but this one bucket is hammered from many requests at once: that is a
+    // client going too fast, so it is refused as rate limited, not as an outage.
+    return { ...takeToken({ tokens: 0, atMs: this.clock() }, limit, this.clock()), allowed: false };
   }
 }

@@ -26,6 +26,7 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
     stop()
+      .then(flushTelemetry)
       .then(() => process.exit(0))
       .catch((err) => {
         logger.error({ err }, 'shutdown failed');
@@ -34,6 +35,13 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+}
+
+/** Flushes OpenTelemetry when the bootstrap (telemetry/register.ts) started it; at most 5 s. */
+async function flushTelemetry(): Promise<void> {
+  const shutdown = (globalThis as Record<symbol, unknown>)[Symbol.for('aex.telemetry.shutdown')];
+  if (typeof shutdown !== 'function') return;
+  await Promise.race([(shutdown as () => Promise<void>)(), new Promise((r) => setTimeout(r, 5000).unref())]);
 }
 
 export async function stopAll(components: Component[]): Promise<void> {

@@ -26,6 +26,9 @@ if (configured && env.OTEL_SDK_DISABLED !== 'true') {
     ],
   });
   sdk.start();
-  const shutdown = () => void sdk.shutdown().catch(() => undefined);
-  process.once('beforeExit', shutdown);
+  // Flushes what is buffered (spans, the last metrics) — called by the process's own shutdown
+  // (runtime.ts stopOnSignals), which ends with process.exit and so never reaches 'beforeExit'.
+  const shutdown = () => sdk.shutdown().catch(() => undefined);
+  (globalThis as Record<symbol, unknown>)[Symbol.for('aex.telemetry.shutdown')] = shutdown;
+  process.once('beforeExit', () => void shutdown());
 }

@@ -148,6 +148,8 @@ describe('health and OpenAPI', () => {
     const create = doc.paths['/v1/accounts']?.post?.requestBody?.content['application/json']?.schema;
     expect(create?.required).toEqual(expect.arrayContaining(['accountType', 'email', 'displayName', 'agent']));
     expect(create?.additionalProperties).toBe(false);
+    const protocol = (doc.paths['/v1/protocol']?.get as unknown as { responses: Record<string, { content: Record<string, { schema: { properties: { data: { required: string[] } } } }> }> }).responses['200'];
+    expect(protocol?.content['application/json']?.schema.properties.data.required).toEqual(expect.arrayContaining(['name', 'version', 'features', 'limits', 'platformFees']));
   });
 });
 

@@ -27,7 +27,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
       const required = new Set((part as { required?: string[] } | undefined)?.required ?? []);
       for (const [name, schema] of Object.entries(props)) parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: plain(schema) });
     }
-    const data = r.raw ? plain(r.op?.output) : Type.Object({ data: r.op ? r.op.output : Type.Unknown(), meta: Meta, errors: Type.Null() });
+    const data = r.raw ? plain(r.op?.output) : Type.Object({ data: r.op?.output ?? r.output ?? Type.Unknown(), meta: Meta, errors: Type.Null() });
     const operation: Record<string, unknown> = {
       summary: r.summary,
       tags: [r.tag],

@@ -1,4 +1,4 @@
-import { identityOps, walletOps, type Operation } from '@aex/contracts';
+import { identityOps, ProtocolView, walletOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -18,6 +18,8 @@ export interface RouteSpec {
   successStatus: number;
   /** Whether the route takes a JSON body (validated against `op.input.body`). */
   body: boolean;
+  /** For routes the gateway answers itself: the schema of `data`. */
+  output?: TSchema;
   /** D6.7: the raw DID document, not the envelope. */
   raw?: 'did+json';
   tag: string;
@@ -34,7 +36,7 @@ const agent = (method: Method, url: string, op: Operation, summary: string, tag:
 });
 
 export const routes: RouteSpec[] = [
-  { method: 'GET', url: '/v1/protocol', summary: 'Describe the exchange: version, features, limits, fees (D15.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'protocol' },
+  { method: 'GET', url: '/v1/protocol', output: ProtocolView, summary: 'Describe the exchange: version, features, limits, fees (D15.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'protocol' },
   { method: 'POST', url: '/v1/accounts', op: identityOps.createAccount, summary: 'Create an account with its owner agent, API key, wallet and trust score (D6.1)', auth: 'none', rateGroup: 'accounts_ip', signature: 'optional', successStatus: 201, body: true, tag: 'accounts' },
   agent('GET', '/v1/accounts/:accountId', identityOps.getAccount, 'Read the caller’s account (D6.3)', 'accounts'),
   agent('PATCH', '/v1/accounts/:accountId', identityOps.updateAccount, 'Change the account (owner agent, D2.2)', 'accounts'),

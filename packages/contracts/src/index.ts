@@ -1,4 +1,5 @@
 export * from './errors.js';
+export * from './api-keys.js';
 export * from './common.js';
 export * from './envelope.js';
 export * from './validation.js';

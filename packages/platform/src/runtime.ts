@@ -11,7 +11,7 @@ export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAM
   return new MemoryBus(cfg.BUS_NAMESPACE);
 }
 
-/** Anything started that must be stopped, in reverse order. */
+/** Anything started that must be stopped. */
 export interface Component {
   stop(): Promise<void>;
 }
@@ -42,10 +42,6 @@ async function flushTelemetry(): Promise<void> {
   const shutdown = (globalThis as Record<symbol, unknown>)[Symbol.for('aex.telemetry.shutdown')];
   if (typeof shutdown !== 'function') return;
   await Promise.race([(shutdown as () => Promise<void>)(), new Promise((r) => setTimeout(r, 5000).unref())]);
-}
-
-export async function stopAll(components: Component[]): Promise<void> {
-  for (const c of [...components].reverse()) await c.stop();
 }
 
 /** A setting a standalone service cannot run without (D16: the message names the variable). */

@@ -1,2 +1,3 @@
 export { buildGateway, type GatewayOptions } from './app.js';
 export { routes } from './http/routes.js';
+export { listen } from './server.js';

@@ -1,6 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_CACHE, commands, events, identityOps, subjects, type MessageEnvelope, type Principal } from '@aex/contracts';
+import { AUTH_CACHE, commands, hashApiKey, events, identityOps, subjects, type MessageEnvelope, type Principal } from '@aex/contracts';
 import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService } from '@aex/wallet';
@@ -33,13 +33,14 @@ afterAll(async () => {
 });
 
 const ctx = (principal: Principal | null = null) => ({ requestId: randomUUID(), principal, admin: false });
-const hash = (key: string) => createHash('sha256').update(key).digest('hex');
+const hash = hashApiKey;
+const authenticateKey = (key: string) => callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(key) } } }, 5000);
 const envelopes = (type: string) => seen.map((m) => m.data as MessageEnvelope<Record<string, unknown>>).filter((e) => e.type === type);
 
 async function signUp() {
   const reply = await callOperation(bus, identityOps.createAccount, { ctx: ctx(), input: { path: {}, query: {}, body: { accountType: 'individual', email: `${randomUUID()}@example.com`, displayName: 'x', agent: { name: 'owner' } } } }, { timeoutMs: 5000 });
   if (!reply.ok) throw new Error(JSON.stringify(reply.errors));
-  const principal = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(reply.data.apiKey) } } }, 5000);
+  const principal = await authenticateKey(reply.data.apiKey);
   return { reply, principal: principal! };
 }
 
@@ -89,11 +90,11 @@ describe('keys and the gateway cache (D2.5)', () => {
     const { reply, principal } = await signUp();
     expect(principal).toMatchObject({ agentId: reply.data.agent.id, accountId: reply.data.id, isOwner: true, status: 'active', signingKeyPublic: null });
     const rotated = await callOrThrow(bus, identityOps.rotateKey, { ctx: ctx(principal), input: { path: { agentId: principal.agentId }, query: {}, body: {} } }, 5000);
-    const old = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(reply.data.apiKey) } } }, 5000);
+    const old = await authenticateKey(reply.data.apiKey);
     expect(old).toBeNull();
     const cache = await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
     expect((await cache.get(hash(reply.data.apiKey)))?.value).toBe(AUTH_CACHE.staleMarker);
-    const fresh = await callOrThrow(bus, identityOps.authenticate, { ctx: ctx(), input: { path: {}, query: {}, body: { keyHash: hash(rotated.apiKey) } } }, 5000);
+    const fresh = await authenticateKey(rotated.apiKey);
     expect(fresh?.agentId).toBe(principal.agentId);
     await eventually(async () => envelopes(events.agentKeyRotated.type).some((e) => e.data.agentId === principal.agentId));
   });

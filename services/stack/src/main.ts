@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { MemoryBus, NatsBus, createLogger, loadConfig, runMain, stopOnSignals, type Bus } from '@aex/platform';
+import { listen } from '@aex/gateway';
+import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@aex/platform';
 import { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
 import { startStack } from './stack.js';
 
@@ -22,23 +23,18 @@ await runMain(async () => {
     logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
   }
 
-  let bus: Bus;
-  if (config.NATS_URL) {
-    bus = await NatsBus.connect(config.NATS_URL, config.BUS_NAMESPACE, 'aex-stack');
-  } else {
-    const nats = await startLocalNats(dataDir, logger);
-    if (nats) {
-      owned.push(nats);
-      bus = await NatsBus.connect(nats.url, config.BUS_NAMESPACE, 'aex-stack');
-      logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
-    } else {
-      bus = new MemoryBus(config.BUS_NAMESPACE);
-      logger.warn('nats-server not found on PATH: using the in-process bus');
-    }
+  // NATS_URL, else a nats-server from PATH, else the in-process bus.
+  const nats = config.NATS_URL ? null : await startLocalNats(dataDir, logger);
+  if (nats) {
+    owned.push(nats);
+    logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
+  } else if (!config.NATS_URL) {
+    logger.warn('nats-server not found on PATH: using the in-process bus');
   }
+  const bus = await connectBus({ ...config, NATS_URL: config.NATS_URL ?? nats?.url }, 'aex-stack', { allowMemory: true });
 
   const stack = await startStack({ bus, databaseUrl, config, logger });
-  const url = await stack.gateway.listen({ host: config.HOST, port: config.PORT });
+  const url = await listen(stack.gateway, config.HOST, config.PORT);
   console.log(`\nAgent exchange listening on ${url} (bus: ${bus.kind})\nTry:\n  curl -s ${url}/v1/protocol\n  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\\n    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'\n`);
 
   stopOnSignals(logger, async () => {

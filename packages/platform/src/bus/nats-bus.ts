@@ -241,7 +241,6 @@ export class NatsBus implements Bus {
     }
   }
 
-  /** Test helper: removes this namespace's streams (tests create their own namespaces). */
   /** Deletes the namespace's streams and every KV bucket named for it (tests, teardown). */
   async destroyNamespace(): Promise<void> {
     for (const kind of ['events', 'commands'] as const) await this.jsm.streams.delete(this.streamName(kind)).catch(() => undefined);

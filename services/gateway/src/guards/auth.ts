@@ -1,8 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { AppError, AUTH_CACHE, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
+import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
 import { callOperation, type Bus, type KvStore } from '@aex/platform';
 
-const KEY_PATTERN = /^ae_live_[A-Za-z0-9_-]{43}$/;
 const principalCheck = validator(Principal);
 const unauthenticated = (message: string) => new AppError('UNAUTHENTICATED', message);
 
@@ -22,8 +21,8 @@ export class ApiKeyAuthenticator {
     const match = /^Bearer (\S+)$/.exec(authorization ?? '');
     if (!match) throw unauthenticated('An Authorization: Bearer <API key> header is required.');
     const key = match[1]!;
-    if (!KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
-    const hash = createHash('sha256').update(key, 'utf8').digest('hex');
+    if (!API_KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
+    const hash = hashApiKey(key);
     const entry = await this.cache.get(hash).catch(() => undefined);
     if (entry && entry.value !== AUTH_CACHE.staleMarker) {
       const cached = principalCheck.check(JSON.parse(entry.value));

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, events, type AccountView, type identityOps } from '@aex/contracts';
+import { AppError, events, type AccountView, type identityOps, type Principal } from '@aex/contracts';
 import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
 import type { AccountRow } from '../db/schema.js';
 import { isUniqueViolation, type IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
-import { webhookUrlProblem } from '../domain/webhook-url.js';
+import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { findAgent, insertAgent } from '../agents/repository.js';
 import { fullAgentView } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
@@ -29,15 +29,9 @@ export function accountView(a: AccountRow): AccountView {
 
 const emailTaken = () => new AppError('CONFLICT', 'An account with this email address already exists.', { field: '/body/email' });
 
-export function checkWebhookUrl(deps: IdentityDeps, url: string | null | undefined, field: string): void {
-  if (!url) return;
-  const problem = webhookUrlProblem(url, deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true');
-  if (problem) throw new AppError('VALIDATION_ERROR', `The webhook URL ${problem}.`, { field });
-}
-
 /** POST /v1/accounts: account, owner agent, key, trust score, and (by saga) its wallet — D6.1. */
 export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createAccount']> => async ({ body }) => {
-  checkWebhookUrl(deps, body.agent.webhookUrl, '/body/agent/webhookUrl');
+  checkWebhookUrl(body.agent.webhookUrl, deps.config, '/body/agent/webhookUrl');
   const now = deps.now();
   const accountId = randomUUID();
   const agentId = randomUUID();
@@ -98,8 +92,8 @@ export const getAccount = (deps: IdentityDeps): OperationHandler<Ops['getAccount
   return { data: accountView(await loadOwnAccount(deps, path.accountId, caller.accountId)) };
 };
 
-function requireOwner(caller: { accountId: string; isOwner: boolean }, accountId: string, what: string): void {
-  if (!mayGovernAccount(caller as never, accountId)) throw new AppError('FORBIDDEN', `Only the account's owner agent may ${what}.`);
+function requireOwner(caller: Principal, accountId: string, what: string): void {
+  if (!mayGovernAccount(caller, accountId)) throw new AppError('FORBIDDEN', `Only the account's owner agent may ${what}.`);
 }
 
 export const updateAccount = (deps: IdentityDeps): OperationHandler<Ops['updateAccount']> => async ({ path, body }, ctx) => {

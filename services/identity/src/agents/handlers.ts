@@ -4,9 +4,9 @@ import { AppError, events, type identityOps, type Principal } from '@aex/contrac
 import { enqueue, requireAgent, type Logger, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
-import { checkWebhookUrl } from '../accounts/handlers.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { isEd25519PublicKey } from '../domain/did.js';
+import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
 import { markStaleAfterCommit } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
@@ -46,7 +46,7 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   if (!mayGovernAccount(caller, caller.accountId)) throw new AppError('FORBIDDEN', "Only the account's owner agent may create agents.");
   requireActive(caller);
   checkSigningKey(body.signingKeyPublic, '/body/signingKeyPublic');
-  checkWebhookUrl(deps, body.webhookUrl, '/body/webhookUrl');
+  checkWebhookUrl(body.webhookUrl, deps.config, '/body/webhookUrl');
   const now = deps.now();
   const id = randomUUID();
   const key = issueApiKey();
@@ -79,9 +79,9 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
   const caller = requireAgent(ctx);
   await loadGoverned(deps, caller, path.agentId, mayEditAgent, 'change');
   checkSigningKey(body.signingKeyPublic, '/body/signingKeyPublic');
-  checkWebhookUrl(deps, body.webhookUrl, '/body/webhookUrl');
+  checkWebhookUrl(body.webhookUrl, deps.config, '/body/webhookUrl');
   const now = deps.now();
-  const hash = await deps.db.transaction().execute(async (trx) => {
+  const { agent, hash } = await deps.db.transaction().execute(async (trx) => {
     const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
     const patch: Partial<AgentRow> = { updatedAt: now };
     if (body.name !== undefined) patch.name = body.name;
@@ -95,12 +95,12 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
     }
     const row = await trx.updateTable('agents').set(patch).where('id', '=', path.agentId).returningAll().executeTakeFirstOrThrow();
     await enqueue(trx, events.agentUpdated, agentFacts(row), { now });
-    return activeKeyHash(trx, path.agentId);
+    return { agent: { ...current, ...row }, hash: await activeKeyHash(trx, path.agentId) };
   });
   deps.relay.kick();
   // The cached principal carries the signing key: gateways must re-read it.
   if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
-  return { data: fullAgentView((await findAgent(deps.db, path.agentId))!, deps.config.PUBLIC_BASE_URL) };
+  return { data: fullAgentView(agent, deps.config.PUBLIC_BASE_URL) };
 };
 
 /** DELETE /v1/agents/{id}: soft deactivation by the owner agent (D6.5). */
@@ -112,25 +112,25 @@ export const deactivateAgent = (deps: IdentityDeps): OperationHandler<Ops['deact
 };
 
 /** POST /admin/v1/agents/{id}/suspend (D15.3): the operator deactivates any agent, owner agents included. */
-export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => {
-  await loadAgent(deps, path.agentId);
-  return { data: await deactivate(deps, path.agentId, ctx.logger) };
-};
+export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => ({
+  data: await deactivate(deps, path.agentId, ctx.logger),
+});
 
 /** active → deactivated with its event, and the key cache told at once (D6.5); deactivated stays as is. */
 async function deactivate(deps: IdentityDeps, agentId: string, logger: Logger) {
   const now = deps.now();
-  const hash = await deps.db.transaction().execute(async (trx) => {
-    const current = (await findAgent(trx, agentId, { forUpdate: true }))!;
-    if (current.status === 'deactivated') return null;
+  const { agent, hash } = await deps.db.transaction().execute(async (trx) => {
+    const current = await findAgent(trx, agentId, { forUpdate: true });
+    if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
+    if (current.status === 'deactivated') return { agent: current, hash: undefined };
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
     const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
     await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
-    return activeKeyHash(trx, agentId);
+    return { agent: { ...current, ...row }, hash: await activeKeyHash(trx, agentId) };
   });
   deps.relay.kick();
   if (hash) await markStaleAfterCommit(deps.authCache, [hash], logger);
-  return fullAgentView((await findAgent(deps.db, agentId))!, deps.config.PUBLIC_BASE_URL);
+  return fullAgentView(agent, deps.config.PUBLIC_BASE_URL);
 }
 
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */

@@ -68,5 +68,6 @@ export function didDocument(opts: { did: string; profileUrl: string; keys: Signi
 
 /** D3.2: a registered key must be the base64 of exactly 32 bytes. */
 export function isEd25519PublicKey(b64: string): boolean {
-  return Buffer.from(b64, 'base64').length === 32 && Buffer.from(b64, 'base64').toString('base64') === b64;
+  const raw = Buffer.from(b64, 'base64');
+  return raw.length === 32 && raw.toString('base64') === b64;
 }

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { AppError } from '@aex/contracts';
 
 /**
  * Registration-time check of a webhook URL (D14.5, first half). The webhooks service repeats the
@@ -20,6 +21,13 @@ export function webhookUrlProblem(raw: string, allowPrivateNetworks: boolean): s
   if (host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal') || host === 'metadata.google.internal') return 'must not point at a local or internal host';
   if (isIP(host) && isForbiddenAddress(host)) return 'must not point at a private, loopback, link-local or metadata address';
   return null;
+}
+
+/** A webhook URL given in a request, or VALIDATION_ERROR at `field` saying what is wrong with it. */
+export function checkWebhookUrl(url: string | null | undefined, cfg: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: string }, field: string): void {
+  if (!url) return;
+  const problem = webhookUrlProblem(url, cfg.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true');
+  if (problem) throw new AppError('VALIDATION_ERROR', `The webhook URL ${problem}.`, { field });
 }
 
 /** Loopback, private, link-local, CGNAT, multicast, unspecified and cloud-metadata ranges (D14.5). */

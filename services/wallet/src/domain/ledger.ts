@@ -1,7 +1,8 @@
 import type { LedgerTxType } from '@aex/contracts';
 
 /** D13.2: entry types that move `heldCents`; every other type moves `balanceCents`. */
-const HOLD_TYPES: ReadonlySet<LedgerTxType> = new Set(['fund_hold', 'fund_return', 'fund_release']);
+export const HOLD_TX_TYPES: readonly LedgerTxType[] = ['fund_hold', 'fund_return', 'fund_release'];
+const HOLD_TYPES: ReadonlySet<LedgerTxType> = new Set(HOLD_TX_TYPES);
 
 /** Sign `amountCents` must have per type (0: either, for parent_* which is −X on one side, +X on the other). */
 const SIGN: Record<LedgerTxType, -1 | 0 | 1> = {
@@ -34,8 +35,6 @@ export function applyEntry(state: Balances, txType: LedgerTxType, amountCents: n
   if (next.heldCents < 0) return { ok: false, error: { reason: 'invalid_amount', message: 'more released than held' } };
   return { ok: true, value: next };
 }
-
-export const movesHeld = (t: LedgerTxType) => HOLD_TYPES.has(t);
 
 export interface WalletTotals extends Balances {
   id: string;

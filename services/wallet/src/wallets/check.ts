@@ -2,7 +2,9 @@ import { sql } from 'kysely';
 import type { walletOps } from '@aex/contracts';
 import type { OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
-import { ledgerViolations, type WalletTotals } from '../domain/ledger.js';
+import { HOLD_TX_TYPES, ledgerViolations, type WalletTotals } from '../domain/ledger.js';
+
+const holdTypes = [...HOLD_TX_TYPES];
 
 /**
  * D15.3 / D13.3: the invariant check behind GET /admin/v1/ledger/check. Read in one repeatable-read
@@ -10,15 +12,18 @@ import { ledgerViolations, type WalletTotals } from '../domain/ledger.js';
  */
 export async function checkLedgerInvariants(deps: WalletDeps) {
   return deps.db.transaction().setIsolationLevel('repeatable read').execute(async (trx) => {
+    // One pass over the ledger, grouped by wallet (wallets without entries included).
     const wallets = await trx
       .selectFrom('wallets as w')
+      .leftJoin('ledgerEntries as e', 'e.walletId', 'w.id')
       .select(['w.id', 'w.balanceCents', 'w.heldCents'])
-      .select((eb) => [
-        eb.selectFrom('ledgerEntries as e').whereRef('e.walletId', '=', 'w.id').select(sql<number>`coalesce(sum(e.amount_cents), 0)::bigint`.as('s')).as('sumAll'),
-        eb.selectFrom('ledgerEntries as e').whereRef('e.walletId', '=', 'w.id').where('e.txType', 'not in', ['fund_hold', 'fund_return', 'fund_release']).select(sql<number>`coalesce(sum(e.amount_cents), 0)::bigint`.as('s')).as('sumBalance'),
-        eb.selectFrom('ledgerEntries as e').whereRef('e.walletId', '=', 'w.id').where('e.txType', 'in', ['fund_hold', 'fund_return', 'fund_release']).select(sql<number>`coalesce(sum(e.amount_cents), 0)::bigint`.as('s')).as('sumHeld'),
-        eb.selectFrom('ledgerEntries as e').whereRef('e.walletId', '=', 'w.id').orderBy('e.seq', 'desc').limit(1).select('e.balanceAfterCents').as('lastBalanceAfter'),
+      .select([
+        sql<number>`coalesce(sum(e.amount_cents), 0)::bigint`.as('sumAll'),
+        sql<number>`coalesce(sum(e.amount_cents) filter (where e.tx_type <> all(${holdTypes})), 0)::bigint`.as('sumBalance'),
+        sql<number>`coalesce(sum(e.amount_cents) filter (where e.tx_type = any(${holdTypes})), 0)::bigint`.as('sumHeld'),
+        sql<number | null>`(array_agg(e.balance_after_cents order by e.seq desc))[1]`.as('lastBalanceAfter'),
       ])
+      .groupBy('w.id')
       .execute();
     // Conservation is checked against the processor-side records (paid funding sessions, payouts),
     // not against the ledger itself, so a ledger entry without its money movement shows up.

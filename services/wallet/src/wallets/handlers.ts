@@ -87,7 +87,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
   const now = deps.now();
-  const payoutId = await deps.db.transaction().execute(async (trx) => {
+  const payout = await deps.db.transaction().execute(async (trx) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
     const operationId = `payout:${randomUUID()}`;
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
@@ -97,7 +97,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
     return payout;
   });
   deps.relay.kick();
-  return { data: { payoutId: payoutId.payoutId, amountCents: body.amountCents, estimatedArrival: payoutId.estimatedArrival.toISOString() } };
+  return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
 };
 
 /** GET /v1/wallets/{agentId}/transactions: the ledger, oldest first, paginated. */

@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@aex/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
+import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
 import { loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
@@ -28,6 +29,7 @@ export interface TestExchange {
   admin: ExchangeClient;
   gateway: FastifyInstance;
   identity: IdentityService;
+  catalog: CatalogService;
   wallet: WalletService | null;
   startWallet(): Promise<WalletService>;
   stopWallet(): Promise<void>;
@@ -65,6 +67,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const deps = { bus, databaseUrl: db.url, config, logger };
   const identity = await startIdentityService(deps);
   let wallet: WalletService | null = await startWalletService(deps);
+  const catalog = await startCatalogService(deps);
   const gateway = await buildGateway(deps);
   const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   const anon = new ExchangeClient({ baseUrl: url });
@@ -78,6 +81,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     admin: anon.as({ adminToken: ADMIN_TOKEN }),
     gateway,
     identity,
+    catalog,
     get wallet() {
       return wallet;
     },
@@ -101,6 +105,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
     async stop() {
       await gateway.close();
+      await catalog.stop();
       await wallet?.stop();
       await identity.stop();
       await dispose();

@@ -6,6 +6,7 @@ import type { Principal } from './principal.js';
 import type { ServiceName } from './subjects.js';
 import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
+import * as C from './api/catalog.js';
 
 /**
  * A request/reply operation of a service. `input` is `{ path, query, body }` — the same parts the
@@ -56,6 +57,17 @@ export const walletOps = {
   checkLedger: operation('wallet', 'checkLedger', 'admin', parts(Empty, Empty, Type.Any()), W.LedgerCheckView),
   /** Public: the checkout page of a funding session (whoever holds its unguessable id). */
   getCheckout: operation('wallet', 'getCheckout', 'none', parts(W.CheckoutPath, Empty, Type.Any()), W.CheckoutView),
+};
+
+export const catalogOps = {
+  createService: operation('catalog', 'createService', 'agent', parts(Empty, Empty, C.CreateServiceBody), C.ServiceView),
+  getService: operation('catalog', 'getService', 'agent', parts(C.ServicePath, Empty, Type.Any()), C.ServiceView),
+  updateService: operation('catalog', 'updateService', 'agent', parts(C.ServicePath, Empty, C.UpdateServiceBody), C.ServiceView),
+  deleteService: operation('catalog', 'deleteService', 'agent', parts(C.ServicePath, Empty, Type.Any()), C.ServiceView),
+  listServices: operation('catalog', 'listServices', 'agent', parts(Empty, C.ListServicesQuery, Type.Any()), Type.Array(C.ServiceListItem)),
+  discover: operation('catalog', 'discover', 'agent', parts(Empty, Empty, C.DiscoverBody), C.DiscoverView),
+  /** Internal (no route): one revision of a contract, the latest when `revision` is absent (D7.6). */
+  getContract: operation('catalog', 'getContract', 'none', parts(C.ContractPath, C.ContractQuery, Type.Any()), C.ContractView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

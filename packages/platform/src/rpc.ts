@@ -27,6 +27,11 @@ export function requireAgent(ctx: HandlerContext): Principal {
   return ctx.principal;
 }
 
+/** D6.5: a deactivated agent still authenticates but cannot start anything new (403 AGENT_INACTIVE). */
+export function requireActive(caller: Principal): void {
+  if (caller.status !== 'active') throw new AppError('AGENT_INACTIVE', 'A deactivated agent cannot start anything new.', { details: { status: caller.status } });
+}
+
 /**
  * Serves a set of operations of one service over request/reply, one queue group per service so
  * replicas share the load. Every request is validated against the operation's contract before the

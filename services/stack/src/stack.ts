@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildGateway } from '@aex/gateway';
+import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
 import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
@@ -8,6 +9,7 @@ export interface Stack {
   gateway: FastifyInstance;
   identity: IdentityService;
   wallet: WalletService;
+  catalog: CatalogService;
   stop(): Promise<void>;
 }
 
@@ -15,14 +17,17 @@ export interface Stack {
 export async function startStack(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger }): Promise<Stack> {
   const identity = await startIdentityService(opts);
   const wallet = await startWalletService(opts);
+  const catalog = await startCatalogService(opts);
   const gateway = await buildGateway(opts);
   await gateway.ready();
   return {
     gateway,
     identity,
     wallet,
+    catalog,
     async stop() {
       await gateway.close();
+      await catalog.stop();
       await wallet.stop();
       await identity.stop();
     },

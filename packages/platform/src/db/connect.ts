@@ -17,6 +17,11 @@ export interface ServiceDbOptions {
   migrations: Record<string, Migration>;
   logger?: Logger;
   poolSize?: number;
+  /**
+   * Postgres extensions the service needs (e.g. `pg_trgm`). Created in the service's schema when the
+   * connecting user may; a deployment whose DBA installed them elsewhere finds them through `public`.
+   */
+  extensions?: string[];
 }
 
 export interface ServiceDb<DB> {
@@ -37,8 +42,10 @@ const IDENT = /^[a-z][a-z0-9_]{0,40}$/;
  */
 export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<ServiceDb<DB>> {
   if (!IDENT.test(opts.schema)) throw new Error(`invalid schema name ${opts.schema}`);
-  const role = await provisionSchema(opts.url, opts.schema);
-  const options = [`-c search_path=${opts.schema}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
+  for (const ext of opts.extensions ?? []) if (!IDENT.test(ext)) throw new Error(`invalid extension name ${ext}`);
+  const role = await provisionSchema(opts.url, opts.schema, opts.extensions ?? []);
+  const searchPath = opts.extensions?.length ? `${opts.schema},public` : opts.schema;
+  const options = [`-c search_path=${searchPath}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` });
   // The pool replaces the client; log what happened without dumping the client object.
   pool.on('error', (err: Error & { code?: string }) => opts.logger?.warn({ code: err.code, reason: err.message }, 'idle Postgres connection closed'));
@@ -57,7 +64,7 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   return { db, schema: opts.schema, role: role ?? 'login', close: () => db.destroy() };
 }
 
-async function provisionSchema(url: string, schema: string): Promise<string | null> {
+async function provisionSchema(url: string, schema: string, extensions: string[]): Promise<string | null> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -66,6 +73,7 @@ async function provisionSchema(url: string, schema: string): Promise<string | nu
     );
     if (!rows[0]?.can) {
       await client.query(`create schema if not exists ${schema}`);
+      await createExtensions(client, schema, extensions);
       return null;
     }
     const role = `aex_${schema}`;
@@ -75,6 +83,7 @@ async function provisionSchema(url: string, schema: string): Promise<string | nu
     await client.query(`do $$ begin create schema if not exists ${schema} authorization ${role}; exception when duplicate_schema or unique_violation then null; end $$`);
     await client.query(`alter schema ${schema} owner to ${role}`);
     await client.query(`revoke all on schema public from ${role}`).catch(() => undefined);
+    await createExtensions(client, schema, extensions);
     return role;
   } finally {
     await client.end();
@@ -82,3 +91,16 @@ async function provisionSchema(url: string, schema: string): Promise<string | nu
 }
 
 export { sql };
+
+async function createExtensions(client: pg.Client, schema: string, extensions: string[]): Promise<void> {
+  for (const ext of extensions) {
+    const { rows } = await client.query('select 1 from pg_extension where extname = $1', [ext]);
+    if (rows.length > 0) continue;
+    try {
+      // Tests create databases in parallel, each with its own extensions: tolerate a concurrent create.
+      await client.query(`do $$ begin create extension if not exists ${ext} with schema ${schema}; exception when unique_violation or duplicate_object then null; end $$`);
+    } catch (err) {
+      throw new Error(`The Postgres extension ${ext} is missing and could not be created (${(err as Error).message}); ask the database owner to run: CREATE EXTENSION ${ext};`);
+    }
+  }
+}

@@ -1,4 +1,4 @@
-import { identityOps, ProtocolView, walletOps, type Operation, type TSchema } from '@aex/contracts';
+import { catalogOps, identityOps, ProtocolView, walletOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -49,6 +49,12 @@ export const routes: RouteSpec[] = [
   agent('POST', '/v1/agents/:agentId/keys/rotate', identityOps.rotateKey, 'Revoke the current API key and issue a new one (D2.5)', 'agents', { rateGroup: 'key_rotation', body: false }),
   { method: 'GET', url: '/v1/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The agent’s DID document in the envelope (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'agents' },
   { method: 'GET', url: '/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The raw DID document a did:web resolver fetches (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'agents' },
+  agent('POST', '/v1/services', catalogOps.createService, 'Register a service contract; the caller is the provider (D7.1)', 'services', { successStatus: 201 }),
+  agent('GET', '/v1/services', catalogOps.listServices, 'List active services of active providers: filters, sorts, pagination (D7.5)', 'services'),
+  agent('POST', '/v1/services/discover', catalogOps.discover, 'Find services by meaning and by input/output compatibility (D8)', 'services', { rateGroup: 'discovery' }),
+  agent('GET', '/v1/services/:serviceId', catalogOps.getService, 'Read a service contract with its schemas', 'services'),
+  agent('PATCH', '/v1/services/:serviceId', catalogOps.updateService, 'Change a service (provider only; D7.6)', 'services'),
+  agent('DELETE', '/v1/services/:serviceId', catalogOps.deleteService, 'Deactivate a service (provider only; status inactive, D7.6)', 'services'),
   agent('GET', '/v1/wallets/:agentId', walletOps.getWallet, 'Read a wallet (own, or any of the account for the owner agent; D13.1)', 'wallets'),
   agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets'),
   agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),

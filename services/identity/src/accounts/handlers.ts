@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, events, type AccountView, type identityOps, type Principal } from '@aex/contracts';
-import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import { AppError, type AccountView, type identityOps, type Principal } from '@aex/contracts';
+import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { AccountRow } from '../db/schema.js';
 import { isUniqueViolation, type IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -55,7 +55,6 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
         .execute();
       const agent = body.agent;
       await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: agent.name, agentType: agent.agentType ?? 'persistent', description: agent.description, capabilities: agent.capabilities, webhookUrl: agent.webhookUrl, metadata: agent.metadata, now }, key);
-      await enqueue(trx, events.agentCreated, { agentId, accountId, name: agent.name, status: 'active', parentAgentId: null }, { now });
       await requestWallet(trx, { id: agentId, accountId });
     });
   } catch (err) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, events, type identityOps, type Principal } from '@aex/contracts';
-import { enqueue, requireAgent, type Logger, type OperationHandler } from '@aex/platform';
+import { enqueue, requireActive, requireAgent, type Logger, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -17,10 +17,6 @@ type Ops = typeof identityOps;
 
 function checkSigningKey(key: string | null | undefined, field: string): void {
   if (key && !isEd25519PublicKey(key)) throw new AppError('VALIDATION_ERROR', 'The signing key must be the base64 of a raw 32-byte Ed25519 public key.', { field });
-}
-
-export function requireActive(caller: Principal): void {
-  if (caller.status !== 'active') throw new AppError('AGENT_INACTIVE', 'A deactivated agent cannot start anything new.', { details: { status: caller.status } });
 }
 
 async function loadAgent(deps: IdentityDeps, agentId: string): Promise<AgentRecord> {
@@ -57,7 +53,6 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
     const { n } = await trx.selectFrom('agents').select(sql<number>`count(*)::int`.as('n')).where('accountId', '=', caller.accountId).where('status', '=', 'active').executeTakeFirstOrThrow();
     if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents.`, { details: { limit } });
     await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...body, now }, key);
-    await enqueue(trx, events.agentCreated, { agentId: id, accountId: caller.accountId, name: body.name, status: 'active', parentAgentId: null }, { now });
     await requestWallet(trx, { id, accountId: caller.accountId });
   });
   deps.relay.kick();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import type { Principal } from '@aex/contracts';
+import { events, type Principal } from '@aex/contracts';
+import { enqueue } from '@aex/platform';
 import type { AgentRow, Database } from '../db/schema.js';
 import type { AgentRecord } from './views.js';
 
@@ -36,7 +37,10 @@ export interface NewAgent {
   now: Date;
 }
 
-/** Inserts an agent with its active key, first signing key and trust score of 50 (D15.2). */
+/** D15.2: the score of a new agent. */
+export const INITIAL_TRUST_SCORE = 50;
+
+/** Inserts an agent with its active key, first signing key and trust score of 50 (D15.2), and its `agent.created` event. */
 export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: { hash: string; prefix: string }): Promise<void> {
   await trx
     .insertInto('agents')
@@ -62,8 +66,11 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
     })
     .execute();
   await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: a.id, keyHash: key.hash, keyPrefix: key.prefix, createdAt: a.now, revokedAt: null }).execute();
-  await trx.insertInto('trustScores').values({ agentId: a.id, score: 50, updatedAt: a.now }).execute();
+  await trx.insertInto('trustScores').values({ agentId: a.id, score: INITIAL_TRUST_SCORE, updatedAt: a.now }).execute();
   if (a.signingKeyPublic) await addSigningKey(trx, a.id, a.signingKeyPublic, a.now);
+  await enqueue(trx, events.agentCreated, {
+    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: null, trustScore: INITIAL_TRUST_SCORE,
+  }, { now: a.now });
 }
 
 /** D6.7 history: the current signing key is replaced, never deleted. */

@@ -1,0 +1,206 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { FreeObject, Strict, Timestamp, Uuid } from '../common.js';
+
+// Semantic Versioning 2.0.0, the regular expression semver.org publishes.
+const SEMVER = '^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][a-zA-Z0-9-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$';
+
+/** D7.3 ceilings shared by the contract and the listing filters. */
+export const SERVICE_LIMITS = {
+  maxPriceCents: 1_000_000,
+  maxLatencyMs: 86_400_000,
+  maxTimeoutMs: 7 * 86_400_000,
+  maxListItems: 20,
+} as const;
+
+export const ServiceStatus = Type.Union([Type.Literal('active'), Type.Literal('paused'), Type.Literal('inactive')]);
+export type ServiceStatus = Static<typeof ServiceStatus>;
+export const PricingModel = Type.Union(['fixed', 'per_unit', 'tiered', 'negotiable'].map((m) => Type.Literal(m)));
+
+const PriceCents = Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxPriceCents });
+const Label = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\S(.*\\S)?$', description: 'No leading or trailing spaces' });
+const Tag = Type.String({ minLength: 1, maxLength: 50, pattern: '^[^,\\s](.*[^,\\s])?$', description: 'No commas, no leading or trailing spaces' });
+
+/** Spec "Pricing model" with D7.3 bounds; the cross-field rules (minimum ≤ base ≤ maximum) are the catalog's. */
+export const Pricing = Strict({
+  model: PricingModel,
+  currency: Type.Optional(Type.Literal('USD', { default: 'USD' })),
+  basePriceCents: PriceCents,
+  unit: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
+  minimumCents: Type.Optional(PriceCents),
+  maximumCents: Type.Optional(PriceCents),
+});
+export type Pricing = Static<typeof Pricing>;
+
+/** Spec "SLA" with D7.3 bounds; `timeoutMs ≥ maxLatencyMs` is checked by the catalog. */
+export const Sla = Strict({
+  maxLatencyMs: Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxLatencyMs }),
+  timeoutMs: Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxTimeoutMs }),
+  availability: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  maxRetries: Type.Optional(Type.Integer({ minimum: 0, maximum: 10, default: 2 })),
+});
+export type Sla = Static<typeof Sla>;
+
+/** D7.4 (EXT): an example must pass the service's schemas. */
+export const ServiceExample = Strict({
+  input: Type.Unknown(),
+  output: Type.Unknown(),
+  description: Type.Optional(Type.String({ maxLength: 1000 })),
+});
+export type ServiceExample = { input: unknown; output: unknown; description?: string };
+
+const Tags = Type.Array(Tag, { maxItems: SERVICE_LIMITS.maxListItems, uniqueItems: true });
+const Capabilities = Type.Array(FreeObject, { maxItems: SERVICE_LIMITS.maxListItems });
+const Examples = Type.Array(ServiceExample, { maxItems: SERVICE_LIMITS.maxListItems });
+// Schemas are free objects here (D1.5); their own rules (D7.2) answer INVALID_SCHEMA.
+const ContractSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema 2020-12' });
+
+export const CreateServiceBody = Strict({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.String({ minLength: 10, maxLength: 5000 }),
+  version: Type.String({ maxLength: 256, pattern: SEMVER, description: 'Semantic version 2.0' }),
+  category: Label,
+  subcategory: Type.Optional(Label),
+  tags: Type.Optional(Tags),
+  inputSchema: ContractSchema,
+  outputSchema: ContractSchema,
+  pricing: Pricing,
+  sla: Sla,
+  capabilities: Type.Optional(Capabilities),
+  examples: Type.Optional(Examples),
+  metadata: Type.Optional(FreeObject),
+});
+export type CreateServiceBody = Static<typeof CreateServiceBody>;
+
+/** Spec PATCH fields, plus `examples` and `capabilities` (EXT: a schema change may need new examples). */
+export const UpdateServiceBody = Strict({
+  description: Type.Optional(Type.String({ minLength: 10, maxLength: 5000 })),
+  version: Type.Optional(Type.String({ maxLength: 256, pattern: SEMVER })),
+  tags: Type.Optional(Tags),
+  inputSchema: Type.Optional(ContractSchema),
+  outputSchema: Type.Optional(ContractSchema),
+  pricing: Type.Optional(Pricing),
+  sla: Type.Optional(Sla),
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('paused')])),
+  metadata: Type.Optional(FreeObject),
+  capabilities: Type.Optional(Capabilities),
+  examples: Type.Optional(Examples),
+});
+export type UpdateServiceBody = Static<typeof UpdateServiceBody>;
+
+export const ServicePath = Strict({ serviceId: Uuid });
+
+export const ServiceView = Type.Object({
+  id: Uuid,
+  agentId: Uuid,
+  name: Type.String(),
+  description: Type.String(),
+  version: Type.String(),
+  category: Type.String(),
+  subcategory: Type.Union([Type.String(), Type.Null()]),
+  tags: Type.Array(Type.String()),
+  inputSchema: FreeObject,
+  outputSchema: FreeObject,
+  pricing: Pricing,
+  sla: Sla,
+  capabilities: Type.Array(FreeObject),
+  examples: Type.Array(Type.Unknown()),
+  metadata: FreeObject,
+  status: ServiceStatus,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type ServiceView = Static<typeof ServiceView>;
+
+/** D7.5 list item: the Service without schemas and examples, plus the provider's trust and name. */
+export const ServiceListItem = Type.Object({
+  id: Uuid,
+  agentId: Uuid,
+  name: Type.String(),
+  description: Type.String(),
+  version: Type.String(),
+  category: Type.String(),
+  subcategory: Type.Union([Type.String(), Type.Null()]),
+  tags: Type.Array(Type.String()),
+  pricing: Pricing,
+  sla: Sla,
+  capabilities: Type.Array(FreeObject),
+  metadata: FreeObject,
+  status: ServiceStatus,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  trustScore: Type.Integer(),
+  providerName: Type.String(),
+});
+export type ServiceListItem = Static<typeof ServiceListItem>;
+
+export const ServiceSort = Type.Union(['composite_rank', 'price_asc', 'price_desc', 'trust_score', 'created_at'].map((s) => Type.Literal(s)));
+export type ServiceSort = 'composite_rank' | 'price_asc' | 'price_desc' | 'trust_score' | 'created_at';
+
+export const ListServicesQuery = Strict({
+  category: Type.Optional(Label),
+  tags: Type.Optional(Type.String({ minLength: 1, maxLength: 1100, description: 'Comma-separated; a service must have all of them' })),
+  maxPriceCents: Type.Optional(Type.Integer({ minimum: 0 })),
+  minTrustScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  maxLatencyMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  sortBy: Type.Optional(ServiceSort),
+  agentId: Type.Optional(Uuid),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+});
+export type ListServicesQuery = Static<typeof ListServicesQuery>;
+
+export const Urgency = Type.Union([Type.Literal('low'), Type.Literal('normal'), Type.Literal('high')]);
+export type Urgency = 'low' | 'normal' | 'high';
+
+/** Spec "POST /v1/services/discover": every field optional (D8.1). */
+export const DiscoverBody = Strict({
+  need: Type.Optional(Type.String({ maxLength: 2000 })),
+  inputAvailable: Type.Optional(FreeObject),
+  outputRequired: Type.Optional(FreeObject),
+  category: Type.Optional(Label),
+  maxBudgetCents: Type.Optional(Type.Integer({ minimum: 0 })),
+  minTrustScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  urgency: Type.Optional(Urgency),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10 })),
+});
+export type DiscoverBody = Static<typeof DiscoverBody>;
+
+export const DiscoveryMatch = Type.Object({
+  serviceId: Uuid,
+  agentId: Uuid,
+  agentName: Type.String(),
+  serviceName: Type.String(),
+  compatibilityScore: Type.Number({ minimum: 0, maximum: 1 }),
+  trustScore: Type.Integer(),
+  priceCents: Type.Integer(),
+  estimatedLatencyMs: Type.Integer(),
+  inputSchema: FreeObject,
+  outputSchema: FreeObject,
+  sla: Sla,
+});
+export type DiscoveryMatch = Static<typeof DiscoveryMatch>;
+
+export const DiscoverView = Type.Object({
+  matches: Type.Array(DiscoveryMatch),
+  totalMatches: Type.Integer({ minimum: 0 }),
+  queryId: Uuid,
+});
+export type DiscoverView = Static<typeof DiscoverView>;
+
+/** Internal: one revision of a contract, as the transaction service keeps it (D7.6). */
+export const ContractPath = Strict({ serviceId: Uuid });
+export const ContractQuery = Strict({ revision: Type.Optional(Type.Integer({ minimum: 1 })) });
+export const ContractView = Type.Object({
+  serviceId: Uuid,
+  agentId: Uuid,
+  revision: Type.Integer({ minimum: 1 }),
+  version: Type.String(),
+  category: Type.String(),
+  status: ServiceStatus,
+  providerStatus: Type.String(),
+  inputSchema: FreeObject,
+  outputSchema: FreeObject,
+  pricing: Pricing,
+  sla: Sla,
+});
+export type ContractView = Static<typeof ContractView>;

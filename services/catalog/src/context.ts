@@ -1,0 +1,16 @@
+import type { Kysely } from 'kysely';
+import type { ValidatorCache } from '@aex/schemas';
+import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Database } from './db/schema.js';
+
+/** What every catalog handler works with; the clock comes in so rules stay testable. */
+export interface CatalogDeps {
+  db: Kysely<Database>;
+  bus: Bus;
+  config: ExchangeConfig;
+  logger: Logger;
+  relay: OutboxRelay;
+  /** Compiled validators by service id and contract revision (D7.2). */
+  validators: ValidatorCache;
+  now: () => Date;
+}

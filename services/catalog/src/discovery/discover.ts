@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { catalogOps, DiscoverBody, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
+import { requireAgent, type OperationHandler } from '@aex/platform';
+import type { CatalogDeps } from '../context.js';
+import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
+import { cheapness, clamp01, compositeRank, speed } from '../domain/rank.js';
+import type { DiscoveryIndex, IndexedService } from './index-store.js';
+import { needTokens } from './need.js';
+
+type Ops = typeof catalogOps;
+
+/**
+ * How the parts of a query weigh in the match (D8.3): meaning first, then what goes in and out.
+ * Only the parts a query has count; with none, every service matches fully.
+ */
+export const MATCH_WEIGHTS = { need: 0.6, input: 0.2, output: 0.2 } as const;
+/** The preference (trust, price, latency) can move a score by at most this share (D8.4). */
+export const PREFERENCE_SHARE = 0.15;
+
+/** D8.4: `high` favours low latency, `low` favours price; `normal` is the listing's composite rank. */
+export function preference(urgency: Urgency, s: { trustScore: number; priceCents: number; maxLatencyMs: number }): number {
+  const trust = clamp01(s.trustScore / 100);
+  if (urgency === 'high') return 0.6 * speed(s.maxLatencyMs) + 0.2 * trust + 0.2 * cheapness(s.priceCents);
+  if (urgency === 'low') return 0.6 * cheapness(s.priceCents) + 0.2 * trust + 0.2 * speed(s.maxLatencyMs);
+  return compositeRank(s);
+}
+
+/** The match of the parts a query has, each in [0, 1], into one number in [0, 1]. */
+export function combineMatch(parts: { need?: number; input?: number; output?: number }): number {
+  let sum = 0;
+  let weight = 0;
+  for (const key of ['need', 'input', 'output'] as const) {
+    const v = parts[key];
+    if (v === undefined) continue;
+    sum += MATCH_WEIGHTS[key] * v;
+    weight += MATCH_WEIGHTS[key];
+  }
+  return weight === 0 ? 1 : sum / weight;
+}
+
+/**
+ * compatibilityScore (D8.5): the match scaled by the preference, so that among equal matches the
+ * trusted, cheap or fast one (by urgency) comes first, but no preference lifts a worse match far.
+ * A need the service has nothing to do with, or an input/output it cannot take at all, is no match.
+ */
+export function compatibilityScore(parts: { need?: number; input?: number; output?: number }, pref: number): number {
+  if (parts.need === 0) return 0;
+  if (parts.need === undefined && (parts.input === 0 || parts.output === 0)) return 0;
+  const score = combineMatch(parts) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref));
+  return Math.round(score * 10_000) / 10_000;
+}
+
+interface Candidate {
+  service: IndexedService;
+  parts: { need?: number; input?: number; output?: number };
+  score: number;
+}
+
+/** How many of the best candidates are re-checked against the tables and their validators. */
+const RECHECK_EXTRA = 20;
+
+/** POST /v1/services/discover (D8): filters, then ranks every active service of an active provider by compatibility. */
+export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHandler<Ops['discover']> => async ({ body }, ctx) => {
+  const caller = requireAgent(ctx);
+  const limit = body.limit ?? 10;
+  const urgency = body.urgency ?? 'normal';
+  const hasNeed = body.need !== undefined && needTokens(body.need).length > 0;
+  const relevance = hasNeed ? await index.scorer.relevance(body.need!) : undefined;
+  const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
+  const category = body.category?.toLowerCase();
+
+  const candidates: Candidate[] = [];
+  for (const s of index.services.values()) {
+    const provider = index.providers.get(s.agentId);
+    if (!provider || provider.status !== 'active') continue;
+    if (category !== undefined && s.category !== category) continue;
+    if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) continue;
+    if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) continue;
+    const parts: Candidate['parts'] = {};
+    if (relevance) parts.need = relevance.get(s.id) ?? 0;
+    if (body.inputAvailable) parts.input = inputCompatibility(s.inputSig, body.inputAvailable);
+    if (wantedOutput) parts.output = outputCompatibility(s.outputSig, wantedOutput);
+    const score = compatibilityScore(parts, preference(urgency, { trustScore: provider.trustScore, priceCents: s.priceCents, maxLatencyMs: s.maxLatencyMs }));
+    if (score > 0) candidates.push({ service: s, parts, score });
+  }
+  candidates.sort(byScore);
+
+  const { matches, dropped } = await recheck(deps, body, candidates.slice(0, limit + RECHECK_EXTRA), urgency);
+  const queryId = randomUUID();
+  const page = matches.slice(0, limit);
+  const totalMatches = Math.max(page.length, candidates.length - dropped);
+  await deps.db.insertInto('discoveryQueries').values({
+    id: queryId,
+    agentId: caller.agentId,
+    request: JSON.stringify(body),
+    totalMatches,
+    results: JSON.stringify(page.map((m) => ({ serviceId: m.serviceId, compatibilityScore: m.compatibilityScore }))),
+    scorer: index.scorer.name,
+    createdAt: deps.now(),
+  }).execute();
+  return { data: { matches: page, totalMatches, queryId } };
+};
+
+function byScore(a: { score: number; service: { id: string } }, b: { score: number; service: { id: string } }): number {
+  return b.score - a.score || (a.service.id < b.service.id ? -1 : 1);
+}
+
+/**
+ * The best candidates, read again from the tables (a service paused or a provider deactivated since
+ * the index last looked is dropped) with their full contracts; the input match of each is made exact
+ * with the service's compiled validator (D8.3), which may reorder them.
+ */
+async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], urgency: Urgency): Promise<{ matches: DiscoveryMatch[]; dropped: number }> {
+  if (top.length === 0) return { matches: [], dropped: 0 };
+  let q = deps.db
+    .selectFrom('services as s')
+    .innerJoin('providers as p', 'p.agentId', 's.agentId')
+    .select(['s.id', 's.agentId', 's.name', 's.revision', 's.inputSchema', 's.outputSchema', 's.sla', 's.priceCents', 's.maxLatencyMs', 'p.name as agentName', 'p.trustScore'])
+    .where('s.id', 'in', top.map((c) => c.service.id))
+    .where('s.status', '=', 'active')
+    .where('p.status', '=', 'active');
+  if (body.maxBudgetCents !== undefined) q = q.where('s.budgetFloorCents', '<=', body.maxBudgetCents);
+  if (body.minTrustScore !== undefined) q = q.where('p.trustScore', '>=', body.minTrustScore);
+  if (body.category !== undefined) q = q.where(sql<boolean>`lower(s.category) = lower(${body.category})`);
+  const rows = new Map((await q.execute()).map((r) => [r.id, r]));
+
+  const rescored: (Candidate & { match: DiscoveryMatch })[] = [];
+  for (const c of top) {
+    const row = rows.get(c.service.id);
+    if (!row) continue;
+    const parts = { ...c.parts };
+    if (body.inputAvailable) {
+      const validate = deps.validators.get({ serviceId: row.id, revision: row.revision }, 'input', row.inputSchema);
+      const accepted = validate(body.inputAvailable) as boolean;
+      const faulty = new Set((validate.errors ?? []).map((e) => e.instancePath.split('/')[1] ?? '').filter(Boolean));
+      parts.input = inputCompatibility(c.service.inputSig, body.inputAvailable, { accepted, faulty });
+    }
+    const score = compatibilityScore(parts, preference(urgency, { trustScore: row.trustScore, priceCents: row.priceCents, maxLatencyMs: row.maxLatencyMs }));
+    if (score <= 0) continue;
+    rescored.push({
+      ...c, parts, score,
+      match: {
+        serviceId: row.id, agentId: row.agentId, agentName: row.agentName, serviceName: row.name, compatibilityScore: score,
+        trustScore: row.trustScore, priceCents: row.priceCents, estimatedLatencyMs: row.maxLatencyMs,
+        inputSchema: row.inputSchema, outputSchema: row.outputSchema, sla: row.sla as Sla,
+      },
+    });
+  }
+  rescored.sort(byScore);
+  return { matches: rescored.map((r) => r.match), dropped: top.length - rescored.length };
+}

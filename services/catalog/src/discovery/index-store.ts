@@ -1,0 +1,121 @@
+import { sql, type Kysely } from 'kysely';
+import { outsideTrace, type Logger } from '@aex/platform';
+import type { Database } from '../db/schema.js';
+import { ioSignature, type IoSignature } from '../domain/compatibility.js';
+import type { RelevanceScorer } from './scorer.js';
+
+/** What discovery filters and ranks on, per active service, in memory. */
+export interface IndexedService {
+  id: string;
+  agentId: string;
+  category: string;
+  priceCents: number;
+  budgetFloorCents: number;
+  maxLatencyMs: number;
+  inputSig: IoSignature;
+  outputSig: IoSignature;
+  writtenXid: string;
+}
+
+export interface IndexedProvider {
+  name: string;
+  status: string;
+  trustScore: number;
+  writtenXid: string;
+}
+
+/**
+ * The in-memory side of discovery: every active service with its filter fields and I/O signatures,
+ * every provider's status and trust, and the scorer's postings. Each replica of the catalog keeps
+ * its own, fed by a change feed on Postgres: rows carry the id of the transaction that wrote them
+ * (`written_xid`), and each poll re-reads rows written since the oldest transaction still open at
+ * the previous poll — so a commit is never skipped, however transactions interleave. A poll that
+ * finds nothing new costs two index lookups. Results are always re-checked against the tables
+ * before they are returned, so a stale entry can delay a new service, never show a hidden one.
+ */
+export class DiscoveryIndex {
+  readonly services = new Map<string, IndexedService>();
+  readonly providers = new Map<string, IndexedProvider>();
+  private horizon = '0';
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly scorer: RelevanceScorer,
+    private readonly logger: Logger,
+    private readonly pollMs = 200,
+  ) {}
+
+  async start(): Promise<void> {
+    await this.refresh();
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** Applies every change committed since the last call. */
+  refresh(): Promise<void> {
+    this.running ??= this.poll().finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = outsideTrace(() => setTimeout(() => {
+      this.refresh()
+        .catch((err: unknown) => this.logger.warn({ err }, 'discovery index refresh failed; retrying'))
+        .finally(() => this.schedule());
+    }, this.pollMs));
+  }
+
+  private async poll(): Promise<void> {
+    // One statement, one snapshot: the rows it sees and the horizon for the next poll agree.
+    const { rows } = await sql<{ kind: 'h' | 'p' | 's'; id: string; xid: string }>`
+      select 'h' as kind, pg_snapshot_xmin(pg_current_snapshot())::text as id, '' as xid
+      union all
+      select 'p', agent_id::text, written_xid::text from providers where written_xid >= ${this.horizon}::xid8
+      union all
+      select 's', id::text, written_xid::text from services where written_xid >= ${this.horizon}::xid8`.execute(this.db);
+    const horizon = rows.find((r) => r.kind === 'h')!.id;
+    const providerIds = rows.filter((r) => r.kind === 'p' && this.providers.get(r.id)?.writtenXid !== r.xid).map((r) => r.id);
+    const serviceIds = rows.filter((r) => r.kind === 's' && this.services.get(r.id)?.writtenXid !== r.xid).map((r) => r.id);
+    if (providerIds.length) await this.loadProviders(providerIds);
+    for (let i = 0; i < serviceIds.length; i += 1000) await this.loadServices(serviceIds.slice(i, i + 1000));
+    this.horizon = horizon;
+  }
+
+  private async loadProviders(ids: string[]): Promise<void> {
+    const rows = await this.db.selectFrom('providers').select(['agentId', 'name', 'status', 'trustScore', sql<string>`written_xid::text`.as('xid')])
+      .where('agentId', 'in', ids).execute();
+    for (const p of rows) this.providers.set(p.agentId, { name: p.name, status: p.status, trustScore: p.trustScore, writtenXid: p.xid });
+  }
+
+  private async loadServices(ids: string[]): Promise<void> {
+    const rows = await this.db
+      .selectFrom('services')
+      .select(['id', 'agentId', 'category', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'inputSchema', 'outputSchema',
+        sql<string>`search_doc::text`.as('doc'), sql<string>`written_xid::text`.as('xid')])
+      .where('id', 'in', ids)
+      .execute();
+    for (const s of rows) {
+      if (s.status !== 'active') {
+        this.services.delete(s.id);
+        this.scorer.remove(s.id);
+        continue;
+      }
+      this.services.set(s.id, {
+        id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
+        maxLatencyMs: s.maxLatencyMs, inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
+      });
+      this.scorer.upsert({ id: s.id, searchDoc: s.doc });
+    }
+  }
+}

@@ -1,0 +1,29 @@
+import type { catalogOps } from '@aex/contracts';
+import type { OperationHandler, Stoppable } from '@aex/platform';
+import type { CatalogDeps } from '../context.js';
+import { discover } from './discover.js';
+import { DiscoveryIndex } from './index-store.js';
+import { PostgresLexicon } from './lexicon.js';
+import { LexicalSemanticScorer } from './scorer.js';
+import { WordNet } from './thesaurus.js';
+
+export interface Discovery extends Stoppable {
+  index: DiscoveryIndex;
+  handler: OperationHandler<(typeof catalogOps)['discover']>;
+}
+
+/** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
+export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
+  const thesaurus = new WordNet();
+  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), thesaurus);
+  const index = new DiscoveryIndex(deps.db, scorer, deps.logger);
+  await index.start();
+  return {
+    index,
+    handler: discover(deps, index),
+    async stop() {
+      await index.stop();
+      thesaurus.close();
+    },
+  };
+}

@@ -1,0 +1,236 @@
+import type { Lexicon } from './lexicon.js';
+import { needTokens } from './need.js';
+import type { Relation, Thesaurus } from './thesaurus.js';
+
+/** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
+export interface ScorableDocument {
+  id: string;
+  /** `search_doc::text`, e.g. `'digest':3A,10C 'hash':5A`. */
+  searchDoc: string;
+}
+
+/**
+ * The port relevance comes through (D8.2). The lexical-semantic scorer below implements it from
+ * Postgres text search and WordNet; an embedding model would implement it by embedding documents
+ * on `upsert` and the need in `relevance`, with no change to the rest of discovery.
+ */
+export interface RelevanceScorer {
+  readonly name: string;
+  upsert(doc: ScorableDocument): void;
+  remove(id: string): void;
+  /** Relevance in (0, 1] of every indexed document related to the need; absent means 0. */
+  relevance(need: string): Promise<Map<string, number>>;
+}
+
+/** How much a match in each weight class counts (D = schemas, C = description, B = category/capabilities, A = name/tags). */
+export const FIELD_FACTOR = [0.55, 0.7, 0.85, 1] as const;
+
+/** How much a related word counts against the word itself, by relation and sense rank (0 = most common). */
+export function relationWeight(relation: Relation, sense: number): number {
+  const base = { synonym: 0.8, derived: 0.75, similar: 0.55, broader: 0.45, narrower: 0.45 }[relation];
+  return sense === 0 ? base : base * 0.8;
+}
+
+/** A typo's correction counts a little less than the word (it may be a wrong guess). */
+const CORRECTION_WEIGHT = 0.85;
+const TYPO_MIN_SIMILARITY = 0.45;
+const KNOWN_WORD_MIN_SIMILARITY = 0.6;
+
+interface Concept {
+  token: string;
+  /** lexeme id → weight of the best variant with that stem */
+  variants: Map<number, number>;
+  /** idf of the token's own stem, or of its best variant */
+  weight: number;
+}
+
+const WEIGHT_CLASS: Record<string, number> = { A: 3, B: 2, C: 1, D: 0 };
+
+/**
+ * Lexical-semantic relevance. Each content word of the need is a *concept*, matched by its own stem,
+ * its WordNet lemmas and related words (synonyms, derivations, similar, broader and narrower terms,
+ * each discounted) and, when it is not a known word, by its closest spellings in the catalog's
+ * vocabulary (pg_trgm). A document's relevance is the idf-weighted share of the need's concepts it
+ * covers, each counted by its best variant times the weight class where it occurs:
+ *
+ *   relevance(d) = Σ_c idf(c) · max_{v ∈ c, v ∈ d} w(v) · field(v, d)  /  Σ_c idf(c)
+ *
+ * so it is 1 when every concept appears as itself in the name or tags, and lower as matches become
+ * less direct or land in less telling fields. Postings are kept in memory by lexeme.
+ */
+export class LexicalSemanticScorer implements RelevanceScorer {
+  readonly name = 'lexical-semantic-v1';
+  private readonly lexemeIds = new Map<string, number>();
+  private readonly df: number[] = [];
+  private readonly postingSlots: number[][] = [];
+  private readonly postingClasses: number[][] = [];
+  private readonly slotIds: (string | null)[] = [];
+  private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
+  private dead = 0;
+
+  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus) {}
+
+  get size(): number {
+    return this.slotOf.size;
+  }
+
+  upsert(doc: ScorableDocument): void {
+    this.remove(doc.id);
+    const slot = this.slotIds.length;
+    this.slotIds.push(doc.id);
+    const lexemes: number[] = [];
+    for (const [lexeme, cls] of parseTsvector(doc.searchDoc)) {
+      const id = this.lexemeId(lexeme);
+      lexemes.push(id);
+      this.df[id]! += 1;
+      this.postingSlots[id]!.push(slot);
+      this.postingClasses[id]!.push(cls);
+    }
+    this.slotOf.set(doc.id, { slot, lexemes });
+  }
+
+  remove(id: string): void {
+    const at = this.slotOf.get(id);
+    if (!at) return;
+    for (const lex of at.lexemes) this.df[lex]! -= 1;
+    this.slotIds[at.slot] = null;
+    this.slotOf.delete(id);
+    if (++this.dead > 1000 && this.dead > this.slotOf.size) this.compact();
+  }
+
+  async relevance(need: string): Promise<Map<string, number>> {
+    const concepts = await this.concepts(needTokens(need));
+    const result = new Map<string, number>();
+    const known = concepts.filter((c) => c.variants.size > 0);
+    if (known.length === 0) return result;
+    // A concept the catalog has no word for still dilutes every score a little (the need asked for it).
+    const meanWeight = known.reduce((s, c) => s + c.weight, 0) / known.length;
+    const weights = concepts.map((c) => (c.variants.size > 0 ? c.weight : 0.5 * meanWeight));
+    const total = weights.reduce((s, w) => s + w, 0);
+
+    const best = new Map<number, Float64Array>();
+    concepts.forEach((c, i) => {
+      for (const [lex, w] of c.variants) {
+        const slots = this.postingSlots[lex]!;
+        const classes = this.postingClasses[lex]!;
+        for (let k = 0; k < slots.length; k++) {
+          const slot = slots[k]!;
+          if (this.slotIds[slot] === null) continue;
+          const s = w * FIELD_FACTOR[classes[k]!]!;
+          let row = best.get(slot);
+          if (!row) best.set(slot, (row = new Float64Array(concepts.length)));
+          if (s > row[i]!) row[i] = s;
+        }
+      }
+    });
+    for (const [slot, row] of best) {
+      let sum = 0;
+      for (let i = 0; i < row.length; i++) sum += weights[i]! * row[i]!;
+      result.set(this.slotIds[slot]!, sum / total);
+    }
+    return result;
+  }
+
+  /** Each token's variants: itself, its lemmas, related words and, for unknown words, spellings. */
+  private async concepts(tokens: string[]): Promise<Concept[]> {
+    const variantWords = tokens.map((t) => this.expand(t, 1));
+    let stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
+    // Spelling: a token whose own stem the catalog does not know may be a typo of one it does.
+    const corrections = await Promise.all(tokens.map(async (t, i) => {
+      const stem = stems.get(t);
+      if (stem && this.lexemeIds.has(stem)) return;
+      const isWord = this.thesaurus.lemmas(t).length > 0;
+      const found = await this.lexicon.corrections(t, isWord ? KNOWN_WORD_MIN_SIMILARITY : TYPO_MIN_SIMILARITY, 3);
+      for (const c of found) {
+        for (const [w, weight] of this.expand(c.word, CORRECTION_WEIGHT * (isWord ? 0.7 : 1))) {
+          if ((variantWords[i]!.get(w) ?? 0) < weight) variantWords[i]!.set(w, weight);
+        }
+      }
+      return found.length > 0;
+    }));
+    if (corrections.some(Boolean)) stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
+
+    const n = Math.max(1, this.slotOf.size);
+    const idf = (lex: number) => Math.log(1 + (n - this.df[lex]! + 0.5) / (this.df[lex]! + 0.5));
+    return tokens.map((token, i) => {
+      const variants = new Map<number, number>();
+      for (const [word, w] of variantWords[i]!) {
+        const stem = stems.get(word);
+        const lex = stem ? this.lexemeIds.get(stem) : undefined;
+        if (lex === undefined || this.df[lex]! <= 0) continue;
+        if ((variants.get(lex) ?? 0) < w) variants.set(lex, w);
+      }
+      let weight = 0;
+      for (const [lex, w] of variants) weight = Math.max(weight, w * idf(lex));
+      return { token, variants, weight };
+    });
+  }
+
+  private expand(word: string, scale: number): Map<string, number> {
+    const out = new Map<string, number>([[word, scale]]);
+    const put = (w: string, weight: number) => {
+      if (!/^[a-z][a-z0-9-]*$/.test(w)) return;
+      if ((out.get(w) ?? 0) < weight) out.set(w, weight);
+    };
+    for (const lemma of this.thesaurus.lemmas(word)) {
+      put(lemma, scale);
+      for (const r of this.thesaurus.related(lemma)) put(r.word, scale * relationWeight(r.relation, r.sense));
+    }
+    return out;
+  }
+
+  private lexemeId(lexeme: string): number {
+    let id = this.lexemeIds.get(lexeme);
+    if (id === undefined) {
+      id = this.df.length;
+      this.lexemeIds.set(lexeme, id);
+      this.df.push(0);
+      this.postingSlots.push([]);
+      this.postingClasses.push([]);
+    }
+    return id;
+  }
+
+  /** Drops the postings of removed documents once they outnumber the live ones. */
+  private compact(): void {
+    const remap = new Map<number, number>();
+    const ids: string[] = [];
+    this.slotIds.forEach((id, slot) => {
+      if (id === null) return;
+      remap.set(slot, ids.length);
+      ids.push(id);
+    });
+    for (let lex = 0; lex < this.postingSlots.length; lex++) {
+      const slots: number[] = [];
+      const classes: number[] = [];
+      this.postingSlots[lex]!.forEach((slot, k) => {
+        const to = remap.get(slot);
+        if (to === undefined) return;
+        slots.push(to);
+        classes.push(this.postingClasses[lex]![k]!);
+      });
+      this.postingSlots[lex] = slots;
+      this.postingClasses[lex] = classes;
+    }
+    this.slotIds.length = 0;
+    this.slotIds.push(...ids);
+    for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
+    this.dead = 0;
+  }
+}
+
+/** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 3 … D = 0). */
+export function parseTsvector(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  const re = /'((?:[^']|'')*)'(?::([0-9A-D,]+))?/g;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    const lexeme = m[1]!.replace(/''/g, "'");
+    let cls = 0;
+    for (const pos of (m[2] ?? '').split(',')) {
+      const letter = pos.slice(-1);
+      cls = Math.max(cls, WEIGHT_CLASS[letter] ?? 0);
+    }
+    out.set(lexeme, Math.max(out.get(lexeme) ?? 0, cls));
+  }
+  return out;
+}

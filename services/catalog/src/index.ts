@@ -1,0 +1,1 @@
+export { startCatalogService, type CatalogService } from './service.js';

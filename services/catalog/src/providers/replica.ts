@@ -1,0 +1,80 @@
+import { sql, type Transaction } from 'kysely';
+import { callOrThrow, consumeIdempotently, type HandlerContext, type Stoppable } from '@aex/platform';
+import { events, identityOps, type Principal } from '@aex/contracts';
+import type { CatalogDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
+
+/**
+ * The catalog's replica of providers (ARCHITECTURE "Who owns what"): name, status and trust score of
+ * every agent, kept from identity's events through its outbox, JetStream and these idempotent
+ * consumers. Events may arrive out of order across consumers, so each write is guarded by the time
+ * the fact was true (`source_at`, `trust_at`); leaving `active` is final (agents are never reactivated).
+ */
+export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable> {
+  const base = { bus: deps.bus, db: deps.db, logger: deps.logger };
+  const consumers = await Promise.all([
+    consumeIdempotently({
+      ...base, durable: 'catalog-agent-created', def: events.agentCreated,
+      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }, e.trustScore),
+    }),
+    consumeIdempotently({
+      ...base, durable: 'catalog-agent-updated', def: events.agentUpdated,
+      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
+    }),
+    consumeIdempotently({
+      ...base, durable: 'catalog-agent-status', def: events.agentStatusChanged,
+      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
+    }),
+    consumeIdempotently({
+      ...base, durable: 'catalog-agent-trust', def: events.trustScoreChanged,
+      handle: async (trx, e, env) => {
+        await trx.updateTable('providers').set({ trustScore: e.trustScore, trustAt: new Date(env.occurredAt) })
+          .where('agentId', '=', e.agentId).where('trustAt', '<=', new Date(env.occurredAt)).execute();
+      },
+    }),
+  ]);
+  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
+}
+
+interface ProviderFact {
+  agentId: string;
+  accountId: string;
+  name: string;
+  status: string;
+  at: Date;
+}
+
+async function upsertProvider(trx: Transaction<Database>, f: ProviderFact, trustScore?: number): Promise<void> {
+  await trx
+    .insertInto('providers')
+    .values({ agentId: f.agentId, accountId: f.accountId, name: f.name, status: f.status, trustScore: trustScore ?? 50, sourceAt: f.at, trustAt: trustScore === undefined ? new Date(0) : f.at })
+    .onConflict((oc) =>
+      oc.column('agentId').doUpdateSet({
+        name: sql`case when providers.source_at <= excluded.source_at then excluded.name else providers.name end`,
+        // Leaving `active` is final; among later facts the newest wins.
+        status: sql`case when providers.status <> 'active' then providers.status when providers.source_at <= excluded.source_at then excluded.status else providers.status end`,
+        sourceAt: sql`greatest(providers.source_at, excluded.source_at)`,
+      }),
+    )
+    .execute();
+}
+
+/**
+ * Makes sure the replica knows the caller before it registers a service: its `agent.created` event
+ * may still be on its way. Asks identity for the caller's own record; any later event overrides it.
+ */
+export async function ensureProvider(deps: CatalogDeps, caller: Principal, ctx: HandlerContext): Promise<void> {
+  const known = await deps.db.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).executeTakeFirst();
+  if (known) return;
+  const agent = await callOrThrow(deps.bus, identityOps.getAgent, {
+    ctx: { requestId: ctx.requestId, principal: caller },
+    input: { path: { agentId: caller.agentId }, query: {}, body: undefined },
+  }, deps.config.RPC_TIMEOUT_MS);
+  // Older than any event, so that every event about this agent wins over this snapshot.
+  const epoch = new Date(0);
+  await deps.db
+    .insertInto('providers')
+    .values({ agentId: caller.agentId, accountId: caller.accountId, name: agent.name, status: agent.status, trustScore: agent.trustScore, sourceAt: epoch, trustAt: epoch })
+    .onConflict((oc) => oc.column('agentId').doNothing())
+    .execute();
+}

@@ -1,0 +1,44 @@
+import { catalogOps } from '@aex/contracts';
+import { ValidatorCache } from '@aex/schemas';
+import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { CatalogDeps } from './context.js';
+import type { Database } from './db/schema.js';
+import { migrations } from './db/migrations/index.js';
+import * as services from './services/handlers.js';
+import { listServices } from './services/listing.js';
+import { startProviderReplica } from './providers/replica.js';
+import { startDiscovery } from './discovery/index.js';
+
+export interface CatalogService extends Component {
+  deps: CatalogDeps;
+}
+
+/** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
+export async function startCatalogService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<CatalogService> {
+  const logger = opts.logger.child({ service: 'catalog' });
+  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
+  const relay = new OutboxRelay(db, opts.bus, logger);
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), now: opts.now ?? (() => new Date()) };
+  relay.start();
+  const replica = await startProviderReplica(deps);
+  const discovery = await startDiscovery(deps);
+  const server = await serveOperations(opts.bus, 'catalog', catalogOps, {
+    createService: services.createService(deps),
+    getService: services.getService(deps),
+    updateService: services.updateService(deps),
+    deleteService: services.deleteService(deps),
+    listServices: listServices(deps),
+    discover: discovery.handler,
+    getContract: services.getContract(deps),
+  }, logger);
+  return {
+    deps,
+    async stop() {
+      await server.stop();
+      await discovery.stop();
+      await replica.stop();
+      await relay.stop();
+      await close();
+    },
+  };
+}

@@ -2,6 +2,13 @@ import type {
   AccountView,
   CreateAccountBody,
   CreateAgentBody,
+  CreateServiceBody,
+  DiscoverBody,
+  DiscoverView,
+  ListServicesQuery,
+  ServiceListItem,
+  ServiceView,
+  UpdateServiceBody,
   DelegationRules,
   DidDocument,
   Envelope,
@@ -142,6 +149,14 @@ export class ExchangeClient {
   didDocument = (agentId: string) => this.request<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`);
   /** The raw document a did:web resolver fetches (no envelope). */
   resolveDid = (agentId: string) => this.request<DidDocument>('GET', `/agents/${enc(agentId)}/did.json`, { raw: true });
+
+  // --- services (D7) and discovery (D8)
+  createService = (body: CreateServiceBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<ServiceView>('POST', '/v1/services', { body, ...o });
+  getService = (serviceId: string) => this.request<ServiceView>('GET', `/v1/services/${enc(serviceId)}`);
+  updateService = (serviceId: string, body: UpdateServiceBody) => this.request<ServiceView>('PATCH', `/v1/services/${enc(serviceId)}`, { body });
+  deleteService = (serviceId: string) => this.request<ServiceView>('DELETE', `/v1/services/${enc(serviceId)}`);
+  listServices = (query: ListServicesQuery = {}) => this.request<ServiceListItem[]>('GET', '/v1/services', { query });
+  discover = (body: DiscoverBody) => this.request<DiscoverView>('POST', '/v1/services/discover', { body });
 
   // --- wallets (D13)
   getWallet = (agentId: string) => this.request<WalletView>('GET', `/v1/wallets/${enc(agentId)}`);

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { ValidatorCache } from '@aex/schemas';
 import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
+import type { Thesaurus } from './discovery/thesaurus.js';
 
 /** What every catalog handler works with; the clock comes in so rules stay testable. */
 export interface CatalogDeps {
@@ -12,5 +13,7 @@ export interface CatalogDeps {
   relay: OutboxRelay;
   /** Compiled validators by service id and contract revision (D7.2). */
   validators: ValidatorCache;
+  /** WordNet, shared by indexing (expansions) and discovery (query analysis). */
+  thesaurus: Thesaurus;
   now: () => Date;
 }

@@ -7,10 +7,12 @@ import { migrations } from './db/migrations/index.js';
 import * as services from './services/handlers.js';
 import { listServices } from './services/listing.js';
 import { startProviderReplica } from './providers/replica.js';
-import { startDiscovery } from './discovery/index.js';
+import { startDiscovery, type Discovery } from './discovery/index.js';
+import { WordNet } from './discovery/thesaurus.js';
 
 export interface CatalogService extends Component {
   deps: CatalogDeps;
+  discovery: Discovery;
 }
 
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
@@ -18,7 +20,8 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const logger = opts.logger.child({ service: 'catalog' });
   const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
   const relay = new OutboxRelay(db, opts.bus, logger);
-  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), now: opts.now ?? (() => new Date()) };
+  const thesaurus = new WordNet();
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
@@ -33,12 +36,14 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   }, logger);
   return {
     deps,
+    discovery,
     async stop() {
       await server.stop();
       await discovery.stop();
       await replica.stop();
       await relay.stop();
       await close();
+      thesaurus.close();
     },
   };
 }

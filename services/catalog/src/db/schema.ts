@@ -41,6 +41,8 @@ export interface ServiceRow {
   textC: string;
   textD: string;
   searchDoc: ColumnType<string, never, never>;
+  textE: string;
+  expansionDoc: ColumnType<string, never, never>;
   createdAt: Date;
   updatedAt: Date;
   writtenXid: Generated<string>;

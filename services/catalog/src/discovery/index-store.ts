@@ -102,7 +102,7 @@ export class DiscoveryIndex {
     const rows = await this.db
       .selectFrom('services')
       .select(['id', 'agentId', 'category', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'inputSchema', 'outputSchema',
-        sql<string>`search_doc::text`.as('doc'), sql<string>`written_xid::text`.as('xid')])
+        sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
     for (const s of rows) {
@@ -115,7 +115,7 @@ export class DiscoveryIndex {
         id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
         maxLatencyMs: s.maxLatencyMs, inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
       });
-      this.scorer.upsert({ id: s.id, searchDoc: s.doc });
+      this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion });
     }
   }
 }

@@ -5,7 +5,6 @@ import { discover } from './discover.js';
 import { DiscoveryIndex } from './index-store.js';
 import { PostgresLexicon } from './lexicon.js';
 import { LexicalSemanticScorer } from './scorer.js';
-import { WordNet } from './thesaurus.js';
 
 export interface Discovery extends Stoppable {
   index: DiscoveryIndex;
@@ -14,8 +13,7 @@ export interface Discovery extends Stoppable {
 
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
-  const thesaurus = new WordNet();
-  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), thesaurus);
+  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus);
   const index = new DiscoveryIndex(deps.db, scorer, deps.logger);
   await index.start();
   return {
@@ -23,7 +21,6 @@ export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
     handler: discover(deps, index),
     async stop() {
       await index.stop();
-      thesaurus.close();
     },
   };
 }

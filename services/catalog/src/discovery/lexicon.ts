@@ -5,8 +5,8 @@ import type { Database } from '../db/schema.js';
 export interface Lexicon {
   /** Each word's stem as the documents' `tsvector` has it; null for stop words and multi-lexeme words. */
   stems(words: string[]): Promise<Map<string, string | null>>;
-  /** Words of service texts spelled like `word` (trigram similarity ≥ `minSimilarity`), most similar first. */
-  corrections(word: string, minSimilarity: number, limit: number): Promise<{ word: string; similarity: number }[]>;
+  /** Words of service texts within `maxEdits` edits of `word` (Damerau-Levenshtein), closest first. */
+  corrections(word: string, maxEdits: number): Promise<{ word: string; edits: number }[]>;
 }
 
 const CACHE_LIMIT = 100_000;
@@ -43,12 +43,36 @@ export class PostgresLexicon implements Lexicon {
     return out;
   }
 
-  async corrections(word: string, minSimilarity: number, limit: number): Promise<{ word: string; similarity: number }[]> {
-    // `%` uses the trigram index with pg_trgm's default threshold (0.3); the stricter cut is ours.
-    const { rows } = await sql<{ word: string; similarity: number }>`
-      select word, similarity(word, ${word}) as similarity from vocabulary
-      where word % ${word} and word <> ${word}
-      order by similarity desc, word limit ${limit}`.execute(this.db);
-    return rows.filter((r) => r.similarity >= minSimilarity);
+  async corrections(word: string, maxEdits: number): Promise<{ word: string; edits: number }[]> {
+    // Trigram distance finds the neighbourhood fast (GiST, nearest first); transpositions hurt
+    // trigrams, so the final judge is the edit distance.
+    const { rows } = await sql<{ word: string }>`select word from vocabulary where word <> ${word} order by word <-> ${word} limit 16`.execute(this.db);
+    return rows
+      .map((r) => ({ word: r.word, edits: editDistance(word, r.word, maxEdits) }))
+      .filter((r) => r.edits <= maxEdits)
+      .sort((a, b) => a.edits - b.edits);
   }
+}
+
+/**
+ * Optimal-string-alignment Damerau-Levenshtein distance (insert, delete, substitute, swap two
+ * neighbours), giving up with `max + 1` as soon as every path is longer than `max`.
+ */
+export function editDistance(a: string, b: string, max = Infinity): number {
+  if (Math.abs(a.length - b.length) > max) return max + 1;
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, j) => j)];
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let best = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1]![j]! + 1, row[j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2]![j - 2]! + 1);
+      row.push(d);
+      best = Math.min(best, d);
+    }
+    if (best > max) return max + 1;
+    rows.push(row);
+  }
+  return rows[a.length]![b.length]!;
 }

@@ -14,6 +14,7 @@ const STOPWORDS = new Set(
   need needs needed want wants wanted looking look find finds finding get gets getting give gives please help helps able
   like would could must may might let lets use using used make makes making do does done take takes taking
   service services api apis tool tools agent agents provider endpoint app application system platform solution
+  many much several lot lots whether really actually currently right now today tomorrow
   someone somebody one ones given quickly quick fast easily easy simple simply automatically automatic good best`.split(/\s+/),
 );
 

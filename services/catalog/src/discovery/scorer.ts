@@ -7,6 +7,8 @@ export interface ScorableDocument {
   id: string;
   /** `search_doc::text`, e.g. `'digest':3A,10C 'hash':5A`. */
   searchDoc: string;
+  /** `expansion_doc::text`: stems of words related to the name, tags and category. */
+  expansionDoc: string;
 }
 
 /**
@@ -22,19 +24,28 @@ export interface RelevanceScorer {
   relevance(need: string): Promise<Map<string, number>>;
 }
 
-/** How much a match in each weight class counts (D = schemas, C = description, B = category/capabilities, A = name/tags). */
-export const FIELD_FACTOR = [0.55, 0.7, 0.85, 1] as const;
+/**
+ * How much a match in each class counts: E = related words of the key terms (expansion), D = schemas,
+ * C = description, B = category/capabilities, A = name/tags.
+ */
+export const FIELD_FACTOR = [0.3, 0.55, 0.7, 0.85, 1] as const;
 
 /** How much a related word counts against the word itself, by relation and sense rank (0 = most common). */
 export function relationWeight(relation: Relation, sense: number): number {
-  const base = { synonym: 0.8, derived: 0.75, similar: 0.55, broader: 0.45, narrower: 0.45 }[relation];
+  const base = { synonym: 0.8, derived: 0.75, similar: 0.55, broader: 0.45, narrower: 0.45, broader2: 0.3, gloss: 0.3 }[relation];
   return sense === 0 ? base : base * 0.8;
 }
 
-/** A typo's correction counts a little less than the word (it may be a wrong guess). */
-const CORRECTION_WEIGHT = 0.85;
-const TYPO_MIN_SIMILARITY = 0.45;
-const KNOWN_WORD_MIN_SIMILARITY = 0.6;
+/** A correction counts a little less than the word (it may be a wrong guess), two edits less than one. */
+export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
+
+/** Edits allowed to correct a word: one per four letters, at least one. */
+export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
+
+/** A concept counts as covered by a match at least this strong (e.g. a synonym in the description). */
+const COVERED = 0.6;
+/** How much coverage of the concepts scales relevance. */
+const COORDINATION = 0.7;
 
 interface Concept {
   token: string;
@@ -44,7 +55,8 @@ interface Concept {
   weight: number;
 }
 
-const WEIGHT_CLASS: Record<string, number> = { A: 3, B: 2, C: 1, D: 0 };
+const WEIGHT_CLASS: Record<string, number> = { A: 4, B: 3, C: 2, D: 1 };
+const EXPANSION_CLASS = 0;
 
 /**
  * Lexical-semantic relevance. Each content word of the need is a *concept*, matched by its own stem,
@@ -79,7 +91,9 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const slot = this.slotIds.length;
     this.slotIds.push(doc.id);
     const lexemes: number[] = [];
-    for (const [lexeme, cls] of parseTsvector(doc.searchDoc)) {
+    const classes = parseTsvector(doc.searchDoc);
+    for (const lexeme of parseTsvector(doc.expansionDoc).keys()) if (!classes.has(lexeme)) classes.set(lexeme, EXPANSION_CLASS);
+    for (const [lexeme, cls] of classes) {
       const id = this.lexemeId(lexeme);
       lexemes.push(id);
       this.df[id]! += 1;
@@ -125,8 +139,14 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     });
     for (const [slot, row] of best) {
       let sum = 0;
-      for (let i = 0; i < row.length; i++) sum += weights[i]! * row[i]!;
-      result.set(this.slotIds[slot]!, sum / total);
+      let covered = 0;
+      for (let i = 0; i < row.length; i++) {
+        sum += weights[i]! * row[i]!;
+        if (row[i]! >= COVERED) covered += weights[i]!;
+      }
+      // Coordination: a service that covers more of the need's concepts beats one that matches a
+      // single concept strongly (and every other one only through faint relations).
+      result.set(this.slotIds[slot]!, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
     }
     return result;
   }
@@ -139,10 +159,11 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const corrections = await Promise.all(tokens.map(async (t, i) => {
       const stem = stems.get(t);
       if (stem && this.lexemeIds.has(stem)) return;
-      const isWord = this.thesaurus.lemmas(t).length > 0;
-      const found = await this.lexicon.corrections(t, isWord ? KNOWN_WORD_MIN_SIMILARITY : TYPO_MIN_SIMILARITY, 3);
+      // Real English words are taken as meant ("rain" is not a typo of "main"), and so are short ones.
+      if (t.length < 4 || this.thesaurus.lemmas(t).length > 0) return false;
+      const found = (await this.lexicon.corrections(t, maxEdits(t))).slice(0, 3);
       for (const c of found) {
-        for (const [w, weight] of this.expand(c.word, CORRECTION_WEIGHT * (isWord ? 0.7 : 1))) {
+        for (const [w, weight] of this.expand(c.word, correctionWeight(c.edits))) {
           if ((variantWords[i]!.get(w) ?? 0) < weight) variantWords[i]!.set(w, weight);
         }
       }
@@ -219,17 +240,14 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   }
 }
 
-/** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 3 … D = 0). */
+/** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 4 … D = 1). */
 export function parseTsvector(text: string): Map<string, number> {
   const out = new Map<string, number>();
   const re = /'((?:[^']|'')*)'(?::([0-9A-D,]+))?/g;
   for (let m = re.exec(text); m; m = re.exec(text)) {
     const lexeme = m[1]!.replace(/''/g, "'");
-    let cls = 0;
-    for (const pos of (m[2] ?? '').split(',')) {
-      const letter = pos.slice(-1);
-      cls = Math.max(cls, WEIGHT_CLASS[letter] ?? 0);
-    }
+    let cls = 1;
+    for (const pos of (m[2] ?? '').split(',')) cls = Math.max(cls, WEIGHT_CLASS[pos.slice(-1)] ?? 1);
     out.set(lexeme, Math.max(out.get(lexeme) ?? 0, cls));
   }
   return out;

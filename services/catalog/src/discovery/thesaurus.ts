@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 /** How a related word relates to the query word; the scorer weighs each kind. */
-export type Relation = 'synonym' | 'derived' | 'similar' | 'broader' | 'narrower';
+export type Relation = 'synonym' | 'derived' | 'similar' | 'broader' | 'narrower' | 'broader2' | 'gloss';
 
 export interface RelatedWord {
   word: string;
@@ -89,7 +89,14 @@ export class WordNet implements Thesaurus {
     const out: RelatedWord[] = [];
     const seen = new Set<string>([key]);
     const push = (word: string, relation: Relation, sense: number) => {
-      const w = word.toLowerCase().replace(/\(.*\)$/, '');
+      let w = word.toLowerCase().replace(/\(.*\)$/, '');
+      if (w.includes('_')) {
+        // A collocation counts by its head: the last word of an English compound noun
+        // ("monetary_unit" → "unit"); verb phrases ("sum_up") carry no usable head.
+        if (relation === 'derived') return;
+        w = w.slice(w.lastIndexOf('_') + 1);
+        if (w === key) return;
+      }
       if (seen.has(`${w}|${relation}`)) return;
       seen.add(`${w}|${relation}`);
       out.push({ word: w, relation, sense });
@@ -101,6 +108,9 @@ export class WordNet implements Thesaurus {
         const synset = this.synset(pos, offset);
         if (!synset) return;
         for (const w of synset.words) if (w.toLowerCase() !== key) push(w, 'synonym', sense);
+        // The definition's content words relate the lemma to what it is about ("yen: the basic
+        // unit of money in Japan"): the most common sense only.
+        if (sense === 0) for (const w of glossWords(synset.gloss)) if (w !== key) push(w, 'gloss', sense);
         let narrower = 0;
         for (const ptr of synset.pointers) {
           const relation = POINTERS[ptr.symbol];
@@ -118,6 +128,14 @@ export class WordNet implements Thesaurus {
             if (w) push(w, relation, sense);
           } else {
             for (const w of target.words) push(w, relation, sense);
+          }
+          // One more step up for the most common sense of a noun: "yen" → "monetary unit" → "standard".
+          if (relation === 'broader' && sense === 0 && pos === 'noun') {
+            for (const up of target.pointers) {
+              if (up.symbol !== '@') continue;
+              const higher = this.synset(up.pos, up.offset);
+              for (const w of higher?.words ?? []) push(w, 'broader2', sense);
+            }
           }
         }
       });
@@ -149,7 +167,7 @@ export class WordNet implements Thesaurus {
     return undefined;
   }
 
-  private synset(pos: Pos, offset: number): { words: string[]; pointers: Pointer[] } | undefined {
+  private synset(pos: Pos, offset: number): Synset | undefined {
     let length = readSync(this.data[pos], this.chunk, 0, this.chunk.length, offset);
     let end = this.chunk.indexOf(10);
     let text: string;
@@ -164,6 +182,14 @@ export class WordNet implements Thesaurus {
     }
     return parseDataLine(text);
   }
+}
+
+interface Synset {
+  /** Lemmas as WordNet writes them: collocations joined by `_` ("monetary_unit"). */
+  words: string[];
+  pointers: Pointer[];
+  /** The definition, without examples. */
+  gloss: string;
 }
 
 interface Pointer {
@@ -181,17 +207,14 @@ function parseIndexLine(line: string): number[] {
 }
 
 /** `offset lex_filenum ss_type w_cnt word lex_id … p_cnt [symbol offset pos src/tgt]… | gloss`. */
-function parseDataLine(line: string): { words: string[]; pointers: Pointer[] } | undefined {
+function parseDataLine(line: string): Synset | undefined {
   const bar = line.indexOf(' | ');
+  const gloss = bar === -1 ? '' : line.slice(bar + 3).split(';')[0]!.replace(/"[^"]*"/g, '').trim();
   const f = (bar === -1 ? line : line.slice(0, bar)).split(' ');
   const wCnt = parseInt(f[3] ?? '', 16);
   if (!Number.isFinite(wCnt)) return undefined;
   const words: string[] = [];
-  for (let i = 0; i < wCnt; i++) {
-    const w = f[4 + i * 2];
-    // Single words only: collocations ("sum_up") would need phrase matching.
-    if (w && !w.includes('_')) words.push(w);
-  }
+  for (let i = 0; i < wCnt; i++) words.push(f[4 + i * 2] ?? '');
   const pAt = 4 + wCnt * 2;
   const pCnt = Number(f[pAt]);
   const pointers: Pointer[] = [];
@@ -200,7 +223,14 @@ function parseDataLine(line: string): { words: string[]; pointers: Pointer[] } |
     const pos = POS_OF_CODE[f[at + 2] ?? ''];
     if (pos) pointers.push({ symbol: f[at]!, offset: Number(f[at + 1]), pos, sourceTarget: f[at + 3] ?? '0000' });
   }
-  return { words, pointers };
+  return { words, pointers, gloss };
+}
+
+const GLOSS_STOPWORDS = new Set('a an the of or and in on at to for from by with as that which who whom whose is are be been being its it this these those something someone somebody especially usually often used use using one ones any some not no into onto out over under than then such very more most less least etc e.g. i.e. kind type act make made person thing things part way ways state quality having has have do does done small large'.split(' '));
+
+/** Content words of a definition (lower-case, at least three letters). */
+function glossWords(gloss: string): string[] {
+  return gloss.toLowerCase().split(/[^a-z-]+/).filter((w) => w.length >= 3 && !GLOSS_STOPWORDS.has(w));
 }
 
 function wordnetDir(): string {

@@ -7,6 +7,8 @@ import type { Database } from '../db/schema.js';
 import { assertContract, budgetFloor, withDefaults, type ContractParts } from '../domain/contract-rules.js';
 import { searchText, vocabularyOf } from '../domain/search-text.js';
 import { ensureProvider } from '../providers/replica.js';
+import { expansionText } from '../discovery/expansion.js';
+import type { Thesaurus } from '../discovery/thesaurus.js';
 import { serviceView, type StoredService } from './views.js';
 
 type Ops = typeof catalogOps;
@@ -44,7 +46,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     if (n >= limit) {
       throw new AppError('LIMIT_REACHED', `An agent may have at most ${limit} services that are not deleted.`, { details: { limit } });
     }
-    await trx.insertInto('services').values(toRow(service)).execute();
+    await trx.insertInto('services').values(toRow(service, deps.thesaurus)).execute();
     await recordRevision(trx, service, now);
     await recordVocabulary(trx, service);
     await recordChange(trx, service, 'registered', now);
@@ -91,7 +93,7 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
       (k) => JSON.stringify(next[k as keyof StoredService]) !== JSON.stringify(current[k as keyof StoredService]),
     );
     if (contractChanged) next.revision = current.revision + 1;
-    const { id: _id, createdAt: _c, agentId: _a, ...changes } = toRow(next);
+    const { id: _id, createdAt: _c, agentId: _a, ...changes } = toRow(next, deps.thesaurus);
     await trx.updateTable('services').set(changes).where('id', '=', next.id).execute();
     if (contractChanged) await recordRevision(trx, next, now);
     await recordVocabulary(trx, next);
@@ -147,7 +149,7 @@ async function loadOwned(trx: Transaction<Database>, caller: Principal, serviceI
   return current as unknown as StoredService;
 }
 
-function toRow(s: StoredService) {
+function toRow(s: StoredService, thesaurus: Thesaurus) {
   const text = searchText(s);
   return {
     id: s.id,
@@ -174,6 +176,7 @@ function toRow(s: StoredService) {
     textB: text.b,
     textC: text.c,
     textD: text.d,
+    textE: expansionText(`${text.a} ${text.b}`, thesaurus),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

@@ -53,6 +53,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('text_d', 'text', (c) => c.notNull())
     .addColumn('search_doc', sql`tsvector`, (c) =>
       c.generatedAlwaysAs(sql`setweight(to_tsvector('english'::regconfig, text_a), 'A') || setweight(to_tsvector('english'::regconfig, text_b), 'B') || setweight(to_tsvector('english'::regconfig, text_c), 'C') || setweight(to_tsvector('english'::regconfig, text_d), 'D')`).stored())
+    // Related words of the name, tags and category (WordNet), matched at a low weight (D8.2).
+    .addColumn('text_e', 'text', (c) => c.notNull())
+    .addColumn('expansion_doc', sql`tsvector`, (c) => c.generatedAlwaysAs(sql`to_tsvector('english'::regconfig, text_e)`).stored())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
     .addColumn('written_xid', sql`xid8`, (c) => c.notNull().defaultTo(sql`pg_current_xact_id()`))
@@ -84,9 +87,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('contract_revisions_pk', ['service_id', 'revision'])
     .execute();
 
-  // Words seen in service texts, for typo correction by trigram similarity (D8.2).
+  // Words seen in service texts, for typo correction (D8.2): the GiST trigram index answers
+  // "nearest words first" (`order by word <-> $1`) without a similarity threshold.
   await db.schema.createTable('vocabulary').addColumn('word', 'text', (c) => c.primaryKey()).execute();
-  await sql`create index vocabulary_trgm on vocabulary using gin (word gin_trgm_ops)`.execute(db);
+  await sql`create index vocabulary_trgm on vocabulary using gist (word gist_trgm_ops)`.execute(db);
 
   // D8.5 (EXT): every discovery query with its id and what it returned.
   await db.schema

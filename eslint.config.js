@@ -12,5 +12,5 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**'], rules: { 'no-console': 'off' } },
+  { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**'], rules: { 'no-console': 'off' } },
 );

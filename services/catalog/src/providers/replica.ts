@@ -68,7 +68,7 @@ export async function ensureProvider(deps: CatalogDeps, caller: Principal, ctx: 
   if (known) return;
   const agent = await callOrThrow(deps.bus, identityOps.getAgent, {
     ctx: { requestId: ctx.requestId, principal: caller },
-    input: { path: { agentId: caller.agentId }, query: {}, body: undefined },
+    input: { path: { agentId: caller.agentId }, query: {}, body: {} },
   }, deps.config.RPC_TIMEOUT_MS);
   // Older than any event, so that every event about this agent wins over this snapshot.
   const epoch = new Date(0);

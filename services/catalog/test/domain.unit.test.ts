@@ -1,0 +1,242 @@
+import { describe, expect, it } from 'vitest';
+import { budgetFloor, pricingProblems, slaProblems, withDefaults } from '../src/domain/contract-rules.js';
+import { inputCompatibility, ioSignature, outputCompatibility, requiredOutput, schemaTypes, typeFits, valueType } from '../src/domain/compatibility.js';
+import { cheapness, compositeRank, RANK_WEIGHTS, speed } from '../src/domain/rank.js';
+import { schemaText, searchText, vocabularyOf, words } from '../src/domain/search-text.js';
+import { combineMatch, compatibilityScore, preference, PREFERENCE_SHARE } from '../src/discovery/discover.js';
+import { editDistance } from '../src/discovery/lexicon.js';
+import { needTokens } from '../src/discovery/need.js';
+import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, type ScorableDocument } from '../src/discovery/scorer.js';
+import { WordNet } from '../src/discovery/thesaurus.js';
+import type { Lexicon } from '../src/discovery/lexicon.js';
+
+describe('composite_rank (D7.5)', () => {
+  it('is 0.5·trust + 0.3·cheapness + 0.2·speed, each in [0, 1]', () => {
+    expect(RANK_WEIGHTS.trust + RANK_WEIGHTS.cheapness + RANK_WEIGHTS.speed).toBeCloseTo(1, 10);
+    expect(compositeRank({ trustScore: 100, priceCents: 1, maxLatencyMs: 1 })).toBeCloseTo(1, 10);
+    expect(compositeRank({ trustScore: 0, priceCents: 1_000_000, maxLatencyMs: 86_400_000 })).toBeCloseTo(0, 10);
+    expect(compositeRank({ trustScore: 50, priceCents: 1000, maxLatencyMs: 1000 })).toBeCloseTo(0.25 + 0.3 * (1 - Math.log(1000) / Math.log(1e6)) + 0.2 * (1 - Math.log(1000) / Math.log(86_400_000)), 10);
+  });
+  it('is logarithmic in price and latency: ten times cheaper gains the same at any price', () => {
+    expect(cheapness(10) - cheapness(100)).toBeCloseTo(cheapness(10_000) - cheapness(100_000), 10);
+    expect(speed(50) - speed(500)).toBeCloseTo(speed(5000) - speed(50_000), 10);
+  });
+  it('rises with trust and falls with price and latency', () => {
+    const base = { trustScore: 50, priceCents: 500, maxLatencyMs: 500 };
+    expect(compositeRank({ ...base, trustScore: 60 })).toBeGreaterThan(compositeRank(base));
+    expect(compositeRank({ ...base, priceCents: 600 })).toBeLessThan(compositeRank(base));
+    expect(compositeRank({ ...base, maxLatencyMs: 600 })).toBeLessThan(compositeRank(base));
+  });
+});
+
+describe('contract rules (D7.3)', () => {
+  it('applies the spec defaults', () => {
+    expect(withDefaults({ model: 'fixed', basePriceCents: 5 }, { maxLatencyMs: 1, timeoutMs: 2 })).toEqual({
+      pricing: { model: 'fixed', basePriceCents: 5, currency: 'USD' },
+      sla: { maxLatencyMs: 1, timeoutMs: 2, maxRetries: 2 },
+    });
+  });
+  it('orders negotiable bounds around the base price, and keeps them to the negotiable model', () => {
+    expect(pricingProblems({ model: 'negotiable', basePriceCents: 100, minimumCents: 100, maximumCents: 100 })).toEqual([]);
+    expect(pricingProblems({ model: 'negotiable', basePriceCents: 100, minimumCents: 101 }).map((e) => e.field)).toEqual(['/body/pricing/minimumCents']);
+    expect(pricingProblems({ model: 'negotiable', basePriceCents: 100, maximumCents: 99 }).map((e) => e.field)).toEqual(['/body/pricing/maximumCents']);
+    expect(pricingProblems({ model: 'per_unit', basePriceCents: 100, maximumCents: 200 }).map((e) => e.field)).toEqual(['/body/pricing/maximumCents']);
+  });
+  it('needs timeoutMs ≥ maxLatencyMs', () => {
+    expect(slaProblems({ maxLatencyMs: 10, timeoutMs: 10 })).toEqual([]);
+    expect(slaProblems({ maxLatencyMs: 10, timeoutMs: 9 })).toHaveLength(1);
+  });
+  it('prices a budget by the negotiable minimum, else the base price (D8.4)', () => {
+    expect(budgetFloor({ model: 'negotiable', basePriceCents: 500, minimumCents: 50 })).toBe(50);
+    expect(budgetFloor({ model: 'negotiable', basePriceCents: 500 })).toBe(500);
+    expect(budgetFloor({ model: 'fixed', basePriceCents: 500 })).toBe(500);
+  });
+});
+
+describe('search text (D8.2)', () => {
+  it('splits identifiers into words', () => {
+    expect(words('sourceLanguage')).toBe('source Language');
+    expect(words('source_language-code.v2')).toBe('source language code v2');
+    expect(words('HTMLToPDF')).toBe('HTML To PDF');
+  });
+  it('puts name and tags in A, category and capabilities in B, description in C, schema words in D', () => {
+    const t = searchText({
+      name: 'Translator', description: 'Translates text.', category: 'language', subcategory: 'machine-translation', tags: ['i18n'],
+      capabilities: [{ name: 'batchMode', formats: ['docx'] }],
+      inputSchema: { type: 'object', properties: { targetLanguage: { type: 'string', description: 'BCP 47 code' } } },
+      outputSchema: { title: 'Result', type: 'object', properties: { translated_text: { type: 'string' } } },
+      examples: [{ description: 'German greeting' }],
+    });
+    expect(t.a).toBe('Translator . i18n');
+    expect(t.b).toBe('language . machine translation . name batch Mode formats docx');
+    expect(t.c).toBe('Translates text.');
+    expect(t.d).toContain('target Language . BCP 47 code');
+    expect(t.d).toContain('Result . translated text');
+    expect(t.d).toContain('German greeting');
+    expect(vocabularyOf(t)).toEqual(expect.arrayContaining(['translator', 'translates', 'docx', 'greeting']));
+  });
+  it('walks nested schemas, combinators and $defs but stays bounded', () => {
+    const text = schemaText({ $defs: { addr: { properties: { postalCode: { description: 'ZIP' } } } }, anyOf: [{ properties: { city: {} } }], items: { properties: { street: {} } } });
+    expect(text).toContain('postal Code');
+    expect(text).toContain('ZIP');
+    expect(text).toContain('city');
+    expect(text).toContain('street');
+  });
+});
+
+describe('input/output compatibility (D8.3)', () => {
+  const sig = ioSignature({ type: 'object', properties: { text: { type: 'string' }, n: { type: ['integer', 'null'] }, mode: { enum: ['a', 'b'] } }, required: ['text', 'n'], allOf: [{ properties: { extra: { type: 'boolean' } }, required: ['extra'] }] });
+
+  it('reads names, types and required properties, merging allOf', () => {
+    expect(sig.required).toEqual(['text', 'n', 'extra']);
+    expect([...sig.properties.get('n')!]).toEqual(['integer', 'null']);
+    expect([...sig.properties.get('mode')!]).toEqual(['string']);
+    expect([...schemaTypes({})]).toEqual(['any']);
+  });
+  it('is 1 when the validator accepts the input, else the share of required properties supplied with a fitting value', () => {
+    expect(inputCompatibility(sig, { text: 'x' }, { accepted: true, faulty: new Set() })).toBe(1);
+    expect(inputCompatibility(sig, { text: 'x', n: 2 })).toBeCloseTo(2 / 3);
+    expect(inputCompatibility(sig, { text: 3, n: 2 })).toBeCloseTo(1 / 3);
+    expect(inputCompatibility(sig, { text: 'x', n: 2, extra: true }, { accepted: false, faulty: new Set(['n']) })).toBeCloseTo(2 / 3);
+    expect(inputCompatibility(sig, {})).toBe(0);
+  });
+  it('with no required properties, scores the share of supplied properties the schema knows when it refuses', () => {
+    const open = ioSignature({ properties: { a: { type: 'string' } } });
+    expect(inputCompatibility(open, { a: 'x', b: 1 }, { accepted: false, faulty: new Set() })).toBe(0.5);
+    expect(inputCompatibility(open, { a: 'x' })).toBe(1);
+  });
+  it('reads outputRequired as a schema or as an example', () => {
+    expect([...requiredOutput({ type: 'object', properties: { a: { type: 'string' }, b: { type: 'number' } } })]).toEqual([['a', 'string'], ['b', 'number']]);
+    expect([...requiredOutput({ a: 'x', b: 2, c: 2.5, d: null, e: [1], f: { g: 1 } })]).toEqual([['a', 'string'], ['b', 'integer'], ['c', 'number'], ['d', 'null'], ['e', 'array'], ['f', 'object']]);
+  });
+  it('is the share of wanted properties the outputSchema provides with the right type', () => {
+    const out = ioSignature({ properties: { a: { type: 'string' }, n: { type: 'integer' }, x: { type: 'number' }, any: {} } });
+    expect(outputCompatibility(out, new Map([['a', 'string'], ['n', 'number']]))).toBe(1);
+    expect(outputCompatibility(out, new Map([['x', 'integer']]))).toBe(0);
+    expect(outputCompatibility(out, new Map([['a', 'number'], ['missing', 'string']]))).toBe(0);
+    expect(outputCompatibility(out, new Map([['any', 'string'], ['a', 'string']]))).toBe(1);
+    expect(outputCompatibility(out, new Map())).toBe(1);
+  });
+  it('knows an integer is a number', () => {
+    expect(valueType(3)).toBe('integer');
+    expect(valueType(3.5)).toBe('number');
+    expect(typeFits('integer', new Set(['number']))).toBe(true);
+    expect(typeFits('number', new Set(['integer']))).toBe(false);
+  });
+});
+
+describe('compatibilityScore (D8.5)', () => {
+  it('weighs the parts a query has and ignores the others', () => {
+    expect(combineMatch({})).toBe(1);
+    expect(combineMatch({ need: 0.5 })).toBe(0.5);
+    expect(combineMatch({ need: 1, input: 0 })).toBeCloseTo(0.75);
+    expect(combineMatch({ input: 1, output: 0.5 })).toBeCloseTo(0.75);
+  });
+  it('stays in [0, 1]; preference moves it by at most its share', () => {
+    expect(compatibilityScore({ need: 1 }, 1)).toBe(1);
+    expect(compatibilityScore({ need: 1 }, 0)).toBeCloseTo(1 - PREFERENCE_SHARE, 4);
+    expect(compatibilityScore({ need: 0.5 }, 2)).toBe(0.5);
+  });
+  it('is 0 for a service the need has nothing to do with, or whose input/output cannot fit at all', () => {
+    expect(compatibilityScore({ need: 0, input: 1 }, 1)).toBe(0);
+    expect(compatibilityScore({ input: 0 }, 1)).toBe(0);
+    expect(compatibilityScore({ output: 0, input: 1 }, 1)).toBe(0);
+    expect(compatibilityScore({ need: 0.4, input: 0 }, 1)).toBeGreaterThan(0);
+  });
+  it('urgency high prefers speed, low prefers price (D8.4)', () => {
+    const fast = { trustScore: 50, priceCents: 10_000, maxLatencyMs: 10 };
+    const cheap = { trustScore: 50, priceCents: 1, maxLatencyMs: 60_000 };
+    expect(preference('high', fast)).toBeGreaterThan(preference('high', cheap));
+    expect(preference('low', cheap)).toBeGreaterThan(preference('low', fast));
+    expect(preference('normal', fast)).toBe(compositeRank(fast));
+  });
+});
+
+describe('query analysis', () => {
+  it('keeps content words, splits identifiers, drops filler', () => {
+    expect(needTokens('I need an API that can translate sourceText into German, please!')).toEqual(['translate', 'source', 'text', 'german']);
+    expect(needTokens("the customer's invoices 2024")).toEqual(['customer', 'invoices']);
+  });
+  it('measures edits with transpositions as one', () => {
+    expect(editDistance('tranlsate', 'translate')).toBe(1);
+    expect(editDistance('wether', 'weather')).toBe(1);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('abc', 'xyzxyz', 2)).toBe(3);
+  });
+  it('allows one edit per four letters and trusts closer corrections more', () => {
+    expect(maxEdits('resze')).toBe(1);
+    expect(maxEdits('tranlsate')).toBe(2);
+    expect(correctionWeight(1)).toBeGreaterThan(correctionWeight(2));
+  });
+  it('weighs relations below the word itself, rarer senses lower', () => {
+    for (const r of ['synonym', 'derived', 'similar', 'broader', 'narrower', 'broader2', 'gloss'] as const) {
+      expect(relationWeight(r, 0)).toBeLessThan(1);
+      expect(relationWeight(r, 1)).toBeLessThan(relationWeight(r, 0));
+    }
+  });
+  it('parses a tsvector with its best weight class per lexeme', () => {
+    expect([...parseTsvector("'digest':3A,10C 'hash':5 'it''s':2B 'bare'")]).toEqual([['digest', 4], ['hash', 1], ["it's", 3], ['bare', 1]]);
+  });
+});
+
+describe('WordNet thesaurus', () => {
+  const wn = new WordNet();
+  it('finds base forms of inflected words', () => {
+    expect(wn.lemmas('images')).toContain('image');
+    expect(wn.lemmas('translating')).toContain('translate');
+    expect(wn.lemmas('qqqzz')).toEqual([]);
+  });
+  it('relates synonyms, derivations, broader terms and definitions', () => {
+    const rel = (w: string) => wn.related(w).map((r) => `${r.word}:${r.relation}`);
+    expect(rel('car')).toContain('automobile:synonym');
+    expect(rel('translate')).toContain('translation:derived');
+    expect(rel('euro')).toContain('monetary:gloss');
+    expect(rel('euro')).toContain('unit:broader');
+  });
+});
+
+describe('LexicalSemanticScorer', () => {
+  // A lexicon standing in for Postgres: lower-case, strip a plural "s"; no vocabulary.
+  const lexicon: Lexicon = {
+    stems: async (ws) => new Map(ws.map((w) => [w, w.replace(/s$/, '')])),
+    corrections: async () => [],
+  };
+  const doc = (id: string, a: string, c = ''): ScorableDocument => ({
+    id,
+    searchDoc: [...a.split(' ').map((w) => `'${w}':1A`), ...c.split(' ').filter(Boolean).map((w) => `'${w}':9C`)].join(' '),
+    expansionDoc: '',
+  });
+
+  it('scores 1 when every concept appears as itself in the name, less through relations and weaker fields', async () => {
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet());
+    scorer.upsert(doc('exact', 'car valuation'));
+    scorer.upsert(doc('synonym', 'automobile valuation'));
+    scorer.upsert(doc('described', 'pricing', 'car valuation'));
+    scorer.upsert(doc('other', 'weather'));
+    const r = await scorer.relevance('car valuation');
+    expect(r.get('exact')).toBeCloseTo(1, 5);
+    expect(r.get('synonym')!).toBeLessThan(r.get('exact')!);
+    expect(r.get('synonym')!).toBeGreaterThan(0);
+    expect(r.get('described')!).toBeLessThan(r.get('exact')!);
+    expect(r.has('other')).toBe(false);
+  });
+
+  it('forgets removed and replaced documents', async () => {
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet());
+    scorer.upsert(doc('a', 'car'));
+    scorer.upsert(doc('a', 'boat'));
+    expect((await scorer.relevance('car')).has('a')).toBe(false);
+    scorer.remove('a');
+    expect((await scorer.relevance('boat')).size).toBe(0);
+    expect(scorer.size).toBe(0);
+  });
+
+  it('keeps scoring right across compactions of its postings', async () => {
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet());
+    for (let i = 0; i < 2500; i++) scorer.upsert(doc(`d${i % 500}`, i % 2 ? 'car' : 'boat'));
+    const r = await scorer.relevance('car');
+    expect(scorer.size).toBe(500);
+    expect([...r.keys()].every((id) => Number(id.slice(1)) % 2 === 1)).toBe(true);
+    expect(r.size).toBe(250);
+  });
+});

@@ -233,16 +233,14 @@ describe('GET /v1/services (D7.5)', () => {
   const category = `list-${randomUUID().slice(0, 8)}`;
   let a: Member;
   let b: Member;
-  let cheap: ServiceView;
-  let fast: ServiceView;
   let tagged: ServiceView;
   let paused: ServiceView;
 
   beforeAll(async () => {
     a = await ex.signUp();
     b = await ex.signUp();
-    cheap = unwrap(await a.client.createService(body({ category, name: 'Cheap', tags: ['x'], pricing: { model: 'fixed', basePriceCents: 5 }, sla: { maxLatencyMs: 5000, timeoutMs: 6000 } })));
-    fast = unwrap(await a.client.createService(body({ category, name: 'Fast', tags: ['x', 'y'], pricing: { model: 'fixed', basePriceCents: 900 }, sla: { maxLatencyMs: 50, timeoutMs: 6000 } })));
+    unwrap(await a.client.createService(body({ category, name: 'Cheap', tags: ['x'], pricing: { model: 'fixed', basePriceCents: 5 }, sla: { maxLatencyMs: 5000, timeoutMs: 6000 } })));
+    unwrap(await a.client.createService(body({ category, name: 'Fast', tags: ['x', 'y'], pricing: { model: 'fixed', basePriceCents: 900 }, sla: { maxLatencyMs: 50, timeoutMs: 6000 } })));
     tagged = unwrap(await b.client.createService(body({ category, name: 'Tagged', tags: ['x', 'y', 'z'], pricing: { model: 'fixed', basePriceCents: 300 }, sla: { maxLatencyMs: 800, timeoutMs: 6000 } })));
     paused = unwrap(await b.client.createService(body({ category, name: 'Paused' })));
     unwrap(await b.client.updateService(paused.id, { status: 'paused' }));

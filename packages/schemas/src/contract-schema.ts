@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { checkSync } from 'recheck';
@@ -56,7 +57,23 @@ export function checkContractSchema(schema: unknown): SchemaProblem[] {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     return [{ path: '', message: 'A schema must be a JSON object.' }];
   }
-  const bytes = Buffer.byteLength(JSON.stringify(schema));
+  // Providers reuse schemas (and re-send them on every PATCH): the verdict is kept by content.
+  const text = JSON.stringify(schema);
+  const key = text.length <= SCHEMA_LIMITS.maxBytes ? createHash('sha256').update(text).digest('base64') : undefined;
+  const known = key === undefined ? undefined : checked.get(key);
+  if (known) return known;
+  const problems = checkUncached(schema as Record<string, unknown>, text);
+  if (key !== undefined) {
+    if (checked.size >= 5000) checked.delete(checked.keys().next().value as string);
+    checked.set(key, problems);
+  }
+  return problems;
+}
+
+const checked = new Map<string, SchemaProblem[]>();
+
+function checkUncached(schema: Record<string, unknown>, text: string): SchemaProblem[] {
+  const bytes = Buffer.byteLength(text);
   if (bytes > SCHEMA_LIMITS.maxBytes) {
     return [{ path: '', message: `A schema may be at most ${SCHEMA_LIMITS.maxBytes} bytes; this one is ${bytes}.` }];
   }

@@ -122,31 +122,42 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const weights = concepts.map((c) => (c.variants.size > 0 ? c.weight : 0.5 * meanWeight));
     const total = weights.reduce((s, w) => s + w, 0);
 
-    const best = new Map<number, Float64Array>();
+    // Best match per (document slot, concept) in one flat array: postings of common words touch
+    // thousands of documents, and typed-array indexing keeps that to microseconds.
+    const k = concepts.length;
+    const best = new Float64Array(this.slotIds.length * k);
+    const seen = new Uint8Array(this.slotIds.length);
+    const touched: number[] = [];
     concepts.forEach((c, i) => {
       for (const [lex, w] of c.variants) {
         const slots = this.postingSlots[lex]!;
         const classes = this.postingClasses[lex]!;
-        for (let k = 0; k < slots.length; k++) {
-          const slot = slots[k]!;
-          if (this.slotIds[slot] === null) continue;
-          const s = w * FIELD_FACTOR[classes[k]!]!;
-          let row = best.get(slot);
-          if (!row) best.set(slot, (row = new Float64Array(concepts.length)));
-          if (s > row[i]!) row[i] = s;
+        for (let j = 0; j < slots.length; j++) {
+          const slot = slots[j]!;
+          const s = w * FIELD_FACTOR[classes[j]!]!;
+          const at = slot * k + i;
+          if (s <= best[at]!) continue;
+          if (!seen[slot]) {
+            seen[slot] = 1;
+            touched.push(slot);
+          }
+          best[at] = s;
         }
       }
     });
-    for (const [slot, row] of best) {
+    for (const slot of touched) {
+      const id = this.slotIds[slot];
+      if (id === null || id === undefined) continue;
       let sum = 0;
       let covered = 0;
-      for (let i = 0; i < row.length; i++) {
-        sum += weights[i]! * row[i]!;
-        if (row[i]! >= COVERED) covered += weights[i]!;
+      for (let i = 0; i < k; i++) {
+        const m = best[slot * k + i]!;
+        sum += weights[i]! * m;
+        if (m >= COVERED) covered += weights[i]!;
       }
       // Coordination: a service that covers more of the need's concepts beats one that matches a
       // single concept strongly (and every other one only through faint relations).
-      result.set(this.slotIds[slot]!, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
+      result.set(id, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
     }
     return result;
   }
@@ -172,7 +183,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     if (corrections.some(Boolean)) stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
 
     const n = Math.max(1, this.slotOf.size);
-    const idf = (lex: number) => Math.log(1 + (n - this.df[lex]! + 0.5) / (this.df[lex]! + 0.5));
+    const idf = (lex: number) => Math.sqrt(Math.log(1 + (n - this.df[lex]! + 0.5) / (this.df[lex]! + 0.5)));
     return tokens.map((token, i) => {
       const variants = new Map<number, number>();
       for (const [word, w] of variantWords[i]!) {

@@ -176,7 +176,7 @@ function toRow(s: StoredService, thesaurus: Thesaurus) {
     textB: text.b,
     textC: text.c,
     textD: text.d,
-    textE: expansionText(`${text.a} ${text.b}`, thesaurus),
+    textE: expansionText([...s.name.split(/\s+/), s.category, s.subcategory ?? '', ...s.tags], thesaurus),
     createdAt: s.createdAt,
     updatedAt: s.updatedAt,
   };

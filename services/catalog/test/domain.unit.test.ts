@@ -8,6 +8,7 @@ import { editDistance } from '../src/discovery/lexicon.js';
 import { needTokens } from '../src/discovery/need.js';
 import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, type ScorableDocument } from '../src/discovery/scorer.js';
 import { WordNet } from '../src/discovery/thesaurus.js';
+import { WordVectors } from '../src/discovery/word-vectors.js';
 import type { Lexicon } from '../src/discovery/lexicon.js';
 
 describe('composite_rank (D7.5)', () => {
@@ -238,5 +239,32 @@ describe('LexicalSemanticScorer', () => {
     expect(scorer.size).toBe(500);
     expect([...r.keys()].every((id) => Number(id.slice(1)) % 2 === 1)).toBe(true);
     expect(r.size).toBe(250);
+  });
+});
+
+describe('word vectors and topical closeness', () => {
+  const lexicon: Lexicon = { stems: async (ws) => new Map(ws.map((w) => [w, w])), corrections: async () => [] };
+
+  it('are built at install time and load with their stems; without them discovery goes on lexically', async () => {
+    expect(await WordVectors.load(lexicon, '/nonexistent')).toBeNull();
+    const vectors = (await WordVectors.load(lexicon))!;
+    expect(vectors).not.toBeNull();
+    expect(vectors.dims).toBe(100);
+    expect(vectors.row('currency')).toBeDefined();
+    expect(vectors.stemRow('the')).toBeUndefined(); // too common to mean anything
+    expect(vectors.specificity(10_000)).toBeGreaterThan(vectors.specificity(1000));
+  });
+
+  it('lets a need meet a service through meaning alone (z-scored closeness over the catalog)', async () => {
+    const vectors = await WordVectors.load(lexicon);
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), vectors);
+    const topics = ['weather forecast', 'image resize', 'email delivery', 'stock quotes', 'password strength', 'music genre', 'video transcoding',
+      'route planner', 'spell checker', 'invoice parser', 'sentiment analysis', 'nutrition facts', 'flight status', 'legal contracts', 'web scraping',
+      'barcode lookup', 'sleep tracking', 'chess engine', 'recipe search', 'currency converter'];
+    topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: t.split(' ').map((w) => `'${w}':1A`).join(' '), expansionDoc: '' }));
+    const best = async (need: string) => [...(await scorer.relevance(need))].sort((a, b) => b[1] - a[1])[0];
+    // No word in common (WordNet relates neither), yet the right topic comes first, at a modest score.
+    expect(await best('thunderstorms')).toEqual([`s${topics.indexOf('weather forecast')}`, expect.any(Number)]);
+    expect((await best('thunderstorms'))![1]).toBeLessThanOrEqual(0.25);
   });
 });

@@ -5,6 +5,7 @@ import { discover } from './discover.js';
 import { DiscoveryIndex } from './index-store.js';
 import { PostgresLexicon } from './lexicon.js';
 import { LexicalSemanticScorer } from './scorer.js';
+import { WORD_VECTORS_DIR, WordVectors } from './word-vectors.js';
 
 export interface Discovery extends Stoppable {
   index: DiscoveryIndex;
@@ -13,7 +14,10 @@ export interface Discovery extends Stoppable {
 
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
-  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus);
+  const lexicon = new PostgresLexicon(deps.db);
+  const vectors = await WordVectors.load(lexicon);
+  if (!vectors) deps.logger.warn({ dir: WORD_VECTORS_DIR }, 'word vectors not built (run the postinstall script); discovery ranks without them');
+  const scorer = new LexicalSemanticScorer(lexicon, deps.thesaurus, vectors);
   const index = new DiscoveryIndex(deps.db, scorer, deps.logger);
   await index.start();
   return {

@@ -4,7 +4,7 @@ import type { Database } from '../db/schema.js';
 /** What query analysis needs from the text-search engine: the same stemming as documents, and spelling help. */
 export interface Lexicon {
   /** Each word's stem as the documents' `tsvector` has it; null for stop words and multi-lexeme words. */
-  stems(words: string[]): Promise<Map<string, string | null>>;
+  stems(words: string[], opts?: { cache?: boolean }): Promise<Map<string, string | null>>;
   /** Words of service texts within `maxEdits` edits of `word` (Damerau-Levenshtein), closest first. */
   corrections(word: string, maxEdits: number): Promise<{ word: string; edits: number }[]>;
 }
@@ -21,7 +21,7 @@ export class PostgresLexicon implements Lexicon {
 
   constructor(private readonly db: Kysely<Database>) {}
 
-  async stems(words: string[]): Promise<Map<string, string | null>> {
+  async stems(words: string[], opts: { cache?: boolean } = {}): Promise<Map<string, string | null>> {
     const out = new Map<string, string | null>();
     const missing: string[] = [];
     for (const w of words) {
@@ -33,10 +33,11 @@ export class PostgresLexicon implements Lexicon {
       const { rows } = await sql<{ word: string; lexemes: string[] }>`
         select w as word, tsvector_to_array(to_tsvector('english'::regconfig, w)) as lexemes
         from unnest(${missing}::text[]) as w`.execute(this.db);
-      if (this.cache.size + rows.length > CACHE_LIMIT) this.cache.clear();
+      const keep = opts.cache ?? true;
+      if (keep && this.cache.size + rows.length > CACHE_LIMIT) this.cache.clear();
       for (const r of rows) {
         const stem = r.lexemes.length === 1 ? r.lexemes[0]! : null;
-        this.cache.set(r.word, stem);
+        if (keep) this.cache.set(r.word, stem);
         out.set(r.word, stem);
       }
     }

@@ -1,6 +1,7 @@
 import type { Lexicon } from './lexicon.js';
 import { needTokens } from './need.js';
 import type { Relation, Thesaurus } from './thesaurus.js';
+import type { WordVectors } from './word-vectors.js';
 
 /** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
 export interface ScorableDocument {
@@ -42,6 +43,11 @@ export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
 /** Edits allowed to correct a word: one per four letters, at least one. */
 export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
 
+/** Share of relevance that comes from topical closeness in word-vector space (the rest is lexical). */
+const SEMANTIC_SHARE = 0.25;
+const SEMANTIC_Z0 = 2;
+const SEMANTIC_Z_SPAN = 1.5;
+
 /** A concept counts as covered by a match at least this strong (e.g. a synonym in the description). */
 const COVERED = 0.6;
 /** How much coverage of the concepts scales relevance. */
@@ -57,6 +63,7 @@ interface Concept {
 
 const WEIGHT_CLASS: Record<string, number> = { A: 4, B: 3, C: 2, D: 1 };
 const EXPANSION_CLASS = 0;
+const SCHEMA_CLASS = 1;
 
 /**
  * Lexical-semantic relevance. Each content word of the need is a *concept*, matched by its own stem,
@@ -79,8 +86,12 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private readonly slotIds: (string | null)[] = [];
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
   private dead = 0;
+  /** Lexeme id → word-vector row (−1: none). */
+  private readonly lexRow: number[] = [];
+  /** Slot → unit vector of the document's meaning (null without word vectors). */
+  private readonly docVecs: (Float32Array | null)[] = [];
 
-  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus) {}
+  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly vectors: WordVectors | null = null) {}
 
   get size(): number {
     return this.slotOf.size;
@@ -101,6 +112,22 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingClasses[id]!.push(cls);
     }
     this.slotOf.set(doc.id, { slot, lexemes });
+    this.docVecs[slot] = this.documentVector(classes);
+  }
+
+  /** The document's meaning as one unit vector: its words' vectors weighted by field and specificity (E excluded). */
+  private documentVector(classes: Map<string, number>): Float32Array | null {
+    if (!this.vectors) return null;
+    const v = new Float32Array(this.vectors.dims);
+    let any = false;
+    for (const [lexeme, cls] of classes) {
+      if (cls <= SCHEMA_CLASS) continue;
+      const row = this.lexRow[this.lexemeIds.get(lexeme)!]!;
+      if (row < 0) continue;
+      this.vectors.accumulate(v, row, FIELD_FACTOR[cls]! * this.vectors.specificity(row));
+      any = true;
+    }
+    return any ? normalize(v) : null;
   }
 
   remove(id: string): void {
@@ -113,7 +140,57 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   }
 
   async relevance(need: string): Promise<Map<string, number>> {
-    const concepts = await this.concepts(needTokens(need));
+    const tokens = needTokens(need);
+    const lexical = await this.lexicalRelevance(tokens);
+    const semantic = this.semanticRelevance(tokens);
+    if (semantic.size === 0) return lexical;
+    const out = new Map<string, number>();
+    for (const id of new Set([...lexical.keys(), ...semantic.keys()])) {
+      out.set(id, (1 - SEMANTIC_SHARE) * (lexical.get(id) ?? 0) + SEMANTIC_SHARE * (semantic.get(id) ?? 0));
+    }
+    return out;
+  }
+
+  /**
+   * Topical closeness from word vectors: the cosine of the need's vector with each document's,
+   * turned into a z-score over the catalog (mean vectors of texts are all somewhat alike), so only
+   * documents clearly closer than the rest count: 0 at one standard deviation above the mean, 1 at three.
+   */
+  private semanticRelevance(tokens: string[]): Map<string, number> {
+    const out = new Map<string, number>();
+    if (!this.vectors) return out;
+    const q = new Float32Array(this.vectors.dims);
+    let any = false;
+    for (const t of tokens) {
+      const row = [t, ...this.thesaurus.lemmas(t)].map((w) => this.vectors!.row(w)).find((r) => r !== undefined);
+      if (row === undefined || row < 100) continue;
+      this.vectors.accumulate(q, row, this.vectors.specificity(row));
+      any = true;
+    }
+    if (!any) return out;
+    normalize(q);
+    const sims: number[] = [];
+    const slots: number[] = [];
+    for (let slot = 0; slot < this.slotIds.length; slot++) {
+      const v = this.docVecs[slot];
+      if (!v || this.slotIds[slot] === null) continue;
+      let s = 0;
+      for (let k = 0; k < v.length; k++) s += v[k]! * q[k]!;
+      sims.push(s);
+      slots.push(slot);
+    }
+    if (sims.length < 2) return out;
+    const mean = sims.reduce((a, b) => a + b, 0) / sims.length;
+    const sd = Math.sqrt(sims.reduce((a, b) => a + (b - mean) ** 2, 0) / sims.length) || 1;
+    sims.forEach((s, i) => {
+      const z = (s - mean) / sd;
+      if (z > SEMANTIC_Z0) out.set(this.slotIds[slots[i]!]!, Math.min(1, (z - SEMANTIC_Z0) / SEMANTIC_Z_SPAN));
+    });
+    return out;
+  }
+
+  private async lexicalRelevance(tokens: string[]): Promise<Map<string, number>> {
+    const concepts = await this.concepts(tokens);
     const result = new Map<string, number>();
     const known = concepts.filter((c) => c.variants.size > 0);
     if (known.length === 0) return result;
@@ -219,6 +296,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.df.push(0);
       this.postingSlots.push([]);
       this.postingClasses.push([]);
+      this.lexRow.push(this.vectors?.stemRow(lexeme) ?? -1);
     }
     return id;
   }
@@ -244,11 +322,22 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingSlots[lex] = slots;
       this.postingClasses[lex] = classes;
     }
+    const vecs = [...remap.keys()].map((slot) => this.docVecs[slot] ?? null);
+    this.docVecs.length = 0;
+    this.docVecs.push(...vecs);
     this.slotIds.length = 0;
     this.slotIds.push(...ids);
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }
+}
+
+function normalize(v: Float32Array): Float32Array {
+  let n = 0;
+  for (let k = 0; k < v.length; k++) n += v[k]! * v[k]!;
+  n = Math.sqrt(n) || 1;
+  for (let k = 0; k < v.length; k++) v[k]! /= n;
+  return v;
 }
 
 /** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 4 … D = 1). */

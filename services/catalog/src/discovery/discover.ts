@@ -4,7 +4,7 @@ import type { catalogOps, DiscoverBody, DiscoveryMatch, Sla, Urgency } from '@ae
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
-import { cheapness, clamp01, compositeRank, speed } from '../domain/rank.js';
+import { cheapness, clamp01, RANK_WEIGHTS, speed } from '../domain/rank.js';
 import type { DiscoveryIndex, IndexedService } from './index-store.js';
 import { needTokens } from './need.js';
 
@@ -20,10 +20,14 @@ export const PREFERENCE_SHARE = 0.15;
 
 /** D8.4: `high` favours low latency, `low` favours price; `normal` is the listing's composite rank. */
 export function preference(urgency: Urgency, s: { trustScore: number; priceCents: number; maxLatencyMs: number }): number {
-  const trust = clamp01(s.trustScore / 100);
-  if (urgency === 'high') return 0.6 * speed(s.maxLatencyMs) + 0.2 * trust + 0.2 * cheapness(s.priceCents);
-  if (urgency === 'low') return 0.6 * cheapness(s.priceCents) + 0.2 * trust + 0.2 * speed(s.maxLatencyMs);
-  return compositeRank(s);
+  return preferenceOf(urgency, s.trustScore, cheapness(s.priceCents), speed(s.maxLatencyMs));
+}
+
+function preferenceOf(urgency: Urgency, trustScore: number, cheap: number, fast: number): number {
+  const trust = clamp01(trustScore / 100);
+  if (urgency === 'high') return 0.6 * fast + 0.2 * trust + 0.2 * cheap;
+  if (urgency === 'low') return 0.6 * cheap + 0.2 * trust + 0.2 * fast;
+  return RANK_WEIGHTS.trust * trust + RANK_WEIGHTS.cheapness * cheap + RANK_WEIGHTS.speed * fast;
 }
 
 /** The match of the parts a query has, each in [0, 1], into one number in [0, 1]. */
@@ -57,8 +61,8 @@ interface Candidate {
   score: number;
 }
 
-/** How many of the best candidates are re-checked against the tables and their validators. */
-const RECHECK_EXTRA = 20;
+/** How many candidates beyond `limit` are re-checked against the tables and their validators. */
+const RECHECK_EXTRA = 10;
 
 /** POST /v1/services/discover (D8): filters, then ranks every active service of an active provider by compatibility. */
 export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHandler<Ops['discover']> => async ({ body }, ctx) => {
@@ -70,7 +74,10 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
   const category = body.category?.toLowerCase();
 
-  const candidates: Candidate[] = [];
+  // Only the best `keep` are kept (sorted insertion into a short list); all are counted.
+  const keep = limit + RECHECK_EXTRA;
+  const best: Candidate[] = [];
+  let total = 0;
   for (const s of index.services.values()) {
     const provider = index.providers.get(s.agentId);
     if (!provider || provider.status !== 'active') continue;
@@ -78,18 +85,27 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
     if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) continue;
     if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) continue;
     const parts: Candidate['parts'] = {};
-    if (relevance) parts.need = relevance.get(s.id) ?? 0;
+    if (relevance) {
+      parts.need = relevance.get(s.id) ?? 0;
+      if (parts.need === 0) continue;
+    }
     if (body.inputAvailable) parts.input = inputCompatibility(s.inputSig, body.inputAvailable);
     if (wantedOutput) parts.output = outputCompatibility(s.outputSig, wantedOutput);
-    const score = compatibilityScore(parts, preference(urgency, { trustScore: provider.trustScore, priceCents: s.priceCents, maxLatencyMs: s.maxLatencyMs }));
-    if (score > 0) candidates.push({ service: s, parts, score });
+    const score = compatibilityScore(parts, preferenceOf(urgency, provider.trustScore, s.cheapness, s.speed));
+    if (score <= 0) continue;
+    total += 1;
+    if (best.length === keep && byScore(best[keep - 1]!, { score, service: s }) <= 0) continue;
+    const c = { service: s, parts, score };
+    let at = best.length;
+    while (at > 0 && byScore(best[at - 1]!, c) > 0) at--;
+    best.splice(at, 0, c);
+    if (best.length > keep) best.pop();
   }
-  candidates.sort(byScore);
 
-  const { matches, dropped } = await recheck(deps, body, candidates.slice(0, limit + RECHECK_EXTRA), urgency);
+  const { matches, dropped } = await recheck(deps, body, best, urgency);
   const queryId = randomUUID();
   const page = matches.slice(0, limit);
-  const totalMatches = Math.max(page.length, candidates.length - dropped);
+  const totalMatches = Math.max(page.length, total - dropped);
   await deps.db.insertInto('discoveryQueries').values({
     id: queryId,
     agentId: caller.agentId,

@@ -2,6 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { outsideTrace, type Logger } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { ioSignature, type IoSignature } from '../domain/compatibility.js';
+import { cheapness, speed } from '../domain/rank.js';
 import type { RelevanceScorer } from './scorer.js';
 
 /** What discovery filters and ranks on, per active service, in memory. */
@@ -12,6 +13,9 @@ export interface IndexedService {
   priceCents: number;
   budgetFloorCents: number;
   maxLatencyMs: number;
+  /** Static parts of the preference (D8.4), computed once. */
+  cheapness: number;
+  speed: number;
   inputSig: IoSignature;
   outputSig: IoSignature;
   writtenXid: string;
@@ -113,7 +117,7 @@ export class DiscoveryIndex {
       }
       this.services.set(s.id, {
         id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
-        maxLatencyMs: s.maxLatencyMs, inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
+        maxLatencyMs: s.maxLatencyMs, cheapness: cheapness(s.priceCents), speed: speed(s.maxLatencyMs), inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
       });
       this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion });
     }

@@ -43,6 +43,9 @@ export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
 /** Edits allowed to correct a word: one per four letters, at least one. */
 export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
 
+/** Below this a service only brushes the need (a faint relation of one word): not a match. */
+export const MIN_RELEVANCE = 0.05;
+
 /** Share of relevance that comes from topical closeness in word-vector space (the rest is lexical). */
 const SEMANTIC_SHARE = 0.25;
 const SEMANTIC_Z0 = 2;
@@ -88,8 +91,8 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private dead = 0;
   /** Lexeme id → word-vector row (−1: none). */
   private readonly lexRow: number[] = [];
-  /** Slot → unit vector of the document's meaning (null without word vectors). */
-  private readonly docVecs: (Float32Array | null)[] = [];
+  /** Unit vectors of the documents' meaning, one row per slot (all zero: none), contiguous for speed. */
+  private docVecs = new Float32Array(0);
 
   constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly vectors: WordVectors | null = null) {}
 
@@ -112,7 +115,18 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingClasses[id]!.push(cls);
     }
     this.slotOf.set(doc.id, { slot, lexemes });
-    this.docVecs[slot] = this.documentVector(classes);
+    const v = this.documentVector(classes);
+    if (v) {
+      const d = v.length;
+      if (this.docVecs.length < (slot + 1) * d) {
+        const grown = new Float32Array(Math.max((slot + 1) * d, this.docVecs.length * 2));
+        grown.set(this.docVecs);
+        this.docVecs = grown;
+      }
+      this.docVecs.set(v, slot * d);
+    } else if (this.vectors && this.docVecs.length >= (slot + 1) * this.vectors.dims) {
+      this.docVecs.fill(0, slot * this.vectors.dims, (slot + 1) * this.vectors.dims);
+    }
   }
 
   /** The document's meaning as one unit vector: its words' vectors weighted by field and specificity (E excluded). */
@@ -143,10 +157,11 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const tokens = needTokens(need);
     const lexical = await this.lexicalRelevance(tokens);
     const semantic = this.semanticRelevance(tokens);
-    if (semantic.size === 0) return lexical;
+    if (semantic.size === 0) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
     const out = new Map<string, number>();
     for (const id of new Set([...lexical.keys(), ...semantic.keys()])) {
-      out.set(id, (1 - SEMANTIC_SHARE) * (lexical.get(id) ?? 0) + SEMANTIC_SHARE * (semantic.get(id) ?? 0));
+      const r = (1 - SEMANTIC_SHARE) * (lexical.get(id) ?? 0) + SEMANTIC_SHARE * (semantic.get(id) ?? 0);
+      if (r >= MIN_RELEVANCE) out.set(id, r);
     }
     return out;
   }
@@ -171,11 +186,14 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     normalize(q);
     const sims: number[] = [];
     const slots: number[] = [];
-    for (let slot = 0; slot < this.slotIds.length; slot++) {
-      const v = this.docVecs[slot];
-      if (!v || this.slotIds[slot] === null) continue;
+    const d = q.length;
+    const vecs = this.docVecs;
+    const rows = Math.min(this.slotIds.length, vecs.length / d);
+    for (let slot = 0; slot < rows; slot++) {
+      if (this.slotIds[slot] === null) continue;
       let s = 0;
-      for (let k = 0; k < v.length; k++) s += v[k]! * q[k]!;
+      for (let k = 0, i = slot * d; k < d; k++, i++) s += vecs[i]! * q[k]!;
+      if (s === 0) continue; // a document without vector
       sims.push(s);
       slots.push(slot);
     }
@@ -322,9 +340,12 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingSlots[lex] = slots;
       this.postingClasses[lex] = classes;
     }
-    const vecs = [...remap.keys()].map((slot) => this.docVecs[slot] ?? null);
-    this.docVecs.length = 0;
-    this.docVecs.push(...vecs);
+    if (this.vectors) {
+      const d = this.vectors.dims;
+      const vecs = new Float32Array(Math.max(ids.length * d, d));
+      for (const [from, to] of remap) if ((from + 1) * d <= this.docVecs.length) vecs.set(this.docVecs.subarray(from * d, (from + 1) * d), to * d);
+      this.docVecs = vecs;
+    }
     this.slotIds.length = 0;
     this.slotIds.push(...ids);
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;

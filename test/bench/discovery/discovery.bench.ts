@@ -139,7 +139,10 @@ async function quality(ids: Map<string, string>): Promise<void> {
   const misses = rows.filter((r) => !r.query.relevant.includes(r.exchange[0] ?? ''));
   if (misses.length && args.includes('--misses')) {
     console.log('\nqueries whose first match is not a right service:');
-    for (const m of misses) console.log(`  "${m.query.need}" → ${m.exchange.slice(0, 3).join(', ') || '(nothing)'}  (want ${m.query.relevant.join(', ')})`);
+    for (const m of misses) {
+      const rank = m.exchange.findIndex((k) => m.query.relevant.includes(k)) + 1;
+      console.log(`  "${m.query.need}" → ${m.exchange.slice(0, 3).join(', ') || '(nothing)'}  (want ${m.query.relevant.join(', ')}, at ${rank || '>10'})`);
+    }
   }
 }
 

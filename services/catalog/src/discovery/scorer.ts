@@ -43,6 +43,10 @@ export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
 /** Edits allowed to correct a word: one per four letters, at least one. */
 export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
 
+/** Words beyond this frequency rank are rare; their broader terms count this much more. */
+const RARE_RANK = 20_000;
+const RARE_BROADER_BOOST = 1.5;
+
 /** Below this a service only brushes the need (a faint relation of one word): not a match. */
 export const MIN_RELEVANCE = 0.05;
 
@@ -299,11 +303,23 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       if (!/^[a-z][a-z0-9-]*$/.test(w)) return;
       if ((out.get(w) ?? 0) < weight) out.set(w, weight);
     };
+    // A rare word is well described by its broader term ("warfarin" → drug); a common one is not.
+    const rare = this.isRare(word);
     for (const lemma of this.thesaurus.lemmas(word)) {
       put(lemma, scale);
-      for (const r of this.thesaurus.related(lemma)) put(r.word, scale * relationWeight(r.relation, r.sense));
+      for (const r of this.thesaurus.related(lemma)) {
+        const broader = r.relation === 'broader' || r.relation === 'broader2';
+        put(r.word, scale * relationWeight(r.relation, r.sense) * (rare && broader ? RARE_BROADER_BOOST : 1));
+      }
     }
     return out;
+  }
+
+  /** Outside the most frequent English words (or unknown to the word vectors altogether). */
+  private isRare(word: string): boolean {
+    if (!this.vectors) return false;
+    const row = this.vectors.row(word);
+    return row === undefined || row >= RARE_RANK;
   }
 
   private lexemeId(lexeme: string): number {

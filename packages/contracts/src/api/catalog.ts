@@ -112,25 +112,10 @@ export const ServiceView = Type.Object({
 export type ServiceView = Static<typeof ServiceView>;
 
 /** D7.5 list item: the Service without schemas and examples, plus the provider's trust and name. */
-export const ServiceListItem = Type.Object({
-  id: Uuid,
-  agentId: Uuid,
-  name: Type.String(),
-  description: Type.String(),
-  version: Type.String(),
-  category: Type.String(),
-  subcategory: Type.Union([Type.String(), Type.Null()]),
-  tags: Type.Array(Type.String()),
-  pricing: Pricing,
-  sla: Sla,
-  capabilities: Type.Array(FreeObject),
-  metadata: FreeObject,
-  status: ServiceStatus,
-  createdAt: Timestamp,
-  updatedAt: Timestamp,
-  trustScore: Type.Integer(),
-  providerName: Type.String(),
-});
+export const ServiceListItem = Type.Composite([
+  Type.Omit(ServiceView, ['inputSchema', 'outputSchema', 'examples']),
+  Type.Object({ trustScore: Type.Integer(), providerName: Type.String() }),
+]);
 export type ServiceListItem = Static<typeof ServiceListItem>;
 
 export const ServiceSort = Type.Union(['composite_rank', 'price_asc', 'price_desc', 'trust_score', 'created_at'].map((s) => Type.Literal(s)));

@@ -23,8 +23,10 @@ export interface StoredService {
   updatedAt: Date;
 }
 
-/** The full contract (GET /v1/services/{id}, create, update, delete). */
-export function serviceView(s: StoredService): ServiceView {
+type Listed = Omit<ServiceListItem, 'createdAt' | 'updatedAt' | 'trustScore' | 'providerName'> & { createdAt: Date; updatedAt: Date };
+
+/** The fields a list item shares with the full contract. */
+function listedFields(s: Listed): Omit<ServiceListItem, 'trustScore' | 'providerName'> {
   return {
     id: s.id,
     agentId: s.agentId,
@@ -34,12 +36,9 @@ export function serviceView(s: StoredService): ServiceView {
     category: s.category,
     subcategory: s.subcategory,
     tags: s.tags,
-    inputSchema: s.inputSchema,
-    outputSchema: s.outputSchema,
     pricing: s.pricing,
     sla: s.sla,
     capabilities: s.capabilities,
-    examples: s.examples,
     metadata: s.metadata,
     status: s.status,
     createdAt: s.createdAt.toISOString(),
@@ -47,25 +46,12 @@ export function serviceView(s: StoredService): ServiceView {
   };
 }
 
+/** The full contract (GET /v1/services/{id}, create, update, delete). */
+export function serviceView(s: StoredService): ServiceView {
+  return { ...listedFields(s), inputSchema: s.inputSchema, outputSchema: s.outputSchema, examples: s.examples };
+}
+
 /** D7.5 list item: no schemas or examples; the provider's trust score and name. */
-export function listItemView(s: Omit<ServiceListItem, 'createdAt' | 'updatedAt'> & { createdAt: Date; updatedAt: Date }): ServiceListItem {
-  return {
-    id: s.id,
-    agentId: s.agentId,
-    name: s.name,
-    description: s.description,
-    version: s.version,
-    category: s.category,
-    subcategory: s.subcategory,
-    tags: s.tags,
-    pricing: s.pricing,
-    sla: s.sla,
-    capabilities: s.capabilities,
-    metadata: s.metadata,
-    status: s.status,
-    createdAt: s.createdAt.toISOString(),
-    updatedAt: s.updatedAt.toISOString(),
-    trustScore: s.trustScore,
-    providerName: s.providerName,
-  };
+export function listItemView(s: Listed & { trustScore: number; providerName: string }): ServiceListItem {
+  return { ...listedFields(s), trustScore: s.trustScore, providerName: s.providerName };
 }

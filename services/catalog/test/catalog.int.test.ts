@@ -9,6 +9,7 @@ import { startWalletService, type WalletService } from '@aex/wallet';
 import { startCatalogService, type CatalogService } from '../src/index.js';
 import { compositeRank, compositeRankSql } from '../src/domain/rank.js';
 import { PostgresLexicon } from '../src/discovery/lexicon.js';
+import { pruneDiscoveryQueries, QUERY_RETENTION_MS } from '../src/discovery/retention.js';
 
 // The catalog on real Postgres and JetStream: its provider replica fed by identity's events, the
 // discovery index's change feed under interleaved transactions, and the SQL side of its formulas.
@@ -189,5 +190,18 @@ describe('PostgresLexicon', () => {
     expect((await lexicon().corrections('tranlsates', 2))[0]).toEqual({ word: 'translates', edits: 1 });
     expect((await lexicon().corrections('wether', 1))[0]).toEqual({ word: 'weather', edits: 1 });
     expect(await lexicon().corrections('zzzzzz', 1)).toEqual([]);
+  });
+});
+
+describe('stored discovery queries (D8.5)', () => {
+  it('are kept for the retention period, then pruned', async () => {
+    const p = await signUp();
+    const fresh = await callOrThrow(bus, catalogOps.discover, { ctx: ctx(p), input: { path: {}, query: {}, body: { need: 'anything' } } }, 5000);
+    const oldId = randomUUID();
+    await sql.query(`insert into catalog.discovery_queries (id, agent_id, request, total_matches, results, scorer, created_at)
+      values ($1, $2, '{}', 0, '[]', 'x', now() - interval '31 days')`, [oldId, p.agentId]);
+    expect(await pruneDiscoveryQueries(catalog.deps.db, new Date(Date.now() - QUERY_RETENTION_MS))).toBe(1);
+    const { rows } = await sql.query('select id from catalog.discovery_queries where id = any($1::uuid[])', [[fresh.queryId, oldId]]);
+    expect(rows.map((r) => r.id)).toEqual([fresh.queryId]);
   });
 });

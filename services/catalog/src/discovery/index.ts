@@ -6,6 +6,7 @@ import { DiscoveryIndex } from './index-store.js';
 import { PostgresLexicon } from './lexicon.js';
 import { LexicalSemanticScorer } from './scorer.js';
 import { WORD_VECTORS_DIR, WordVectors } from './word-vectors.js';
+import { startQueryRetention } from './retention.js';
 
 export interface Discovery extends Stoppable {
   index: DiscoveryIndex;
@@ -20,10 +21,12 @@ export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
   const scorer = new LexicalSemanticScorer(lexicon, deps.thesaurus, vectors);
   const index = new DiscoveryIndex(deps.db, scorer, deps.logger);
   await index.start();
+  const retention = startQueryRetention(deps.db, deps.logger, deps.now);
   return {
     index,
     handler: discover(deps, index),
     async stop() {
+      await retention.stop();
       await index.stop();
     },
   };

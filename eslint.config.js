@@ -12,10 +12,5 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  {
-    files: ['**/scripts/**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly' } },
-    rules: { 'no-console': 'off' },
-  },
   { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**'], rules: { 'no-console': 'off' } },
 );

@@ -9,6 +9,7 @@ import { listServices } from './services/listing.js';
 import { startProviderReplica } from './providers/replica.js';
 import { startDiscovery, type Discovery } from './discovery/index.js';
 import { WordNet } from './discovery/thesaurus.js';
+import { loadEncoder } from './discovery/sentence-encoder.js';
 
 export interface CatalogService extends Component {
   deps: CatalogDeps;
@@ -21,7 +22,8 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();
-  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, now: opts.now ?? (() => new Date()) };
+  const encoder = await loadEncoder(logger);
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, encoder, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);

@@ -8,7 +8,7 @@ import { editDistance } from '../src/discovery/lexicon.js';
 import { needTokens } from '../src/discovery/need.js';
 import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, type ScorableDocument } from '../src/discovery/scorer.js';
 import { WordNet } from '../src/discovery/thesaurus.js';
-import { WordVectors } from '../src/discovery/word-vectors.js';
+import { embeddingText, fromBytes, toBytes, UniversalSentenceEncoder } from '../src/discovery/sentence-encoder.js';
 import type { Lexicon } from '../src/discovery/lexicon.js';
 
 describe('composite_rank (D7.5)', () => {
@@ -206,6 +206,7 @@ describe('LexicalSemanticScorer', () => {
     id,
     searchDoc: [...a.split(' ').map((w) => `'${w}':1A`), ...c.split(' ').filter(Boolean).map((w) => `'${w}':9C`)].join(' '),
     expansionDoc: '',
+    embedding: null,
   });
 
   it('scores 1 when every concept appears as itself in the name, less through relations and weaker fields', async () => {
@@ -242,29 +243,35 @@ describe('LexicalSemanticScorer', () => {
   });
 });
 
-describe('word vectors and topical closeness', () => {
+describe('sentence embeddings (closeness of meaning)', () => {
   const lexicon: Lexicon = { stems: async (ws) => new Map(ws.map((w) => [w, w])), corrections: async () => [] };
+  const topics = ['Currency Converter. Converts amounts between currencies at current exchange rates.',
+    'Sentiment Analysis. Detects whether a text expresses positive, negative or neutral sentiment.',
+    'Drug Interaction Checker. Checks a list of medications for harmful interactions.',
+    'Weather Forecast. Hourly forecasts of temperature and precipitation.',
+    'Image Resizer. Scales pictures to the requested width and height.'];
 
-  it('are built at install time and load with their stems; without them discovery goes on lexically', async () => {
-    expect(await WordVectors.load(lexicon, '/nonexistent')).toBeNull();
-    const vectors = (await WordVectors.load(lexicon))!;
-    expect(vectors).not.toBeNull();
-    expect(vectors.dims).toBe(100);
-    expect(vectors.row('currency')).toBeDefined();
-    expect(vectors.stemRow('the')).toBeUndefined(); // too common to mean anything
-    expect(vectors.specificity(10_000)).toBeGreaterThan(vectors.specificity(1000));
+  it('encodes texts as unit vectors whose cosine follows meaning', async () => {
+    const encoder = await UniversalSentenceEncoder.load();
+    const [a, b, c] = await encoder.embed(['how many yen is 250 euros', topics[0]!, topics[3]!]);
+    const cos = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
+    expect(a!.length).toBe(512);
+    expect(cos(a!, a!)).toBeCloseTo(1, 4);
+    expect(cos(a!, b!)).toBeGreaterThan(cos(a!, c!) + 0.2);
+    expect(embeddingText({ name: 'N', category: 'c', subcategory: 's', tags: ['t1', 't2'], description: 'D.' })).toBe('N. c / s. t1, t2. D.');
+    expect(fromBytes(toBytes(a!))).toEqual(a);
   });
 
-  it('lets a need meet a service through meaning alone (z-scored closeness over the catalog)', async () => {
-    const vectors = await WordVectors.load(lexicon);
-    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), vectors);
-    const topics = ['weather forecast', 'image resize', 'email delivery', 'stock quotes', 'password strength', 'music genre', 'video transcoding',
-      'route planner', 'spell checker', 'invoice parser', 'sentiment analysis', 'nutrition facts', 'flight status', 'legal contracts', 'web scraping',
-      'barcode lookup', 'sleep tracking', 'chess engine', 'recipe search', 'currency converter'];
-    topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: t.split(' ').map((w) => `'${w}':1A`).join(' '), expansionDoc: '' }));
-    const best = async (need: string) => [...(await scorer.relevance(need))].sort((a, b) => b[1] - a[1])[0];
-    // No word in common (WordNet relates neither), yet the right topic comes first, at a modest score.
-    expect(await best('thunderstorms')).toEqual([`s${topics.indexOf('weather forecast')}`, expect.any(Number)]);
-    expect((await best('thunderstorms'))![1]).toBeLessThanOrEqual(0.25);
+  it('lets a need meet a service through meaning alone, and nothing unrelated', async () => {
+    const encoder = await UniversalSentenceEncoder.load();
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
+    const vectors = await encoder.embed(topics);
+    topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
+    const best = async (need: string) => [...(await scorer.relevance(need))].sort((a, b) => b[1] - a[1]).map(([id]) => id);
+    // No word in common, no WordNet relation: only meaning connects them.
+    expect((await best('can ibuprofen be taken together with warfarin'))[0]).toBe('s2');
+    expect((await best('how many yen is 250 euros'))[0]).toBe('s0');
+    expect((await best('will it be stormy tomorrow'))[0]).toBe('s3');
+    expect(await best('zzzz qqqq')).toEqual([]);
   });
 });

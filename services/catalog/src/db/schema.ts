@@ -43,6 +43,8 @@ export interface ServiceRow {
   searchDoc: ColumnType<string, never, never>;
   textE: string;
   expansionDoc: ColumnType<string, never, never>;
+  embedding: Buffer | null;
+  embeddingModel: string | null;
   createdAt: Date;
   updatedAt: Date;
   writtenXid: Generated<string>;

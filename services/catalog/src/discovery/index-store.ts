@@ -4,6 +4,7 @@ import type { Database } from '../db/schema.js';
 import { ioSignature, type IoSignature } from '../domain/compatibility.js';
 import { cheapness, speed } from '../domain/rank.js';
 import type { RelevanceScorer } from './scorer.js';
+import { embeddingText, fromBytes, toBytes, type SentenceEncoder } from './sentence-encoder.js';
 
 /** What discovery filters and ranks on, per active service, in memory. */
 export interface IndexedService {
@@ -20,6 +21,9 @@ export interface IndexedService {
   outputSig: IoSignature;
   writtenXid: string;
 }
+
+/** Services embedded per load when their stored embedding is missing or of another model. */
+const BACKFILL_BATCH = 50;
 
 export interface IndexedProvider {
   name: string;
@@ -48,6 +52,7 @@ export class DiscoveryIndex {
   constructor(
     private readonly db: Kysely<Database>,
     readonly scorer: RelevanceScorer,
+    private readonly encoder: SentenceEncoder | null,
     private readonly logger: Logger,
     private readonly pollMs = 200,
   ) {}
@@ -105,10 +110,11 @@ export class DiscoveryIndex {
   private async loadServices(ids: string[]): Promise<void> {
     const rows = await this.db
       .selectFrom('services')
-      .select(['id', 'agentId', 'category', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'inputSchema', 'outputSchema',
+      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel',
         sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
+    const missing: typeof rows = [];
     for (const s of rows) {
       if (s.status !== 'active') {
         this.services.delete(s.id);
@@ -119,7 +125,22 @@ export class DiscoveryIndex {
         id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
         maxLatencyMs: s.maxLatencyMs, cheapness: cheapness(s.priceCents), speed: speed(s.maxLatencyMs), inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
       });
-      this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion });
+      const current = this.encoder !== null && s.embedding !== null && s.embeddingModel === this.encoder.name;
+      if (this.encoder && !current) missing.push(s);
+      this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion, embedding: current ? fromBytes(s.embedding!) : null });
+    }
+    if (missing.length) await this.backfill(missing.slice(0, BACKFILL_BATCH));
+  }
+
+  /**
+   * Embeds services stored without an embedding of the current model (written while the model was
+   * unavailable, or by another model) and saves it; the change feed then brings them back embedded.
+   */
+  private async backfill(rows: { id: string; xid: string; name: string; category: string; subcategory: string | null; tags: string[]; description: string }[]): Promise<void> {
+    const vectors = await this.encoder!.embed(rows.map(embeddingText));
+    for (const [i, r] of rows.entries()) {
+      await this.db.updateTable('services').set({ embedding: toBytes(vectors[i]!), embeddingModel: this.encoder!.name })
+        .where('id', '=', r.id).where(sql<boolean>`written_xid = ${r.xid}::xid8`).execute();
     }
   }
 }

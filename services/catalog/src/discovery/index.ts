@@ -5,7 +5,6 @@ import { discover } from './discover.js';
 import { DiscoveryIndex } from './index-store.js';
 import { PostgresLexicon } from './lexicon.js';
 import { LexicalSemanticScorer } from './scorer.js';
-import { WORD_VECTORS_DIR, WordVectors } from './word-vectors.js';
 import { startQueryRetention } from './retention.js';
 
 export interface Discovery extends Stoppable {
@@ -15,11 +14,8 @@ export interface Discovery extends Stoppable {
 
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
-  const lexicon = new PostgresLexicon(deps.db);
-  const vectors = await WordVectors.load(lexicon);
-  if (!vectors) deps.logger.warn({ dir: WORD_VECTORS_DIR }, 'word vectors not built (run the postinstall script); discovery ranks without them');
-  const scorer = new LexicalSemanticScorer(lexicon, deps.thesaurus, vectors);
-  const index = new DiscoveryIndex(deps.db, scorer, deps.logger);
+  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus, deps.encoder);
+  const index = new DiscoveryIndex(deps.db, scorer, deps.encoder, deps.logger);
   await index.start();
   const retention = startQueryRetention(deps.db, deps.logger, deps.now);
   return {

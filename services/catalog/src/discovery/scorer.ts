@@ -1,11 +1,13 @@
 import type { Lexicon } from './lexicon.js';
 import { needTokens } from './need.js';
 import type { Relation, Thesaurus } from './thesaurus.js';
-import type { WordVectors } from './word-vectors.js';
+import type { SentenceEncoder } from './sentence-encoder.js';
 
 /** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
 export interface ScorableDocument {
   id: string;
+  /** The sentence embedding of the service (unit vector), when there is one. */
+  embedding: Float32Array | null;
   /** `search_doc::text`, e.g. `'digest':3A,10C 'hash':5A`. */
   searchDoc: string;
   /** `expansion_doc::text`: stems of words related to the name, tags and category. */
@@ -43,17 +45,17 @@ export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
 /** Edits allowed to correct a word: one per four letters, at least one. */
 export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
 
-/** Words beyond this frequency rank are rare; their broader terms count this much more. */
-const RARE_RANK = 20_000;
+/** The broader terms of a rare word (no sense of it seen in WordNet's tagged corpus) count this much more. */
 const RARE_BROADER_BOOST = 1.5;
 
 /** Below this a service only brushes the need (a faint relation of one word): not a match. */
 export const MIN_RELEVANCE = 0.05;
 
 /** Share of relevance that comes from topical closeness in word-vector space (the rest is lexical). */
-const SEMANTIC_SHARE = 0.25;
-const SEMANTIC_Z0 = 2;
-const SEMANTIC_Z_SPAN = 1.5;
+const SEMANTIC_SHARE = 0.3;
+/** Cosine of sentence embeddings below which a service is not close (USE: unrelated texts ≈ 0–0.15). */
+const SEMANTIC_FLOOR = 0.15;
+const SEMANTIC_SPAN = 0.45;
 
 /** A concept counts as covered by a match at least this strong (e.g. a synonym in the description). */
 const COVERED = 0.6;
@@ -70,7 +72,6 @@ interface Concept {
 
 const WEIGHT_CLASS: Record<string, number> = { A: 4, B: 3, C: 2, D: 1 };
 const EXPANSION_CLASS = 0;
-const SCHEMA_CLASS = 1;
 
 /**
  * Lexical-semantic relevance. Each content word of the need is a *concept*, matched by its own stem,
@@ -93,12 +94,10 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private readonly slotIds: (string | null)[] = [];
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
   private dead = 0;
-  /** Lexeme id → word-vector row (−1: none). */
-  private readonly lexRow: number[] = [];
-  /** Unit vectors of the documents' meaning, one row per slot (all zero: none), contiguous for speed. */
+  /** Sentence embeddings, one row per slot (all zero: none), contiguous for speed. */
   private docVecs = new Float32Array(0);
 
-  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly vectors: WordVectors | null = null) {}
+  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly encoder: SentenceEncoder | null = null) {}
 
   get size(): number {
     return this.slotOf.size;
@@ -119,33 +118,18 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingClasses[id]!.push(cls);
     }
     this.slotOf.set(doc.id, { slot, lexemes });
-    const v = this.documentVector(classes);
-    if (v) {
-      const d = v.length;
+    const v = doc.embedding;
+    const d = this.encoder?.dims ?? 0;
+    if (v && v.length === d) {
       if (this.docVecs.length < (slot + 1) * d) {
         const grown = new Float32Array(Math.max((slot + 1) * d, this.docVecs.length * 2));
         grown.set(this.docVecs);
         this.docVecs = grown;
       }
       this.docVecs.set(v, slot * d);
-    } else if (this.vectors && this.docVecs.length >= (slot + 1) * this.vectors.dims) {
-      this.docVecs.fill(0, slot * this.vectors.dims, (slot + 1) * this.vectors.dims);
+    } else if (d && this.docVecs.length >= (slot + 1) * d) {
+      this.docVecs.fill(0, slot * d, (slot + 1) * d);
     }
-  }
-
-  /** The document's meaning as one unit vector: its words' vectors weighted by field and specificity (E excluded). */
-  private documentVector(classes: Map<string, number>): Float32Array | null {
-    if (!this.vectors) return null;
-    const v = new Float32Array(this.vectors.dims);
-    let any = false;
-    for (const [lexeme, cls] of classes) {
-      if (cls <= SCHEMA_CLASS) continue;
-      const row = this.lexRow[this.lexemeIds.get(lexeme)!]!;
-      if (row < 0) continue;
-      this.vectors.accumulate(v, row, FIELD_FACTOR[cls]! * this.vectors.specificity(row));
-      any = true;
-    }
-    return any ? normalize(v) : null;
   }
 
   remove(id: string): void {
@@ -159,8 +143,11 @@ export class LexicalSemanticScorer implements RelevanceScorer {
 
   async relevance(need: string): Promise<Map<string, number>> {
     const tokens = needTokens(need);
-    const lexical = await this.lexicalRelevance(tokens);
-    const semantic = this.semanticRelevance(tokens);
+    const { scores: lexical, corrections } = await this.lexicalRelevance(tokens);
+    // The encoder knows words, not typos: it reads the need with its spelling corrected.
+    let corrected = need;
+    for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
+    const semantic = await this.semanticRelevance(corrected);
     if (semantic.size === 0) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
     const out = new Map<string, number>();
     for (const id of new Set([...lexical.keys(), ...semantic.keys()])) {
@@ -171,51 +158,32 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   }
 
   /**
-   * Topical closeness from word vectors: the cosine of the need's vector with each document's,
-   * turned into a z-score over the catalog (mean vectors of texts are all somewhat alike), so only
-   * documents clearly closer than the rest count: 0 at one standard deviation above the mean, 1 at three.
+   * Closeness of meaning: the cosine of the need's sentence embedding with each service's, counted
+   * from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at SEMANTIC_FLOOR + SEMANTIC_SPAN.
    */
-  private semanticRelevance(tokens: string[]): Map<string, number> {
+  private async semanticRelevance(need: string): Promise<Map<string, number>> {
     const out = new Map<string, number>();
-    if (!this.vectors) return out;
-    const q = new Float32Array(this.vectors.dims);
-    let any = false;
-    for (const t of tokens) {
-      const row = [t, ...this.thesaurus.lemmas(t)].map((w) => this.vectors!.row(w)).find((r) => r !== undefined);
-      if (row === undefined || row < 100) continue;
-      this.vectors.accumulate(q, row, this.vectors.specificity(row));
-      any = true;
-    }
-    if (!any) return out;
-    normalize(q);
-    const sims: number[] = [];
-    const slots: number[] = [];
+    if (!this.encoder) return out;
+    const [q] = await this.encoder.embed([need]);
+    if (!q) return out;
     const d = q.length;
     const vecs = this.docVecs;
     const rows = Math.min(this.slotIds.length, vecs.length / d);
     for (let slot = 0; slot < rows; slot++) {
-      if (this.slotIds[slot] === null) continue;
+      const id = this.slotIds[slot];
+      if (id === null || id === undefined) continue;
       let s = 0;
       for (let k = 0, i = slot * d; k < d; k++, i++) s += vecs[i]! * q[k]!;
-      if (s === 0) continue; // a document without vector
-      sims.push(s);
-      slots.push(slot);
+      if (s > SEMANTIC_FLOOR) out.set(id, Math.min(1, (s - SEMANTIC_FLOOR) / SEMANTIC_SPAN));
     }
-    if (sims.length < 2) return out;
-    const mean = sims.reduce((a, b) => a + b, 0) / sims.length;
-    const sd = Math.sqrt(sims.reduce((a, b) => a + (b - mean) ** 2, 0) / sims.length) || 1;
-    sims.forEach((s, i) => {
-      const z = (s - mean) / sd;
-      if (z > SEMANTIC_Z0) out.set(this.slotIds[slots[i]!]!, Math.min(1, (z - SEMANTIC_Z0) / SEMANTIC_Z_SPAN));
-    });
     return out;
   }
 
-  private async lexicalRelevance(tokens: string[]): Promise<Map<string, number>> {
-    const concepts = await this.concepts(tokens);
+  private async lexicalRelevance(tokens: string[]): Promise<{ scores: Map<string, number>; corrections: Map<string, string> }> {
+    const { concepts, corrections } = await this.concepts(tokens);
     const result = new Map<string, number>();
     const known = concepts.filter((c) => c.variants.size > 0);
-    if (known.length === 0) return result;
+    if (known.length === 0) return { scores: result, corrections };
     // A concept the catalog has no word for still dilutes every score a little (the need asked for it).
     const meanWeight = known.reduce((s, c) => s + c.weight, 0) / known.length;
     const weights = concepts.map((c) => (c.variants.size > 0 ? c.weight : 0.5 * meanWeight));
@@ -258,11 +226,12 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       // single concept strongly (and every other one only through faint relations).
       result.set(id, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
     }
-    return result;
+    return { scores: result, corrections };
   }
 
   /** Each token's variants: itself, its lemmas, related words and, for unknown words, spellings. */
-  private async concepts(tokens: string[]): Promise<Concept[]> {
+  private async concepts(tokens: string[]): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
+    const best = new Map<string, string>();
     const variantWords = tokens.map((t) => this.expand(t, 1));
     let stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
     // Spelling: a token whose own stem the catalog does not know may be a typo of one it does.
@@ -272,6 +241,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       // Real English words are taken as meant ("rain" is not a typo of "main"), and so are short ones.
       if (t.length < 4 || this.thesaurus.lemmas(t).length > 0) return false;
       const found = (await this.lexicon.corrections(t, maxEdits(t))).slice(0, 3);
+      if (found[0]) best.set(t, found[0].word);
       for (const c of found) {
         for (const [w, weight] of this.expand(c.word, correctionWeight(c.edits))) {
           if ((variantWords[i]!.get(w) ?? 0) < weight) variantWords[i]!.set(w, weight);
@@ -283,7 +253,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
 
     const n = Math.max(1, this.slotOf.size);
     const idf = (lex: number) => Math.sqrt(Math.log(1 + (n - this.df[lex]! + 0.5) / (this.df[lex]! + 0.5)));
-    return tokens.map((token, i) => {
+    const concepts = tokens.map((token, i) => {
       const variants = new Map<number, number>();
       for (const [word, w] of variantWords[i]!) {
         const stem = stems.get(word);
@@ -295,6 +265,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       for (const [lex, w] of variants) weight = Math.max(weight, w * idf(lex));
       return { token, variants, weight };
     });
+    return { concepts, corrections: best };
   }
 
   private expand(word: string, scale: number): Map<string, number> {
@@ -304,7 +275,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       if ((out.get(w) ?? 0) < weight) out.set(w, weight);
     };
     // A rare word is well described by its broader term ("warfarin" → drug); a common one is not.
-    const rare = this.isRare(word);
+    const rare = this.thesaurus.isRare(word);
     for (const lemma of this.thesaurus.lemmas(word)) {
       put(lemma, scale);
       for (const r of this.thesaurus.related(lemma)) {
@@ -315,13 +286,6 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return out;
   }
 
-  /** Outside the most frequent English words (or unknown to the word vectors altogether). */
-  private isRare(word: string): boolean {
-    if (!this.vectors) return false;
-    const row = this.vectors.row(word);
-    return row === undefined || row >= RARE_RANK;
-  }
-
   private lexemeId(lexeme: string): number {
     let id = this.lexemeIds.get(lexeme);
     if (id === undefined) {
@@ -330,7 +294,6 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.df.push(0);
       this.postingSlots.push([]);
       this.postingClasses.push([]);
-      this.lexRow.push(this.vectors?.stemRow(lexeme) ?? -1);
     }
     return id;
   }
@@ -356,8 +319,8 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingSlots[lex] = slots;
       this.postingClasses[lex] = classes;
     }
-    if (this.vectors) {
-      const d = this.vectors.dims;
+    if (this.encoder) {
+      const d = this.encoder.dims;
       const vecs = new Float32Array(Math.max(ids.length * d, d));
       for (const [from, to] of remap) if ((from + 1) * d <= this.docVecs.length) vecs.set(this.docVecs.subarray(from * d, (from + 1) * d), to * d);
       this.docVecs = vecs;
@@ -367,14 +330,6 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }
-}
-
-function normalize(v: Float32Array): Float32Array {
-  let n = 0;
-  for (let k = 0; k < v.length; k++) n += v[k]! * v[k]!;
-  n = Math.sqrt(n) || 1;
-  for (let k = 0; k < v.length; k++) v[k]! /= n;
-  return v;
 }
 
 /** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 4 … D = 1). */

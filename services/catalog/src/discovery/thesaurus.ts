@@ -17,6 +17,8 @@ export interface Thesaurus {
   /** Base forms of a word that the thesaurus knows (`images` → `image`), the word itself first when known. */
   lemmas(word: string): string[];
   related(lemma: string): RelatedWord[];
+  /** Whether a word is rare: known, but no sense of it was seen in the thesaurus's tagged corpus (or unknown). */
+  isRare(word: string): boolean;
 }
 
 type Pos = 'noun' | 'verb' | 'adj' | 'adv';
@@ -80,6 +82,12 @@ export class WordNet implements Thesaurus {
       }
     }
     return out;
+  }
+
+  isRare(word: string): boolean {
+    let tagged = 0;
+    for (const lemma of this.lemmas(word)) for (const pos of POS) tagged += this.lookup(pos, lemma)?.tagged ?? 0;
+    return tagged === 0;
   }
 
   related(lemma: string): RelatedWord[] {
@@ -146,7 +154,7 @@ export class WordNet implements Thesaurus {
   }
 
   /** Binary search of the sorted index file of one part of speech for a lemma's line. */
-  private lookup(pos: Pos, lemma: string): { offsets: number[] } | undefined {
+  private lookup(pos: Pos, lemma: string): { offsets: number[]; tagged: number } | undefined {
     if (!/^[a-z0-9][a-z0-9_'.-]*$/.test(lemma)) return undefined;
     const buf = this.index[pos];
     const key = Buffer.from(`${lemma} `);
@@ -160,7 +168,7 @@ export class WordNet implements Thesaurus {
       const line = buf.subarray(start, lineEnd);
       // License lines start with a space and sort first.
       const cmp = line[0] === 32 ? 1 : Buffer.compare(key, line.subarray(0, Math.min(key.length, line.length)));
-      if (cmp === 0) return { offsets: parseIndexLine(line.toString('latin1')) };
+      if (cmp === 0) return parseIndexLine(line.toString('latin1'));
       if (cmp < 0) hi = start;
       else lo = lineEnd + 1;
     }
@@ -199,11 +207,11 @@ interface Pointer {
   sourceTarget: string;
 }
 
-/** `lemma pos synset_cnt p_cnt [ptr_symbol…] sense_cnt tagsense_cnt synset_offset…` → the offsets. */
-function parseIndexLine(line: string): number[] {
+/** `lemma pos synset_cnt p_cnt [ptr_symbol…] sense_cnt tagsense_cnt synset_offset…` → offsets and tagged senses. */
+function parseIndexLine(line: string): { offsets: number[]; tagged: number } {
   const f = line.trim().split(' ');
   const pCnt = Number(f[3]);
-  return f.slice(4 + pCnt + 2).map(Number);
+  return { offsets: f.slice(4 + pCnt + 2).map(Number), tagged: Number(f[4 + pCnt + 1]) || 0 };
 }
 
 /** `offset lex_filenum ss_type w_cnt word lex_id … p_cnt [symbol offset pos src/tgt]… | gloss`. */

@@ -9,6 +9,7 @@ import { searchText, vocabularyOf } from '../domain/search-text.js';
 import { ensureProvider } from '../providers/replica.js';
 import { expansionText } from '../discovery/expansion.js';
 import type { Thesaurus } from '../discovery/thesaurus.js';
+import { embeddingText, toBytes } from '../discovery/sentence-encoder.js';
 import { serviceView, type StoredService } from './views.js';
 
 type Ops = typeof catalogOps;
@@ -38,6 +39,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     ...contract, capabilities: body.capabilities ?? [], metadata: body.metadata ?? {},
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
+  const embedding = await embed(deps, service);
   await deps.db.transaction().execute(async (trx) => {
     // Serialise registrations per provider so two requests cannot both take the last place.
     await trx.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).forUpdate().executeTakeFirstOrThrow();
@@ -46,7 +48,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     if (n >= limit) {
       throw new AppError('LIMIT_REACHED', `An agent may have at most ${limit} services that are not deleted.`, { details: { limit } });
     }
-    await trx.insertInto('services').values(toRow(service, deps.thesaurus)).execute();
+    await trx.insertInto('services').values({ ...toRow(service, deps.thesaurus), ...embedding }).execute();
     await recordRevision(trx, service, now);
     await recordVocabulary(trx, service);
     await recordChange(trx, service, 'registered', now);
@@ -94,7 +96,8 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     );
     if (contractChanged) next.revision = current.revision + 1;
     const { id: _id, createdAt: _c, agentId: _a, ...changes } = toRow(next, deps.thesaurus);
-    await trx.updateTable('services').set(changes).where('id', '=', next.id).execute();
+    const reembed = embeddingText(next) !== embeddingText(current) ? await embed(deps, next) : {};
+    await trx.updateTable('services').set({ ...changes, ...reembed }).where('id', '=', next.id).execute();
     if (contractChanged) await recordRevision(trx, next, now);
     await recordVocabulary(trx, next);
     const change: Change = next.status !== current.status ? (next.status === 'paused' ? 'paused' : 'resumed') : 'updated';
@@ -140,6 +143,13 @@ export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContrac
     },
   };
 };
+
+/** The sentence embedding of a service's text (D8.2), or none when the encoder is unavailable. */
+async function embed(deps: CatalogDeps, s: StoredService): Promise<{ embedding: Buffer | null; embeddingModel: string | null }> {
+  if (!deps.encoder) return { embedding: null, embeddingModel: null };
+  const [v] = await deps.encoder.embed([embeddingText(s)]);
+  return { embedding: toBytes(v!), embeddingModel: deps.encoder.name };
+}
 
 /** Loads a service for a change by its provider; other agents, even of the same account, are FORBIDDEN (D7.6). */
 async function loadOwned(trx: Transaction<Database>, caller: Principal, serviceId: string, what: string): Promise<StoredService> {

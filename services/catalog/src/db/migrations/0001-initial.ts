@@ -56,6 +56,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     // Related words of the name, tags and category (WordNet), matched at a low weight (D8.2).
     .addColumn('text_e', 'text', (c) => c.notNull())
     .addColumn('expansion_doc', sql`tsvector`, (c) => c.generatedAlwaysAs(sql`to_tsvector('english'::regconfig, text_e)`).stored())
+    // Sentence embedding of name, category, tags and description (float32 bytes) and its model (D8.2).
+    .addColumn('embedding', 'bytea')
+    .addColumn('embedding_model', 'text')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())
     .addColumn('written_xid', sql`xid8`, (c) => c.notNull().defaultTo(sql`pg_current_xact_id()`))

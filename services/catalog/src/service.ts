@@ -46,6 +46,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       await relay.stop();
       await close();
       thesaurus.close();
+      await encoder?.close();
     },
   };
 }

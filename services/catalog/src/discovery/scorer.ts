@@ -143,12 +143,17 @@ export class LexicalSemanticScorer implements RelevanceScorer {
 
   async relevance(need: string): Promise<Map<string, number>> {
     const tokens = needTokens(need);
-    const { scores: lexical, corrections } = await this.lexicalRelevance(tokens);
-    // The encoder knows words, not typos: it reads the need with its spelling corrected.
+    const { concepts, corrections } = await this.concepts(tokens);
+    // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
+    // its worker thread while the lexical scores are computed here.
     let corrected = need;
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
-    const semantic = await this.semanticRelevance(corrected);
-    if (semantic.size === 0) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
+    // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
+    const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
+    const embedding = readable ? this.encoder?.embed([corrected]) : undefined;
+    const lexical = this.lexicalRelevance(concepts);
+    if (!embedding) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
+    const semantic = this.semanticRelevance((await embedding)[0]!);
     const out = new Map<string, number>();
     for (const id of new Set([...lexical.keys(), ...semantic.keys()])) {
       const r = (1 - SEMANTIC_SHARE) * (lexical.get(id) ?? 0) + SEMANTIC_SHARE * (semantic.get(id) ?? 0);
@@ -161,29 +166,35 @@ export class LexicalSemanticScorer implements RelevanceScorer {
    * Closeness of meaning: the cosine of the need's sentence embedding with each service's, counted
    * from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at SEMANTIC_FLOOR + SEMANTIC_SPAN.
    */
-  private async semanticRelevance(need: string): Promise<Map<string, number>> {
+  private semanticRelevance(q: Float32Array): Map<string, number> {
     const out = new Map<string, number>();
-    if (!this.encoder) return out;
-    const [q] = await this.encoder.embed([need]);
-    if (!q) return out;
     const d = q.length;
     const vecs = this.docVecs;
     const rows = Math.min(this.slotIds.length, vecs.length / d);
     for (let slot = 0; slot < rows; slot++) {
       const id = this.slotIds[slot];
       if (id === null || id === undefined) continue;
-      let s = 0;
-      for (let k = 0, i = slot * d; k < d; k++, i++) s += vecs[i]! * q[k]!;
+      // Four running sums: fewer dependent additions per step (512 dimensions, thousands of rows).
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let k = 0, i = slot * d; k < d; k += 4, i += 4) {
+        s0 += vecs[i]! * q[k]!;
+        s1 += vecs[i + 1]! * q[k + 1]!;
+        s2 += vecs[i + 2]! * q[k + 2]!;
+        s3 += vecs[i + 3]! * q[k + 3]!;
+      }
+      const s = s0 + s1 + s2 + s3;
       if (s > SEMANTIC_FLOOR) out.set(id, Math.min(1, (s - SEMANTIC_FLOOR) / SEMANTIC_SPAN));
     }
     return out;
   }
 
-  private async lexicalRelevance(tokens: string[]): Promise<{ scores: Map<string, number>; corrections: Map<string, string> }> {
-    const { concepts, corrections } = await this.concepts(tokens);
+  private lexicalRelevance(concepts: Concept[]): Map<string, number> {
     const result = new Map<string, number>();
     const known = concepts.filter((c) => c.variants.size > 0);
-    if (known.length === 0) return { scores: result, corrections };
+    if (known.length === 0) return result;
     // A concept the catalog has no word for still dilutes every score a little (the need asked for it).
     const meanWeight = known.reduce((s, c) => s + c.weight, 0) / known.length;
     const weights = concepts.map((c) => (c.variants.size > 0 ? c.weight : 0.5 * meanWeight));
@@ -226,7 +237,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       // single concept strongly (and every other one only through faint relations).
       result.set(id, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
     }
-    return { scores: result, corrections };
+    return result;
   }
 
   /** Each token's variants: itself, its lemmas, related words and, for unknown words, spellings. */

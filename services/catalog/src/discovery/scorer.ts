@@ -155,25 +155,31 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     if (!embedding) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
     const semantic = this.semanticRelevance((await embedding)[0]!);
     const out = new Map<string, number>();
-    for (const id of new Set([...lexical.keys(), ...semantic.keys()])) {
-      const r = (1 - SEMANTIC_SHARE) * (lexical.get(id) ?? 0) + SEMANTIC_SHARE * (semantic.get(id) ?? 0);
+    for (const [id, lex] of lexical) {
+      const r = (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * (semantic[this.slotOf.get(id)!.slot] ?? 0);
       if (r >= MIN_RELEVANCE) out.set(id, r);
+    }
+    // Services close in meaning that share no word with the need.
+    const alone = MIN_RELEVANCE / SEMANTIC_SHARE;
+    for (let slot = 0; slot < semantic.length; slot++) {
+      if (semantic[slot]! < alone) continue;
+      const id = this.slotIds[slot]!;
+      if (!lexical.has(id)) out.set(id, SEMANTIC_SHARE * semantic[slot]!);
     }
     return out;
   }
 
   /**
-   * Closeness of meaning: the cosine of the need's sentence embedding with each service's, counted
-   * from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at SEMANTIC_FLOOR + SEMANTIC_SPAN.
+   * Closeness of meaning, per slot: the cosine of the need's sentence embedding with each service's,
+   * counted from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at FLOOR + SPAN.
    */
-  private semanticRelevance(q: Float32Array): Map<string, number> {
-    const out = new Map<string, number>();
+  private semanticRelevance(q: Float32Array): Float32Array {
     const d = q.length;
     const vecs = this.docVecs;
     const rows = Math.min(this.slotIds.length, vecs.length / d);
+    const out = new Float32Array(rows);
     for (let slot = 0; slot < rows; slot++) {
-      const id = this.slotIds[slot];
-      if (id === null || id === undefined) continue;
+      if (this.slotIds[slot] === null) continue;
       // Four running sums: fewer dependent additions per step (512 dimensions, thousands of rows).
       let s0 = 0;
       let s1 = 0;
@@ -186,7 +192,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
         s3 += vecs[i + 3]! * q[k + 3]!;
       }
       const s = s0 + s1 + s2 + s3;
-      if (s > SEMANTIC_FLOOR) out.set(id, Math.min(1, (s - SEMANTIC_FLOOR) / SEMANTIC_SPAN));
+      if (s > SEMANTIC_FLOOR) out[slot] = Math.min(1, (s - SEMANTIC_FLOOR) / SEMANTIC_SPAN);
     }
     return out;
   }

@@ -274,4 +274,23 @@ describe('sentence embeddings (closeness of meaning)', () => {
     expect((await best('will it be stormy tomorrow'))[0]).toBe('s3');
     expect(await best('zzzz qqqq')).toEqual([]);
   });
+
+  it('scores the same when the worker compares half of the services in parallel', async () => {
+    const encoder = await UniversalSentenceEncoder.load();
+    // The same model without the parallel scan: everything compared on this thread.
+    const plain = { name: encoder.name, dims: encoder.dims, embed: (t: string[]) => encoder.embed(t), close: async () => undefined };
+    const parallel = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
+    const serial = new LexicalSemanticScorer(lexicon, new WordNet(), plain);
+    const vectors = await encoder.embed(topics);
+    for (const scorer of [parallel, serial]) {
+      topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
+      scorer.remove('s4'); // a dead row in the shared memory must not match
+    }
+    for (const need of ['how many yen is 250 euros', 'shrink a picture', 'will it be stormy tomorrow']) {
+      const [a, b] = [await parallel.relevance(need), await serial.relevance(need)];
+      expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
+      for (const [id, r] of a) expect(r).toBeCloseTo(b.get(id)!, 5);
+      expect(a.has('s4')).toBe(false);
+    }
+  });
 });

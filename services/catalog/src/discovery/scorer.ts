@@ -95,7 +95,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
   private dead = 0;
   /** Sentence embeddings, one row per slot (all zero: none), contiguous for speed. */
-  private docVecs = new Float32Array(0);
+  private docVecs: Float32Array<ArrayBufferLike> = new Float32Array(0);
 
   constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly encoder: SentenceEncoder | null = null) {}
 
@@ -122,9 +122,9 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const d = this.encoder?.dims ?? 0;
     if (v && v.length === d) {
       if (this.docVecs.length < (slot + 1) * d) {
-        const grown = new Float32Array(Math.max((slot + 1) * d, this.docVecs.length * 2));
+        const grown = this.allocate(Math.max((slot + 1) * d, this.docVecs.length * 2));
         grown.set(this.docVecs);
-        this.docVecs = grown;
+        this.adopt(grown);
       }
       this.docVecs.set(v, slot * d);
     } else if (d && this.docVecs.length >= (slot + 1) * d) {
@@ -137,6 +137,9 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     if (!at) return;
     for (const lex of at.lexemes) this.df[lex]! -= 1;
     this.slotIds[at.slot] = null;
+    // The encoder's worker scans rows without knowing which are dead: a zero row never matches.
+    const d = this.encoder?.dims ?? 0;
+    if (d && this.docVecs.length >= (at.slot + 1) * d) this.docVecs.fill(0, at.slot * d, (at.slot + 1) * d);
     this.slotOf.delete(id);
     if (++this.dead > 1000 && this.dead > this.slotOf.size) this.compact();
   }
@@ -150,10 +153,18 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
     // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
     const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
-    const embedding = readable ? this.encoder?.embed([corrected]) : undefined;
+    if (!readable || !this.encoder) return new Map([...this.lexicalRelevance(concepts)].filter(([, r]) => r >= MIN_RELEVANCE));
+    const d = this.encoder.dims;
+    const rows = Math.min(this.slotIds.length, Math.floor(this.docVecs.length / d));
+    // The worker compares the first half of the rows while this thread compares the second half.
+    const split = this.encoder.embedAndScan ? Math.floor(rows / 2) : 0;
+    const pending = this.encoder.embedAndScan
+      ? this.encoder.embedAndScan(corrected, 0, split)
+      : { vector: this.encoder.embed([corrected]).then((v) => v[0]!), partial: Promise.resolve(new Float32Array(0)) };
     const lexical = this.lexicalRelevance(concepts);
-    if (!embedding) return new Map([...lexical].filter(([, r]) => r >= MIN_RELEVANCE));
-    const semantic = this.semanticRelevance((await embedding)[0]!);
+    const semantic = this.semanticRelevance(await pending.vector, split, rows);
+    const lower = await pending.partial;
+    for (let slot = 0; slot < lower.length; slot++) semantic[slot] = this.slotIds[slot] === null ? 0 : closeness(lower[slot]!);
     const out = new Map<string, number>();
     for (const [id, lex] of lexical) {
       const r = (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * (semantic[this.slotOf.get(id)!.slot] ?? 0);
@@ -173,12 +184,11 @@ export class LexicalSemanticScorer implements RelevanceScorer {
    * Closeness of meaning, per slot: the cosine of the need's sentence embedding with each service's,
    * counted from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at FLOOR + SPAN.
    */
-  private semanticRelevance(q: Float32Array): Float32Array {
+  private semanticRelevance(q: Float32Array, from: number, to: number): Float32Array {
     const d = q.length;
     const vecs = this.docVecs;
-    const rows = Math.min(this.slotIds.length, vecs.length / d);
-    const out = new Float32Array(rows);
-    for (let slot = 0; slot < rows; slot++) {
+    const out = new Float32Array(to);
+    for (let slot = from; slot < to; slot++) {
       if (this.slotIds[slot] === null) continue;
       // Four running sums: fewer dependent additions per step (512 dimensions, thousands of rows).
       let s0 = 0;
@@ -191,8 +201,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
         s2 += vecs[i + 2]! * q[k + 2]!;
         s3 += vecs[i + 3]! * q[k + 3]!;
       }
-      const s = s0 + s1 + s2 + s3;
-      if (s > SEMANTIC_FLOOR) out[slot] = Math.min(1, (s - SEMANTIC_FLOOR) / SEMANTIC_SPAN);
+      out[slot] = closeness(s0 + s1 + s2 + s3);
     }
     return out;
   }
@@ -303,6 +312,16 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return out;
   }
 
+  /** Embedding rows live in shared memory when the encoder scans part of them in its worker. */
+  private allocate(floats: number): Float32Array<ArrayBufferLike> {
+    return this.encoder?.share ? new Float32Array(new SharedArrayBuffer(floats * 4)) : new Float32Array(floats);
+  }
+
+  private adopt(rows: Float32Array<ArrayBufferLike>): void {
+    this.docVecs = rows;
+    if (rows.buffer instanceof SharedArrayBuffer) this.encoder?.share?.(rows.buffer);
+  }
+
   private lexemeId(lexeme: string): number {
     let id = this.lexemeIds.get(lexeme);
     if (id === undefined) {
@@ -338,15 +357,20 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     }
     if (this.encoder) {
       const d = this.encoder.dims;
-      const vecs = new Float32Array(Math.max(ids.length * d, d));
+      const vecs = this.allocate(Math.max(ids.length * d, d));
       for (const [from, to] of remap) if ((from + 1) * d <= this.docVecs.length) vecs.set(this.docVecs.subarray(from * d, (from + 1) * d), to * d);
-      this.docVecs = vecs;
+      this.adopt(vecs);
     }
     this.slotIds.length = 0;
     this.slotIds.push(...ids);
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }
+}
+
+/** A cosine of sentence embeddings as closeness in [0, 1]. */
+function closeness(cos: number): number {
+  return cos > SEMANTIC_FLOOR ? Math.min(1, (cos - SEMANTIC_FLOOR) / SEMANTIC_SPAN) : 0;
 }
 
 /** `'digest':3A,10C 'hash':5A 'x'` → lexeme with its best weight class (A = 4 … D = 1). */

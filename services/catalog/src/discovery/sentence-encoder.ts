@@ -6,6 +6,12 @@ export interface SentenceEncoder {
   readonly name: string;
   readonly dims: number;
   embed(texts: string[]): Promise<Float32Array[]>;
+  /**
+   * Optional: embeds one text and compares it with rows `from…to−1` of the shared embeddings (given
+   * by `share`) in parallel with the caller: `vector` first, then the raw cosines of those rows.
+   */
+  embedAndScan?(text: string, from: number, to: number): { vector: Promise<Float32Array>; partial: Promise<Float32Array> };
+  share?(rows: SharedArrayBuffer): void;
   close(): Promise<void>;
 }
 
@@ -20,15 +26,25 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
   readonly name = 'use-512';
   readonly dims = 512;
   private next = 0;
-  private readonly pending = new Map<number, { resolve: (v: Float32Array[]) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, Pending>();
 
   private constructor(private readonly worker: Worker) {
-    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; error?: string }) => {
+    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; partial?: Float32Array; error?: string }) => {
       if (m.id === undefined) return;
       const p = this.pending.get(m.id);
-      this.pending.delete(m.id);
-      if (m.error !== undefined || !m.vectors) p?.reject(new Error(`sentence encoder: ${m.error}`));
-      else p?.resolve(m.vectors.map(unit));
+      if (!p) return;
+      if (m.error !== undefined) {
+        this.pending.delete(m.id);
+        const err = new Error(`sentence encoder: ${m.error}`);
+        p.reject(err);
+        p.rejectPartial?.(err);
+      } else if (m.vectors) {
+        if (!p.resolvePartial) this.pending.delete(m.id);
+        p.resolve(m.vectors);
+      } else if (m.partial) {
+        this.pending.delete(m.id);
+        p.resolvePartial?.(m.partial);
+      }
     });
     worker.on('error', (err) => this.failAll(err));
     worker.on('exit', () => this.failAll(new Error('sentence encoder stopped')));
@@ -64,14 +80,45 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
     });
   }
 
+  embedAndScan(text: string, from: number, to: number): { vector: Promise<Float32Array>; partial: Promise<Float32Array> } {
+    const id = this.next++;
+    let pending!: Pending;
+    const vector = new Promise<Float32Array[]>((resolve, reject) => {
+      pending = { resolve, reject };
+    });
+    const partial = new Promise<Float32Array>((resolve, reject) => {
+      pending.resolvePartial = resolve;
+      pending.rejectPartial = reject;
+    });
+    // Callers may drop the partial result after a failure of the vector: never an unhandled rejection.
+    partial.catch(() => undefined);
+    this.pending.set(id, pending);
+    this.worker.postMessage({ id, texts: [text.slice(0, MAX_CHARS)], scan: { from, to } });
+    return { vector: vector.then((v) => v[0]!), partial };
+  }
+
+  share(rows: SharedArrayBuffer): void {
+    this.worker.postMessage({ share: rows });
+  }
+
   async close(): Promise<void> {
     await this.worker.terminate();
   }
 
   private failAll(err: Error): void {
-    for (const p of this.pending.values()) p.reject(err);
+    for (const p of this.pending.values()) {
+      p.reject(err);
+      p.rejectPartial?.(err);
+    }
     this.pending.clear();
   }
+}
+
+interface Pending {
+  resolve: (v: Float32Array[]) => void;
+  reject: (e: Error) => void;
+  resolvePartial?: (v: Float32Array) => void;
+  rejectPartial?: (e: Error) => void;
 }
 
 /** USE reads a few hundred words at most usefully; longer descriptions are cut. */

@@ -54,25 +54,52 @@ const SCHEMA_ARRAYS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
  * can backtrack catastrophically (the validator later runs them on untrusted input), compilable.
  */
 export function checkContractSchema(schema: unknown): SchemaProblem[] {
+  return verdictOf(schema).problems;
+}
+
+/** The validator compiled while checking a schema that passed `checkContractSchema` (compiled once). */
+export function checkedValidator(schema: object): ValidateFunction {
+  const { validate } = verdictOf(schema);
+  if (!validate) throw new Error('the schema did not pass checkContractSchema');
+  return validate;
+}
+
+interface SchemaVerdict {
+  problems: SchemaProblem[];
+  validate?: ValidateFunction;
+}
+
+/** Verdicts by schema content: providers reuse schemas and re-send them on every PATCH. */
+const checked = new Map<string, SchemaVerdict>();
+const CHECKED_CAPACITY = 1000;
+
+function verdictOf(schema: unknown): SchemaVerdict {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
-    return [{ path: '', message: 'A schema must be a JSON object.' }];
+    return { problems: [{ path: '', message: 'A schema must be a JSON object.' }] };
   }
-  // Providers reuse schemas (and re-send them on every PATCH): the verdict is kept by content.
   const text = JSON.stringify(schema);
   const key = text.length <= SCHEMA_LIMITS.maxBytes ? createHash('sha256').update(text).digest('base64') : undefined;
   const known = key === undefined ? undefined : checked.get(key);
   if (known) return known;
-  const problems = checkUncached(schema as Record<string, unknown>, text);
+  const verdict = checkUncached(schema as Record<string, unknown>, text);
   if (key !== undefined) {
-    if (checked.size >= 5000) checked.delete(checked.keys().next().value as string);
-    checked.set(key, problems);
+    if (checked.size >= CHECKED_CAPACITY) checked.delete(checked.keys().next().value as string);
+    checked.set(key, verdict);
   }
-  return problems;
+  return verdict;
 }
 
-const checked = new Map<string, SchemaProblem[]>();
+function checkUncached(schema: Record<string, unknown>, text: string): SchemaVerdict {
+  const problems = findProblems(schema, text);
+  if (problems.length) return { problems };
+  try {
+    return { problems, validate: compileContractSchema(schema) };
+  } catch (err) {
+    return { problems: [{ path: '', message: `The schema cannot be compiled: ${(err as Error).message}` }] };
+  }
+}
 
-function checkUncached(schema: Record<string, unknown>, text: string): SchemaProblem[] {
+function findProblems(schema: Record<string, unknown>, text: string): SchemaProblem[] {
   const bytes = Buffer.byteLength(text);
   if (bytes > SCHEMA_LIMITS.maxBytes) {
     return [{ path: '', message: `A schema may be at most ${SCHEMA_LIMITS.maxBytes} bytes; this one is ${bytes}.` }];
@@ -92,11 +119,6 @@ function checkUncached(schema: Record<string, unknown>, text: string): SchemaPro
       if (problems.length >= 20) break;
     }
     return problems.length ? problems : [{ path: '', message: 'The schema is not valid JSON Schema 2020-12.' }];
-  }
-  try {
-    compileContractSchema(root);
-  } catch (err) {
-    return [{ path: '', message: `The schema cannot be compiled: ${(err as Error).message}` }];
   }
   return [];
 }

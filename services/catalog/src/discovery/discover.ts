@@ -4,7 +4,7 @@ import type { catalogOps, DiscoverBody, DiscoveryMatch, Sla, Urgency } from '@ae
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
-import { cheapness, clamp01, RANK_WEIGHTS, speed } from '../domain/rank.js';
+import { blend, cheapness, clamp01, RANK_WEIGHTS, speed, type RankWeights } from '../domain/rank.js';
 import type { DiscoveryIndex, IndexedService } from './index-store.js';
 import { needTokens } from './need.js';
 
@@ -23,11 +23,14 @@ export function preference(urgency: Urgency, s: { trustScore: number; priceCents
   return preferenceOf(urgency, s.trustScore, cheapness(s.priceCents), speed(s.maxLatencyMs));
 }
 
+const PREFERENCE_WEIGHTS: Record<Urgency, RankWeights> = {
+  normal: RANK_WEIGHTS,
+  high: { speed: 0.6, trust: 0.2, cheapness: 0.2 },
+  low: { cheapness: 0.6, trust: 0.2, speed: 0.2 },
+};
+
 function preferenceOf(urgency: Urgency, trustScore: number, cheap: number, fast: number): number {
-  const trust = clamp01(trustScore / 100);
-  if (urgency === 'high') return 0.6 * fast + 0.2 * trust + 0.2 * cheap;
-  if (urgency === 'low') return 0.6 * cheap + 0.2 * trust + 0.2 * fast;
-  return RANK_WEIGHTS.trust * trust + RANK_WEIGHTS.cheapness * cheap + RANK_WEIGHTS.speed * fast;
+  return blend(PREFERENCE_WEIGHTS[urgency], trustScore, cheap, fast);
 }
 
 /** The match of the parts a query has, each in [0, 1], into one number in [0, 1]. */
@@ -133,8 +136,8 @@ function byScore(a: { score: number; service: { id: string } }, b: { score: numb
 
 /**
  * The best candidates, read again from the tables (a service paused or a provider deactivated since
- * the index last looked is dropped) with their full contracts; the input match of each is made exact
- * with the service's compiled validator (D8.3), which may reorder them.
+ * the index last looked is dropped; trust, price and SLA as they are now); the input match of each
+ * that may accept the input is made exact with its compiled validator (D8.3), which may reorder them.
  */
 async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], urgency: Urgency): Promise<{ matches: DiscoveryMatch[]; dropped: number }> {
   if (top.length === 0) return { matches: [], dropped: 0 };

@@ -31,7 +31,3 @@ export function needTokens(need: string): string[] {
   }
   return out.slice(0, 32);
 }
-
-export function isStopword(word: string): boolean {
-  return STOPWORDS.has(word);
-}

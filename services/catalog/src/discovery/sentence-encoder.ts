@@ -124,14 +124,6 @@ interface Pending {
 /** USE reads a few hundred words at most usefully; longer descriptions are cut. */
 const MAX_CHARS = 2000;
 
-export function unit(v: Float32Array): Float32Array {
-  let n = 0;
-  for (let k = 0; k < v.length; k++) n += v[k]! * v[k]!;
-  n = Math.sqrt(n) || 1;
-  for (let k = 0; k < v.length; k++) v[k]! /= n;
-  return v;
-}
-
 /** Float32 vector ↔ bytes, for the `services.embedding` column. */
 export const toBytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export const fromBytes = (b: Buffer): Float32Array => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));

@@ -1,5 +1,5 @@
 import { AppError, type ErrorEntry, type Pricing, type ServiceExample, type Sla } from '@aex/contracts';
-import { checkContractSchema, compileContractSchema, validateAgainst } from '@aex/schemas';
+import { checkContractSchema, checkedValidator, validateAgainst } from '@aex/schemas';
 
 /** The parts of a contract the D7 rules look at together. */
 export interface ContractParts {
@@ -27,8 +27,8 @@ export function assertContract(c: ContractParts, changed: ReadonlySet<string>): 
 
   const errors: ErrorEntry[] = [...pricingProblems(c.pricing), ...slaProblems(c.sla)];
   if (c.examples.length) {
-    const input = compileContractSchema(c.inputSchema);
-    const output = compileContractSchema(c.outputSchema);
+    const input = checkedValidator(c.inputSchema);
+    const output = checkedValidator(c.outputSchema);
     // When only a schema changed, the stored examples are what fails: say so on the schema's field.
     const examplesSent = changed.has('examples');
     c.examples.forEach((ex, i) => {

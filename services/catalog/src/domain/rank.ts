@@ -13,7 +13,7 @@ import { SERVICE_LIMITS } from '@aex/contracts';
  * Logarithms, because a user weighs 1 ¢ vs 10 ¢ like 1 $ vs 10 $, and 50 ms vs 500 ms like 5 s vs 50 s.
  * Trust weighs most: price and latency are the provider's claims, trust is what others observed.
  */
-export const RANK_WEIGHTS = { trust: 0.5, cheapness: 0.3, speed: 0.2 } as const;
+export const RANK_WEIGHTS: RankWeights = { trust: 0.5, cheapness: 0.3, speed: 0.2 };
 
 const LN_MAX_PRICE = Math.log(SERVICE_LIMITS.maxPriceCents);
 const LN_MAX_LATENCY = Math.log(SERVICE_LIMITS.maxLatencyMs);
@@ -22,8 +22,15 @@ export const clamp01 = (x: number) => Math.min(1, Math.max(0, x));
 export const cheapness = (priceCents: number) => clamp01(1 - Math.log(Math.max(1, priceCents)) / LN_MAX_PRICE);
 export const speed = (maxLatencyMs: number) => clamp01(1 - Math.log(Math.max(1, maxLatencyMs)) / LN_MAX_LATENCY);
 
+export type RankWeights = { trust: number; cheapness: number; speed: number };
+
+/** Trust, cheapness and speed (each in [0, 1]) blended by weights: composite rank and D8.4 preferences. */
+export function blend(w: RankWeights, trustScore: number, cheap: number, fast: number): number {
+  return w.trust * clamp01(trustScore / 100) + w.cheapness * cheap + w.speed * fast;
+}
+
 export function compositeRank(s: { trustScore: number; priceCents: number; maxLatencyMs: number }): number {
-  return RANK_WEIGHTS.trust * clamp01(s.trustScore / 100) + RANK_WEIGHTS.cheapness * cheapness(s.priceCents) + RANK_WEIGHTS.speed * speed(s.maxLatencyMs);
+  return blend(RANK_WEIGHTS, s.trustScore, cheapness(s.priceCents), speed(s.maxLatencyMs));
 }
 
 /** The same formula in SQL, over `services` (s) joined with `providers` (p); a unit test keeps both equal. */

@@ -48,9 +48,10 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     if (n >= limit) {
       throw new AppError('LIMIT_REACHED', `An agent may have at most ${limit} services that are not deleted.`, { details: { limit } });
     }
-    await trx.insertInto('services').values({ ...toRow(service, deps.thesaurus), ...embedding }).execute();
+    const row = toRow(service, deps.thesaurus);
+    await trx.insertInto('services').values({ ...row, ...embedding }).execute();
     await recordRevision(trx, service, now);
-    await recordVocabulary(trx, service);
+    await recordVocabulary(trx, row);
     await recordChange(trx, service, 'registered', now);
   });
   deps.relay.kick();
@@ -74,7 +75,7 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     if (current.status === 'inactive') {
       throw new AppError('INVALID_STATE', 'A deleted service cannot be changed.', { details: { status: current.status } });
     }
-    const merged = { ...withDefaults(body.pricing ?? current.pricing, body.sla ?? current.sla) };
+    const merged = withDefaults(body.pricing ?? current.pricing, body.sla ?? current.sla);
     const next: StoredService = {
       ...current,
       description: body.description ?? current.description,
@@ -99,7 +100,10 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     const reembed = embeddingText(next) !== embeddingText(current) ? await embed(deps, next) : {};
     await trx.updateTable('services').set({ ...changes, ...reembed }).where('id', '=', next.id).execute();
     if (contractChanged) await recordRevision(trx, next, now);
-    await recordVocabulary(trx, next);
+    // Only new words need recording: a status or pricing change leaves the texts as they were.
+    const before = searchText(current);
+    const textChanged = changes.textA !== before.a || changes.textB !== before.b || changes.textC !== before.c || changes.textD !== before.d;
+    if (textChanged) await recordVocabulary(trx, changes);
     const change: Change = next.status !== current.status ? (next.status === 'paused' ? 'paused' : 'resumed') : 'updated';
     await recordChange(trx, next, change, now);
     return next;
@@ -200,9 +204,9 @@ async function recordRevision(trx: Transaction<Database>, s: StoredService, now:
 }
 
 /** The service's words join the typo vocabulary (D8.2). */
-async function recordVocabulary(trx: Transaction<Database>, s: StoredService): Promise<void> {
+async function recordVocabulary(trx: Transaction<Database>, row: { textA: string; textB: string; textC: string; textD: string }): Promise<void> {
   // Sorted, so concurrent registrations take the vocabulary's row locks in one order.
-  const words = vocabularyOf(searchText(s)).sort();
+  const words = vocabularyOf({ a: row.textA, b: row.textB, c: row.textC, d: row.textD }).sort();
   if (words.length) await sql`insert into vocabulary (word) select unnest(${words}::text[]) on conflict do nothing`.execute(trx);
 }
 

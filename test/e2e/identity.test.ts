@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, signRequest, unwrap } from '@aex/client';
+import { ExchangeClient, generateSigningKey, signingKeyProof, signRequest, unwrap } from '@aex/client';
 import { expectError, startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';
 
 // Accounts and agents through the gateway (D2, D6.1–D6.7), each route with its errors and the
@@ -346,7 +346,7 @@ describe('D3 request signatures', () => {
     const m = await ex.addAgent(owner, { name: 'key-changer' });
     unwrap(await m.client.getAgent(m.agentId));
     const next = generateSigningKey();
-    unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey }));
+    unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey, signingKeyProof: signingKeyProof(next.secretKey, m.accountId) }));
     expectError(await m.client.getAgent(m.agentId), 401, 'SIGNATURE_INVALID');
     expect((await ex.anon.as({ apiKey: m.apiKey, signingSecretKey: next.secretKey }).getAgent(m.agentId)).status).toBe(200);
   });
@@ -357,7 +357,7 @@ describe('DID documents (D6.6, D6.7)', () => {
     const m = await ex.addAgent(owner, { name: 'did-agent' });
     const first = m.keys!.publicKey;
     const second = generateSigningKey();
-    unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: second.publicKey }));
+    unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: second.publicKey, signingKeyProof: signingKeyProof(second.secretKey, m.accountId) }));
 
     const doc = unwrap(await ex.anon.didDocument(m.agentId));
     const did = `did:web:exchange.test%3A8080:agents:${m.agentId}`;

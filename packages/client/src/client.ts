@@ -141,7 +141,7 @@ export class ExchangeClient {
   // --- agents (D6.4–D6.7)
   createAgent = (body: CreateAgentBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
   getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
-  updateAgent = (agentId: string, body: UpdateAgentBody) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body });
+  updateAgent = (agentId: string, body: UpdateAgentBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
   deactivateAgent = (agentId: string) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`);
   setAgentDelegation = (agentId: string, body: DelegationRules) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body });
   rotateKey = (agentId: string) =>

@@ -41,6 +41,16 @@ export function signRequest(
   return { 'x-ae-signature': toBase64(signature), 'x-ae-signature-timestamp': timestamp };
 }
 
+/**
+ * Proof of possession of a signing key (EXT, D3.2): the key's signature of
+ * `agent-exchange signing-key proof v1:{accountId}:{publicKey}`. Send it as `signingKeyProof` with
+ * `signingKeyPublic` — required when replacing a key the agent already has.
+ */
+export function signingKeyProof(secretKeyB64: string, accountId: string): string {
+  const publicKey = publicKeyOf(secretKeyB64);
+  return toBase64(ed.sign(utf8ToBytes(`agent-exchange signing-key proof v1:${accountId}:${publicKey}`), fromBase64(secretKeyB64)));
+}
+
 /** Checks a D3 signature with the pure-JS verifier (for agents checking each other's messages). */
 export function verifySignature(publicKeyB64: string, signatureB64: string, message: string): boolean {
   try {

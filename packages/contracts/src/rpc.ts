@@ -19,27 +19,37 @@ export interface Operation<In extends TObject = TObject, Out extends TSchema = T
   output: Out;
   /** Whether a caller must be authenticated (the gateway enforces, the service re-checks). */
   auth: 'agent' | 'none' | 'admin';
+  /**
+   * Whether the operation changes state (every operation behind POST/PATCH/PUT/DELETE). Its handler
+   * must make the change through `ctx.effect`, which records an Idempotency-Key in the same database
+   * transaction (D5.5); the handler type enforces it.
+   */
+  effect: boolean;
 }
 
 const operation = <In extends TObject, Out extends TSchema>(
   service: ServiceName, name: string, auth: Operation['auth'], input: In, output: Out,
-): Operation<In, Out> => ({ service, name, auth, input, output });
+): Operation<In, Out> => ({ service, name, auth, input, output, effect: false });
+/** An operation that changes state (see `Operation.effect`). */
+const effect = <In extends TObject, Out extends TSchema>(
+  service: ServiceName, name: string, auth: Operation['auth'], input: In, output: Out,
+): Operation<In, Out> & { effect: true } => ({ service, name, auth, input, output, effect: true });
 
 const parts = <P extends TObject, Q extends TObject, B extends TSchema>(path: P, query: Q, body: B) => Strict({ path, query, body });
 
 export const identityOps = {
-  createAccount: operation('identity', 'createAccount', 'none', parts(Empty, Empty, I.CreateAccountBody), I.NewAccountView),
+  createAccount: effect('identity', 'createAccount', 'none', parts(Empty, Empty, I.CreateAccountBody), I.NewAccountView),
   getAccount: operation('identity', 'getAccount', 'agent', parts(I.AccountPath, Empty, Type.Any()), I.AccountView),
-  updateAccount: operation('identity', 'updateAccount', 'agent', parts(I.AccountPath, Empty, I.UpdateAccountBody), I.AccountView),
-  setAccountDelegation: operation('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
-  createAgent: operation('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
+  updateAccount: effect('identity', 'updateAccount', 'agent', parts(I.AccountPath, Empty, I.UpdateAccountBody), I.AccountView),
+  setAccountDelegation: effect('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
+  createAgent: effect('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
   getAgent: operation('identity', 'getAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.AgentView),
-  updateAgent: operation('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
-  deactivateAgent: operation('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
-  setAgentDelegation: operation('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
-  rotateKey: operation('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
+  updateAgent: effect('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
+  deactivateAgent: effect('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
+  setAgentDelegation: effect('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
+  rotateKey: effect('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
   /** Operator (D15.3): deactivate any agent. */
-  suspendAgent: operation('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
+  suspendAgent: effect('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */
   authenticate: operation(
@@ -51,8 +61,8 @@ export const identityOps = {
 
 export const walletOps = {
   getWallet: operation('wallet', 'getWallet', 'agent', parts(W.WalletPath, Empty, Type.Any()), W.WalletView),
-  fund: operation('wallet', 'fund', 'agent', parts(W.WalletPath, Empty, W.FundBody), W.FundView),
-  withdraw: operation('wallet', 'withdraw', 'agent', parts(W.WalletPath, Empty, W.WithdrawBody), W.WithdrawView),
+  fund: effect('wallet', 'fund', 'agent', parts(W.WalletPath, Empty, W.FundBody), W.FundView),
+  withdraw: effect('wallet', 'withdraw', 'agent', parts(W.WalletPath, Empty, W.WithdrawBody), W.WithdrawView),
   listLedger: operation('wallet', 'listLedger', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.LedgerEntryView)),
   checkLedger: operation('wallet', 'checkLedger', 'admin', parts(Empty, Empty, Type.Any()), W.LedgerCheckView),
   /** Public: the checkout page of a funding session (whoever holds its unguessable id). */
@@ -60,12 +70,12 @@ export const walletOps = {
 };
 
 export const catalogOps = {
-  createService: operation('catalog', 'createService', 'agent', parts(Empty, Empty, C.CreateServiceBody), C.ServiceView),
+  createService: effect('catalog', 'createService', 'agent', parts(Empty, Empty, C.CreateServiceBody), C.ServiceView),
   getService: operation('catalog', 'getService', 'agent', parts(C.ServicePath, Empty, Type.Any()), C.ServiceView),
-  updateService: operation('catalog', 'updateService', 'agent', parts(C.ServicePath, Empty, C.UpdateServiceBody), C.ServiceView),
-  deleteService: operation('catalog', 'deleteService', 'agent', parts(C.ServicePath, Empty, Type.Any()), C.ServiceView),
+  updateService: effect('catalog', 'updateService', 'agent', parts(C.ServicePath, Empty, C.UpdateServiceBody), C.ServiceView),
+  deleteService: effect('catalog', 'deleteService', 'agent', parts(C.ServicePath, Empty, Type.Any()), C.ServiceView),
   listServices: operation('catalog', 'listServices', 'agent', parts(Empty, C.ListServicesQuery, Type.Any()), Type.Array(C.ServiceListItem)),
-  discover: operation('catalog', 'discover', 'agent', parts(Empty, Empty, C.DiscoverBody), C.DiscoverView),
+  discover: effect('catalog', 'discover', 'agent', parts(Empty, Empty, C.DiscoverBody), C.DiscoverView),
   /** Internal (no route): one revision of a contract, the latest when `revision` is absent (D7.6). */
   getContract: operation('catalog', 'getContract', 'none', parts(C.ContractPath, C.ContractQuery, Type.Any()), C.ContractView),
 };
@@ -73,12 +83,33 @@ export const catalogOps = {
 export type OpInput<O extends Operation> = Static<O['input']>;
 export type OpOutput<O extends Operation> = Static<O['output']>;
 
+/**
+ * D5: the `Idempotency-Key` of a request, as the gateway forwards it to the owning service, which
+ * records it with the effect (D5.5). `scope` is the authenticated agent, or for an unauthenticated
+ * route the route and client IP; `fingerprint` is the SHA-256 of method, target and body (D5.2).
+ */
+export interface IdempotencyContext {
+  key: string;
+  scope: string;
+  fingerprint: string;
+}
+
 /** What travels over NATS for one RPC. */
 export interface RpcRequest<In = unknown> {
-  ctx: { requestId: string; principal: Principal | null; admin?: boolean };
+  ctx: { requestId: string; principal: Principal | null; admin?: boolean; idempotency?: IdempotencyContext };
   input: In;
 }
 
+/**
+ * `meta` pins the envelope's request id and timestamp when the answer is stored under an
+ * Idempotency-Key, so that the first answer and every replay are the same bytes (D5.3); `replayed`
+ * marks a stored answer given again.
+ */
+interface ReplyMeta {
+  meta?: { requestId: string; timestamp: string };
+  replayed?: boolean;
+}
+
 export type RpcReply<Out = unknown> =
-  | { ok: true; status: number; data: Out; pagination?: PaginationInfo }
-  | { ok: false; status: number; errors: ErrorEntry[] };
+  | ({ ok: true; status: number; data: Out; pagination?: PaginationInfo } & ReplyMeta)
+  | ({ ok: false; status: number; errors: ErrorEntry[] } & ReplyMeta);

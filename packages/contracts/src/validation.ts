@@ -5,11 +5,22 @@ import { AppError, type ErrorCode, type ErrorEntry } from './errors.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
+const utf8 = new TextEncoder();
+
 function makeAjv(coerceTypes: boolean): Ajv2020 {
   // Our own contract schemas are trusted and compiled once; untrusted service schemas get their own
   // instance in the catalog.
   const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes, useDefaults: true, allowUnionTypes: true });
   addFormats(ajv);
+  // `maxJsonBytes`: the size of a free-form value (metadata, capabilities, examples) as JSON. Every
+  // stored resource must fit in one bus message and one answer (packages/platform reply-budget.ts).
+  const maxJsonBytes = function check(max: number, data: unknown): boolean {
+    const bytes = utf8.encode(JSON.stringify(data)).length;
+    if (bytes <= max) return true;
+    (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'maxJsonBytes', message: `must be at most ${max} bytes as JSON (it is ${bytes})`, params: { limit: max, bytes } }];
+    return false;
+  };
+  ajv.addKeyword({ keyword: 'maxJsonBytes', type: ['object', 'array'], schemaType: 'number', errors: true, validate: maxJsonBytes });
   return ajv;
 }
 

@@ -27,6 +27,8 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_KEY_ROTATION_PER_MIN: Int(10, 1),
   RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: Int(10, 1),
   RATE_LIMIT_PUBLIC_PER_MIN_PER_IP: Int(100, 1),
+  /** Lookups of API keys no gateway has cached, per client IP: bounds key guessing (the valid ones are given back). */
+  RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP: Int(30, 1),
   REVIEW_WINDOW_SECONDS: Int(259200, 1),
   DISPUTE_RESPONSE_SECONDS: Int(432000, 1),
   MAX_AGENTS_PER_ACCOUNT: Int(20, 1),

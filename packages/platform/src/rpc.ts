@@ -1,25 +1,45 @@
 import {
   AppError, isAppError, subjects, validator,
-  type Operation, type OpInput, type OpOutput, type PaginationInfo, type Principal, type RpcReply, type RpcRequest, type ServiceName,
+  type Operation, type OpInput, type OpOutput, type Principal, type RpcReply, type RpcRequest, type ServiceName,
 } from '@aex/contracts';
-import { BusUnavailableError, type Bus, type MsgHeaders, type Stoppable } from './bus/types.js';
+import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, type Stoppable } from './bus/types.js';
+import type { ExchangeConfig } from './config.js';
+import type { ServiceDb } from './db/connect.js';
+import { IdempotencyRecords } from './idempotency/records.js';
 import type { Logger } from './logger.js';
+import { encodeReply, fitReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
+import type { EffectReply, EffectRunner, Reply } from './replies.js';
+
+export type { EffectReply, EffectRunner, Reply } from './replies.js';
 
 export interface HandlerContext {
   requestId: string;
   principal: Principal | null;
   admin: boolean;
   logger: Logger;
+  /** The one way a handler changes state (D5.5): see `EffectRunner`. */
+  effect: EffectRunner;
+  /** Bytes the reply's data may take on the bus; lists longer than this are cut (see reply-budget.ts). */
+  replyBudgetBytes: number;
 }
 
-/** What a handler returns on success; failures are thrown or returned as AppError. */
-export interface Reply<T> {
-  data: T;
-  status?: number;
-  pagination?: PaginationInfo;
-}
+/** An operation's handler; one that changes state must answer with what `ctx.effect` made. */
+export type OperationHandler<O extends Operation> = (
+  input: OpInput<O>,
+  ctx: HandlerContext,
+) => Promise<O extends { effect: true } ? EffectReply<OpOutput<O>> : Reply<OpOutput<O>>>;
 
-export type OperationHandler<O extends Operation> = (input: OpInput<O>, ctx: HandlerContext) => Promise<Reply<OpOutput<O>>>;
+export interface ServeOptions<Ops extends Record<string, Operation>> {
+  bus: Bus;
+  service: ServiceName;
+  ops: Ops;
+  handlers: { [K in keyof Ops]: OperationHandler<Ops[K]> };
+  logger: Logger;
+  /** The service's database: keyed requests are recorded there, with their effects (D5.5). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  db: Pick<ServiceDb<any>, 'db' | 'claims'>;
+  config: Pick<ExchangeConfig, 'IDEMPOTENCY_TTL_HOURS' | 'RPC_TIMEOUT_MS'>;
+}
 
 /** The caller as an authenticated agent, or 401 (the gateway authenticates; services re-check). */
 export function requireAgent(ctx: HandlerContext): Principal {
@@ -32,46 +52,73 @@ export function requireActive(caller: Principal): void {
   if (caller.status !== 'active') throw new AppError('AGENT_INACTIVE', 'A deactivated agent cannot start anything new.', { details: { status: caller.status } });
 }
 
+const internalError = (): RpcReply => ({ ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: 'The exchange failed to handle the request.' }] });
+
+function errorReply(err: unknown, log: Logger): RpcReply {
+  if (isAppError(err)) return { ok: false, status: err.status, errors: err.entries };
+  log.error({ err }, 'operation failed');
+  return internalError();
+}
+
 /**
  * Serves a set of operations of one service over request/reply, one queue group per service so
  * replicas share the load. Every request is validated against the operation's contract before the
- * handler sees it (STYLE.md 2); AppErrors become error replies, anything else a masked 500.
+ * handler sees it (STYLE.md 2); a keyed request runs under its Idempotency-Key record (D5.5); the
+ * reply is fitted to the bus's payload budget; AppErrors become error replies, anything else a
+ * masked 500.
  */
-export async function serveOperations<Ops extends Record<string, Operation>>(
-  bus: Bus,
-  service: ServiceName,
-  ops: Ops,
-  handlers: { [K in keyof Ops]: OperationHandler<Ops[K]> },
-  logger: Logger,
-): Promise<Stoppable> {
+export async function serveOperations<Ops extends Record<string, Operation>>(opts: ServeOptions<Ops>): Promise<Stoppable> {
+  const { bus, service, ops, handlers, logger } = opts;
+  const records = new IdempotencyRecords({
+    db: opts.db.db,
+    claims: opts.db.claims,
+    ttlMs: opts.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
+    // Well past the gateway's wait, so a slow handler keeps its claim while anyone still waits for it.
+    abandonAfterMs: 3 * opts.config.RPC_TIMEOUT_MS,
+    logger,
+  });
+  records.start();
+  const budget = bus.maxPayload - REPLY_HEADROOM_BYTES;
   const subs: Stoppable[] = [];
   for (const [key, op] of Object.entries(ops)) {
     const check = validator(op.input);
-    const handler = handlers[key as keyof Ops] as unknown as OperationHandler<Operation>;
+    const handler = handlers[key as keyof Ops] as unknown as (input: unknown, ctx: HandlerContext) => Promise<Reply<unknown>>;
     const subject = subjects.rpc(bus.namespace, service, op.name);
+    const answer = async (raw: unknown, headers: MsgHeaders, log: Logger, requestId: string): Promise<RpcReply> => {
+      const req = raw as RpcRequest | null;
+      try {
+        if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
+        const input = check.check(req.input);
+        if (!input.ok) return { ok: false, status: 400, errors: input.errors };
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, logger: log, replyBudgetBytes: budget };
+        if (op.auth === 'agent') requireAgent(base as HandlerContext);
+        if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
+        return await records.run(req.ctx.idempotency, requestId, async (effect) => {
+          try {
+            const reply = await handler(input.value, { ...base, effect });
+            return fitReply({ ok: true, status: reply.status ?? 200, data: reply.data, ...(reply.pagination ? { pagination: reply.pagination } : {}) }, budget);
+          } catch (err) {
+            return errorReply(err, log);
+          }
+        });
+      } catch (err) {
+        return errorReply(err, log);
+      }
+    };
     subs.push(
-      await bus.serve(subject, service, async (raw: unknown, headers: MsgHeaders): Promise<RpcReply> => {
-        const req = raw as RpcRequest | null;
-        const requestId = req?.ctx?.requestId ?? headers['x-request-id'] ?? 'unknown';
+      await bus.serve(subject, service, async (raw: unknown, headers: MsgHeaders) => {
+        const requestId = (raw as RpcRequest | null)?.ctx?.requestId ?? headers['x-request-id'] ?? 'unknown';
         const log = logger.child({ requestId, op: `${service}.${op.name}` });
-        try {
-          if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
-          const input = check.check(req.input);
-          if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-          const ctx: HandlerContext = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, logger: log };
-          if (op.auth === 'agent') requireAgent(ctx);
-          if (op.auth === 'admin' && !ctx.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
-          const reply = await handler(input.value, ctx);
-          return { ok: true, status: reply.status ?? 200, data: reply.data, ...(reply.pagination ? { pagination: reply.pagination } : {}) };
-        } catch (err) {
-          if (isAppError(err)) return { ok: false, status: err.status, errors: err.entries };
-          log.error({ err }, 'operation failed');
-          return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: 'The exchange failed to handle the request.' }] };
-        }
+        return encodeReply(await answer(raw, headers, log, requestId), budget, log);
       }),
     );
   }
-  return { stop: async () => void (await Promise.all(subs.map((s) => s.stop()))) };
+  return {
+    stop: async () => {
+      records.stop();
+      await Promise.all(subs.map((s) => s.stop()));
+    },
+  };
 }
 
 /** Calls an operation; an unreachable or silent service becomes 503 SERVICE_UNAVAILABLE. */
@@ -90,6 +137,14 @@ export async function callOperation<O extends Operation>(
   } catch (err) {
     if (err instanceof BusUnavailableError) {
       return { ok: false, status: 503, errors: [{ code: 'SERVICE_UNAVAILABLE', message: `The ${op.service} service did not answer in time.` }] };
+    }
+    // The request itself is larger than the bus carries: it is the caller's input (413), never a timeout.
+    if (err instanceof PayloadTooLargeError) {
+      return {
+        ok: false,
+        status: 413,
+        errors: [{ code: 'PAYLOAD_TOO_LARGE', message: `The request is too large to be handled (${err.bytes} bytes with its context; at most ${err.limit}).`, details: { bytes: err.bytes, limit: err.limit } }],
+      };
     }
     throw err;
   }

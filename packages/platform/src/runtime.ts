@@ -5,8 +5,8 @@ import type { Bus } from './bus/types.js';
 import type { Logger } from './logger.js';
 
 /** Connects to NATS JetStream when a URL is given, else the in-process bus (one-process stack only). */
-export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE'>, name: string, opts: { allowMemory: boolean }): Promise<Bus> {
-  if (cfg.NATS_URL) return NatsBus.connect(cfg.NATS_URL, cfg.BUS_NAMESPACE, name);
+export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE'>, name: string, opts: { allowMemory: boolean; logger?: Logger }): Promise<Bus> {
+  if (cfg.NATS_URL) return NatsBus.connect(cfg.NATS_URL, cfg.BUS_NAMESPACE, name, opts.logger);
   if (!opts.allowMemory) throw new Error('NATS_URL is required to run a service on its own (the in-process bus only joins services of one process).');
   return new MemoryBus(cfg.BUS_NAMESPACE);
 }
@@ -51,6 +51,14 @@ export function required<K extends keyof ExchangeConfig>(cfg: ExchangeConfig, na
   return value as NonNullable<ExchangeConfig[K]>;
 }
 
+/** A start-up refused for a reason the operator can act on: printed as one line, exit code 1. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartupError';
+  }
+}
+
 /**
  * Runs a process's start-up: a configuration problem ends it with one line naming the variable and
  * exit code 1; any other start-up failure is printed with its cause, also with exit code 1.
@@ -61,7 +69,7 @@ export async function runMain(start: () => Promise<void>): Promise<void> {
   } catch (err) {
     // Before a logger exists: plain stderr is the only channel.
     // eslint-disable-next-line no-console
-    if (err instanceof ConfigError) console.error(err.message);
+    if (err instanceof ConfigError || err instanceof StartupError) console.error(err.message);
     // eslint-disable-next-line no-console
     else console.error('Start-up failed:', err);
     process.exit(1);

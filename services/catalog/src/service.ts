@@ -19,7 +19,8 @@ export interface CatalogService extends Component {
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
 export async function startCatalogService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<CatalogService> {
   const logger = opts.logger.child({ service: 'catalog' });
-  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
+  const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();
   const encoder = await loadEncoder(logger);
@@ -27,15 +28,23 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
-  const server = await serveOperations(opts.bus, 'catalog', catalogOps, {
-    createService: services.createService(deps),
-    getService: services.getService(deps),
-    updateService: services.updateService(deps),
-    deleteService: services.deleteService(deps),
-    listServices: listServices(deps),
-    discover: discovery.handler,
-    getContract: services.getContract(deps),
-  }, logger);
+  const server = await serveOperations({
+    bus: opts.bus,
+    service: 'catalog',
+    ops: catalogOps,
+    handlers: {
+      createService: services.createService(deps),
+      getService: services.getService(deps),
+      updateService: services.updateService(deps),
+      deleteService: services.deleteService(deps),
+      listServices: listServices(deps),
+      discover: discovery.handler,
+      getContract: services.getContract(deps),
+    },
+    logger,
+    db: serviceDb,
+    config: opts.config,
+  });
   return {
     deps,
     discovery,

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '@aex/contracts';
 import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
-import { IdempotencyStore } from './guards/idempotency.js';
-import { RateLimiter } from './guards/rate-limit.js';
+import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
 import { errorResponse, successBody, toAppError } from './http/envelope.js';
 import { acceptJsonBodies } from './http/json-body.js';
 import { openApiDocument } from './http/openapi.js';
 import { routeHandler, send, type Guards } from './http/pipeline.js';
+import { parseQueryString } from './http/query-string.js';
 import { knownPaths, routes } from './http/routes.js';
 
 export interface GatewayOptions {
@@ -18,10 +19,13 @@ export interface GatewayOptions {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** /readyz answers within a second whatever stalls (a probe must not hang on a frozen NATS). */
+const READY_CHECK_MS = 800;
 
 /**
  * The gateway as a fastify app (server.ts only listens): envelope and errors (D1), API keys (D2),
- * signatures (D3), rate limits (D4), idempotency (D5), and routing to services over NATS.
+ * signatures (D3), rate limits (D4), idempotency keys forwarded to their owners (D5), and routing
+ * to services over NATS. Every answer, down to malformed HTTP, is in the envelope.
  */
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const { bus, config } = opts;
@@ -31,24 +35,33 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     loggerInstance: opts.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY === 'true',
+    routerOptions: {
+      // Path parameters as long as the URL may be: a long id is a 400 from validation, not a 405.
+      maxParamLength: 16_384,
+      querystringParser: parseQueryString,
+    },
     // D1.2: the client's X-Request-Id when it is a UUID, else a new UUIDv4.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && UUID.test(given) ? given : randomUUID();
     },
     requestIdLogLabel: 'requestId',
+    // A URL that cannot be decoded: 400 in the envelope, without echoing it.
+    frameworkErrors: (err, req, reply) => sendError(req, reply, new AppError('VALIDATION_ERROR', 'The request URL is malformed.', { field: '/path' })),
+    clientErrorHandler: answerMalformedHttp,
   });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
   acceptJsonBodies(app);
 
-  const sendError = (req: FastifyRequest, reply: FastifyReply, err: unknown) => {
+  function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
     const appErr = toAppError(err, req.log as unknown as Logger);
     const res = errorResponse(appErr.status, appErr.entries, req.id);
+    if (err instanceof RateLimitedError) reply.headers(err.decision.headers);
     reply.headers(res.headers);
     return send(reply, res.status, res.body);
-  };
+  }
   app.setErrorHandler((err, req, reply) => sendError(req, reply, err));
   app.setNotFoundHandler((req, reply) => {
     const path = req.url.split('?')[0] ?? '';
@@ -62,14 +75,14 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL)));
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
   app.get('/readyz', async (req, reply) => {
-    if (await bus.healthy()) return send(reply, 200, successBody({ status: 'ready', bus: bus.kind }, req.id));
+    const ready = await Promise.race([bus.healthy(), new Promise<false>((r) => setTimeout(() => r(false), READY_CHECK_MS).unref())]);
+    if (ready) return send(reply, 200, successBody({ status: 'ready', bus: bus.kind }, req.id));
     return sendError(req, reply, new AppError('SERVICE_UNAVAILABLE', 'The message bus is not reachable.'));
   });
   return app;
 }
 
 async function createGuards(bus: Bus, config: ExchangeConfig): Promise<Guards> {
-  const auth = await ApiKeyAuthenticator.create(bus, config.RPC_TIMEOUT_MS);
   const limiter = await RateLimiter.create(bus, {
     read: config.RATE_LIMIT_READ_PER_MIN,
     write: config.RATE_LIMIT_WRITE_PER_MIN,
@@ -77,8 +90,29 @@ async function createGuards(bus: Bus, config: ExchangeConfig): Promise<Guards> {
     key_rotation: config.RATE_LIMIT_KEY_ROTATION_PER_MIN,
     accounts_ip: config.RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP,
     public_ip: config.RATE_LIMIT_PUBLIC_PER_MIN_PER_IP,
+    auth_failures_ip: config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP,
   });
-  // A claim older than twice the RPC timeout belongs to a gateway that died mid-request (D5.3).
-  const idempotency = await IdempotencyStore.create(bus, config.IDEMPOTENCY_TTL_HOURS, 2 * config.RPC_TIMEOUT_MS);
-  return { auth, limiter, idempotency };
+  const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS);
+  return { auth, limiter };
+}
+
+/**
+ * HTTP that Node's parser refuses before fastify sees a request (bad Content-Length, control
+ * characters in headers, a request line or headers over the size limit, a client too slow to send
+ * its request): answered 400 in the envelope, then the connection closed.
+ */
+function answerMalformedHttp(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const message =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 'The request line or headers are larger than the exchange accepts.'
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'The request was not received in time.'
+        : 'The request is not valid HTTP/1.1.';
+  const requestId = randomUUID();
+  const body = errorResponse(400, [{ code: 'VALIDATION_ERROR', message }], requestId).body;
+  socket.end(
+    `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

@@ -7,7 +7,7 @@ await runMain(async () => {
   const config = loadConfig();
   required(config, 'NATS_URL', 'the gateway');
   const logger = createLogger('gateway', config.LOG_LEVEL);
-  const bus = await connectBus(config, 'aex-gateway', { allowMemory: false });
+  const bus = await connectBus(config, 'aex-gateway', { allowMemory: false, logger });
   const app = await buildGateway({ bus, config, logger });
   const url = await listen(app, config.HOST, config.PORT);
   logger.info({ url, bus: bus.kind }, 'gateway listening');

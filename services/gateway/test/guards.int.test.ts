@@ -1,14 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AppError } from '@aex/contracts';
 import { loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, testLogger } from '@aex/platform/testing';
 import { buildGateway } from '../src/app.js';
-import { IdempotencyStore } from '../src/guards/idempotency.js';
 import { RateLimiter } from '../src/guards/rate-limit.js';
 
-// The gateway's shared guards on real JetStream KV: limits shared by replicas and failing closed
-// (D4.4), and idempotency claims (D5.3).
+// The gateway's shared guards on real JetStream KV: limits shared by replicas, exact under bursts
+// (coalesced compare-and-set), and failing closed (D4.4).
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -21,9 +18,11 @@ async function bus(): Promise<Bus> {
   return t.bus;
 }
 
-const limits = { read: 5, write: 5, discovery: 5, key_rotation: 5, accounts_ip: 5, public_ip: 5 };
+const limits = { read: 5, write: 5, discovery: 5, key_rotation: 5, accounts_ip: 5, public_ip: 5, auth_failures_ip: 5 };
 
 describe('D4 rate limiter', () => {
+  const frozen = () => 1_700_000_000_000;
+
   it('shares one bucket between replicas', async () => {
     const b = await bus();
     const [r1, r2] = await Promise.all([RateLimiter.create(b, limits), RateLimiter.create(b, limits)]);
@@ -33,15 +32,47 @@ describe('D4 rate limiter', () => {
     expect((await r1.take('read', 'agent-2')).allowed).toBe(true);
   });
 
-  it('never hands out more tokens than the limit under concurrent takes (compare-and-set)', async () => {
+  it('serves a burst below the limit in full: no 429 while the bucket holds a token (45 of 50)', async () => {
+    const limiter = await RateLimiter.create(await bus(), { ...limits, discovery: 50 }, frozen);
+    const results = await Promise.all(Array.from({ length: 45 }, () => limiter.take('discovery', 'burst')));
+    expect(results.filter((r) => r.allowed)).toHaveLength(45);
+    // Headers tell the truth: every remaining count from 49 down to 5 given out once.
+    expect(results.map((r) => r.remaining).sort((a, b) => b - a)).toEqual(Array.from({ length: 45 }, (_, i) => 49 - i));
+  });
+
+  it('serves exactly the capacity of a burst larger than it, on one replica (100 against 50)', async () => {
+    const limiter = await RateLimiter.create(await bus(), { ...limits, write: 50 }, frozen);
+    const results = await Promise.all(Array.from({ length: 100 }, () => limiter.take('write', 'hot')));
+    expect(results.filter((r) => r.allowed)).toHaveLength(50);
+    const refused = results.filter((r) => !r.allowed);
+    expect(refused).toHaveLength(50);
+    expect(refused.every((r) => r.remaining === 0 && r.retryAfterSeconds >= 1)).toBe(true);
+  });
+
+  it('serves exactly the capacity of a burst spread over two replicas sharing the store', async () => {
     const b = await bus();
-    const replicas = await Promise.all(Array.from({ length: 3 }, () => RateLimiter.create(b, { ...limits, write: 10 })));
-    const results = await Promise.all(Array.from({ length: 24 }, (_, i) => replicas[i % 3]!.take('write', 'hot')));
-    const granted = results.filter((r) => r.allowed).length;
-    expect(granted).toBeLessThanOrEqual(10);
-    expect(granted).toBeGreaterThan(0);
-    // Contention is never reported as an outage: every take answered allowed or refused.
-    expect(results.every((r) => r.limit === 10)).toBe(true);
+    const replicas = await Promise.all([RateLimiter.create(b, { ...limits, write: 60 }, frozen), RateLimiter.create(b, { ...limits, write: 60 }, frozen)]);
+    const results = await Promise.all(Array.from({ length: 150 }, (_, i) => replicas[i % 2]!.take('write', 'shared')));
+    expect(results.filter((r) => r.allowed)).toHaveLength(60);
+  });
+
+  it('refuses nothing of 100 parallel requests under a limit of 1,000,000 a minute, on two replicas', async () => {
+    const b = await bus();
+    const replicas = await Promise.all([RateLimiter.create(b, { ...limits, read: 1_000_000 }), RateLimiter.create(b, { ...limits, read: 1_000_000 })]);
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => replicas[i % 2]!.take('read', 'big')));
+    expect(results.filter((r) => !r.allowed)).toHaveLength(0);
+  });
+
+  it('gives a token back on refund, never above the capacity', async () => {
+    const limiter = await RateLimiter.create(await bus(), { ...limits, auth_failures_ip: 2 }, frozen);
+    expect((await limiter.take('auth_failures_ip', 'ip')).allowed).toBe(true);
+    expect((await limiter.take('auth_failures_ip', 'ip')).allowed).toBe(true);
+    expect((await limiter.take('auth_failures_ip', 'ip')).allowed).toBe(false);
+    await limiter.refund('auth_failures_ip', 'ip');
+    await limiter.refund('auth_failures_ip', 'ip');
+    await limiter.refund('auth_failures_ip', 'ip');
+    const after = await Promise.all([1, 2, 3].map(() => limiter.take('auth_failures_ip', 'ip')));
+    expect(after.map((r) => r.allowed)).toEqual([true, true, false]);
   });
 
   it('fails closed with 503 RATE_LIMITER_UNAVAILABLE and Retry-After: 1 when NATS is unreachable', async () => {
@@ -67,37 +98,5 @@ describe('client IP behind a proxy', () => {
     const get = (ip: string) => app.inject({ method: 'GET', url: '/v1/protocol', headers: { 'x-forwarded-for': ip } }).then((r) => r.statusCode);
     expect([await get('198.51.100.1'), await get('198.51.100.1'), await get('198.51.100.2')]).toEqual([200, 429, 200]);
     await app.close();
-  });
-});
-
-describe('D5 idempotency claims', () => {
-  it('answers a repeat while the first still runs with IDEMPOTENCY_KEY_IN_USE, then replays once finished', async () => {
-    const store = await IdempotencyStore.create(await bus(), 48, 60_000);
-    const key = randomUUID();
-    const fp = IdempotencyStore.fingerprint('POST', '/v1/x', Buffer.from('{}'));
-    const first = await store.begin('agent', key, fp);
-    expect(first.kind).toBe('proceed');
-    await expect(store.begin('agent', key, fp)).rejects.toMatchObject({ code: 'IDEMPOTENCY_KEY_IN_USE' });
-    if (first.kind === 'proceed') await first.finish(201, '{"data":1}');
-    expect(await store.begin('agent', key, fp)).toEqual({ kind: 'replay', status: 201, body: '{"data":1}' });
-    await expect(store.begin('agent', key, IdempotencyStore.fingerprint('POST', '/v1/x', Buffer.from('{"a":1}')))).rejects.toBeInstanceOf(AppError);
-  });
-
-  it('lets a claim abandoned by a dead gateway be taken over', async () => {
-    const store = await IdempotencyStore.create(await bus(), 48, 50);
-    const key = randomUUID();
-    const fp = IdempotencyStore.fingerprint('POST', '/v1/x', undefined);
-    await store.begin('agent', key, fp);
-    await new Promise((r) => setTimeout(r, 100));
-    expect((await store.begin('agent', key, fp)).kind).toBe('proceed');
-  });
-
-  it('releases the key after a 5xx so the request can be retried', async () => {
-    const store = await IdempotencyStore.create(await bus(), 48, 60_000);
-    const key = randomUUID();
-    const fp = IdempotencyStore.fingerprint('POST', '/v1/x', undefined);
-    const first = await store.begin('agent', key, fp);
-    if (first.kind === 'proceed') await first.finish(503, '{}');
-    expect((await store.begin('agent', key, fp)).kind).toBe('proceed');
   });
 });

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Bus, ExchangeConfig, KvStore, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
+import type { WebhookUrlPolicy } from './domain/webhook-url.js';
 
 /** What every identity handler works with; the clock comes in so rules stay testable. */
 export interface IdentityDeps {
@@ -10,6 +11,8 @@ export interface IdentityDeps {
   logger: Logger;
   relay: OutboxRelay;
   authCache: KvStore;
+  /** D14.5 registration check of webhook URLs. */
+  webhookPolicy: WebhookUrlPolicy;
   now: () => Date;
 }
 

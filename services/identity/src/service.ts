@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, outsideTrace, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
@@ -7,6 +8,8 @@ import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
 import * as keys from './agents/keys.js';
 import { recordWalletOpened, startWalletRedrive } from './wallet-saga.js';
+import { systemResolver } from './dns-resolver.js';
+import type { HostResolver } from './domain/webhook-url.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -21,31 +24,43 @@ export async function startIdentityService(opts: {
   now?: () => Date;
   /** Re-send openWallet for agents unconfirmed this long (default 30 s), checked every tenth of it. */
   walletRedriveAfterMs?: number;
+  /** Host names to addresses for the webhook URL check (default: the system resolver). */
+  resolveHost?: HostResolver;
 }): Promise<IdentityService> {
   const logger = opts.logger.child({ service: 'identity' });
-  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
+  const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
-  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, now: opts.now ?? (() => new Date()) };
+  const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const redriveAfter = opts.walletRedriveAfterMs ?? 30_000;
   const redrive = outsideTrace(() => startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) }));
-  const server = await serveOperations(opts.bus, 'identity', identityOps, {
-    createAccount: accounts.createAccount(deps),
-    getAccount: accounts.getAccount(deps),
-    updateAccount: accounts.updateAccount(deps),
-    setAccountDelegation: accounts.setAccountDelegation(deps),
-    createAgent: agents.createAgent(deps),
-    getAgent: agents.getAgent(deps),
-    updateAgent: agents.updateAgent(deps),
-    deactivateAgent: agents.deactivateAgent(deps),
-    suspendAgent: agents.suspendAgent(deps),
-    setAgentDelegation: agents.setAgentDelegation(deps),
-    rotateKey: keys.rotateKey(deps),
-    authenticate: keys.authenticate(deps),
-    getDidDocument: keys.getDidDocument(deps),
-  }, logger);
+  const server = await serveOperations({
+    bus: opts.bus,
+    service: 'identity',
+    ops: identityOps,
+    handlers: {
+      createAccount: accounts.createAccount(deps),
+      getAccount: accounts.getAccount(deps),
+      updateAccount: accounts.updateAccount(deps),
+      setAccountDelegation: accounts.setAccountDelegation(deps),
+      createAgent: agents.createAgent(deps),
+      getAgent: agents.getAgent(deps),
+      updateAgent: agents.updateAgent(deps),
+      deactivateAgent: agents.deactivateAgent(deps),
+      suspendAgent: agents.suspendAgent(deps),
+      setAgentDelegation: agents.setAgentDelegation(deps),
+      rotateKey: keys.rotateKey(deps),
+      authenticate: keys.authenticate(deps),
+      getDidDocument: keys.getDidDocument(deps),
+    },
+    logger,
+    db: serviceDb,
+    config: opts.config,
+  });
   return {
     deps,
     async stop() {

@@ -3,6 +3,7 @@ import { listen } from '@aex/gateway';
 import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@aex/platform';
 import { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
 import { startStack } from './stack.js';
+import { lockDataDir } from './data-dir-lock.js';
 
 // `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
 // sandbox payment processor and private webhook targets allowed (D16); everything else as configured.
@@ -14,6 +15,10 @@ await runMain(async () => {
   const logger = createLogger('stack', config.LOG_LEVEL);
   const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
   const owned: Started[] = [];
+  let url: string | null = null;
+  // Before anything in the data directory is touched: a live exchange there keeps it (and its servers).
+  const usesDataDir = !config.DATABASE_URL || !config.NATS_URL;
+  const lock = usesDataDir ? await lockDataDir(dataDir, () => ({ pid: process.pid, url })) : null;
 
   let databaseUrl = config.DATABASE_URL;
   if (!databaseUrl) {
@@ -31,15 +36,16 @@ await runMain(async () => {
   } else if (!config.NATS_URL) {
     logger.warn('nats-server not found on PATH: using the in-process bus');
   }
-  const bus = await connectBus({ ...config, NATS_URL: config.NATS_URL ?? nats?.url }, 'aex-stack', { allowMemory: true });
+  const bus = await connectBus({ ...config, NATS_URL: config.NATS_URL ?? nats?.url }, 'aex-stack', { allowMemory: true, logger });
 
   const stack = await startStack({ bus, databaseUrl, config, logger });
-  const url = await listen(stack.gateway, config.HOST, config.PORT);
+  url = await listen(stack.gateway, config.HOST, config.PORT);
   console.log(`\nAgent exchange listening on ${url} (bus: ${bus.kind})\nTry:\n  curl -s ${url}/v1/protocol\n  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\\n    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'\n`);
 
   stopOnSignals(logger, async () => {
     await stack.stop();
     await bus.close();
     for (const o of owned.reverse()) await o.stop();
+    await lock?.release();
   });
 });

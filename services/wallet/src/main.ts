@@ -7,7 +7,7 @@ await runMain(async () => {
   const databaseUrl = required(config, 'DATABASE_URL', 'the wallet service');
   required(config, 'NATS_URL', 'the wallet service');
   const logger = createLogger('wallet', config.LOG_LEVEL);
-  const bus = await connectBus(config, 'aex-wallet', { allowMemory: false });
+  const bus = await connectBus(config, 'aex-wallet', { allowMemory: false, logger });
   const service = await startWalletService({ bus, databaseUrl, config, logger });
   logger.info({ bus: bus.kind }, 'wallet service started');
   stopOnSignals(logger, async () => {

@@ -15,19 +15,28 @@ export interface WalletService extends Component {
 /** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
 export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {
   const logger = opts.logger.child({ service: 'wallet' });
-  const { db, close } = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'wallet', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'wallet', migrations, logger });
+  const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), now: opts.now ?? (() => new Date()) };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
-  const server = await serveOperations(opts.bus, 'wallet', walletOps, {
-    getWallet: wallets.getWallet(deps),
-    fund: wallets.fund(deps),
-    withdraw: wallets.withdraw(deps),
-    listLedger: wallets.listLedger(deps),
-    checkLedger: checkLedger(deps),
-    getCheckout: wallets.getCheckout(deps),
-  }, logger);
+  const server = await serveOperations({
+    bus: opts.bus,
+    service: 'wallet',
+    ops: walletOps,
+    handlers: {
+      getWallet: wallets.getWallet(deps),
+      fund: wallets.fund(deps),
+      withdraw: wallets.withdraw(deps),
+      listLedger: wallets.listLedger(deps),
+      checkLedger: checkLedger(deps),
+      getCheckout: wallets.getCheckout(deps),
+    },
+    logger,
+    db: serviceDb,
+    config: opts.config,
+  });
   return {
     deps,
     async stop() {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { FreeObject, Strict, Timestamp, Uuid } from '../common.js';
+import { FreeObject, FreeObjectOf, INT4_MAX, Metadata, Strict, Timestamp, Uuid } from '../common.js';
 
 // Semantic Versioning 2.0.0, the regular expression semver.org publishes.
 const SEMVER = '^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][a-zA-Z0-9-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][a-zA-Z0-9-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$';
@@ -49,8 +49,9 @@ export const ServiceExample = Strict({
 export type ServiceExample = { input: unknown; output: unknown; description?: string };
 
 const Tags = Type.Array(Tag, { maxItems: SERVICE_LIMITS.maxListItems, uniqueItems: true });
-const Capabilities = Type.Array(FreeObject, { maxItems: SERVICE_LIMITS.maxListItems });
-const Examples = Type.Array(ServiceExample, { maxItems: SERVICE_LIMITS.maxListItems });
+// EXT bounds: with both schemas (64 KiB each, D7.2) a whole contract stays under half a MiB.
+const Capabilities = Type.Array(FreeObjectOf(4 * 1024, 'Capability descriptor, at most 4 KiB as JSON'), { maxItems: SERVICE_LIMITS.maxListItems, maxJsonBytes: 64 * 1024 });
+const Examples = Type.Array(ServiceExample, { maxItems: SERVICE_LIMITS.maxListItems, maxJsonBytes: 256 * 1024 });
 // Schemas are free objects here (D1.5); their own rules (D7.2) answer INVALID_SCHEMA.
 const ContractSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema 2020-12' });
 
@@ -67,7 +68,7 @@ export const CreateServiceBody = Strict({
   sla: Sla,
   capabilities: Type.Optional(Capabilities),
   examples: Type.Optional(Examples),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
 });
 export type CreateServiceBody = Static<typeof CreateServiceBody>;
 
@@ -81,7 +82,7 @@ export const UpdateServiceBody = Strict({
   pricing: Type.Optional(Pricing),
   sla: Type.Optional(Sla),
   status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('paused')])),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
   capabilities: Type.Optional(Capabilities),
   examples: Type.Optional(Examples),
 });
@@ -124,9 +125,9 @@ export type ServiceSort = 'composite_rank' | 'price_asc' | 'price_desc' | 'trust
 export const ListServicesQuery = Strict({
   category: Type.Optional(Label),
   tags: Type.Optional(Type.String({ minLength: 1, maxLength: 1100, description: 'Comma-separated; a service must have all of them' })),
-  maxPriceCents: Type.Optional(Type.Integer({ minimum: 0 })),
+  maxPriceCents: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX })),
   minTrustScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-  maxLatencyMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  maxLatencyMs: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX })),
   sortBy: Type.Optional(ServiceSort),
   agentId: Type.Optional(Uuid),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
@@ -140,10 +141,10 @@ export type Urgency = 'low' | 'normal' | 'high';
 /** Spec "POST /v1/services/discover": every field optional (D8.1). */
 export const DiscoverBody = Strict({
   need: Type.Optional(Type.String({ maxLength: 2000 })),
-  inputAvailable: Type.Optional(FreeObject),
-  outputRequired: Type.Optional(FreeObject),
+  inputAvailable: Type.Optional(FreeObjectOf(64 * 1024)),
+  outputRequired: Type.Optional(FreeObjectOf(64 * 1024)),
   category: Type.Optional(Label),
-  maxBudgetCents: Type.Optional(Type.Integer({ minimum: 0 })),
+  maxBudgetCents: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX })),
   minTrustScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
   urgency: Type.Optional(Urgency),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10 })),
@@ -169,12 +170,17 @@ export const DiscoverView = Type.Object({
   matches: Type.Array(DiscoveryMatch),
   totalMatches: Type.Integer({ minimum: 0 }),
   queryId: Uuid,
+  /**
+   * EXT: true when fewer matches than `limit` are returned because, with their schemas, more would
+   * exceed what one answer carries (about 1 MiB); a narrower need or category, or a lower limit, helps.
+   */
+  truncated: Type.Boolean(),
 });
 export type DiscoverView = Static<typeof DiscoverView>;
 
 /** Internal: one revision of a contract, as the transaction service keeps it (D7.6). */
 export const ContractPath = Strict({ serviceId: Uuid });
-export const ContractQuery = Strict({ revision: Type.Optional(Type.Integer({ minimum: 1 })) });
+export const ContractQuery = Strict({ revision: Type.Optional(Type.Integer({ minimum: 1, maximum: INT4_MAX })) });
 export const ContractView = Type.Object({
   serviceId: Uuid,
   agentId: Uuid,

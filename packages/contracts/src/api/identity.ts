@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Empty, FreeObject, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
+import { Empty, FreeObject, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
 
 export const AccountType = Type.Union([Type.Literal('individual'), Type.Literal('organization')]);
 export const AgentType = Type.Union([Type.Literal('persistent'), Type.Literal('ephemeral'), Type.Literal('platform_managed')]);
@@ -28,6 +28,12 @@ export const Description = Type.String({ maxLength: 2000 });
 export const Capabilities = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 50 });
 /** Base64 of a raw 32-byte Ed25519 public key (D3.2). */
 export const SigningKeyPublic = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: 'Ed25519 public key, base64 of the raw 32 bytes' });
+/**
+ * EXT proof of possession of a new signing key: base64 Ed25519 signature, by that key, of the text
+ * `agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}`. Required to replace a key an
+ * agent already has; verified when given with a first key (the client's `signingKeyProof` makes it).
+ */
+export const SigningKeyProof = Type.String({ pattern: '^[A-Za-z0-9+/_-]{86}(==)?$', description: 'Ed25519 signature of the proof text by the new key, base64' });
 export const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'http(s) URL that receives webhooks' });
 
 export const InitialAgentInput = Strict({
@@ -36,14 +42,14 @@ export const InitialAgentInput = Strict({
   agentType: Type.Optional(AgentType),
   capabilities: Type.Optional(Capabilities),
   webhookUrl: Type.Optional(WebhookUrl),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
 });
 
 export const CreateAccountBody = Strict({
   accountType: AccountType,
   email: Email,
   displayName: DisplayName,
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
   agent: InitialAgentInput,
 });
 export type CreateAccountBody = Static<typeof CreateAccountBody>;
@@ -51,7 +57,7 @@ export type CreateAccountBody = Static<typeof CreateAccountBody>;
 export const UpdateAccountBody = Strict({
   displayName: Type.Optional(DisplayName),
   email: Type.Optional(Email),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
 });
 export type UpdateAccountBody = Static<typeof UpdateAccountBody>;
 
@@ -61,9 +67,10 @@ export const CreateAgentBody = Strict({
   description: Type.Optional(Description),
   capabilities: Type.Optional(Capabilities),
   signingKeyPublic: Type.Optional(SigningKeyPublic),
+  signingKeyProof: Type.Optional(SigningKeyProof),
   webhookUrl: Type.Optional(WebhookUrl),
   delegation: Type.Optional(DelegationRules),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
 });
 export type CreateAgentBody = Static<typeof CreateAgentBody>;
 
@@ -72,8 +79,9 @@ export const UpdateAgentBody = Strict({
   description: Type.Optional(Description),
   capabilities: Type.Optional(Capabilities),
   signingKeyPublic: Type.Optional(Type.Union([SigningKeyPublic, Type.Null()])),
+  signingKeyProof: Type.Optional(SigningKeyProof),
   webhookUrl: Type.Optional(Type.Union([WebhookUrl, Type.Null()])),
-  metadata: Type.Optional(FreeObject),
+  metadata: Type.Optional(Metadata),
 });
 export type UpdateAgentBody = Static<typeof UpdateAgentBody>;
 

@@ -1,5 +1,5 @@
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, KvConflictError, Semaphore, subjectMatches,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage, subjectMatches,
   type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan } from './tracing.js';
@@ -39,23 +39,31 @@ export class MemoryBus implements Bus {
   private readonly buckets = new Map<string, { ttlMs: number | undefined; revision: number; entries: Map<string, KvEntry & { at: number }> }>();
   private closed = false;
 
-  constructor(readonly namespace: string) {}
+  constructor(readonly namespace: string, readonly maxPayload = DEFAULT_MAX_PAYLOAD) {}
 
   async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
+    const encoded = encodeMessage(subject, data, this.maxPayload);
     const handlers = this.servers.get(subject);
     if (!handlers || handlers.length === 0 || this.closed) throw new BusUnavailableError(subject, 'no responders');
     const i = (this.roundRobin.get(subject) ?? 0) % handlers.length;
     this.roundRobin.set(subject, i + 1);
     const target = handlers[i]!;
     const headers = injectTrace({ ...opts.headers });
-    const payload = JSON.parse(JSON.stringify(data ?? null)) as unknown;
+    const payload = JSON.parse(Buffer.from(encoded).toString('utf8')) as unknown;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new BusUnavailableError(subject, 'timeout')), opts.timeoutMs);
     });
     try {
       const reply = await Promise.race([withMessageSpan(`serve ${subject}`, 'server', headers, () => target.handler(payload, headers)), timeout]);
-      return JSON.parse(JSON.stringify(reply ?? null)) as unknown;
+      // Like NATS, a reply over the limit never arrives (here the caller learns at once).
+      let bytes: Uint8Array;
+      try {
+        bytes = encodeMessage(subject, reply, this.maxPayload);
+      } catch (err) {
+        throw new BusUnavailableError(subject, (err as Error).message);
+      }
+      return JSON.parse(Buffer.from(bytes).toString('utf8')) as unknown;
     } finally {
       clearTimeout(timer);
     }
@@ -81,9 +89,10 @@ export class MemoryBus implements Bus {
     const now = Date.now();
     for (const [id, at] of this.dedupe) if (now - at > DUPLICATE_WINDOW_MS) this.dedupe.delete(id);
     if (this.dedupe.has(opts.msgId)) return;
+    const encoded = encodeMessage(subject, data, this.maxPayload);
     this.dedupe.set(opts.msgId, now);
     const headers = injectTrace({ ...opts.headers, 'nats-msg-id': opts.msgId });
-    this.streams[kind].push({ seq: ++this.seq, subject, payload: JSON.stringify(data), headers });
+    this.streams[kind].push({ seq: ++this.seq, subject, payload: Buffer.from(encoded).toString('utf8'), headers });
     for (const wake of this.wakers) wake();
   }
 

@@ -6,12 +6,12 @@ import {
 import { Kvm, type KV } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, KvConflictError, Semaphore,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage,
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
+import type { Logger } from '../logger.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const nanos = (ms: number) => ms * 1_000_000;
 const DAY_MS = 86_400_000;
@@ -51,15 +51,21 @@ export class NatsBus implements Bus {
     readonly namespace: string,
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
+    private readonly logger: Logger | undefined,
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
   }
 
-  static async connect(url: string, namespace: string, name = 'aex'): Promise<NatsBus> {
+  /** What the server announced (its `max_payload`). */
+  get maxPayload(): number {
+    return this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
+  }
+
+  static async connect(url: string, namespace: string, name = 'aex', logger?: Logger): Promise<NatsBus> {
     const nc = await connect({ servers: url.split(','), name, maxReconnectAttempts: -1, reconnectTimeWait: 500 });
     const jsm = await jetstreamManager(nc);
-    const bus = new NatsBus(namespace, nc, jsm);
+    const bus = new NatsBus(namespace, nc, jsm, logger);
     await bus.ensureStream('events');
     await bus.ensureStream('commands');
     return bus;
@@ -96,9 +102,10 @@ export class NatsBus implements Bus {
   }
 
   async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
+    const payload = encodeMessage(subject, data, this.maxPayload);
     return withOutgoingSpan(`request ${subject}`, 'client', async () => {
       try {
-        const reply = await this.nc.request(subject, encoder.encode(JSON.stringify(data)), {
+        const reply = await this.nc.request(subject, payload, {
           timeout: opts.timeoutMs,
           headers: toNatsHeaders(injectTrace({ ...opts.headers })),
         });
@@ -122,8 +129,8 @@ export class NatsBus implements Bus {
             data = undefined;
           }
           const reply = await handler(data, headers);
-          msg.respond(encoder.encode(JSON.stringify(reply)));
-        }).catch(() => undefined);
+          msg.respond(encodeMessage(msg.subject, reply, this.maxPayload));
+        }).catch((err: unknown) => this.logger?.error({ err, subject: msg.subject }, 'reply could not be sent; the caller will time out'));
       }
     })();
     const stoppable: Stoppable = {
@@ -139,7 +146,7 @@ export class NatsBus implements Bus {
 
   async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
     await withOutgoingSpan(`publish ${subject}`, 'producer', async () => {
-      await this.js.publish(subject, encoder.encode(JSON.stringify(data)), {
+      await this.js.publish(subject, encodeMessage(subject, data, this.maxPayload), {
         msgID: opts.msgId,
         headers: toNatsHeaders(injectTrace({ ...opts.headers })),
       });

@@ -63,7 +63,11 @@ export interface Bus {
   readonly namespace: string;
   /** Which implementation: shown in logs and /readyz. */
   readonly kind: 'jetstream' | 'memory';
+  /** The largest message the bus carries, in bytes (NATS `max_payload`); larger ones are refused. */
+  readonly maxPayload: number;
+  /** Rejects with PayloadTooLargeError when `data` encodes to more than `maxPayload`. */
   request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown>;
+  /** The handler's result is sent as JSON, or as is when it already is bytes (an encoded reply). */
   serve(subject: string, queue: string, handler: (data: unknown, headers: MsgHeaders) => Promise<unknown>): Promise<Stoppable>;
   /** Durable publish to the events or commands stream; a repeated msgId inside the window is dropped. */
   publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void>;
@@ -87,6 +91,24 @@ export class BusUnavailableError extends Error {
     super(`No answer on ${subject}: ${reason}`);
     this.name = 'BusUnavailableError';
   }
+}
+
+/** A message larger than the bus carries: refused before it is sent, never dropped silently. */
+export class PayloadTooLargeError extends Error {
+  constructor(subject: string, readonly bytes: number, readonly limit: number) {
+    super(`Message on ${subject} is ${bytes} bytes; the bus carries at most ${limit}`);
+    this.name = 'PayloadTooLargeError';
+  }
+}
+
+/** NATS's default `max_payload`; the in-process bus keeps the same limit so both behave alike. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** JSON bytes of a value (or the bytes themselves), refused above `limit`. */
+export function encodeMessage(subject: string, data: unknown, limit: number): Uint8Array {
+  const bytes = data instanceof Uint8Array ? data : Buffer.from(JSON.stringify(data ?? null), 'utf8');
+  if (bytes.length > limit) throw new PayloadTooLargeError(subject, bytes.length, limit);
+  return bytes;
 }
 
 /** NATS subject matching with `*` (one token) and `>` (the rest). */

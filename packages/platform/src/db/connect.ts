@@ -26,6 +26,12 @@ export interface ServiceDbOptions {
 
 export interface ServiceDb<DB> {
   db: Kysely<DB>;
+  /**
+   * A second, small pool for the transactions that hold an Idempotency-Key claim while their request
+   * runs (D5.5, `idempotency/records.ts`). Kept apart so that claims can never take every connection
+   * of `db` and leave their own handlers waiting for one.
+   */
+  claims: Kysely<DB>;
   schema: string;
   role: string;
   close(): Promise<void>;
@@ -46,10 +52,10 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   const role = await provisionSchema(opts.url, opts.schema, opts.extensions ?? []);
   const searchPath = opts.extensions?.length ? `${opts.schema},public` : opts.schema;
   const options = [`-c search_path=${searchPath}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` });
-  // The pool replaces the client; log what happened without dumping the client object.
-  pool.on('error', (err: Error & { code?: string }) => opts.logger?.warn({ code: err.code, reason: err.message }, 'idle Postgres connection closed'));
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  const db = kyselyOn<DB>(opts, new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` }));
+  // A claim left open by a handler that hangs is ended by Postgres itself after this long.
+  const claimOptions = `${options} -c idle_in_transaction_session_timeout=${CLAIM_IDLE_LIMIT_MS}`;
+  const claims = kyselyOn<DB>(opts, new pg.Pool({ connectionString: opts.url, max: 5, options: claimOptions, application_name: `aex-${opts.schema}-keyed` }));
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => opts.migrations },
@@ -58,10 +64,19 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   const { error, results } = await migrator.migrateToLatest();
   for (const r of results ?? []) opts.logger?.info({ migration: r.migrationName, status: r.status }, 'migration');
   if (error) {
-    await db.destroy();
+    await Promise.all([db.destroy(), claims.destroy()]);
     throw error instanceof Error ? error : new Error(String(error));
   }
-  return { db, schema: opts.schema, role: role ?? 'login', close: () => db.destroy() };
+  return { db, claims, schema: opts.schema, role: role ?? 'login', close: async () => void (await Promise.all([db.destroy(), claims.destroy()])) };
+}
+
+/** Postgres ends a keyed request's transaction left idle this long (a hung handler; normal ones take ms). */
+export const CLAIM_IDLE_LIMIT_MS = 120_000;
+
+function kyselyOn<DB>(opts: ServiceDbOptions, pool: pg.Pool): Kysely<DB> {
+  // The pool replaces the client; log what happened without dumping the client object.
+  pool.on('error', (err: Error & { code?: string }) => opts.logger?.warn({ code: err.code, reason: err.message }, 'idle Postgres connection closed'));
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
 }
 
 async function provisionSchema(url: string, schema: string, extensions: string[]): Promise<string | null> {

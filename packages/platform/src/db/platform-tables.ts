@@ -42,6 +42,25 @@ export async function createPlatformTablesV1(db: Kysely<any>): Promise<void> {
   await sql`create index timers_due on timers (fire_at) where fired_at is null`.execute(db);
 }
 
+/**
+ * Frozen migration (never edit; add a v3): the Idempotency-Key records of D5.5. A row is written in
+ * the same transaction as the effect it guards, so it exists exactly when the effect does. `reply`
+ * is the first answer, encrypted with a key derived from the Idempotency-Key itself (the store never
+ * holds a readable answer: sign-up answers carry an API key); `key_hash` names the (scope, key) pair.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function createPlatformTablesV2(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('idempotency_keys')
+    .addColumn('key_hash', 'text', (c) => c.primaryKey())
+    .addColumn('fingerprint', 'text', (c) => c.notNull())
+    .addColumn('reply', 'bytea')
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .addColumn('expires_at', 'timestamptz', (c) => c.notNull())
+    .execute();
+  await sql`create index idempotency_keys_expiry on idempotency_keys (expires_at)`.execute(db);
+}
+
 /** Kysely table types of the platform tables, for services' Database interfaces. */
 export interface PlatformTables {
   outbox: {
@@ -54,6 +73,13 @@ export interface PlatformTables {
     publishedAt: Date | null;
   };
   processedMessages: { consumer: string; messageId: string; processedAt: Generated<Date> };
+  idempotencyKeys: {
+    keyHash: string;
+    fingerprint: string;
+    reply: Buffer | null;
+    createdAt: Generated<Date>;
+    expiresAt: Date;
+  };
   timers: {
     id: string;
     kind: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { catalogOps, DiscoverBody, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
-import { requireAgent, type OperationHandler } from '@aex/platform';
+import { fitItems, requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
 import { blend, cheapness, clamp01, RANK_WEIGHTS, speed, type RankWeights } from '../domain/rank.js';
@@ -109,19 +109,26 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
 
   const { matches, dropped } = await recheck(deps, body, best, urgency);
   const queryId = randomUUID();
-  const page = matches.slice(0, limit);
-  const totalMatches = Math.max(page.length, total - dropped);
-  await deps.db.insertInto('discoveryQueries').values({
-    id: queryId,
-    agentId: caller.agentId,
-    request: JSON.stringify(body),
-    totalMatches,
-    results: JSON.stringify(page.map((m) => ({ serviceId: m.serviceId, compatibilityScore: m.compatibilityScore }))),
-    scorer: index.scorer.name,
-    createdAt: deps.now(),
-  }).execute();
-  return { data: { matches: page, totalMatches, queryId } };
+  const wanted = matches.slice(0, limit);
+  // Matches carry their schemas (up to 64 KiB each): as many as the answer can carry, best first.
+  const page = fitItems(wanted, ctx.replyBudgetBytes - ANSWER_FRAME_BYTES);
+  const totalMatches = Math.max(wanted.length, total - dropped);
+  return ctx.effect(deps.db, async (trx) => {
+    await trx.insertInto('discoveryQueries').values({
+      id: queryId,
+      agentId: caller.agentId,
+      request: JSON.stringify(body),
+      totalMatches,
+      results: JSON.stringify(page.map((m) => ({ serviceId: m.serviceId, compatibilityScore: m.compatibilityScore }))),
+      scorer: index.scorer.name,
+      createdAt: deps.now(),
+    }).execute();
+    return { data: { matches: page, totalMatches, queryId, truncated: page.length < wanted.length } };
+  });
 };
+
+/** Room kept in a discover answer for everything but the matches. */
+const ANSWER_FRAME_BYTES = 1024;
 
 function* servicesOf(index: DiscoveryIndex, relevance: Map<string, number>): Iterable<IndexedService> {
   for (const id of relevance.keys()) {

@@ -40,7 +40,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
   const embedding = await embed(deps, service);
-  await deps.db.transaction().execute(async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     // Serialise registrations per provider so two requests cannot both take the last place.
     await trx.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).forUpdate().executeTakeFirstOrThrow();
     const { n } = await trx.selectFrom('services').select(sql<number>`count(*)::int`.as('n'))
@@ -53,9 +53,10 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     await recordRevision(trx, service, now);
     await recordVocabulary(trx, row);
     await recordChange(trx, service, 'registered', now);
+    return { status: 201, data: serviceView(service) };
   });
   deps.relay.kick();
-  return { status: 201, data: serviceView(service) };
+  return reply;
 };
 
 /** GET /v1/services/{id}: the full contract, whatever its status (transactions refer to it). */
@@ -70,7 +71,7 @@ export const getService = (deps: CatalogDeps): OperationHandler<Ops['getService'
 export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateService']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const updated = await deps.db.transaction().execute(async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'change');
     if (current.status === 'inactive') {
       throw new AppError('INVALID_STATE', 'A deleted service cannot be changed.', { details: { status: current.status } });
@@ -106,26 +107,26 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     if (textChanged) await recordVocabulary(trx, changes);
     const change: Change = next.status !== current.status ? (next.status === 'paused' ? 'paused' : 'resumed') : 'updated';
     await recordChange(trx, next, change, now);
-    return next;
+    return { data: serviceView(next) };
   });
   deps.relay.kick();
-  return { data: serviceView(updated) };
+  return reply;
 };
 
 /** DELETE /v1/services/{id} (D7.6): soft deactivation to `inactive`; transactions keep their contract. */
 export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteService']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const { service, changed } = await deps.db.transaction().execute(async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'delete');
-    if (current.status === 'inactive') return { service: current, changed: false };
+    if (current.status === 'inactive') return { data: serviceView(current) };
     const next = { ...current, status: 'inactive' as const, updatedAt: now };
     await trx.updateTable('services').set({ status: 'inactive', updatedAt: now }).where('id', '=', current.id).execute();
     await recordChange(trx, next, 'deactivated', now);
-    return { service: next, changed: true };
+    return { data: serviceView(next) };
   });
-  if (changed) deps.relay.kick();
-  return { data: serviceView(service) };
+  deps.relay.kick();
+  return reply;
 };
 
 /** Internal: one revision of a contract (the latest without `revision`), for the transaction service. */

@@ -1,23 +1,41 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
 import { callOperation, type Bus, type KvStore } from '@aex/platform';
+import { RateLimitedError, type RateLimiter } from './rate-limit.js';
 
 const principalCheck = validator(Principal);
 const unauthenticated = (message: string) => new AppError('UNAUTHENTICATED', message);
+
+/** Unknown key hashes remembered by one gateway replica (no key can become valid: keys are random). */
+const NEGATIVE_CACHE_SIZE = 10_000;
+const NEGATIVE_CACHE_TTL_MS = 10 * 60_000;
 
 /**
  * API-key authentication (D2) with the shared key cache (D2.5, docs/auth-cache.md): a KV hit is used
  * as is; a miss or a `stale` marker asks identity, and the answer is cached with compare-and-set
  * against the revision read first — so a marker written by a concurrent revocation always wins.
+ *
+ * Keys that are not cached cost identity a database query, so guessing is bounded twice: an unknown
+ * key hash is remembered locally (answered 401 without asking again), and every lookup of an
+ * uncached key takes a token from the client IP's `auth_failures_ip` bucket — given back when the
+ * key turns out valid — so one client cannot make identity look up more than that many per minute
+ * (429 beyond, with the D4.3 headers).
  */
 export class ApiKeyAuthenticator {
-  private constructor(private readonly bus: Bus, private readonly cache: KvStore, private readonly timeoutMs: number) {}
+  private readonly unknownKeys = new Map<string, number>();
 
-  static async create(bus: Bus, timeoutMs: number): Promise<ApiKeyAuthenticator> {
-    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), timeoutMs);
+  private constructor(
+    private readonly bus: Bus,
+    private readonly cache: KvStore,
+    private readonly limiter: RateLimiter,
+    private readonly timeoutMs: number,
+  ) {}
+
+  static async create(bus: Bus, limiter: RateLimiter, timeoutMs: number): Promise<ApiKeyAuthenticator> {
+    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), limiter, timeoutMs);
   }
 
-  async authenticate(authorization: string | undefined, requestId: string): Promise<PrincipalT> {
+  async authenticate(authorization: string | undefined, requestId: string, clientIp: string): Promise<PrincipalT> {
     const match = /^Bearer (\S+)$/.exec(authorization ?? '');
     if (!match) throw unauthenticated('An Authorization: Bearer <API key> header is required.');
     const key = match[1]!;
@@ -28,16 +46,39 @@ export class ApiKeyAuthenticator {
       const cached = principalCheck.check(JSON.parse(entry.value));
       if (cached.ok) return cached.value;
     }
+    const limited = await this.limiter.take('auth_failures_ip', clientIp);
+    if (!limited.allowed) {
+      throw new RateLimitedError('Too many requests with unknown API keys from this address; retry later.', limited);
+    }
+    if (this.isKnownUnknown(hash)) throw unauthenticated('The API key is unknown or has been revoked.');
     const reply = await callOperation(this.bus, identityOps.authenticate, { ctx: { requestId, principal: null }, input: { path: {}, query: {}, body: { keyHash: hash } } }, { timeoutMs: this.timeoutMs });
     if (!reply.ok) throw AppError.many(reply.errors);
     const principal = reply.data === null ? null : principalCheck.check(reply.data);
-    if (!principal || !principal.ok) throw unauthenticated('The API key is unknown or has been revoked.');
+    if (!principal || !principal.ok) {
+      this.rememberUnknown(hash);
+      throw unauthenticated('The API key is unknown or has been revoked.');
+    }
+    void this.limiter.refund('auth_failures_ip', clientIp);
     const json = JSON.stringify(principal.value);
     const store = entry ? this.cache.update(hash, json, entry.revision) : this.cache.create(hash, json);
     // A lost compare-and-set means identity marked the key meanwhile; a cache that cannot be written
     // only costs a lookup next time. Either way this request is answered with what identity said.
     await store.catch(() => undefined);
     return principal.value;
+  }
+
+  private isKnownUnknown(hash: string): boolean {
+    const until = this.unknownKeys.get(hash);
+    if (until === undefined) return false;
+    if (until > Date.now()) return true;
+    this.unknownKeys.delete(hash);
+    return false;
+  }
+
+  private rememberUnknown(hash: string): void {
+    // A Map iterates in insertion order: the oldest entry goes first when the cache is full.
+    if (this.unknownKeys.size >= NEGATIVE_CACHE_SIZE) this.unknownKeys.delete(this.unknownKeys.keys().next().value!);
+    this.unknownKeys.set(hash, Date.now() + NEGATIVE_CACHE_TTL_MS);
   }
 }
 

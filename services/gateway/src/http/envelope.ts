@@ -1,9 +1,17 @@
 import { AppError, isAppError, type Envelope, type ErrorEntry, type PaginationInfo } from '@aex/contracts';
 import type { Logger } from '@aex/platform';
 
+/** D1.1 `meta`; a stored answer (D5.3) brings its own, so replays are the first answer's bytes. */
+export interface Meta {
+  requestId: string;
+  timestamp: string;
+}
+
+const metaOf = (requestId: string | Meta): Meta => (typeof requestId === 'string' ? { requestId, timestamp: new Date().toISOString() } : requestId);
+
 /** D1.1 success envelope. */
-export function successBody(data: unknown, requestId: string, pagination?: PaginationInfo): string {
-  const env: Envelope = { data, meta: { requestId, timestamp: new Date().toISOString() }, ...(pagination ? { pagination } : {}), errors: null };
+export function successBody(data: unknown, requestId: string | Meta, pagination?: PaginationInfo): string {
+  const env: Envelope = { data, meta: metaOf(requestId), ...(pagination ? { pagination } : {}), errors: null };
   return JSON.stringify(env);
 }
 
@@ -14,8 +22,8 @@ export interface ErrorResponse {
 }
 
 /** D1.1 / D1.3 error envelope; Retry-After where D1.4 asks for it. */
-export function errorResponse(status: number, errors: ErrorEntry[], requestId: string): ErrorResponse {
-  const env: Envelope = { data: null, meta: { requestId, timestamp: new Date().toISOString() }, errors };
+export function errorResponse(status: number, errors: ErrorEntry[], requestId: string | Meta): ErrorResponse {
+  const env: Envelope = { data: null, meta: metaOf(requestId), errors };
   const headers: Record<string, string> = {};
   const retry = errors.find((e) => typeof e.details?.retryAfterSeconds === 'number')?.details?.retryAfterSeconds as number | undefined;
   if (retry !== undefined) headers['retry-after'] = String(retry);

@@ -1,93 +1,123 @@
+import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { AppError, validator, type ErrorEntry, type Principal, type TSchema } from '@aex/contracts';
+import { AppError, validator, type ErrorEntry, type IdempotencyContext, type Principal, type TSchema } from '@aex/contracts';
 import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { checkSignature } from '../domain/signature.js';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import { checkAdminToken } from '../guards/auth.js';
-import { IdempotencyStore } from '../guards/idempotency.js';
-import type { RateLimiter } from '../guards/rate-limit.js';
-import { errorResponse, successBody, toAppError } from './envelope.js';
+import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
+import { errorResponse, successBody, toAppError, type Meta } from './envelope.js';
+import { valuesProblem } from './input-hygiene.js';
 import { protocolView } from './protocol.js';
+import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
   limiter: RateLimiter;
-  idempotency: IdempotencyStore;
 }
 
 interface Answer {
   status: number;
   body: string;
   type?: string;
+  headers?: Record<string, string>;
 }
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+/** D5.1: 1–255 printable ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export const send = (reply: FastifyReply, status: number, body: string, type = 'application/json; charset=utf-8') => reply.code(status).type(type).send(body);
 
 /**
  * The handler of one route, in the order of D1.4: authentication (D2), rate limit (D4), signature
- * (D3) — none of which is ever stored under an Idempotency-Key (D5.4) — then the idempotency claim,
- * validation of path, query and body against the contract, and the call to the owning service.
+ * (D3), then validation of path, query and body against the contract, and the call to the owning
+ * service — which, for a request with an Idempotency-Key, records the key with its effect and
+ * answers a repeat itself (D5.4, D5.5). What the gateway refuses never reaches a service and is
+ * never stored under a key.
  */
 export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: ExchangeConfig): RouteHandlerMethod {
   const check = compileChecks(spec);
   return async (req, reply) => {
     let principal: Principal | null = null;
-    if (spec.auth === 'agent') principal = await guards.auth.authenticate(req.headers.authorization, req.id);
+    if (spec.auth === 'agent') principal = await guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
     if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, req.headers.authorization);
     if (spec.rateGroup) {
       const r = await guards.limiter.take(spec.rateGroup, principal ? principal.agentId : req.ip);
-      reply.headers({ 'ratelimit-limit': String(r.limit), 'ratelimit-remaining': String(r.remaining), 'ratelimit-reset': String(r.resetSeconds) });
-      if (!r.allowed) throw new AppError('RATE_LIMITED', 'Too many requests; retry later.', { details: { retryAfterSeconds: r.retryAfterSeconds } });
+      if (!r.allowed) throw new RateLimitedError('Too many requests; retry later.', r);
+      reply.headers(r.headers);
     }
     const sig = { signature: header(req, 'x-ae-signature'), timestamp: header(req, 'x-ae-signature-timestamp') };
     if (principal && (spec.signature === 'required' || sig.signature !== undefined || sig.timestamp !== undefined)) {
       const result = checkSignature({ ...sig, method: req.method, target: req.url, rawBody: req.rawBody, publicKey: principal.signingKeyPublic, nowMs: Date.now() });
       if (!result.ok) throw new AppError(result.code, result.message);
     }
-
-    let finish: ((status: number, body: string) => Promise<void>) | undefined;
-    const key = header(req, 'idempotency-key');
-    if (key !== undefined && MUTATING.has(req.method)) {
-      const scope = principal ? principal.agentId : `anon_${spec.method}_${spec.url.replace(/[^a-z]/gi, '_')}`;
-      const outcome = await guards.idempotency.begin(scope, key, IdempotencyStore.fingerprint(req.method, req.url, req.rawBody));
-      if (outcome.kind === 'replay') {
-        reply.header('idempotent-replayed', 'true');
-        return send(reply, outcome.status, outcome.body, spec.raw ? `application/${spec.raw}` : undefined);
-      }
-      finish = outcome.finish;
-    }
+    const idempotency = idempotencyOf(spec, req, principal);
 
     let answer: Answer;
     try {
-      answer = await execute(spec, check, req, principal, bus, config);
+      answer = await execute(spec, check, req, principal, idempotency, bus, config);
     } catch (err) {
       const appErr = toAppError(err, req.log as unknown as Logger);
-      const res = errorResponse(appErr.status, appErr.entries, req.id);
-      reply.headers(res.headers);
-      answer = res;
+      answer = errorResponse(appErr.status, appErr.entries, req.id);
     }
-    await finish?.(answer.status, answer.body);
+    if (answer.headers) reply.headers(answer.headers);
     return send(reply, answer.status, answer.body, answer.type);
   };
 }
 
-async function execute(spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, bus: Bus, config: ExchangeConfig): Promise<Answer> {
+/**
+ * D5: the key and its scope, forwarded to the owning service. The scope is the agent; for an
+ * unauthenticated route (sign-up) it is the route and the client's IP, so a stored answer — which
+ * holds a new API key — is only ever given again to a repeat from where the first came.
+ */
+function idempotencyOf(spec: RouteSpec, req: FastifyRequest, principal: Principal | null): IdempotencyContext | undefined {
+  const key = header(req, 'idempotency-key');
+  if (key === undefined || !MUTATING.has(req.method)) return undefined;
+  if (!IDEMPOTENCY_KEY.test(key)) {
+    throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1–255 printable ASCII characters.', { field: '/headers/idempotency-key' });
+  }
+  const scope = principal ? `agent:${principal.agentId}` : spec.auth === 'admin' ? 'operator' : `anonymous:${spec.method} ${spec.url}:${req.ip}`;
+  const bodyHash = createHash('sha256').update(req.rawBody ?? '').digest('hex');
+  const fingerprint = createHash('sha256').update(`${req.method}\n${req.url}\n${bodyHash}`).digest('hex');
+  return { key, scope, fingerprint };
+}
+
+async function execute(
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, idempotency: IdempotencyContext | undefined, bus: Bus, config: ExchangeConfig,
+): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
+  const input = checkInput(spec, check, req);
+  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(idempotency ? { idempotency } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  const meta: string | Meta = reply.meta ?? req.id;
+  const replayed: Record<string, string> = reply.replayed ? { 'idempotent-replayed': 'true' } : {};
+  if (!reply.ok) {
+    const res = errorResponse(reply.status, reply.errors, meta);
+    return { ...res, headers: { ...res.headers, ...replayed } };
+  }
+  if (spec.raw) return { status: 200, body: JSON.stringify(reply.data), type: `application/${spec.raw}` };
+  return { status: reply.status === 200 ? spec.successStatus : reply.status, body: successBody(reply.data, meta, reply.pagination), headers: replayed };
+}
+
+/** Path, query and body against the operation's contract, after the edge's hygiene rules. */
+function checkInput(spec: RouteSpec, check: Checks, req: FastifyRequest) {
+  const params = (req.params ?? {}) as Record<string, unknown>;
+  const query = (req.query ?? {}) as Record<string, unknown>;
+  if (isMalformedQuery(query)) throw new AppError('VALIDATION_ERROR', 'The query string is not valid percent-encoded UTF-8.', { field: '/query' });
+  for (const [part, values] of [['path', params], ['query', query]] as const) {
+    const problem = valuesProblem(values);
+    if (problem) throw new AppError('VALIDATION_ERROR', `"/${part}${problem.pointer}" ${problem.message}.`, { field: `/${part}${problem.pointer}` });
+  }
   const errors: ErrorEntry[] = [];
   const part = (v: ReturnType<Checks['path']['check']>) => (v.ok ? v.value : (errors.push(...v.errors), {}));
   const input = {
-    path: part(check.path.check(req.params ?? {}, '/path')),
-    query: part(check.query.check({ ...(req.query as object) }, '/query')),
+    path: part(check.path.check(params, '/path')),
+    query: part(check.query.check(coerceQuery(check.query.schema, query), '/query')),
     body: spec.body ? part(check.body.check(req.body, '/body')) : {},
   };
   if (errors.length > 0) throw AppError.many(errors.slice(0, 20));
-  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin' }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
-  if (!reply.ok) throw Object.assign(AppError.many(reply.errors), { status: reply.status });
-  if (spec.raw) return { status: 200, body: JSON.stringify(reply.data), type: `application/${spec.raw}` };
-  return { status: reply.status === 200 ? spec.successStatus : reply.status, body: successBody(reply.data, req.id, reply.pagination) };
+  return input;
 }
 
 interface Checks {
@@ -101,7 +131,7 @@ function compileChecks(spec: RouteSpec): Checks {
   const empty = { type: 'object' } as unknown as TSchema;
   return {
     path: validator(props.path ?? empty),
-    query: validator(props.query ?? empty, { coerce: true }),
+    query: validator(props.query ?? empty),
     body: validator(props.body ?? empty),
   };
 }

@@ -30,14 +30,15 @@ export function accountView(a: AccountRow): AccountView {
 const emailTaken = () => new AppError('CONFLICT', 'An account with this email address already exists.', { field: '/body/email' });
 
 /** POST /v1/accounts: account, owner agent, key, trust score, and (by saga) its wallet — D6.1. */
-export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createAccount']> => async ({ body }) => {
-  checkWebhookUrl(body.agent.webhookUrl, deps.config, '/body/agent/webhookUrl');
+export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createAccount']> => async ({ body }, ctx) => {
+  await checkWebhookUrl(body.agent.webhookUrl, deps, '/body/agent/webhookUrl');
   const now = deps.now();
   const accountId = randomUUID();
   const agentId = randomUUID();
   const key = issueApiKey();
+  let created;
   try {
-    await deps.db.transaction().execute(async (trx) => {
+    created = await ctx.effect(deps.db, async (trx) => {
       await trx
         .insertInto('accounts')
         .values({
@@ -56,6 +57,19 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
       const agent = body.agent;
       await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: agent.name, agentType: agent.agentType ?? 'persistent', description: agent.description, capabilities: agent.capabilities, webhookUrl: agent.webhookUrl, metadata: agent.metadata, now }, key);
       await requestWallet(trx, { id: agentId, accountId });
+      // D9.9 applied to accounts: until the wallet saga confirms, the answer is 202.
+      return {
+        status: 202,
+        data: {
+          id: accountId,
+          accountType: body.accountType,
+          displayName: body.displayName,
+          verificationStatus: 'unverified',
+          createdAt: now.toISOString(),
+          apiKey: key.plaintext,
+          agent: fullAgentView((await findAgent(trx, agentId))!, deps.config.PUBLIC_BASE_URL),
+        },
+      };
     });
   } catch (err) {
     if (isUniqueViolation(err, 'accounts_email_normalized_key')) throw emailTaken();
@@ -63,20 +77,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
   }
   deps.relay.kick();
   const walletReady = await awaitWallet(deps, agentId, deps.config.SAGA_WAIT_MS);
-  const agent = (await findAgent(deps.db, agentId))!;
-  return {
-    // D9.9 applied to accounts: the wallet saga finishes on its own if it is slow; 202 says so.
-    status: walletReady ? 201 : 202,
-    data: {
-      id: accountId,
-      accountType: body.accountType,
-      displayName: body.displayName,
-      verificationStatus: 'unverified',
-      createdAt: now.toISOString(),
-      apiKey: key.plaintext,
-      agent: fullAgentView(agent, deps.config.PUBLIC_BASE_URL),
-    },
-  };
+  return { ...created, status: walletReady ? 201 : 202 };
 };
 
 async function loadOwnAccount(deps: IdentityDeps, accountId: string, callerAccountId: string): Promise<AccountRow> {
@@ -107,8 +108,9 @@ export const updateAccount = (deps: IdentityDeps): OperationHandler<Ops['updateA
     patch.emailNormalized = normalizeEmail(body.email);
   }
   try {
-    const row = await deps.db.updateTable('accounts').set(patch).where('id', '=', path.accountId).returningAll().executeTakeFirstOrThrow();
-    return { data: accountView(row) };
+    return await ctx.effect(deps.db, async (trx) => ({
+      data: accountView(await trx.updateTable('accounts').set(patch).where('id', '=', path.accountId).returningAll().executeTakeFirstOrThrow()),
+    }));
   } catch (err) {
     if (isUniqueViolation(err, 'accounts_email_normalized_key')) throw emailTaken();
     throw err;
@@ -119,11 +121,13 @@ export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['
   const caller = requireAgent(ctx);
   await loadOwnAccount(deps, path.accountId, caller.accountId);
   requireOwner(caller, path.accountId, 'set the account delegation rules');
-  const row = await deps.db
-    .updateTable('accounts')
-    .set({ defaultDelegation: JSON.stringify(body) as never, updatedAt: deps.now() })
-    .where('id', '=', path.accountId)
-    .returning('defaultDelegation')
-    .executeTakeFirstOrThrow();
-  return { data: row.defaultDelegation };
+  return ctx.effect(deps.db, async (trx) => {
+    const row = await trx
+      .updateTable('accounts')
+      .set({ defaultDelegation: JSON.stringify(body) as never, updatedAt: deps.now() })
+      .where('id', '=', path.accountId)
+      .returning('defaultDelegation')
+      .executeTakeFirstOrThrow();
+    return { data: row.defaultDelegation };
+  });
 };

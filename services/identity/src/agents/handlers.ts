@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, events, type identityOps, type Principal } from '@aex/contracts';
-import { enqueue, requireActive, requireAgent, type Logger, type OperationHandler } from '@aex/platform';
+import { enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
-import { isEd25519PublicKey } from '../domain/did.js';
+import { signingKeyProblem, signingKeyProofMessage, verifySigningKeyProof } from '../domain/signing-keys.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
 import { markStaleAfterCommit } from '../key-cache.js';
@@ -15,8 +15,29 @@ import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 
 type Ops = typeof identityOps;
 
-function checkSigningKey(key: string | null | undefined, field: string): void {
-  if (key && !isEd25519PublicKey(key)) throw new AppError('VALIDATION_ERROR', 'The signing key must be the base64 of a raw 32-byte Ed25519 public key.', { field });
+/**
+ * D3.2 rules of a signing-key change: a strong key, and proof of possession — required to replace a
+ * key the agent already has, verified whenever given. A first key without proof is accepted (the
+ * spec's own flow registers one by a plain PATCH); no agent can take a key another one registered
+ * (repository `addSigningKey`), so a key is only ever credited to the agent that holds it first.
+ */
+function checkSigningKeyChange(accountId: string, current: string | null, next: string | null | undefined, proof: string | undefined): void {
+  if (!next) {
+    if (proof !== undefined) throw new AppError('VALIDATION_ERROR', 'signingKeyProof is only given with a new signingKeyPublic.', { field: '/body/signingKeyProof' });
+    return;
+  }
+  if (next === current) return;
+  const problem = signingKeyProblem(next);
+  if (problem) throw new AppError('VALIDATION_ERROR', `The signing key ${problem}.`, { field: '/body/signingKeyPublic' });
+  if (proof === undefined) {
+    if (current) {
+      throw new AppError('VALIDATION_ERROR', `Replacing a registered signing key needs signingKeyProof: the new key's signature of "${signingKeyProofMessage(accountId, next)}".`, { field: '/body/signingKeyProof' });
+    }
+    return;
+  }
+  if (!verifySigningKeyProof(accountId, next, proof)) {
+    throw new AppError('VALIDATION_ERROR', `signingKeyProof is not the new key's signature of "${signingKeyProofMessage(accountId, next)}".`, { field: '/body/signingKeyProof' });
+  }
 }
 
 async function loadAgent(deps: IdentityDeps, agentId: string): Promise<AgentRecord> {
@@ -41,24 +62,26 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   const caller = requireAgent(ctx);
   if (!mayGovernAccount(caller, caller.accountId)) throw new AppError('FORBIDDEN', "Only the account's owner agent may create agents.");
   requireActive(caller);
-  checkSigningKey(body.signingKeyPublic, '/body/signingKeyPublic');
-  checkWebhookUrl(body.webhookUrl, deps.config, '/body/webhookUrl');
+  const { signingKeyProof, ...fields } = body;
+  checkSigningKeyChange(caller.accountId, null, fields.signingKeyPublic, signingKeyProof);
+  await checkWebhookUrl(fields.webhookUrl, deps, '/body/webhookUrl');
   const now = deps.now();
   const id = randomUUID();
   const key = issueApiKey();
   const limit = deps.config.MAX_AGENTS_PER_ACCOUNT;
-  await deps.db.transaction().execute(async (trx) => {
+  const created = await ctx.effect(deps.db, async (trx) => {
     // Serialise agent creation per account so two requests cannot both take the last place.
     await trx.selectFrom('accounts').select('id').where('id', '=', caller.accountId).forUpdate().executeTakeFirstOrThrow();
     const { n } = await trx.selectFrom('agents').select(sql<number>`count(*)::int`.as('n')).where('accountId', '=', caller.accountId).where('status', '=', 'active').executeTakeFirstOrThrow();
     if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents.`, { details: { limit } });
-    await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...body, now }, key);
+    await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
     await requestWallet(trx, { id, accountId: caller.accountId });
+    // D9.9 applied to agents: until the wallet saga confirms, the answer is 202.
+    return { status: 202, data: { ...fullAgentView((await findAgent(trx, id))!, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
   });
   deps.relay.kick();
   const walletReady = await awaitWallet(deps, id, deps.config.SAGA_WAIT_MS);
-  const agent = (await findAgent(deps.db, id))!;
-  return { status: walletReady ? 201 : 202, data: { ...fullAgentView(agent, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
+  return { ...created, status: walletReady ? 201 : 202 };
 };
 
 /** GET /v1/agents/{id}: full for the caller's account, public profile for others (D2.3). */
@@ -73,11 +96,12 @@ export const getAgent = (deps: IdentityDeps): OperationHandler<Ops['getAgent']> 
 export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAgent']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   await loadGoverned(deps, caller, path.agentId, mayEditAgent, 'change');
-  checkSigningKey(body.signingKeyPublic, '/body/signingKeyPublic');
-  checkWebhookUrl(body.webhookUrl, deps.config, '/body/webhookUrl');
+  await checkWebhookUrl(body.webhookUrl, deps, '/body/webhookUrl');
   const now = deps.now();
-  const { agent, hash } = await deps.db.transaction().execute(async (trx) => {
+  let hash: string | undefined;
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
+    checkSigningKeyChange(current.accountId, current.signingKeyPublic, body.signingKeyPublic, body.signingKeyProof);
     const patch: Partial<AgentRow> = { updatedAt: now };
     if (body.name !== undefined) patch.name = body.name;
     if (body.description !== undefined) patch.description = body.description;
@@ -90,12 +114,13 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
     }
     const row = await trx.updateTable('agents').set(patch).where('id', '=', path.agentId).returningAll().executeTakeFirstOrThrow();
     await enqueue(trx, events.agentUpdated, agentFacts(row), { now });
-    return { agent: { ...current, ...row }, hash: await activeKeyHash(trx, path.agentId) };
+    hash = await activeKeyHash(trx, path.agentId);
+    return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
   deps.relay.kick();
   // The cached principal carries the signing key: gateways must re-read it.
   if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
-  return { data: fullAgentView(agent, deps.config.PUBLIC_BASE_URL) };
+  return reply;
 };
 
 /** DELETE /v1/agents/{id}: soft deactivation by the owner agent (D6.5). */
@@ -103,40 +128,42 @@ export const deactivateAgent = (deps: IdentityDeps): OperationHandler<Ops['deact
   const caller = requireAgent(ctx);
   const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'deactivate');
   if (target.isOwner) throw new AppError('FORBIDDEN', "The account's owner agent cannot be deactivated.");
-  return { data: await deactivate(deps, path.agentId, ctx.logger) };
+  return deactivate(deps, ctx, path.agentId);
 };
 
 /** POST /admin/v1/agents/{id}/suspend (D15.3): the operator deactivates any agent, owner agents included. */
-export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => ({
-  data: await deactivate(deps, path.agentId, ctx.logger),
-});
+export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => deactivate(deps, ctx, path.agentId);
 
 /** active → deactivated with its event, and the key cache told at once (D6.5); deactivated stays as is. */
-async function deactivate(deps: IdentityDeps, agentId: string, logger: Logger) {
+async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: string) {
   const now = deps.now();
-  const { agent, hash } = await deps.db.transaction().execute(async (trx) => {
+  let hash: string | undefined;
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const current = await findAgent(trx, agentId, { forUpdate: true });
     if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
-    if (current.status === 'deactivated') return { agent: current, hash: undefined };
+    if (current.status === 'deactivated') return { data: fullAgentView(current, deps.config.PUBLIC_BASE_URL) };
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
     const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
     await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
-    return { agent: { ...current, ...row }, hash: await activeKeyHash(trx, agentId) };
+    hash = await activeKeyHash(trx, agentId);
+    return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
   deps.relay.kick();
-  if (hash) await markStaleAfterCommit(deps.authCache, [hash], logger);
-  return fullAgentView(agent, deps.config.PUBLIC_BASE_URL);
+  if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
+  return reply;
 }
 
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
-  const row = await deps.db
-    .updateTable('agents')
-    .set({ delegation: JSON.stringify(body) as never, updatedAt: deps.now() })
-    .where('id', '=', path.agentId)
-    .returning('delegation')
-    .executeTakeFirstOrThrow();
-  return { data: row.delegation };
+  return ctx.effect(deps.db, async (trx) => {
+    const row = await trx
+      .updateTable('agents')
+      .set({ delegation: JSON.stringify(body) as never, updatedAt: deps.now() })
+      .where('id', '=', path.agentId)
+      .returning('delegation')
+      .executeTakeFirstOrThrow();
+    return { data: row.delegation };
+  });
 };

@@ -23,22 +23,23 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
   if (!mayEditAgent(caller, agent)) throw new AppError('FORBIDDEN', 'You may not rotate the key of this agent.');
   const now = deps.now();
   const key = issueApiKey();
-  const oldHashes = await deps.db.transaction().execute(async (trx) => {
+  let oldHashes: string[] = [];
+  const reply = await ctx.effect(deps.db, async (trx) => {
     await trx.selectFrom('agents').select('id').where('id', '=', path.agentId).forUpdate().execute();
     const old = await trx.updateTable('apiKeys').set({ revokedAt: now }).where('agentId', '=', path.agentId).where('revokedAt', 'is', null).returning('keyHash').execute();
     await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: path.agentId, keyHash: key.hash, keyPrefix: key.prefix, createdAt: now, revokedAt: null }).execute();
     await enqueue(trx, events.agentKeyRotated, { agentId: path.agentId, keyPrefix: key.prefix }, { now });
-    const hashes = old.map((o) => o.keyHash);
+    oldHashes = old.map((o) => o.keyHash);
     try {
-      await markStale(deps.authCache, hashes);
+      await markStale(deps.authCache, oldHashes);
     } catch {
       throw new AppError('SERVICE_UNAVAILABLE', 'The key cache is unreachable; the key was not rotated.');
     }
-    return hashes;
+    return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
   });
   deps.relay.kick();
   await markStaleAfterCommit(deps.authCache, oldHashes, ctx.logger);
-  return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
+  return reply;
 };
 
 /** Internal: the principal of a key hash, or null (the gateway then answers 401). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
-import { events, type Principal } from '@aex/contracts';
+import { AppError, events, type Principal } from '@aex/contracts';
 import { enqueue } from '@aex/platform';
 import type { AgentRow, Database } from '../db/schema.js';
 import type { AgentRecord } from './views.js';
@@ -73,8 +73,18 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
   }, { now: a.now });
 }
 
-/** D6.7 history: the current signing key is replaced, never deleted. */
+/**
+ * D6.7 history: the current signing key is replaced, never deleted. A key another agent registered
+ * first is refused (409 CONFLICT): its signatures would be credited to two agents.
+ */
 export async function addSigningKey(trx: Transaction<Database>, agentId: string, publicKey: string | null, now: Date): Promise<void> {
+  if (publicKey) {
+    await trx.insertInto('signingKeyOwners').values({ publicKey, agentId, createdAt: now }).onConflict((oc) => oc.column('publicKey').doNothing()).execute();
+    const owner = await trx.selectFrom('signingKeyOwners').select('agentId').where('publicKey', '=', publicKey).executeTakeFirstOrThrow();
+    if (owner.agentId !== agentId) {
+      throw new AppError('CONFLICT', 'This signing key is registered to another agent; generate a key pair of your own.', { field: '/body/signingKeyPublic' });
+    }
+  }
   await trx.updateTable('signingKeys').set({ revokedAt: now }).where('agentId', '=', agentId).where('revokedAt', 'is', null).execute();
   if (publicKey) await trx.insertInto('signingKeys').values({ id: randomUUID(), agentId, publicKey, createdAt: now, revokedAt: null }).execute();
 }

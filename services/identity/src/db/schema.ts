@@ -40,5 +40,6 @@ export interface Database extends PlatformTables {
   agents: AgentRow;
   apiKeys: { id: string; agentId: string; keyHash: string; keyPrefix: string; createdAt: Date; revokedAt: Date | null };
   signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
+  signingKeyOwners: { publicKey: string; agentId: string; createdAt: Date };
   trustScores: { agentId: string; score: number; updatedAt: Date };
 }

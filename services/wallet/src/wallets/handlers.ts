@@ -59,27 +59,30 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   const payments = requirePayments(deps);
   const session = await payments.createCheckout(body.amountCents);
   const now = deps.now();
-  const after = await deps.db.transaction().execute(async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
     // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
     if (session.confirmed) {
       await applyMovements(trx, session.sessionId, [{ walletId: wallet.id, txType: 'fund', amountCents: body.amountCents, description: `Funded through ${payments.name} session ${session.sessionId}` }], now);
     }
     await trx.insertInto('fundingSessions').values({ id: session.sessionId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, status: session.confirmed ? 'paid' : 'pending', createdAt: now, paidAt: session.confirmed ? now : null }).execute();
-    if (!session.confirmed) return null;
-    await enqueue(trx, events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
-    return trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow();
+    let newBalanceCents: number | null = null;
+    if (session.confirmed) {
+      await enqueue(trx, events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
+      newBalanceCents = (await trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow()).balanceCents;
+    }
+    return {
+      data: {
+        checkoutUrl: `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`,
+        sessionId: session.sessionId,
+        funded: session.confirmed,
+        amountCents: body.amountCents,
+        newBalanceCents,
+      },
+    };
   });
   deps.relay.kick();
-  return {
-    data: {
-      checkoutUrl: `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`,
-      sessionId: session.sessionId,
-      funded: session.confirmed,
-      amountCents: body.amountCents,
-      newBalanceCents: after?.balanceCents ?? null,
-    },
-  };
+  return reply;
 };
 
 /** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
@@ -87,17 +90,17 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
   const now = deps.now();
-  const payout = await deps.db.transaction().execute(async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
     const operationId = `payout:${randomUUID()}`;
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
     const payout = await payments.createPayout(body.amountCents, now);
     await trx.insertInto('payouts').values({ id: payout.payoutId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival, createdAt: now }).execute();
     await enqueue(trx, events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
-    return payout;
+    return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
   });
   deps.relay.kick();
-  return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
+  return reply;
 };
 
 /** GET /v1/wallets/{agentId}/transactions: the ledger, oldest first, paginated. */

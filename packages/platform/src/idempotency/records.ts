@@ -1,0 +1,287 @@
+import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
+import type { ErrorEntry, IdempotencyContext, RpcReply } from '@aex/contracts';
+import type { PlatformTables } from '../db/platform-tables.js';
+import type { Logger } from '../logger.js';
+import { outsideTrace } from '../bus/tracing.js';
+import type { EffectReply, EffectRunner, Reply } from '../replies.js';
+import { idempotencyKeyHash, openReply, sealReply } from './reply-cipher.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+type Tables = Kysely<PlatformTables>;
+
+export interface IdempotencyRecordsOptions {
+  /** The service's database (its schema holds `idempotency_keys`). */
+  db: AnyDb;
+  /** The pool of claim transactions (`ServiceDb.claims`). */
+  claims: AnyDb;
+  ttlMs: number;
+  /** A handler that has not reached its effect this long after its claim loses the claim. */
+  abandonAfterMs: number;
+  logger: Logger;
+}
+
+/** How long a request waits for another request's claim of the same key before answering 409. */
+const CLAIM_WAIT = '250ms';
+
+const inUse = (): RpcReply => ({
+  ok: false,
+  status: 409,
+  errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'A request with this Idempotency-Key is still being processed.', details: { retryAfterSeconds: 1 } }],
+});
+
+const reused = (): RpcReply => ({
+  ok: false,
+  status: 422,
+  errors: [{ code: 'IDEMPOTENCY_KEY_REUSED', message: 'This Idempotency-Key was used for a different request.' }],
+});
+
+const databaseDown = (): RpcReply => ({
+  ok: false,
+  status: 503,
+  errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'The service cannot reach its database; the request was not run.' }],
+});
+
+/** D5.4: answers that are never stored (the key is released): 401 and 429. */
+const storable = (reply: RpcReply) => reply.status !== 401 && reply.status !== 429;
+
+/**
+ * Exactly-once effects at the owning service (D5.4, D5.5). A keyed request first claims its key by
+ * inserting the key's row in a transaction of its own, which stays open while the handler runs:
+ * - a repeat meanwhile waits for that row a moment and answers 409 IDEMPOTENCY_KEY_IN_USE;
+ * - the handler's `ctx.effect` runs inside the claim's transaction and stores the answer there, so
+ *   the effect, the key and the answer commit together (or, on any crash, not at all: Postgres rolls
+ *   back the claim of a process that died and the key is free for the retry);
+ * - an answer without an effect (a refusal, a read) is stored when the handler returns.
+ * A committed row is final: a repeat with the same fingerprint gets the stored answer, another
+ * fingerprint 422. No lease or clock decides whether an effect may run again.
+ */
+export class IdempotencyRecords {
+  private pruneTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: IdempotencyRecordsOptions) {}
+
+  /** Runs one request. Without a key, `handle` runs with plain transactions. */
+  async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner) => Promise<RpcReply>): Promise<RpcReply> {
+    if (!key) return handle(plainEffect);
+    const keyHash = idempotencyKeyHash(key.scope, key.key);
+    let claim: Claim;
+    try {
+      claim = await this.claim(keyHash, key);
+    } catch (err) {
+      this.opts.logger.error({ err }, 'Idempotency-Key claim failed');
+      return databaseDown();
+    }
+    if (claim.kind === 'busy') return inUse();
+    if (claim.kind === 'stored') {
+      if (claim.fingerprint !== key.fingerprint) return reused();
+      const plaintext = claim.reply ? openReply(key.scope, key.key, claim.reply) : null;
+      if (plaintext === null) {
+        this.opts.logger.error({ keyHash }, 'stored Idempotency-Key answer cannot be read');
+        return inUse();
+      }
+      return { ...(JSON.parse(plaintext) as RpcReply), replayed: true };
+    }
+    const run = new KeyedRun(claim.trx, keyHash, key, requestId, this.opts);
+    return run.finish(await handle(run.effect));
+  }
+
+  private async claim(keyHash: string, key: IdempotencyContext): Promise<Claim> {
+    const trx = await this.opts.claims.startTransaction().execute();
+    try {
+      await sql`select set_config('lock_timeout', ${CLAIM_WAIT}, true)`.execute(trx);
+      if (!(await this.insertClaim(trx, keyHash, key.fingerprint))) {
+        const row = await (trx as unknown as Tables).selectFrom('idempotencyKeys').select(['fingerprint', 'reply', 'expiresAt']).where('keyHash', '=', keyHash).executeTakeFirst();
+        if (row && row.expiresAt.getTime() > Date.now()) {
+          await trx.rollback().execute();
+          return { kind: 'stored', fingerprint: row.fingerprint, reply: row.reply };
+        }
+        // D5.2: an answer older than the retention is forgotten; the key is free again.
+        await (trx as unknown as Tables).deleteFrom('idempotencyKeys').where('keyHash', '=', keyHash).execute();
+        if (!(await this.insertClaim(trx, keyHash, key.fingerprint))) {
+          await trx.rollback().execute();
+          return { kind: 'busy' };
+        }
+      }
+      await sql`set local lock_timeout to default`.execute(trx);
+      return { kind: 'claimed', trx };
+    } catch (err) {
+      await trx.rollback().execute().catch(() => undefined);
+      // 55P03 lock_not_available: another request holds this key's claim right now.
+      if ((err as { code?: string }).code === '55P03') return { kind: 'busy' };
+      throw err;
+    }
+  }
+
+  private async insertClaim(trx: AnyDb, keyHash: string, fingerprint: string): Promise<boolean> {
+    const row = await (trx as Tables)
+      .insertInto('idempotencyKeys')
+      .values({ keyHash, fingerprint, reply: null, expiresAt: new Date(Date.now() + this.opts.ttlMs) })
+      .onConflict((oc) => oc.column('keyHash').doNothing())
+      .returning('keyHash')
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Deletes records past their retention (D5.2); returns how many. */
+  async prune(): Promise<number> {
+    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < now() limit 1000)`.execute(this.opts.db);
+    return Number(r.numAffectedRows ?? 0);
+  }
+
+  /** Prunes every minute until stopped. */
+  start(): void {
+    this.pruneTimer = outsideTrace(() => setInterval(() => void this.prune().catch((err) => this.opts.logger.warn({ err }, 'pruning Idempotency-Keys failed')), 60_000));
+    this.pruneTimer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.pruneTimer);
+  }
+}
+
+type Claim =
+  | { kind: 'claimed'; trx: ControlledTransaction<unknown> }
+  | { kind: 'stored'; fingerprint: string; reply: Buffer | null }
+  | { kind: 'busy' };
+
+const plainEffect: EffectRunner = async (db, fn) => (await db.transaction().execute(fn)) as EffectReply<never>;
+
+function rpcReply<T>(r: Reply<T>): RpcReply {
+  return { ok: true, status: r.status ?? 200, data: r.data, ...(r.pagination ? { pagination: r.pagination } : {}) };
+}
+
+/** One keyed request between its claim and its answer. */
+class KeyedRun {
+  private state: 'claimed' | 'effected' | 'abandoned' | 'unknown' = 'claimed';
+  /** The answer committed with the effect. */
+  private committed: RpcReply | undefined;
+  private inEffect = false;
+  private readonly deadline: NodeJS.Timeout;
+
+  constructor(
+    private readonly trx: ControlledTransaction<unknown>,
+    private readonly keyHash: string,
+    private readonly key: IdempotencyContext,
+    private readonly requestId: string,
+    private readonly opts: IdempotencyRecordsOptions,
+  ) {
+    // A handler stuck before its effect (a stalled dependency) must not hold the key forever: the
+    // claim is given up and the key freed; its effect, should it come, then fails (nothing applied).
+    this.deadline = outsideTrace(() => setTimeout(() => void this.abandon(), opts.abandonAfterMs));
+  }
+
+  private async abandon(): Promise<void> {
+    if (this.state !== 'claimed' || this.inEffect) return;
+    this.state = 'abandoned';
+    this.opts.logger.warn({ requestId: this.requestId }, 'handler did not reach its effect in time; Idempotency-Key claim given up');
+    await this.trx.rollback().execute().catch(() => undefined);
+  }
+
+  private stamp(reply: RpcReply): RpcReply {
+    return { ...reply, meta: { requestId: this.requestId, timestamp: new Date().toISOString() } };
+  }
+
+  private seal(reply: RpcReply): Buffer {
+    return sealReply(this.key.scope, this.key.key, JSON.stringify(reply));
+  }
+
+  private async store(db: AnyDb, reply: RpcReply): Promise<void> {
+    await (db as Tables).updateTable('idempotencyKeys').set({ reply: this.seal(reply) }).where('keyHash', '=', this.keyHash).execute();
+  }
+
+  readonly effect: EffectRunner = async <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> => {
+    if (db !== (this.opts.db as unknown)) throw new Error('ctx.effect must be given the service database');
+    if (this.state === 'effected') return this.effectAgain(db, fn);
+    if (this.state !== 'claimed') throw new Error('the Idempotency-Key claim of this request was given up; nothing was applied');
+    this.inEffect = true;
+    try {
+      await sql`savepoint effect`.execute(this.trx);
+      let reply: Reply<T>;
+      try {
+        reply = await fn(this.trx as unknown as Transaction<DB>);
+      } catch (err) {
+        // The effect is undone; the claim stays, to store the refusal as this key's answer.
+        await sql`rollback to savepoint effect`.execute(this.trx);
+        throw err;
+      }
+      const answer = this.stamp(rpcReply(reply));
+      await this.store(this.trx, answer);
+      this.state = 'unknown';
+      await this.trx.commit().execute();
+      this.state = 'effected';
+      this.committed = answer;
+      return reply as EffectReply<T>;
+    } finally {
+      this.inEffect = false;
+    }
+  };
+
+  /** A second effect of one request: its own transaction, which replaces the stored answer. */
+  private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> {
+    return (await db.transaction().execute(async (trx) => {
+      await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
+      const reply = await fn(trx);
+      const answer = this.stamp(rpcReply(reply));
+      await this.store(trx, answer);
+      this.committed = answer;
+      return reply;
+    })) as EffectReply<T>;
+  }
+
+  /** The request's answer, stored under its key unless D5.4 says otherwise. */
+  async finish(reply: RpcReply): Promise<RpcReply> {
+    clearTimeout(this.deadline);
+    switch (this.state) {
+      case 'claimed':
+        return this.finishWithoutEffect(reply);
+      case 'effected':
+        return this.finishAfterEffect(reply);
+      default:
+        // Abandoned, or the commit's outcome is unknown: nothing is known to be stored.
+        return reply;
+    }
+  }
+
+  private async finishWithoutEffect(reply: RpcReply): Promise<RpcReply> {
+    if (!storable(reply)) {
+      await this.trx.rollback().execute().catch(() => undefined);
+      return reply;
+    }
+    const answer = this.stamp(reply);
+    try {
+      await this.store(this.trx, answer);
+      await this.trx.commit().execute();
+      return answer;
+    } catch (err) {
+      this.opts.logger.warn({ err, requestId: this.requestId }, 'answer could not be stored under its Idempotency-Key');
+      await this.trx.rollback().execute().catch(() => undefined);
+      return reply;
+    }
+  }
+
+  private async finishAfterEffect(reply: RpcReply): Promise<RpcReply> {
+    const committed = this.committed!;
+    if (!reply.ok) {
+      // The effect is committed; what failed after it does not undo it, so the answer is the one
+      // committed with it (e.g. sign-up's 202 while its wallet saga finishes).
+      this.opts.logger.warn({ requestId: this.requestId, status: reply.status, errors: reply.errors as ErrorEntry[] }, 'request failed after its effect committed; answering with the committed answer');
+      return committed;
+    }
+    if (sameAnswer(reply, committed)) return committed;
+    const answer = this.stamp(reply);
+    try {
+      await this.store(this.opts.db, answer);
+      return answer;
+    } catch (err) {
+      this.opts.logger.warn({ err, requestId: this.requestId }, 'final answer could not replace the committed one; replays give the committed answer');
+      return answer;
+    }
+  }
+}
+
+function sameAnswer(a: RpcReply, b: RpcReply): boolean {
+  const { meta: _m1, ...x } = a;
+  const { meta: _m2, ...y } = b;
+  return JSON.stringify(x) === JSON.stringify(y);
+}

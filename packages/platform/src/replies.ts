@@ -1,0 +1,26 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { PaginationInfo } from '@aex/contracts';
+
+/** What a handler returns on success; failures are thrown or returned as AppError. */
+export interface Reply<T> {
+  data: T;
+  status?: number;
+  pagination?: PaginationInfo;
+}
+
+/** Marks a reply made by `ctx.effect` (a type-level brand; nothing at run time). */
+export declare const EFFECT_MADE: unique symbol;
+
+/**
+ * The reply of an operation that changes state (`Operation.effect`): only `ctx.effect` makes one,
+ * so a handler that forgets to record its Idempotency-Key with its change does not compile (D5.5).
+ */
+export type EffectReply<T> = Reply<T> & { readonly [EFFECT_MADE]: true };
+
+/**
+ * Runs the database transaction that makes a request's effect. `db` is the service's own database;
+ * `fn` gets the transaction and returns the reply. With an Idempotency-Key the transaction is the
+ * one that holds the key's claim, and the reply is stored in it: effect, key and answer commit
+ * together or not at all. A second call runs in a transaction of its own and replaces the answer.
+ */
+export type EffectRunner = <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>) => Promise<EffectReply<T>>;

@@ -49,8 +49,15 @@ export interface Member {
 
 export const uniqueEmail = () => `agent-${randomBytes(6).toString('hex')}@example.com`;
 
-export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}): Promise<TestExchange> {
-  const db = await createTestDatabase();
+export interface TestExchangeOptions {
+  /** A database of the test's own (e.g. an embedded Postgres it can stop); else a fresh test database. */
+  databaseUrl?: string;
+  /** Identity's DNS for webhook URLs (D14.5); else the system resolver. */
+  resolveHost?: (host: string) => Promise<string[]>;
+}
+
+export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await createTestDatabase();
   const { bus, dispose } = await createTestBus('jetstream');
   const config = loadConfig(
     {},
@@ -65,7 +72,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   );
   const logger = testLogger();
   const deps = { bus, databaseUrl: db.url, config, logger };
-  const identity = await startIdentityService(deps);
+  const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
   let wallet: WalletService | null = await startWalletService(deps);
   const catalog = await startCatalogService(deps);
   const gateway = await buildGateway(deps);

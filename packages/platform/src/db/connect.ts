@@ -76,6 +76,9 @@ export const CLAIM_IDLE_LIMIT_MS = 120_000;
 function kyselyOn<DB>(opts: ServiceDbOptions, pool: pg.Pool): Kysely<DB> {
   // The pool replaces the client; log what happened without dumping the client object.
   pool.on('error', (err: Error & { code?: string }) => opts.logger?.warn({ code: err.code, reason: err.message }, 'idle Postgres connection closed'));
+  // A connection lost while checked out (a Postgres restart, an ended session) emits 'error' with no
+  // listener, which would end the process; the loss reaches its holder as the failure of its next query.
+  pool.on('connect', (client) => client.on('error', (err: Error & { code?: string }) => opts.logger?.debug({ code: err.code, reason: err.message }, 'Postgres connection lost')));
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
 }
 

@@ -83,7 +83,14 @@ export class IdempotencyRecords {
       return { ...(JSON.parse(plaintext) as RpcReply), replayed: true };
     }
     const run = new KeyedRun(claim.trx, keyHash, key, requestId, this.opts);
-    return run.finish(await handle(run.effect));
+    let reply: RpcReply;
+    try {
+      reply = await handle(run.effect);
+    } catch (err) {
+      await run.release();
+      throw err;
+    }
+    return run.finish(reply);
   }
 
   private async claim(keyHash: string, key: IdempotencyContext): Promise<Claim> {
@@ -227,6 +234,15 @@ class KeyedRun {
       this.committed = answer;
       return reply;
     })) as EffectReply<T>;
+  }
+
+  /** Lets the claim go without an answer (the handler threw instead of answering). */
+  async release(): Promise<void> {
+    clearTimeout(this.deadline);
+    if (this.state === 'claimed') {
+      this.state = 'abandoned';
+      await this.trx.rollback().execute().catch(() => undefined);
+    }
   }
 
   /** The request's answer, stored under its key unless D5.4 says otherwise. */

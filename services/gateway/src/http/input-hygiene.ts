@@ -59,7 +59,10 @@ export function jsonProblem(text: string, maxDepth = MAX_JSON_DEPTH): InputProbl
     } else if (c === 0x2c) {
       const top = stack[stack.length - 1];
       if (top?.kind === 'array') top.index++;
-      else if (top) top.expectKey = true;
+      else if (top) {
+        top.expectKey = true;
+        top.key = null;
+      }
       i++;
     } else if (c === 0x22) {
       const end = stringEnd(text, i);

@@ -6,7 +6,8 @@ import { isUniqueViolation, type IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
-import { findAgent, insertAgent } from '../agents/repository.js';
+import { findAgent, insertAgent, principalForKey } from '../agents/repository.js';
+import { warmKeyCache } from '../key-cache.js';
 import { fullAgentView } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
 
@@ -76,6 +77,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
     throw err;
   }
   deps.relay.kick();
+  await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
   const walletReady = await awaitWallet(deps, agentId, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };
 };

@@ -8,9 +8,9 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { signingKeyProblem, signingKeyProofMessage, verifySigningKeyProof } from '../domain/signing-keys.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
-import { markStaleAfterCommit } from '../key-cache.js';
+import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
-import { activeKeyHash, addSigningKey, findAgent, insertAgent } from './repository.js';
+import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalForKey } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 
 type Ops = typeof identityOps;
@@ -80,6 +80,7 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
     return { status: 202, data: { ...fullAgentView((await findAgent(trx, id))!, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
   });
   deps.relay.kick();
+  await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
   const walletReady = await awaitWallet(deps, id, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };
 };

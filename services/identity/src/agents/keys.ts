@@ -5,7 +5,7 @@ import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { didDocument, didWebFor } from '../domain/did.js';
 import { mayEditAgent } from '../domain/ownership.js';
-import { markStale, markStaleAfterCommit } from '../key-cache.js';
+import { markStale, markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
 import { findAgent, principalForKey } from './repository.js';
 
 type Ops = typeof identityOps;
@@ -39,6 +39,7 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
   });
   deps.relay.kick();
   await markStaleAfterCommit(deps.authCache, oldHashes, ctx.logger);
+  await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
   return reply;
 };
 

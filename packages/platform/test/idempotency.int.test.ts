@@ -1,0 +1,270 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Migration } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AppError, type IdempotencyContext, type RpcReply } from '@aex/contracts';
+import {
+  connectServiceDb, createPlatformTablesV1, createPlatformTablesV2, IdempotencyRecords,
+  type EffectRunner, type PlatformTables, type ServiceDb,
+} from '../src/index.js';
+import { openReply } from '../src/idempotency/reply-cipher.js';
+import { createTestDatabase, testLogger, type TestDatabase } from '../src/testing/index.js';
+
+// D5.4 / D5.5 on real Postgres: the Idempotency-Key record is written in the transaction of the
+// effect it guards, so effects happen exactly once per key whatever fails, and repeats get the
+// first answer.
+
+interface Db extends PlatformTables {
+  effects: { id: string; value: number };
+}
+
+const migrations: Record<string, Migration> = {
+  '0001': {
+    async up(db) {
+      await createPlatformTablesV1(db);
+      await createPlatformTablesV2(db);
+      await db.schema.createTable('effects').addColumn('id', 'uuid', (c) => c.primaryKey()).addColumn('value', 'integer', (c) => c.notNull()).execute();
+    },
+  },
+};
+
+let database: TestDatabase;
+let service: ServiceDb<Db>;
+let db: Kysely<Db>;
+const logger = testLogger();
+const records = (over: Partial<ConstructorParameters<typeof IdempotencyRecords>[0]> = {}) =>
+  new IdempotencyRecords({ db: service.db, claims: service.claims, ttlMs: 60_000, abandonAfterMs: 30_000, logger, ...over });
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  service = await connectServiceDb<Db>({ url: database.url, schema: 'idemtest', migrations });
+  db = service.db;
+});
+afterAll(async () => {
+  await service?.close();
+  await database?.drop();
+});
+
+const keyOf = (fingerprint = 'fp-1', scope = 'agent:a'): IdempotencyContext => ({ key: randomUUID(), scope, fingerprint });
+const count = async (value: number) => (await db.selectFrom('effects').select(sql<number>`count(*)::int`.as('n')).where('value', '=', value).executeTakeFirstOrThrow()).n;
+
+/** A handler whose effect inserts one row marked `value` and answers 201 with it. */
+const inserting = (value: number, extra: Record<string, unknown> = {}) => async (effect: EffectRunner): Promise<RpcReply> => {
+  const r = await effect(db, async (trx) => {
+    await trx.insertInto('effects').values({ id: randomUUID(), value }).execute();
+    return { status: 201, data: { value, ...extra } };
+  });
+  return { ok: true, status: r.status ?? 200, data: r.data };
+};
+
+const gate = () => {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { open, opened };
+};
+
+describe('D5.5 exactly-once effects at the owner', () => {
+  it('applies the effect once and answers every repeat with the first answer, marked replayed', async () => {
+    const r = records();
+    const key = keyOf();
+    const first = await r.run(key, 'req-1', inserting(101));
+    const second = await r.run(key, 'req-2', inserting(101));
+    const third = await r.run(key, 'req-3', inserting(101));
+    expect(first).toMatchObject({ ok: true, status: 201, data: { value: 101 }, meta: { requestId: 'req-1' } });
+    expect(second).toEqual({ ...first, replayed: true });
+    expect(third).toEqual({ ...first, replayed: true });
+    expect(await count(101)).toBe(1);
+  });
+
+  it('runs a request without a key every time', async () => {
+    const r = records();
+    await r.run(undefined, 'a', inserting(102));
+    await r.run(undefined, 'b', inserting(102));
+    expect(await count(102)).toBe(2);
+  });
+
+  it('answers another request under the same key with 422 IDEMPOTENCY_KEY_REUSED and applies nothing', async () => {
+    const r = records();
+    const key = keyOf('fp-a');
+    await r.run(key, 'req', inserting(103));
+    const other = await r.run({ ...key, fingerprint: 'fp-b' }, 'req', inserting(103));
+    expect(other).toMatchObject({ ok: false, status: 422, errors: [{ code: 'IDEMPOTENCY_KEY_REUSED' }] });
+    expect(await count(103)).toBe(1);
+  });
+
+  it('keeps keys of different scopes apart', async () => {
+    const r = records();
+    const key = keyOf();
+    await r.run(key, 'req', inserting(104));
+    await r.run({ ...key, scope: 'agent:b' }, 'req', inserting(104));
+    expect(await count(104)).toBe(2);
+  });
+
+  it('answers a repeat while the first still runs with 409 IDEMPOTENCY_KEY_IN_USE, then the first answer', async () => {
+    const r = records();
+    const key = keyOf();
+    const g = gate();
+    const first = r.run(key, 'first', async (effect) => {
+      await g.opened;
+      return inserting(105)(effect);
+    });
+    await new Promise((res) => setTimeout(res, 100));
+    expect(await r.run(key, 'repeat', inserting(105))).toMatchObject({ status: 409, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', details: { retryAfterSeconds: 1 } }] });
+    g.open();
+    const answer = await first;
+    expect(await r.run(key, 'later', inserting(105))).toEqual({ ...answer, replayed: true });
+    expect(await count(105)).toBe(1);
+  });
+
+  it('frees the key of a request whose process died before its effect: the retry applies it once', async () => {
+    const r = records();
+    const key = keyOf();
+    const g = gate();
+    const dead = r.run(key, 'dies', async (effect) => {
+      await g.opened;
+      try {
+        return await inserting(106)(effect);
+      } catch (err) {
+        return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
+      }
+    });
+    await new Promise((res) => setTimeout(res, 100));
+    // The process holding the claim is gone: Postgres ends its session, and its claim with it.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    try {
+      const { rows } = await admin.query<{ ended: boolean }>(
+        `select pg_terminate_backend(pid, 5000) as ended from pg_stat_activity
+          where datname = $1 and application_name = 'aex-idemtest-keyed' and state like 'idle in transaction%'`,
+        [database.name],
+      );
+      expect(rows.map((row) => row.ended)).toEqual([true]);
+    } finally {
+      await admin.end();
+    }
+    const retry = await r.run(key, 'retry', inserting(106));
+    expect(retry).toMatchObject({ ok: true, status: 201 });
+    g.open();
+    // Had the first process lived on, its effect could not commit any more: the claim it held is gone.
+    expect(await dead).toMatchObject({ ok: false, status: 500 });
+    expect(await count(106)).toBe(1);
+  });
+
+  it('undoes the effect when its transaction fails, and stores the refusal as the key’s answer', async () => {
+    const r = records();
+    const key = keyOf();
+    const refusing = async (effect: EffectRunner): Promise<RpcReply> => {
+      try {
+        await effect(db, async (trx) => {
+          await trx.insertInto('effects').values({ id: randomUUID(), value: 107 }).execute();
+          throw new AppError('INSUFFICIENT_FUNDS', 'Not enough.');
+        });
+        return { ok: true, status: 200, data: null };
+      } catch (err) {
+        return { ok: false, status: (err as AppError).status, errors: (err as AppError).entries };
+      }
+    };
+    expect(await r.run(key, 'x', refusing)).toMatchObject({ status: 402, errors: [{ code: 'INSUFFICIENT_FUNDS' }] });
+    expect(await r.run(key, 'y', inserting(107))).toMatchObject({ status: 402, replayed: true });
+    expect(await count(107)).toBe(0);
+  });
+
+  it('answers with the committed answer when the handler fails after its effect', async () => {
+    const r = records();
+    const key = keyOf();
+    const failsAfter = async (effect: EffectRunner): Promise<RpcReply> => {
+      await inserting(108)(effect);
+      return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: 'later step failed' }] };
+    };
+    const answer = await r.run(key, 'x', failsAfter);
+    expect(answer).toMatchObject({ ok: true, status: 201, data: { value: 108 } });
+    expect(await r.run(key, 'y', inserting(108))).toEqual({ ...answer, replayed: true });
+    expect(await count(108)).toBe(1);
+  });
+
+  it('replaces a provisional answer by the final one (a saga’s 202 becoming 201)', async () => {
+    const r = records();
+    const key = keyOf();
+    const answer = await r.run(key, 'x', async (effect) => {
+      const provisional = await effect(db, async (trx) => {
+        await trx.insertInto('effects').values({ id: randomUUID(), value: 109 }).execute();
+        return { status: 202, data: { value: 109 } };
+      });
+      return { ok: true, status: 201, data: provisional.data };
+    });
+    expect(answer.status).toBe(201);
+    expect(await r.run(key, 'y', inserting(109))).toEqual({ ...answer, replayed: true });
+  });
+
+  it('never stores 401 or 429: the key stays free (D5.4)', async () => {
+    const r = records();
+    const key = keyOf();
+    for (const status of [401, 429]) {
+      const code = status === 401 ? 'UNAUTHENTICATED' : 'RATE_LIMITED';
+      expect(await r.run(key, 'x', async () => ({ ok: false, status, errors: [{ code, message: 'no' }] }))).toMatchObject({ status });
+    }
+    expect(await r.run(key, 'y', inserting(110))).toMatchObject({ status: 201 });
+    expect(await count(110)).toBe(1);
+  });
+
+  it('stores a 5xx answer like any other final answer (D5.4)', async () => {
+    const r = records();
+    const key = keyOf();
+    await r.run(key, 'x', async () => ({ ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: 'boom' }] }));
+    expect(await r.run(key, 'y', inserting(111))).toMatchObject({ status: 500, replayed: true });
+    expect(await count(111)).toBe(0);
+  });
+
+  it('stores no readable answer: the reply is sealed with the key, and nothing else opens it', async () => {
+    const r = records();
+    const key = keyOf();
+    const secret = `ae_live_${randomUUID()}`;
+    await r.run(key, 'x', inserting(112, { apiKey: secret }));
+    const rows = await db.selectFrom('idempotencyKeys').select(['keyHash', 'reply']).execute();
+    expect(rows.some((row) => row.keyHash === key.key || row.keyHash.includes(key.key))).toBe(false);
+    const sealed = rows.map((row) => row.reply!).find((b) => openReply(key.scope, key.key, b) !== null)!;
+    expect(sealed.toString('latin1')).not.toContain(secret);
+    expect(openReply(key.scope, key.key, sealed)).toContain(secret);
+    expect(openReply(key.scope, randomUUID(), sealed)).toBeNull();
+    expect(openReply('anonymous:POST /v1/accounts:203.0.113.9', key.key, sealed)).toBeNull();
+  });
+
+  it('forgets answers past their retention (D5.2) and prunes them', async () => {
+    const r = records({ ttlMs: 50 });
+    const key = keyOf();
+    await r.run(key, 'x', inserting(113));
+    await new Promise((res) => setTimeout(res, 120));
+    expect(await r.run(key, 'y', inserting(113))).toMatchObject({ status: 201, meta: { requestId: 'y' } });
+    expect(await count(113)).toBe(2);
+    await new Promise((res) => setTimeout(res, 120));
+    expect(await r.prune()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gives up the claim of a handler stuck before its effect; its late effect applies nothing', async () => {
+    const r = records({ abandonAfterMs: 150 });
+    const key = keyOf();
+    const g = gate();
+    const stuck = r.run(key, 'stuck', async (effect) => {
+      await g.opened;
+      try {
+        return await inserting(114)(effect);
+      } catch (err) {
+        return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
+      }
+    });
+    await new Promise((res) => setTimeout(res, 300));
+    expect(await r.run(key, 'retry', inserting(114))).toMatchObject({ status: 201 });
+    g.open();
+    expect(await stuck).toMatchObject({ status: 500 });
+    expect(await count(114)).toBe(1);
+  });
+
+  it('keeps exactly one effect per key when many repeats race', async () => {
+    const r = records();
+    const key = keyOf();
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => r.run(key, `race-${i}`, inserting(115))));
+    expect(await count(115)).toBe(1);
+    expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
+    expect(await r.run(key, 'after', inserting(115))).toMatchObject({ status: 201, replayed: true });
+  });
+});

@@ -1,0 +1,191 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import type { FundView, WithdrawView } from '@aex/contracts';
+import { createTestBus, createTestDatabase, eventually, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
+import { startEmbeddedPostgres, type Started } from '@aex/stack';
+import { ADMIN_TOKEN, spawnMain, startTestExchange, stopProcess, uniqueEmail, type TestExchange } from './harness.js';
+
+// D5.4 / D5.5: money requests carrying an Idempotency-Key move money exactly once per key, whatever
+// fails between the client and the ledger — the whole exchange killed mid-stream, or its database
+// frozen while a request is in flight. Real Postgres, real JetStream, the real process.
+
+type Money = FundView | WithdrawView;
+const isFinal = (r: Outcome<unknown>) => r.status !== 0 && r.status !== 409 && r.status !== 503;
+
+/** Repeats a keyed request until its outcome is known (not in flight, not unreachable). */
+async function settle(call: () => Promise<Outcome<Money>>): Promise<Outcome<Money>> {
+  return eventually(async () => {
+    const r = await call();
+    return isFinal(r) ? r : null;
+  }, 60_000, 100);
+}
+
+describe('keyed money requests while the whole exchange is killed (SIGKILL) and restarted', () => {
+  let db: TestDatabase;
+  const namespace = testNamespace();
+  let env: Record<string, string>;
+  let running: ChildProcess | undefined;
+
+  const start = async () => {
+    const p = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/);
+    running = p.child;
+    return p.match[1]!;
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    env = {
+      DATABASE_URL: db.url,
+      NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
+      BUS_NAMESPACE: namespace,
+      PORT: '0',
+      ADMIN_TOKEN,
+      PAYMENTS_PROVIDER: 'sandbox',
+      RATE_LIMIT_WRITE_PER_MIN: '1000000',
+      RATE_LIMIT_READ_PER_MIN: '1000000',
+      LOG_LEVEL: 'warn',
+    };
+  });
+  afterAll(async () => {
+    if (running) await stopProcess(running, 'SIGKILL');
+    const { dispose } = await createTestBus('jetstream', namespace);
+    await dispose();
+    await db?.drop();
+  });
+
+  it('applies every key exactly once: payouts and fundings equal the keys, each retry answers the first outcome', async () => {
+    let url = await start();
+    const acc = unwrap(await new ExchangeClient({ baseUrl: url }).createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: 'crash', agent: { name: 'payer' } }));
+    const agentId = acc.agent.id;
+    const opening = 1_000_000;
+    unwrap(await new ExchangeClient({ baseUrl: url, apiKey: acc.apiKey }).fund(agentId, opening));
+
+    const requests = Array.from({ length: 240 }, (_, i) => ({ key: randomUUID(), kind: i % 2 === 0 ? ('fund' as const) : ('withdraw' as const) }));
+    const call = (base: string, r: (typeof requests)[number]) => {
+      const c = new ExchangeClient({ baseUrl: base, apiKey: acc.apiKey, timeoutMs: 20_000 });
+      return r.kind === 'fund' ? c.fund(agentId, 1000, { idempotencyKey: r.key }) : c.withdraw(agentId, 2500, { idempotencyKey: r.key });
+    };
+
+    // A stream of keyed requests, several in flight; the kill lands once some are answered, so at
+    // that moment some are answered, some committed but unanswered, some running, some not sent.
+    const firstOutcomes = new Map<string, Outcome<Money>>();
+    const inFlight: Promise<void>[] = [];
+    let stop = false;
+    const stream = (async () => {
+      for (const r of requests) {
+        if (stop) break;
+        inFlight.push(call(url, r).then((o) => void firstOutcomes.set(r.key, o)));
+        await new Promise((res) => setTimeout(res, 4));
+      }
+    })();
+    await eventually(async () => firstOutcomes.size >= 60, 30_000, 5);
+    await stopProcess(running!, 'SIGKILL');
+    stop = true;
+    await stream;
+    await Promise.all(inFlight);
+    const answeredBefore = [...firstOutcomes.values()].filter((o) => o.ok).length;
+    expect(answeredBefore).toBeGreaterThan(0);
+    expect(answeredBefore).toBeLessThan(requests.length);
+
+    // Restart and retry every key until its outcome is known.
+    url = await start();
+    const finals = new Map<string, Outcome<Money>>();
+    for (const r of requests) finals.set(r.key, await settle(() => call(url, r)));
+
+    for (const r of requests) {
+      const final = finals.get(r.key)!;
+      expect([r.kind, final.status]).toEqual([r.kind, 200]);
+      const first = firstOutcomes.get(r.key);
+      // What was answered before the kill is answered again, the same payout or funding session.
+      if (first?.ok && final.ok) {
+        expect(final.data).toEqual(first.data);
+        expect(final.headers.get('idempotent-replayed')).toBe('true');
+      }
+    }
+
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      const funds = requests.filter((r) => r.kind === 'fund').length;
+      const withdrawals = requests.length - funds;
+      const { rows } = await sql.query(
+        `select (select count(*) from wallet.funding_sessions s join wallet.wallets w on w.id = s.wallet_id where w.agent_id = $1 and s.amount_cents = 1000)::int as fundings,
+                (select count(*) from wallet.payouts p join wallet.wallets w on w.id = p.wallet_id where w.agent_id = $1)::int as payouts,
+                (select balance_cents from wallet.wallets where agent_id = $1)::bigint as balance`,
+        [agentId],
+      );
+      expect(rows[0]).toEqual({ fundings: funds, payouts: withdrawals, balance: opening + funds * 1000 - withdrawals * 2500 });
+    } finally {
+      await sql.end();
+    }
+    const admin = new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN });
+    expect(unwrap(await admin.checkLedger()).ok).toBe(true);
+  });
+});
+
+/** The processes of an embedded Postgres cluster: the postmaster and its children. */
+function clusterPids(dataDir: string): number[] {
+  const postmaster = Number.parseInt(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
+  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+    } catch {
+      return false;
+    }
+  });
+  return [postmaster, ...children];
+}
+
+describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
+  let dataDir: string;
+  let postgres: Started;
+  let ex: TestExchange;
+
+  beforeAll(async () => {
+    // A Postgres of this test's own: stopping the shared one would stall every other test.
+    dataDir = mkdtempSync(join(tmpdir(), 'aex-stall-'));
+    // As root, Postgres runs as its own system user, which must reach the directory.
+    chmodSync(dataDir, 0o755);
+    postgres = await startEmbeddedPostgres(dataDir, testLogger());
+    ex = await startTestExchange({ RPC_TIMEOUT_MS: '1500', RATE_LIMIT_WRITE_PER_MIN: '1000000' }, { databaseUrl: postgres.url });
+  });
+  afterAll(async () => {
+    for (const pid of dataDir ? clusterPids(dataDir) : []) process.kill(pid, 'SIGCONT');
+    await ex?.stop();
+    await postgres?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 while frozen, then the one payout it made, to every retry of the key', async () => {
+    const m = await ex.signUp();
+    unwrap(await m.client.fund(m.agentId, 10_000));
+    const key = randomUUID();
+    const pids = clusterPids(dataDir);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    try {
+      const first = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });
+      expect(!first.ok && [first.status, first.error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+      const whileFrozen = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });
+      expect(whileFrozen.status).toBe(503);
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+    const outcome = await settle(() => m.client.withdraw(m.agentId, 2500, { idempotencyKey: key }));
+    expect(outcome.status).toBe(200);
+    const again = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });
+    expect(again.ok && outcome.ok && again.data).toEqual(outcome.ok && outcome.data);
+    expect(again.ok && again.headers.get('idempotent-replayed')).toBe('true');
+
+    expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(7500);
+    const payouts = unwrap(await m.client.ledger(m.agentId)).filter((e) => e.txType === 'payout');
+    expect(payouts).toHaveLength(1);
+    expect(unwrap(await ex.admin.checkLedger()).ok).toBe(true);
+  });
+});

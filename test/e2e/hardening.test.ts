@@ -120,7 +120,7 @@ describe('input that used to answer 500', () => {
     ['1e308 as maxBudgetCents', 'POST', '/v1/services/discover', '{"maxBudgetCents":1e308}', '/body/maxBudgetCents'],
     ['an int8 overflow as maxBudgetCents', 'POST', '/v1/services/discover', '{"maxBudgetCents":92233720368547758070}', '/body/maxBudgetCents'],
     ['1e400 in metadata', 'PATCH', '/v1/accounts/{account}', '{"metadata":{"n":1e400}}', '/body/metadata/n'],
-    ['a repeated key', 'POST', '/v1/wallets/{agent}/fund', '{"amountCents":500,"amountCents":900000000}', '/body/amountCents'],
+    ['a repeated key (the last would be valid)', 'POST', '/v1/wallets/{agent}/fund', '{"amountCents":900000000,"amountCents":500}', '/body/amountCents'],
     ['NUL in a query string', 'GET', '/v1/services?category=%00', undefined, '/query/category'],
     ['a lone surrogate in a query string', 'GET', '/v1/services?category=%ED%BF%BF', undefined, '/query'],
     ['1e308 as maxPriceCents', 'GET', '/v1/services?maxPriceCents=1e308', undefined, '/query/maxPriceCents'],
@@ -245,5 +245,36 @@ describe('webhook URLs the configuration forbids (D14.5, WEBHOOK_ALLOW_PRIVATE_N
     const r = await owner.client.updateAgent(owner.agentId, { webhookUrl: url });
     expectError(r, 400, 'VALIDATION_ERROR');
     expect(!r.ok && r.error.errors[0]!.field).toBe('/body/webhookUrl');
+  });
+});
+
+describe('rate limits under bursts, through the gateway (D4)', () => {
+  let limited: TestExchange;
+  beforeAll(async () => {
+    limited = await startTestExchange({ RATE_LIMIT_DISCOVERY_PER_MIN: '50', RATE_LIMIT_WRITE_PER_MIN: '20', RATE_LIMIT_READ_PER_MIN: '1000000' });
+  });
+  afterAll(async () => limited?.stop());
+
+  it('serves all 45 of 45 parallel discovers under a limit of 50 a minute', async () => {
+    const m = await limited.signUp();
+    const answers = await Promise.all(Array.from({ length: 45 }, () => m.client.discover({ need: 'burst' })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(45);
+    const remaining = answers.map((a) => Number(a.ok && a.headers.get('ratelimit-remaining')));
+    expect(Math.min(...remaining)).toBeGreaterThanOrEqual(4);
+  });
+
+  it('refuses none of 100 parallel reads under a limit of 1,000,000 a minute', async () => {
+    const m = await limited.signUp();
+    const answers = await Promise.all(Array.from({ length: 100 }, () => m.client.getAgent(m.agentId)));
+    expect(answers.filter((a) => a.status !== 200)).toHaveLength(0);
+  });
+
+  it('serves exactly the 20 tokens of a bucket to a burst of 40 writes, and refuses the rest truthfully', async () => {
+    const m = await limited.signUp();
+    const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => m.client.updateAgent(m.agentId, { description: `burst ${i}` })));
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(20);
+    const refused = answers.filter((a) => a.status === 429);
+    expect(refused).toHaveLength(20);
+    expect(refused.every((a) => a.headers?.get('ratelimit-remaining') === '0' && Number(a.headers?.get('retry-after')) >= 1)).toBe(true);
   });
 });

@@ -10,7 +10,7 @@ import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
 import { loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
+import { createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
 export const ADMIN_TOKEN = 'e2e-admin-token-not-secret';
 
@@ -170,4 +170,56 @@ export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTE
     child.once('exit', (code) => resolve(code));
     child.kill(signal);
   });
+}
+
+/** A whole exchange running as its own process (the `pnpm start` main), to be killed and restarted. */
+export interface ExchangeProcess {
+  db: TestDatabase;
+  /** Starts the process and resolves with its URL once it listens. */
+  start(): Promise<string>;
+  /** The running process, if any. */
+  readonly child: ChildProcess | undefined;
+  /** SIGKILL: no shutdown of any kind. */
+  kill(): Promise<void>;
+  /** Kills it and removes its database and NATS namespace. */
+  dispose(): Promise<void>;
+}
+
+/** An exchange process on the test's own database and NATS namespace, with sandbox payments. */
+export async function exchangeProcess(extra: Record<string, string> = {}): Promise<ExchangeProcess> {
+  const db = await createTestDatabase();
+  const namespace = testNamespace();
+  const env = {
+    DATABASE_URL: db.url,
+    NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
+    BUS_NAMESPACE: namespace,
+    PORT: '0',
+    ADMIN_TOKEN,
+    PAYMENTS_PROVIDER: 'sandbox',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+  let running: ChildProcess | undefined;
+  const kill = async () => {
+    if (running) await stopProcess(running, 'SIGKILL');
+    running = undefined;
+  };
+  return {
+    db,
+    async start() {
+      const p = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/);
+      running = p.child;
+      return p.match[1]!;
+    },
+    get child() {
+      return running;
+    },
+    kill,
+    async dispose() {
+      await kill();
+      const { dispose } = await createTestBus('jetstream', namespace);
+      await dispose();
+      await db.drop();
+    },
+  };
 }

@@ -1,11 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import type { NewAccountView } from '@aex/contracts';
-import { createTestBus, createTestDatabase, eventually, testNamespace, type TestDatabase } from '@aex/platform/testing';
-import { ADMIN_TOKEN, spawnMain, startTestExchange, stopProcess, uniqueEmail, type TestExchange } from './harness.js';
+import { eventually } from '@aex/platform/testing';
+import { ADMIN_TOKEN, exchangeProcess, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
 
 // The agent-creation saga (identity → openWallet command → wallet → wallet.opened → identity) survives
 // a stopped wallet service and a process killed at any moment: no committed data is lost and no
@@ -47,44 +46,19 @@ describe('wallet service down during sign-up', () => {
 
 // --- a whole exchange process killed with SIGKILL while sign-ups are in flight
 
-const stackMain = 'services/stack/src/main.ts';
-const startProcess = async (env: Record<string, string>) => {
-  const p = await spawnMain(stackMain, env, /listening on (http:\/\/\S+)/);
-  return { child: p.child, url: p.match[1]! };
-};
-
 describe('process killed during sign-ups', () => {
-  let db: TestDatabase;
-  const namespace = testNamespace();
-  let env: Record<string, string>;
-  let running: ChildProcess | undefined;
+  let proc: ExchangeProcess;
   let runningUrl = '';
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    env = {
-      DATABASE_URL: db.url,
-      NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222',
-      BUS_NAMESPACE: namespace,
-      PORT: '0',
-      ADMIN_TOKEN,
-      PAYMENTS_PROVIDER: 'sandbox',
-      RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
-      LOG_LEVEL: 'warn',
-    };
+    proc = await exchangeProcess({ RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000' });
   });
-  afterAll(async () => {
-    if (running) await stopProcess(running, 'SIGKILL');
-    const { dispose } = await createTestBus('jetstream', namespace);
-    await dispose();
-    await db?.drop();
-  });
+  afterAll(async () => proc?.dispose());
 
   it('loses no committed account and leaves none half-made, over three kills', async () => {
     const answered: NewAccountView[] = [];
     for (let round = 0; round < 3; round++) {
-      const { child, url } = await startProcess(env);
-      running = child;
+      const url = await proc.start();
       const client = new ExchangeClient({ baseUrl: url, timeoutMs: 20_000 });
       const inFlight: Promise<Outcome<NewAccountView>>[] = [];
       let done = 0;
@@ -100,20 +74,18 @@ describe('process killed during sign-ups', () => {
         }
       })();
       await eventually(async () => done >= 5 + round * 5, 30_000, 5);
-      await stopProcess(child, 'SIGKILL');
+      await proc.kill();
       stop = true;
       await stream;
-      running = undefined;
       for (const r of await Promise.all(inFlight)) if (r.ok) answered.push(r.data);
     }
     expect(answered.length).toBeGreaterThan(0);
 
     // Restart once more and let the sagas finish.
-    const { child, url } = await startProcess(env);
-    running = child;
+    const url = await proc.start();
     runningUrl = url;
     const admin = new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN });
-    const sql = new pg.Client({ connectionString: db.url });
+    const sql = new pg.Client({ connectionString: proc.db.url });
     await sql.connect();
     try {
       await eventually(async () => {

@@ -137,10 +137,13 @@ describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
     ex = await startTestExchange({ RPC_TIMEOUT_MS: '1500', RATE_LIMIT_WRITE_PER_MIN: '1000000' }, { databaseUrl: postgres.url });
   });
   afterAll(async () => {
-    for (const pid of dataDir ? clusterPids(dataDir) : []) process.kill(pid, 'SIGCONT');
-    await ex?.stop();
-    await postgres?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      if (postgres) for (const pid of clusterPids(dataDir)) process.kill(pid, 'SIGCONT');
+      await ex?.stop();
+      await postgres?.stop();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('answers 503 while frozen, then the one payout it made, to every retry of the key', async () => {

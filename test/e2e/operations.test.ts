@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap } from '@aex/client';
 import { buildGateway } from '@aex/gateway';
 import { loadConfig, NatsBus } from '@aex/platform';
@@ -51,10 +51,14 @@ describe('/readyz while NATS is frozen (SIGSTOP)', () => {
 });
 
 describe('one exchange per data directory', () => {
-  const dataDir = tempDir('aex-data-');
+  let dataDir = '';
   const namespace = testNamespace();
-  const env = { AEX_DATA_DIR: dataDir, NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222', BUS_NAMESPACE: namespace, PORT: '0', LOG_LEVEL: 'warn', DATABASE_URL: '' };
+  let env: Record<string, string> = {};
   const running: ChildProcess[] = [];
+  beforeAll(() => {
+    dataDir = tempDir('aex-data-');
+    env = { AEX_DATA_DIR: dataDir, NATS_URL: process.env.TEST_NATS_URL ?? 'nats://127.0.0.1:4222', BUS_NAMESPACE: namespace, PORT: '0', LOG_LEVEL: 'warn', DATABASE_URL: '' };
+  });
   const start = async () => {
     const p = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/);
     running.push(p.child);
@@ -65,7 +69,7 @@ describe('one exchange per data directory', () => {
     for (const c of running) if (c.exitCode === null && c.signalCode === null) await stopProcess(c, 'SIGTERM');
     const { dispose } = await createTestBus('jetstream', namespace);
     await dispose();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('refuses a second start with a message naming the running one, which goes on serving', async () => {

@@ -29,8 +29,9 @@ describe('weak and malformed Ed25519 keys', () => {
     expect(signingKeyProblem(Buffer.from(real.add(torsion).toBytes()).toString('base64'))).toBe('is a weak Ed25519 key (small-order or mixed-order point)');
   });
 
-  it('refuses what is not base64 of 32 bytes, and accepts a generated key', () => {
+  it('refuses what is not the canonical base64 of 32 bytes, and accepts a generated key', () => {
     expect(signingKeyProblem(Buffer.alloc(31, 7).toString('base64'))).toBe('must be the base64 of a raw 32-byte Ed25519 public key');
+    expect(signingKeyProblem(generateSigningKey().publicKey.replace(/=$/, ''))).toBe('must be the base64 of a raw 32-byte Ed25519 public key');
     expect(signingKeyProblem(generateSigningKey().publicKey)).toBeNull();
   });
 });

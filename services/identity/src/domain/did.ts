@@ -65,9 +65,3 @@ export function didDocument(opts: { did: string; profileUrl: string; keys: Signi
     service: [{ id: `${opts.did}#exchange-profile`, type: 'AgentExchangeProfile', serviceEndpoint: opts.profileUrl }],
   };
 }
-
-/** D3.2: a registered key must be the base64 of exactly 32 bytes. */
-export function isEd25519PublicKey(b64: string): boolean {
-  const raw = Buffer.from(b64, 'base64');
-  return raw.length === 32 && raw.toString('base64') === b64;
-}

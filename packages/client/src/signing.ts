@@ -1,6 +1,7 @@
 import * as ed from '@noble/ed25519';
 import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
+import { signingKeyProofMessage } from '@aex/contracts/signing-key-proof';
 
 // @noble/ed25519 v3 needs its SHA-512 supplied for the synchronous API. Pure JavaScript on purpose:
 // the client runs wherever an agent runs (Node, Deno, browsers, workers); the gateway verifies with
@@ -48,7 +49,7 @@ export function signRequest(
  */
 export function signingKeyProof(secretKeyB64: string, accountId: string): string {
   const publicKey = publicKeyOf(secretKeyB64);
-  return toBase64(ed.sign(utf8ToBytes(`agent-exchange signing-key proof v1:${accountId}:${publicKey}`), fromBase64(secretKeyB64)));
+  return toBase64(ed.sign(utf8ToBytes(signingKeyProofMessage(accountId, publicKey)), fromBase64(secretKeyB64)));
 }
 
 /** Checks a D3 signature with the pure-JS verifier (for agents checking each other's messages). */

@@ -1,5 +1,6 @@
 export * from './errors.js';
 export * from './api-keys.js';
+export * from './signing-key-proof.js';
 export * from './common.js';
 export * from './envelope.js';
 export * from './validation.js';

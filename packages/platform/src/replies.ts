@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { PaginationInfo } from '@aex/contracts';
+import type { PaginationInfo, RpcReply } from '@aex/contracts';
 
 /** What a handler returns on success; failures are thrown or returned as AppError. */
 export interface Reply<T> {
@@ -24,3 +24,8 @@ export type EffectReply<T> = Reply<T> & { readonly [EFFECT_MADE]: true };
  * together or not at all. A second call runs in a transaction of its own and replaces the answer.
  */
 export type EffectRunner = <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>) => Promise<EffectReply<T>>;
+
+/** A handler's success as it travels on the bus. */
+export function toRpcReply<T>(r: Reply<T>): RpcReply {
+  return { ok: true, status: r.status ?? 200, data: r.data, ...(r.pagination ? { pagination: r.pagination } : {}) };
+}

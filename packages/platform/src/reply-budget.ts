@@ -34,16 +34,19 @@ export function fitReply(reply: RpcReply, budgetBytes: number): RpcReply {
   return { ...reply, data: kept, pagination: { ...reply.pagination, hasMore: reply.pagination.offset + kept.length < reply.pagination.total } };
 }
 
-/** The reply's bytes, or those of a logged 500 when it cannot be encoded or does not fit. */
+/**
+ * The reply's bytes — encoded once; only a list page over the budget is cut and encoded again — or
+ * those of a logged 500 when it cannot be encoded or does not fit.
+ */
 export function encodeReply(reply: RpcReply, budgetBytes: number, log: Logger): Uint8Array {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = JSON.stringify(reply);
+    bytes = Buffer.from(JSON.stringify(reply), 'utf8');
+    if (bytes.length > budgetBytes) bytes = Buffer.from(JSON.stringify(fitReply(reply, budgetBytes)), 'utf8');
   } catch (err) {
     log.error({ err }, 'reply cannot be encoded');
     return Buffer.from(JSON.stringify(internal));
   }
-  const bytes = Buffer.from(text, 'utf8');
   if (bytes.length <= budgetBytes) return bytes;
   log.error({ bytes: bytes.length, budget: budgetBytes }, 'reply exceeds the bus payload budget');
   return Buffer.from(JSON.stringify(internal));

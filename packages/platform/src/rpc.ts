@@ -7,10 +7,10 @@ import type { ExchangeConfig } from './config.js';
 import type { ServiceDb } from './db/connect.js';
 import { IdempotencyRecords } from './idempotency/records.js';
 import type { Logger } from './logger.js';
-import { encodeReply, fitReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
-import type { EffectReply, EffectRunner, Reply } from './replies.js';
+import { encodeReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
+import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
 
-export type { EffectReply, EffectRunner, Reply } from './replies.js';
+export { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
 
 export interface HandlerContext {
   requestId: string;
@@ -64,7 +64,8 @@ function errorReply(err: unknown, log: Logger): RpcReply {
  * Serves a set of operations of one service over request/reply, one queue group per service so
  * replicas share the load. Every request is validated against the operation's contract before the
  * handler sees it (STYLE.md 2); a keyed request runs under its Idempotency-Key record (D5.5); the
- * reply is fitted to the bus's payload budget; AppErrors become error replies, anything else a
+ * reply is encoded once and fitted to the bus's payload budget (a stored answer is fitted the same
+ * way when replayed, so first answer and replays stay the same bytes); AppErrors become error replies, anything else a
  * masked 500.
  */
 export async function serveOperations<Ops extends Record<string, Operation>>(opts: ServeOptions<Ops>): Promise<Stoppable> {
@@ -84,7 +85,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
     const check = validator(op.input);
     const handler = handlers[key as keyof Ops] as unknown as (input: unknown, ctx: HandlerContext) => Promise<Reply<unknown>>;
     const subject = subjects.rpc(bus.namespace, service, op.name);
-    const answer = async (raw: unknown, headers: MsgHeaders, log: Logger, requestId: string): Promise<RpcReply> => {
+    const answer = async (raw: unknown, log: Logger, requestId: string): Promise<RpcReply> => {
       const req = raw as RpcRequest | null;
       try {
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
@@ -95,8 +96,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
         return await records.run(req.ctx.idempotency, requestId, async (effect) => {
           try {
-            const reply = await handler(input.value, { ...base, effect });
-            return fitReply({ ok: true, status: reply.status ?? 200, data: reply.data, ...(reply.pagination ? { pagination: reply.pagination } : {}) }, budget);
+            return toRpcReply(await handler(input.value, { ...base, effect }));
           } catch (err) {
             return errorReply(err, log);
           }
@@ -109,7 +109,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
       await bus.serve(subject, service, async (raw: unknown, headers: MsgHeaders) => {
         const requestId = (raw as RpcRequest | null)?.ctx?.requestId ?? headers['x-request-id'] ?? 'unknown';
         const log = logger.child({ requestId, op: `${service}.${op.name}` });
-        return encodeReply(await answer(raw, headers, log, requestId), budget, log);
+        return encodeReply(await answer(raw, log, requestId), budget, log);
       }),
     );
   }

@@ -1,7 +1,8 @@
 import { Point } from '@noble/ed25519';
 import { describe, expect, it } from 'vitest';
 import { generateSigningKey, signingKeyProof } from '@aex/client';
-import { signingKeyProblem, signingKeyProofMessage, verifySigningKeyProof } from '../src/domain/signing-keys.js';
+import { signingKeyProofMessage } from '@aex/contracts';
+import { signingKeyProblem, verifySigningKeyProof } from '../src/domain/signing-keys.js';
 
 // D3.2 signing keys: only keys that can come from a secret key, and proof of possession.
 

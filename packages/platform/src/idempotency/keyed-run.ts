@@ -2,7 +2,7 @@ import { sql, type ControlledTransaction, type Kysely, type Transaction } from '
 import type { ErrorEntry, IdempotencyContext, RpcReply } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import { outsideTrace } from '../bus/tracing.js';
-import type { EffectReply, EffectRunner, Reply } from '../replies.js';
+import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
 import type { IdempotencyRecordsOptions } from './records.js';
 import { sealReply } from './reply-cipher.js';
 
@@ -12,10 +12,6 @@ type Tables = Kysely<PlatformTables>;
 
 /** D5.4: answers that are never stored (the key is released): 401 and 429. */
 const storable = (reply: RpcReply) => reply.status !== 401 && reply.status !== 429;
-
-function rpcReply<T>(r: Reply<T>): RpcReply {
-  return { ok: true, status: r.status ?? 200, data: r.data, ...(r.pagination ? { pagination: r.pagination } : {}) };
-}
 
 /** One keyed request between its claim and its answer (records.ts explains the protocol). */
 export class KeyedRun {
@@ -71,7 +67,7 @@ export class KeyedRun {
         await sql`rollback to savepoint effect`.execute(this.trx);
         throw err;
       }
-      const answer = this.stamp(rpcReply(reply));
+      const answer = this.stamp(toRpcReply(reply));
       await this.store(this.trx, answer);
       this.state = 'unknown';
       await this.trx.commit().execute();
@@ -88,7 +84,7 @@ export class KeyedRun {
     return (await db.transaction().execute(async (trx) => {
       await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
       const reply = await fn(trx);
-      const answer = this.stamp(rpcReply(reply));
+      const answer = this.stamp(toRpcReply(reply));
       await this.store(trx, answer);
       this.committed = answer;
       return reply;

@@ -37,7 +37,7 @@ export class RateLimiter {
   }
 
   take(group: RateGroup, subject: string): Promise<LimitDecision> {
-    const key = `${group}.${subject.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    const key = bucketKey(group, subject);
     return new Promise((resolve, reject) => {
       const queue = this.queues.get(key);
       if (queue) {
@@ -66,7 +66,7 @@ export class RateLimiter {
 
   /** Gives one token back (a take that turned out not to count); best effort, never above capacity. */
   async refund(group: RateGroup, subject: string): Promise<void> {
-    const key = `${group}.${subject.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    const key = bucketKey(group, subject);
     const limit = this.limits[group];
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const entry = await this.kv.get(key).catch(() => null);
@@ -113,6 +113,9 @@ export class RateLimitedError extends AppError {
     super('RATE_LIMITED', message, { details: { retryAfterSeconds: decision.retryAfterSeconds } });
   }
 }
+
+/** The KV key of a bucket: its group and subject (agent id or client IP), in KV-safe characters. */
+const bucketKey = (group: RateGroup, subject: string) => `${group}.${subject.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 
 const unavailable = () => new AppError('RATE_LIMITER_UNAVAILABLE', 'The rate limiter is unavailable; the request was refused.');
 

@@ -6,9 +6,9 @@ import { isUniqueViolation, type IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
-import { findAgent, insertAgent, principalForKey } from '../agents/repository.js';
+import { findAgent, insertAgent, principalOf } from '../agents/repository.js';
 import { warmKeyCache } from '../key-cache.js';
-import { fullAgentView } from '../agents/views.js';
+import { fullAgentView, type AgentRecord } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
 
 type Ops = typeof identityOps;
@@ -38,6 +38,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
   const agentId = randomUUID();
   const key = issueApiKey();
   let created;
+  let agent: AgentRecord | undefined;
   try {
     created = await ctx.effect(deps.db, async (trx) => {
       await trx
@@ -55,9 +56,10 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
           updatedAt: now,
         })
         .execute();
-      const agent = body.agent;
-      await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: agent.name, agentType: agent.agentType ?? 'persistent', description: agent.description, capabilities: agent.capabilities, webhookUrl: agent.webhookUrl, metadata: agent.metadata, now }, key);
+      const input = body.agent;
+      await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: input.name, agentType: input.agentType ?? 'persistent', description: input.description, capabilities: input.capabilities, webhookUrl: input.webhookUrl, metadata: input.metadata, now }, key);
       await requestWallet(trx, { id: agentId, accountId });
+      agent = (await findAgent(trx, agentId))!;
       // D9.9 applied to accounts: until the wallet saga confirms, the answer is 202.
       return {
         status: 202,
@@ -68,7 +70,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
           verificationStatus: 'unverified',
           createdAt: now.toISOString(),
           apiKey: key.plaintext,
-          agent: fullAgentView((await findAgent(trx, agentId))!, deps.config.PUBLIC_BASE_URL),
+          agent: fullAgentView(agent, deps.config.PUBLIC_BASE_URL),
         },
       };
     });
@@ -77,7 +79,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
     throw err;
   }
   deps.relay.kick();
-  await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
+  await warmKeyCache(deps.authCache, key.hash, principalOf(agent!));
   const walletReady = await awaitWallet(deps, agentId, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };
 };

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { AppError, events, type identityOps, type Principal } from '@aex/contracts';
+import { AppError, events, signingKeyProofMessage, type identityOps, type Principal } from '@aex/contracts';
 import { enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
-import { signingKeyProblem, signingKeyProofMessage, verifySigningKeyProof } from '../domain/signing-keys.js';
+import { signingKeyProblem, verifySigningKeyProof } from '../domain/signing-keys.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
 import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
-import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalForKey } from './repository.js';
+import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalOf } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 
 type Ops = typeof identityOps;
@@ -69,6 +69,7 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   const id = randomUUID();
   const key = issueApiKey();
   const limit = deps.config.MAX_AGENTS_PER_ACCOUNT;
+  let agent: AgentRecord | undefined;
   const created = await ctx.effect(deps.db, async (trx) => {
     // Serialise agent creation per account so two requests cannot both take the last place.
     await trx.selectFrom('accounts').select('id').where('id', '=', caller.accountId).forUpdate().executeTakeFirstOrThrow();
@@ -76,11 +77,12 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
     if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents.`, { details: { limit } });
     await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
     await requestWallet(trx, { id, accountId: caller.accountId });
+    agent = (await findAgent(trx, id))!;
     // D9.9 applied to agents: until the wallet saga confirms, the answer is 202.
-    return { status: 202, data: { ...fullAgentView((await findAgent(trx, id))!, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
+    return { status: 202, data: { ...fullAgentView(agent, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
   });
   deps.relay.kick();
-  await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
+  await warmKeyCache(deps.authCache, key.hash, principalOf(agent!));
   const walletReady = await awaitWallet(deps, id, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };
 };

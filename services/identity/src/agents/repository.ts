@@ -94,6 +94,12 @@ export async function activeKeyHash(db: Db, agentId: string): Promise<string | u
   return row?.keyHash;
 }
 
+/** The principal an agent authenticates as (what gateways cache); null for an expired agent (D6.5). */
+export function principalOf(a: Pick<AgentRow, 'id' | 'accountId' | 'isOwner' | 'status' | 'parentAgentId' | 'signingKeyPublic'>): Principal | null {
+  if (a.status === 'expired') return null;
+  return { agentId: a.id, accountId: a.accountId, isOwner: a.isOwner, status: a.status, parentAgentId: a.parentAgentId, signingKeyPublic: a.signingKeyPublic };
+}
+
 /** The principal an active API key stands for; null for unknown, revoked keys and expired agents (D6.5). */
 export async function principalForKey(db: Db, keyHash: string): Promise<Principal | null> {
   const row = await db
@@ -103,13 +109,5 @@ export async function principalForKey(db: Db, keyHash: string): Promise<Principa
     .where('apiKeys.keyHash', '=', keyHash)
     .where('apiKeys.revokedAt', 'is', null)
     .executeTakeFirst();
-  if (!row || row.status === 'expired') return null;
-  return {
-    agentId: row.id,
-    accountId: row.accountId,
-    isOwner: row.isOwner,
-    status: row.status,
-    parentAgentId: row.parentAgentId,
-    signingKeyPublic: row.signingKeyPublic,
-  };
+  return row ? principalOf(row) : null;
 }

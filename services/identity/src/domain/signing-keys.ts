@@ -1,5 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { Point } from '@noble/ed25519';
+import { signingKeyProofMessage } from '@aex/contracts';
 
 /**
  * Rules for an agent's `signingKeyPublic` (D3.2). A key must be a valid Ed25519 public key that
@@ -18,14 +19,6 @@ export function signingKeyProblem(b64: string): string | null {
   }
   if (point.isSmallOrder() || !point.isTorsionFree()) return 'is a weak Ed25519 key (small-order or mixed-order point)';
   return null;
-}
-
-/**
- * Proof of possession of a new signing key: the Ed25519 signature, by that key, of this text. It
- * names the account, so a proof made for one account is worthless to another.
- */
-export function signingKeyProofMessage(accountId: string, publicKey: string): string {
-  return `agent-exchange signing-key proof v1:${accountId}:${publicKey}`;
 }
 
 /** Whether `proof` (base64 or base64url of 64 bytes) is the key's signature of the proof text. */

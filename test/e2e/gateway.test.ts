@@ -137,7 +137,8 @@ describe('health and OpenAPI', () => {
     expect((await raw('/healthz')).status).toBe(200);
     const ready = await raw('/readyz');
     expect(ready.status).toBe(200);
-    expect((await json(ready)).data).toEqual({ status: 'ready', bus: 'jetstream' });
+    const checks = ['bus', 'identity.database', 'wallet.database', 'catalog.database', 'catalog.discovery-meaning'].map((name) => ({ name, ok: true }));
+    expect((await json(ready)).data).toEqual({ status: 'ready', bus: 'jetstream', checks });
   });
 
   it('serves an OpenAPI 3.1 document built from the schemas the routes validate with', async () => {

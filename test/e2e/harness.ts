@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@aex/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
@@ -9,7 +11,7 @@ import { buildGateway } from '@aex/gateway';
 import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
-import { loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
+import { checksOf, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
 export const ADMIN_TOKEN = 'e2e-admin-token-not-secret';
@@ -75,7 +77,8 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
   let wallet: WalletService | null = await startWalletService(deps);
   const catalog = await startCatalogService(deps);
-  const gateway = await buildGateway(deps);
+  // Readiness over the services as the one-process stack has it (the wallet may be stopped by a test).
+  const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog })() });
   const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   const anon = new ExchangeClient({ baseUrl: url });
 
@@ -132,6 +135,13 @@ export function expectError(r: Outcome<unknown>, status: number, code: string): 
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 
+/** The node flags of the `start` script in package.json: `exec node <flags> services/stack/src/main.ts`. */
+function nodeFlagsOfStart(): string[] {
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  const words = pkg.scripts.start.split(/\s+/);
+  return words.slice(words.indexOf('node') + 1, -1);
+}
+
 export interface SpawnedProcess {
   child: ChildProcess;
   /** What the process printed so far (stdout and stderr). */
@@ -140,9 +150,12 @@ export interface SpawnedProcess {
   match: RegExpExecArray;
 }
 
-/** Starts `node --import tsx <main>` from the repository root and waits until its output matches `ready`. */
+/**
+ * Starts a main from the repository root with the flags `pnpm start` uses (the TypeScript loader and
+ * the telemetry bootstrap, so that what runs here is what ships) and waits until its output matches `ready`.
+ */
 export function spawnMain(main: string, env: Record<string, string>, ready: RegExp): Promise<SpawnedProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', main], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeFlagsOfStart(), main], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${main} did not start:\n${out}`)), 60_000);

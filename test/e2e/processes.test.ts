@@ -40,6 +40,31 @@ describe('services as separate processes', () => {
     for (const r of running) expect(r.output()).toMatch(/shutting down/);
   });
 
+  it('runs the catalog on its own with discovery by meaning, ready on HEALTH_PORT, logging JSON without a warning (issue 9)', async () => {
+    const catalog = await spawnMain('services/catalog/src/main.ts', { ...env, HEALTH_PORT: '0' }, /"url":"(http:\/\/[^"]+)"[^\n]*health endpoints listening[\s\S]*catalog service started/);
+    running.push(catalog);
+    const ready = await fetch(`${catalog.match[1]}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({
+      status: 'ready',
+      checks: [{ name: 'bus', ok: true }, { name: 'database', ok: true }, { name: 'discovery-meaning', ok: true }],
+    });
+    expect((await fetch(`${catalog.match[1]}/healthz`)).status).toBe(200);
+    expect(await stopProcess(catalog.child)).toBe(0);
+    // Not a terminal: one JSON object per line, none above info.
+    const lines = catalog.output().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string });
+    expect(lines.filter((l) => l.level > 30)).toEqual([]);
+    expect(lines.map((l) => l.msg)).toContain('stopped');
+  });
+
+  it('says on /readyz when discovery has no meaning, and answers discovers with a warning (issue 9)', async () => {
+    const off = await spawnMain('services/catalog/src/main.ts', { ...env, HEALTH_PORT: '0', DISCOVERY_MEANING: 'false' }, /"url":"(http:\/\/[^"]+)"[^\n]*health endpoints listening[\s\S]*catalog service started/);
+    running.push(off);
+    // Turned off deliberately: ready, and the check says why meaning is missing.
+    expect(await (await fetch(`${off.match[1]}/readyz`)).json()).toMatchObject({ status: 'ready', checks: expect.arrayContaining([{ name: 'discovery-meaning', ok: true, detail: 'turned off (DISCOVERY_MEANING=false)' }]) });
+    expect(await stopProcess(off.child)).toBe(0);
+  });
+
   it('refuses to start a service without its required configuration, naming the variable', async () => {
     await expect(spawnMain('services/identity/src/main.ts', { ...env, DATABASE_URL: '', NATS_URL: '' }, /never/)).rejects.toThrow(/DATABASE_URL is required to run the identity service on its own/);
     await expect(spawnMain('services/gateway/src/main.ts', { ...env, PORT: 'eighty' }, /never/)).rejects.toThrow(/PORT/);

@@ -7,6 +7,7 @@ import type { ServiceName } from './subjects.js';
 import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
 import * as C from './api/catalog.js';
+import { MessageEnvelope } from './messages.js';
 
 /**
  * A request/reply operation of a service. `input` is `{ path, query, body }` — the same parts the
@@ -78,6 +79,12 @@ export const catalogOps = {
   discover: effect('catalog', 'discover', 'agent', parts(Empty, Empty, C.DiscoverBody), C.DiscoverView),
   /** Internal (no route): one revision of a contract, the latest when `revision` is absent (D7.6). */
   getContract: operation('catalog', 'getContract', 'none', parts(C.ContractPath, C.ContractQuery, Type.Any()), C.ContractView),
+  /**
+   * Internal (no route): identity hands the catalog an agent's status change directly, before
+   * answering its caller, so that listing and discovery reflect a deactivation at once (D6.5). The
+   * same event also arrives through JetStream, and is then found applied.
+   */
+  applyAgentEvent: operation('catalog', 'applyAgentEvent', 'none', parts(Empty, Empty, MessageEnvelope), Type.Object({ applied: Type.Boolean() })),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

@@ -11,6 +11,8 @@ const Bool = (def: boolean) => Type.Union([Type.Literal('true'), Type.Literal('f
 export const ConfigSchema = Type.Object({
   PORT: Int(8080, 0, 65535),
   HOST: Type.String({ default: '127.0.0.1', minLength: 1 }),
+  /** A service run on its own serves `/healthz` and `/readyz` on this port (on HOST); absent: not served. */
+  HEALTH_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
@@ -46,7 +48,14 @@ export const ConfigSchema = Type.Object({
   /** How long a gateway waits for a service reply, and a saga step for its outcome, before 503/202. */
   RPC_TIMEOUT_MS: Int(10_000, 100),
   SAGA_WAIT_MS: Int(5_000, 0),
+  /**
+   * Discovery by meaning (the catalog's sentence encoder). `false` turns it off deliberately:
+   * ranking is then lexical, and discover answers say so in `warnings`.
+   */
+  DISCOVERY_MEANING: Bool(true),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  /** `auto`: human-readable when the output is a terminal, JSON lines otherwise. */
+  LOG_FORMAT: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')], { default: 'auto' }),
   EXCHANGE_VERSION: Type.String({ default: '0.1.0' }),
 });
 export type ExchangeConfig = Static<typeof ConfigSchema> & { PUBLIC_BASE_URL: string };

@@ -3,6 +3,7 @@ import { MemoryBus } from './bus/memory-bus.js';
 import { NatsBus } from './bus/nats-bus.js';
 import type { Bus } from './bus/types.js';
 import type { Logger } from './logger.js';
+import type { HealthCheck } from './health.js';
 
 /** Connects to NATS JetStream when a URL is given, else the in-process bus (one-process stack only). */
 export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE'>, name: string, opts: { allowMemory: boolean; logger?: Logger }): Promise<Bus> {
@@ -11,23 +12,35 @@ export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAM
   return new MemoryBus(cfg.BUS_NAMESPACE);
 }
 
-/** Anything started that must be stopped. */
+/** Anything started that must be stopped; a service also says whether it is ready (its `/readyz`). */
 export interface Component {
   stop(): Promise<void>;
+  checks?(): Promise<HealthCheck[]>;
 }
 
-/** Stops on SIGINT/SIGTERM with grace; a second signal exits at once. */
+/**
+ * Stops on SIGINT/SIGTERM with grace, exit code 0. A second signal exits at once with 1 — unless it
+ * comes within a second of the first: Ctrl-C reaches the process both from the terminal and relayed
+ * by the package manager that started it, and that is still one request to stop.
+ */
 export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
-  let stopping = false;
+  let stoppingSince: number | null = null;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(1);
-    stopping = true;
+    if (stoppingSince !== null) {
+      if (Date.now() - stoppingSince < SAME_SIGNAL_MS) return;
+      logger.warn({ signal }, 'stopping at once');
+      process.exit(1);
+    }
+    stoppingSince = Date.now();
     logger.info({ signal }, 'shutting down');
     const force = setTimeout(() => process.exit(1), 15_000);
     force.unref();
     stop()
       .then(flushTelemetry)
-      .then(() => process.exit(0))
+      .then(() => {
+        logger.info('stopped');
+        process.exit(0);
+      })
       .catch((err) => {
         logger.error({ err }, 'shutdown failed');
         process.exit(1);
@@ -36,6 +49,8 @@ export function stopOnSignals(logger: Logger, stop: () => Promise<void>): void {
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
 }
+
+const SAME_SIGNAL_MS = 1000;
 
 /** Flushes OpenTelemetry when the bootstrap (telemetry/register.ts) started it; at most 5 s. */
 async function flushTelemetry(): Promise<void> {

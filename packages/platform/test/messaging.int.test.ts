@@ -75,7 +75,7 @@ async function collect(durable: string): Promise<BusMessage[]> {
 describe('outbox relay', () => {
   it('publishes only what committed, with Nats-Msg-Id = the message id', async () => {
     const got = await collect(`relay-${randomUUID().slice(0, 8)}`);
-    const committed = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 1 }));
+    const { id: committed } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 1 }));
     await db
       .transaction()
       .execute(async (trx) => {
@@ -93,7 +93,7 @@ describe('outbox relay', () => {
 
   it('re-publishing after a crash between publish and marking is dropped as a duplicate', async () => {
     const got = await collect(`dup-${randomUUID().slice(0, 8)}`);
-    const id = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
+    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
     const relay = new OutboxRelay(db, bus, logger);
     await relay.drain();
     // Simulate the crash: the row is still unpublished in the database.

@@ -3,7 +3,7 @@ import type { ValidatorCache } from '@aex/schemas';
 import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { Thesaurus } from './discovery/thesaurus.js';
-import type { SentenceEncoder } from './discovery/sentence-encoder.js';
+import type { Meaning } from './discovery/sentence-encoder.js';
 
 /** What every catalog handler works with; the clock comes in so rules stay testable. */
 export interface CatalogDeps {
@@ -16,7 +16,10 @@ export interface CatalogDeps {
   validators: ValidatorCache;
   /** WordNet, shared by indexing (expansions) and discovery (query analysis). */
   thesaurus: Thesaurus;
-  /** Sentence embeddings of services and needs (D8.2); null when the model could not be loaded. */
-  encoder: SentenceEncoder | null;
+  /**
+   * Sentence embeddings of services and needs (D8.2): `meaning.encoder`, null when turned off or the
+   * model could not be loaded, and the status readiness and discovery's warnings report.
+   */
+  meaning: Meaning;
   now: () => Date;
 }

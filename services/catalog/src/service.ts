@@ -1,15 +1,15 @@
 import { catalogOps } from '@aex/contracts';
 import { ValidatorCache } from '@aex/schemas';
-import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
 import * as services from './services/handlers.js';
 import { listServices } from './services/listing.js';
-import { startProviderReplica } from './providers/replica.js';
+import { applyAgentEvent, startProviderReplica } from './providers/replica.js';
 import { startDiscovery, type Discovery } from './discovery/index.js';
 import { WordNet } from './discovery/thesaurus.js';
-import { loadEncoder } from './discovery/sentence-encoder.js';
+import { Meaning } from './discovery/sentence-encoder.js';
 
 export interface CatalogService extends Component {
   deps: CatalogDeps;
@@ -23,8 +23,8 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();
-  const encoder = await loadEncoder(logger);
-  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, encoder, now: opts.now ?? (() => new Date()) };
+  const meaning = await Meaning.load(logger, opts.config.DISCOVERY_MEANING === 'true');
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
@@ -40,6 +40,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       listServices: listServices(deps),
       discover: discovery.handler,
       getContract: services.getContract(deps),
+      applyAgentEvent: applyAgentEvent(deps),
     },
     logger,
     db: serviceDb,
@@ -48,6 +49,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   return {
     deps,
     discovery,
+    checks: async () => [await databaseCheck(db), meaningCheck(meaning)],
     async stop() {
       await server.stop();
       await discovery.stop();
@@ -55,7 +57,15 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       await relay.stop();
       await close();
       thesaurus.close();
-      await encoder?.close();
+      await meaning.encoder?.close();
     },
   };
+}
+
+/** Discovery by meaning works, or is deliberately off; a model that failed to load is not ready. */
+function meaningCheck(meaning: Meaning): HealthCheck {
+  const status = meaning.status;
+  if (status.state === 'on') return { name: 'discovery-meaning', ok: true };
+  if (status.state === 'off') return { name: 'discovery-meaning', ok: true, detail: 'turned off (DISCOVERY_MEANING=false)' };
+  return { name: 'discovery-meaning', ok: false, detail: status.reason };
 }

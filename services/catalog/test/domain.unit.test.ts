@@ -215,7 +215,7 @@ describe('LexicalSemanticScorer', () => {
     scorer.upsert(doc('synonym', 'automobile valuation'));
     scorer.upsert(doc('described', 'pricing', 'car valuation'));
     scorer.upsert(doc('other', 'weather'));
-    const r = await scorer.relevance('car valuation');
+    const r = (await scorer.relevance('car valuation')).scores;
     expect(r.get('exact')).toBeCloseTo(1, 5);
     expect(r.get('synonym')!).toBeLessThan(r.get('exact')!);
     expect(r.get('synonym')!).toBeGreaterThan(0);
@@ -227,16 +227,16 @@ describe('LexicalSemanticScorer', () => {
     const scorer = new LexicalSemanticScorer(lexicon, new WordNet());
     scorer.upsert(doc('a', 'car'));
     scorer.upsert(doc('a', 'boat'));
-    expect((await scorer.relevance('car')).has('a')).toBe(false);
+    expect(((await scorer.relevance('car')).scores).has('a')).toBe(false);
     scorer.remove('a');
-    expect((await scorer.relevance('boat')).size).toBe(0);
+    expect(((await scorer.relevance('boat')).scores).size).toBe(0);
     expect(scorer.size).toBe(0);
   });
 
   it('keeps scoring right across compactions of its postings', async () => {
     const scorer = new LexicalSemanticScorer(lexicon, new WordNet());
     for (let i = 0; i < 2500; i++) scorer.upsert(doc(`d${i % 500}`, i % 2 ? 'car' : 'boat'));
-    const r = await scorer.relevance('car');
+    const r = (await scorer.relevance('car')).scores;
     expect(scorer.size).toBe(500);
     expect([...r.keys()].every((id) => Number(id.slice(1)) % 2 === 1)).toBe(true);
     expect(r.size).toBe(250);
@@ -267,7 +267,7 @@ describe('sentence embeddings (closeness of meaning)', () => {
     const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
     const vectors = await encoder.embed(topics);
     topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
-    const best = async (need: string) => [...(await scorer.relevance(need))].sort((a, b) => b[1] - a[1]).map(([id]) => id);
+    const best = async (need: string) => [...((await scorer.relevance(need)).scores)].sort((a, b) => b[1] - a[1]).map(([id]) => id);
     // No word in common, no WordNet relation: only meaning connects them.
     expect((await best('can ibuprofen be taken together with warfarin'))[0]).toBe('s2');
     expect((await best('how many yen is 250 euros'))[0]).toBe('s0');
@@ -287,10 +287,105 @@ describe('sentence embeddings (closeness of meaning)', () => {
       scorer.remove('s4'); // a dead row in the shared memory must not match
     }
     for (const need of ['how many yen is 250 euros', 'shrink a picture', 'will it be stormy tomorrow']) {
-      const [a, b] = [await parallel.relevance(need), await serial.relevance(need)];
+      const [a, b] = [(await parallel.relevance(need)).scores, (await serial.relevance(need)).scores];
       expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
       for (const [id, r] of a) expect(r).toBeCloseTo(b.get(id)!, 5);
       expect(a.has('s4')).toBe(false);
     }
+  });
+});
+
+describe('a consistent view while the index changes (issue 9: discover never fails mid-query)', () => {
+  const lexicon: Lexicon = { stems: async (ws) => new Map(ws.map((w) => [w, w])), corrections: async () => [] };
+  const dims = 8;
+  // An encoder that answers after a random pause, and scans "in its worker" only after another
+  // one: the index changes under every query, between its snapshot and its answer.
+  const pause = () => new Promise<void>((r) => setTimeout(r, Math.random() * 2));
+  let rows: Float32Array<ArrayBufferLike> = new Float32Array(0);
+  const unit = (seed: number) => Float32Array.from({ length: dims }, (_, k) => (k === seed % dims ? 1 : 0));
+  const slowEncoder = {
+    name: 'slow', dims,
+    embed: async (texts: string[]) => {
+      await pause();
+      return texts.map((_, i) => unit(i));
+    },
+    embedAndScan(_text: string, from: number, to: number) {
+      const q = unit(0);
+      const vector = pause().then(() => q);
+      const partial = vector.then(pause).then(() => {
+        const out = new Float32Array(Math.max(0, Math.min(to, rows.length / dims) - from));
+        for (let s = 0; s < out.length; s++) for (let k = 0; k < dims; k++) out[s]! += rows[(from + s) * dims + k]! * q[k]!;
+        return out;
+      });
+      return { vector, partial };
+    },
+    share(buffer: SharedArrayBuffer) {
+      rows = new Float32Array(buffer);
+    },
+    close: async () => undefined,
+  };
+
+  it('answers thousands of queries racing upserts, removals and compactions, with only documents indexed at answer time', async () => {
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), slowEncoder);
+    const live = new Set<string>();
+    const put = (id: string) => {
+      scorer.upsert({ id, searchDoc: "'parcel':1A 'track':2A", expansionDoc: '', embedding: unit(Number(id.slice(1))) });
+      live.add(id);
+    };
+    const drop = (id: string) => {
+      scorer.remove(id);
+      live.delete(id);
+    };
+    for (let i = 0; i < 300; i++) put(`s${i}`);
+    let stop = false;
+    let writes = 0;
+    // The writer: every turn of the event loop, a burst of upserts and removals (enough removals for
+    // the postings to be compacted many times over).
+    const writer = (async () => {
+      while (!stop) {
+        for (let k = 0; k < 40; k++) {
+          const id = `s${Math.floor(Math.random() * 600)}`;
+          if (Math.random() < 0.5) drop(id);
+          else put(id);
+          writes += 1;
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    let queries = 0;
+    const failures: string[] = [];
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      for (let i = 0; i < 250; i++) {
+        const { scores, meaningError } = await scorer.relevance('track a parcel');
+        queries += 1;
+        if (meaningError) failures.push(meaningError);
+        for (const [id, r] of scores) {
+          if (!live.has(id)) failures.push(`${id} returned after its removal`);
+          // Both words in the name (0.7) plus, for the documents whose embedding is the need's, meaning (0.3).
+          const expected = Number(id.slice(1)) % dims === 0 ? 1 : 0.7;
+          if (Math.abs(r - expected) > 1e-6) failures.push(`${id} scored ${r}, not ${expected}`);
+        }
+      }
+    }));
+    stop = true;
+    await writer;
+    expect(failures).toEqual([]);
+    expect(queries).toBe(2000);
+    // Removals far beyond the compaction threshold happened while queries were reading.
+    expect(writes).toBeGreaterThan(5000);
+  }, 60_000);
+
+  it('falls back to words alone, saying why, when the encoder fails or is down', async () => {
+    const failing = { ...slowEncoder, embedAndScan: undefined, embed: async () => Promise.reject(new Error('worker crashed')) };
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), failing);
+    scorer.upsert({ id: 'a', searchDoc: "'parcel':1A", expansionDoc: '', embedding: unit(1) });
+    const r = await scorer.relevance('parcel');
+    expect(r.meaningError).toBe('worker crashed');
+    expect(r.scores.get('a')).toBeCloseTo(1, 5);
+    const down = new LexicalSemanticScorer(lexicon, new WordNet(), { ...slowEncoder, problem: 'the sentence encoder stopped (out of memory); restarting' });
+    down.upsert({ id: 'a', searchDoc: "'parcel':1A", expansionDoc: '', embedding: unit(1) });
+    const d = await down.relevance('parcel');
+    expect(d.meaningError).toMatch(/stopped/);
+    expect(d.scores.has('a')).toBe(true);
   });
 });

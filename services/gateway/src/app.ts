@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '@aex/contracts';
-import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
+import { busCheck, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
 import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
 import { errorResponse, successBody, toAppError } from './http/envelope.js';
@@ -16,11 +16,11 @@ export interface GatewayOptions {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
+  /** More of `/readyz` than the bus: the services of the same process (the one-process stack). */
+  checks?: () => Promise<HealthCheck[]>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** /readyz answers within a second whatever stalls (a probe must not hang on a frozen NATS). */
-const READY_CHECK_MS = 800;
 
 /**
  * The gateway as a fastify app (server.ts only listens): envelope and errors (D1), API keys (D2),
@@ -74,10 +74,14 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 
   app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL)));
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
+  // Every check is bounded (health.ts), so /readyz answers within a second whatever stalls.
   app.get('/readyz', async (req, reply) => {
-    const ready = await Promise.race([bus.healthy(), new Promise<false>((r) => setTimeout(() => r(false), READY_CHECK_MS).unref())]);
-    if (ready) return send(reply, 200, successBody({ status: 'ready', bus: bus.kind }, req.id));
-    return sendError(req, reply, new AppError('SERVICE_UNAVAILABLE', 'The message bus is not reachable.'));
+    const [busReady, others] = await Promise.all([busCheck(bus), opts.checks?.() ?? []]);
+    const checks = [busReady, ...others];
+    const failing = checks.filter((c) => !c.ok);
+    if (failing.length === 0) return send(reply, 200, successBody({ status: 'ready', bus: bus.kind, checks }, req.id));
+    const why = failing.map((c) => (c.name === 'bus' ? 'the message bus is not reachable' : `${c.name}: ${c.detail ?? 'failing'}`)).join('; ');
+    return sendError(req, reply, new AppError('SERVICE_UNAVAILABLE', `Not ready: ${why}.`, { details: { checks } }));
   });
   return app;
 }

@@ -6,7 +6,7 @@ import { listen } from './server.js';
 await runMain(async () => {
   const config = loadConfig();
   required(config, 'NATS_URL', 'the gateway');
-  const logger = createLogger('gateway', config.LOG_LEVEL);
+  const logger = createLogger('gateway', config.LOG_LEVEL, config.LOG_FORMAT);
   const bus = await connectBus(config, 'aex-gateway', { allowMemory: false, logger });
   const app = await buildGateway({ bus, config, logger });
   const url = await listen(app, config.HOST, config.PORT);

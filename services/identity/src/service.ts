@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, outsideTrace, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, connectServiceDb, databaseCheck, outsideTrace, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
@@ -63,6 +63,7 @@ export async function startIdentityService(opts: {
   });
   return {
     deps,
+    checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();
       await redrive.stop();

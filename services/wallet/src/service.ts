@@ -1,5 +1,5 @@
 import { walletOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
@@ -39,6 +39,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   });
   return {
     deps,
+    checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();
       await openWallet.stop();

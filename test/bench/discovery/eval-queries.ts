@@ -11,7 +11,7 @@ export interface EvalQuery {
   typo?: boolean;
 }
 
-const q = (need: string, relevant: string[], related: string[] = [], typo = false): EvalQuery => ({ need, relevant, related, typo });
+export const q = (need: string, relevant: string[], related: string[] = [], typo = false): EvalQuery => ({ need, relevant, related, typo });
 
 export const EVAL_QUERIES: EvalQuery[] = [
   q('render this paragraph from French into German', ['translate'], ['transliterate']),

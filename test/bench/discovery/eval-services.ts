@@ -15,7 +15,7 @@ export interface EvalService {
   latencyMs: number;
 }
 
-const s = (key: string, category: string, name: string, description: string, tags: string[], input: Record<string, string>, output: Record<string, string>, priceCents = 10, latencyMs = 1000): EvalService =>
+export const s = (key: string, category: string, name: string, description: string, tags: string[], input: Record<string, string>, output: Record<string, string>, priceCents = 10, latencyMs = 1000): EvalService =>
   ({ key, category, name, description, tags, input, output, priceCents, latencyMs });
 
 export const EVAL_SERVICES: EvalService[] = [

@@ -175,6 +175,15 @@ export const DiscoverView = Type.Object({
    * exceed what one answer carries (about 1 MiB); a narrower need or category, or a lower limit, helps.
    */
   truncated: Type.Boolean(),
+  /**
+   * EXT: what made this ranking less than the exchange's best, empty when nothing did — meaning left
+   * out because it is turned off (`SEMANTIC_RANKING_OFF`) or because the sentence encoder is not
+   * working (`SEMANTIC_RANKING_UNAVAILABLE`): services are then matched by their words alone.
+   */
+  warnings: Type.Array(Type.Object({
+    code: Type.Union([Type.Literal('SEMANTIC_RANKING_OFF'), Type.Literal('SEMANTIC_RANKING_UNAVAILABLE')]),
+    message: Type.String(),
+  })),
 });
 export type DiscoverView = Static<typeof DiscoverView>;
 

@@ -22,6 +22,25 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
 }
 
 /**
+ * Applies a message's effect unless `consumer` already has: the message id is recorded in the same
+ * transaction as the effect. Consumers use it, and so does a service handed a message directly
+ * (ahead of its delivery through JetStream, which then finds it applied). True when it was applied now.
+ */
+export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, envelope: Envelope) => Promise<void>): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const inserted = await (trx as unknown as Transaction<PlatformTables>)
+      .insertInto('processedMessages')
+      .values({ consumer, messageId: envelope.id })
+      .onConflict((oc) => oc.doNothing())
+      .returning('messageId')
+      .executeTakeFirst();
+    if (!inserted) return false;
+    await handle(trx, envelope);
+    return true;
+  });
+}
+
+/**
  * A durable consumer whose effect is applied exactly once (ARCHITECTURE "Messaging"): the processed
  * message id is inserted in the same database transaction as the effect, so a redelivery finds it
  * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
@@ -42,17 +61,7 @@ export async function consumeIdempotently<M extends MessageDef, DB>(opts: Idempo
         return term('invalid payload');
       }
       try {
-        const applied = await opts.db.transaction().execute(async (trx) => {
-          const inserted = await (trx as unknown as Transaction<PlatformTables>)
-            .insertInto('processedMessages')
-            .values({ consumer: opts.durable, messageId: env.value.id })
-            .onConflict((oc) => oc.doNothing())
-            .returning('messageId')
-            .executeTakeFirst();
-          if (!inserted) return false;
-          await opts.handle(trx, data.value as Static<M['data']>, env.value as Envelope);
-          return true;
-        });
+        const applied = await applyOnce(opts.db, opts.durable, env.value as Envelope, (trx, e) => opts.handle(trx, data.value as Static<M['data']>, e));
         if (applied) opts.afterCommit?.();
         return ack();
       } catch (err) {

@@ -13,14 +13,14 @@ type AnyDb = Kysely<any>;
  * Writes an event or command to the outbox in the caller's transaction (ARCHITECTURE "Messaging").
  * It is published only if that transaction commits; the relay publishes it with `Nats-Msg-Id` = id.
  */
-export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: Static<M['data']>, opts: { id?: string; now?: Date } = {}): Promise<string> {
+export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: Static<M['data']>, opts: { id?: string; now?: Date } = {}): Promise<MessageEnvelope> {
   const id = opts.id ?? randomUUID();
   const envelope: MessageEnvelope = { id, type: def.type, occurredAt: (opts.now ?? new Date()).toISOString(), data };
   await (trx as Kysely<PlatformTables>)
     .insertInto('outbox')
     .values({ id, kind: def.kind, type: def.type, payload: JSON.stringify(envelope), headers: JSON.stringify(injectTrace({})) as never, publishedAt: null })
     .execute();
-  return id;
+  return envelope;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { catalogOps, DiscoverBody, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
+import type { catalogOps, DiscoverBody, DiscoverView, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
 import { fitItems, requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
@@ -73,7 +73,12 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const limit = body.limit ?? 10;
   const urgency = body.urgency ?? 'normal';
   const hasNeed = body.need !== undefined && needTokens(body.need).length > 0;
-  const relevance = hasNeed ? await index.scorer.relevance(body.need!) : undefined;
+  // Read-your-writes: every write answered before this request is in the index it scores. The
+  // need's analysis runs meanwhile; the scorer reads the index only once caught up.
+  const caughtUp = index.catchUp();
+  const scored = hasNeed ? await index.scorer.relevance(body.need!, caughtUp) : undefined;
+  await caughtUp;
+  const relevance = scored?.scores;
   const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
   const category = body.category?.toLowerCase();
 
@@ -123,9 +128,20 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
       scorer: index.scorer.name,
       createdAt: deps.now(),
     }).execute();
-    return { data: { matches: page, totalMatches, queryId, truncated: page.length < wanted.length } };
+    return { data: { matches: page, totalMatches, queryId, truncated: page.length < wanted.length, warnings: scored ? meaningWarnings(deps, scored.meaningError) : [] } };
   });
 };
+
+/** Why meaning did not count in a ranking by need, when it did not. */
+function meaningWarnings(deps: CatalogDeps, failure: string | undefined): DiscoverView['warnings'] {
+  const status = deps.meaning.status;
+  if (status.state === 'off') {
+    return [{ code: 'SEMANTIC_RANKING_OFF', message: 'Ranking by meaning is turned off on this exchange (DISCOVERY_MEANING=false): services were matched by their words alone.' }];
+  }
+  const reason = failure ?? (status.state === 'unavailable' ? status.reason : undefined);
+  if (reason === undefined) return [];
+  return [{ code: 'SEMANTIC_RANKING_UNAVAILABLE', message: `Ranking by meaning is unavailable (${reason}): services were matched by their words alone.` }];
+}
 
 /** Room kept in a discover answer for everything but the matches. */
 const ANSWER_FRAME_BYTES = 1024;

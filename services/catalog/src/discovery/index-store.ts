@@ -42,8 +42,9 @@ export interface IndexedProvider {
  * its own, fed by a change feed on Postgres: rows carry the id of the transaction that wrote them
  * (`written_xid`), and each poll re-reads rows written since the oldest transaction still open at
  * the previous poll — so a commit is never skipped, however transactions interleave. A poll that
- * finds nothing new costs two index lookups. Results are always re-checked against the tables
- * before they are returned, so a stale entry can delay a new service, never show a hidden one.
+ * finds nothing new costs two index lookups. Discovery calls `catchUp` before scoring, so every
+ * write answered before a discover began is in the index it scores (read-your-writes, on every
+ * replica); results are re-checked against the tables before they are returned.
  */
 export class DiscoveryIndex {
   readonly services = new Map<string, IndexedService>();
@@ -51,7 +52,11 @@ export class DiscoveryIndex {
   private horizon = '0';
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   private stopped = false;
+  /** Services indexed without an embedding of the current model, embedded in the background. */
+  private readonly unembedded = new Set<string>();
+  private backfilling: Promise<void> | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -70,14 +75,28 @@ export class DiscoveryIndex {
     this.stopped = true;
     clearTimeout(this.timer);
     await this.running;
+    await this.backfilling?.catch(() => undefined);
   }
 
-  /** Applies every change committed since the last call. */
+  /** Applies every change committed since the last call (joining a poll already running). */
   refresh(): Promise<void> {
     this.running ??= this.poll().finally(() => {
       this.running = undefined;
     });
     return this.running;
+  }
+
+  /**
+   * Resolves once the index holds every change committed before this call: a poll that began earlier
+   * may have missed it, so callers then wait for the next one. Concurrent callers share one poll.
+   */
+  catchUp(): Promise<void> {
+    if (!this.running) return this.refresh();
+    this.queued ??= this.running.catch(() => undefined).then(() => {
+      this.queued = undefined;
+      return this.refresh();
+    });
+    return this.queued;
   }
 
   private schedule(): void {
@@ -103,6 +122,13 @@ export class DiscoveryIndex {
     if (providerIds.length) await this.loadProviders(providerIds);
     for (let i = 0; i < serviceIds.length; i += 1000) await this.loadServices(serviceIds.slice(i, i + 1000));
     this.horizon = horizon;
+    if (this.unembedded.size > 0) {
+      this.backfilling ??= this.backfill()
+        .catch((err: unknown) => this.logger.warn({ err }, 'embedding services failed; retried at the next poll'))
+        .finally(() => {
+          this.backfilling = undefined;
+        });
+    }
   }
 
   private async loadProviders(ids: string[]): Promise<void> {
@@ -118,8 +144,8 @@ export class DiscoveryIndex {
         sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
-    const missing: typeof rows = [];
     for (const s of rows) {
+      this.unembedded.delete(s.id);
       if (s.status !== 'active') {
         this.services.delete(s.id);
         this.scorer.remove(s.id);
@@ -131,21 +157,33 @@ export class DiscoveryIndex {
         revision: s.revision, inputSchema: s.inputSchema, outputSchema: s.outputSchema,
       });
       const current = this.encoder !== null && s.embedding !== null && s.embeddingModel === this.encoder.name;
-      if (this.encoder && !current) missing.push(s);
+      if (this.encoder && !current) this.unembedded.add(s.id);
       this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion, embedding: current ? fromBytes(s.embedding!) : null });
     }
-    if (missing.length) await this.backfill(missing.slice(0, BACKFILL_BATCH));
   }
 
   /**
    * Embeds services stored without an embedding of the current model (written while the model was
-   * unavailable, or by another model) and saves it; the change feed then brings them back embedded.
+   * unavailable, or by another model), a batch at a time, and saves it; the change feed then brings
+   * them back embedded. Outside the poll, so a discover never waits for it. While the encoder is
+   * down they wait; a batch it refuses is dropped (embedded when next written) rather than retried.
    */
-  private async backfill(rows: { id: string; xid: string; name: string; category: string; subcategory: string | null; tags: string[]; description: string }[]): Promise<void> {
-    const vectors = await this.encoder!.embed(rows.map(embeddingText));
-    for (const [i, r] of rows.entries()) {
-      await this.db.updateTable('services').set({ embedding: toBytes(vectors[i]!), embeddingModel: this.encoder!.name })
-        .where('id', '=', r.id).where(sql<boolean>`written_xid = ${r.xid}::xid8`).execute();
+  private async backfill(): Promise<void> {
+    const encoder = this.encoder!;
+    while (this.unembedded.size > 0 && !this.stopped && !encoder.problem) {
+      const ids = [...this.unembedded].slice(0, BACKFILL_BATCH);
+      const rows = await this.db.selectFrom('services')
+        .select(['id', 'name', 'category', 'subcategory', 'tags', 'description', sql<string>`written_xid::text`.as('xid')])
+        .where('id', 'in', ids).execute();
+      const vectors = await encoder.embed(rows.map(embeddingText)).catch((err: unknown) => {
+        if (!encoder.problem) for (const id of ids) this.unembedded.delete(id);
+        throw err;
+      });
+      for (const id of ids) this.unembedded.delete(id);
+      for (const [i, r] of rows.entries()) {
+        await this.db.updateTable('services').set({ embedding: toBytes(vectors[i]!), embeddingModel: encoder.name })
+          .where('id', '=', r.id).where(sql<boolean>`written_xid = ${r.xid}::xid8`).execute();
+      }
     }
   }
 }

@@ -14,8 +14,9 @@ export interface Discovery extends Stoppable {
 
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
-  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus, deps.encoder);
-  const index = new DiscoveryIndex(deps.db, scorer, deps.encoder, deps.logger);
+  const { encoder } = deps.meaning;
+  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus, encoder);
+  const index = new DiscoveryIndex(deps.db, scorer, encoder, deps.logger);
   await index.start();
   const retention = startQueryRetention(deps.db, deps.logger, deps.now);
   return {

@@ -23,8 +23,19 @@ export interface RelevanceScorer {
   readonly name: string;
   upsert(doc: ScorableDocument): void;
   remove(id: string): void;
-  /** Relevance in (0, 1] of every indexed document related to the need; absent means 0. */
-  relevance(need: string): Promise<Map<string, number>>;
+  /**
+   * Relevance in (0, 1] of every indexed document related to the need (absent means 0), computed on
+   * one consistent view of the index: documents upserted or removed meanwhile never break a query,
+   * and a document removed before the answer is not in it. With `after`, nothing of the index is
+   * read before it resolves (the caller's catch-up), while the need's own analysis already runs.
+   */
+  relevance(need: string, after?: Promise<void>): Promise<Relevance>;
+}
+
+export interface Relevance {
+  scores: Map<string, number>;
+  /** Set when meaning should have counted but could not (the encoder failed): why. */
+  meaningError?: string;
 }
 
 /**
@@ -94,6 +105,8 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private readonly slotIds: (string | null)[] = [];
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
   private dead = 0;
+  /** Queries between their snapshot and their answer: slots must not move under them. */
+  private reading = 0;
   /** Sentence embeddings, one row per slot (all zero: none), contiguous for speed. */
   private docVecs: Float32Array<ArrayBufferLike> = new Float32Array(0);
 
@@ -136,46 +149,76 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     const at = this.slotOf.get(id);
     if (!at) return;
     for (const lex of at.lexemes) this.df[lex]! -= 1;
+    // The row of its embedding stays as it is until compaction: a query that began before the
+    // removal still reads it, and every query masks the rows dead in its own snapshot.
     this.slotIds[at.slot] = null;
-    // The encoder's worker scans rows without knowing which are dead: a zero row never matches.
-    const d = this.encoder?.dims ?? 0;
-    if (d && this.docVecs.length >= (at.slot + 1) * d) this.docVecs.fill(0, at.slot * d, (at.slot + 1) * d);
     this.slotOf.delete(id);
-    if (++this.dead > 1000 && this.dead > this.slotOf.size) this.compact();
+    this.dead += 1;
+    if (this.reading === 0) this.compactIfDue();
   }
 
-  async relevance(need: string): Promise<Map<string, number>> {
+  async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance> {
     const tokens = needTokens(need);
-    const { concepts, corrections } = await this.concepts(tokens);
+    const { concepts, corrections } = await this.concepts(tokens, after);
     // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
     // its worker thread while the lexical scores are computed here.
     let corrected = need;
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
     // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
     const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
-    if (!readable || !this.encoder) return new Map([...this.lexicalRelevance(concepts)].filter(([, r]) => r >= MIN_RELEVANCE));
-    const d = this.encoder.dims;
-    const rows = Math.min(this.slotIds.length, Math.floor(this.docVecs.length / d));
-    // The worker compares the first half of the rows while this thread compares the second half.
-    const split = this.encoder.embedAndScan ? Math.floor(rows / 2) : 0;
-    const pending = this.encoder.embedAndScan
-      ? this.encoder.embedAndScan(corrected, 0, split)
-      : { vector: this.encoder.embed([corrected]).then((v) => v[0]!), partial: Promise.resolve(new Float32Array(0)) };
-    const lexical = this.lexicalRelevance(concepts);
-    const semantic = this.semanticRelevance(await pending.vector, split, rows);
-    const lower = await pending.partial;
-    for (let slot = 0; slot < lower.length; slot++) semantic[slot] = this.slotIds[slot] === null ? 0 : closeness(lower[slot]!);
-    const out = new Map<string, number>();
-    for (const [id, lex] of lexical) {
-      const r = (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * (semantic[this.slotOf.get(id)!.slot] ?? 0);
-      if (r >= MIN_RELEVANCE) out.set(id, r);
+    const encoder = readable ? this.encoder : null;
+
+    // The view is pinned from here to the answer: slots keep their documents (compaction waits), the
+    // ids are those of this moment, and whatever is upserted meanwhile is left to the next query.
+    this.reading += 1;
+    try {
+      const ids = this.slotIds.slice();
+      if (!encoder || encoder.problem) {
+        const scores = this.answer(ids, this.lexicalRelevance(concepts), null);
+        return encoder?.problem ? { scores, meaningError: encoder.problem } : { scores };
+      }
+      const d = encoder.dims;
+      const rows = Math.min(ids.length, Math.floor(this.docVecs.length / d));
+      // The worker compares the first half of the rows while this thread compares the second half.
+      const split = encoder.embedAndScan ? Math.floor(rows / 2) : 0;
+      const pending = encoder.embedAndScan
+        ? encoder.embedAndScan(corrected, 0, split)
+        : { vector: encoder.embed([corrected]).then((v) => v[0]!), partial: Promise.resolve(new Float32Array(0)) };
+      const lexical = this.lexicalRelevance(concepts);
+      let semantic: Float32Array;
+      try {
+        semantic = this.semanticRelevance(await pending.vector, ids, split, rows);
+        const lower = await pending.partial;
+        for (let slot = 0; slot < lower.length; slot++) semantic[slot] = ids[slot] === null ? 0 : closeness(lower[slot]!);
+      } catch (err) {
+        return { scores: this.answer(ids, lexical, null), meaningError: (err as Error).message };
+      }
+      return { scores: this.answer(ids, lexical, semantic) };
+    } finally {
+      this.reading -= 1;
+      if (this.reading === 0) this.compactIfDue();
     }
+  }
+
+  /**
+   * Lexical and semantic scores (by slot, of the pinned `ids`) blended into relevance by id, for the
+   * documents still indexed now: one removed while the query ran is not returned.
+   */
+  private answer(ids: (string | null)[], lexical: Map<number, number>, semantic: Float32Array | null): Map<string, number> {
+    const out = new Map<string, number>();
+    const put = (slot: number, r: number) => {
+      const id = ids[slot];
+      if (id && r >= MIN_RELEVANCE && this.slotOf.has(id)) out.set(id, r);
+    };
+    if (!semantic) {
+      for (const [slot, lex] of lexical) put(slot, lex);
+      return out;
+    }
+    for (const [slot, lex] of lexical) put(slot, (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * (semantic[slot] ?? 0));
     // Services close in meaning that share no word with the need.
     const alone = MIN_RELEVANCE / SEMANTIC_SHARE;
     for (let slot = 0; slot < semantic.length; slot++) {
-      if (semantic[slot]! < alone) continue;
-      const id = this.slotIds[slot]!;
-      if (!lexical.has(id)) out.set(id, SEMANTIC_SHARE * semantic[slot]!);
+      if (semantic[slot]! >= alone && !lexical.has(slot)) put(slot, SEMANTIC_SHARE * semantic[slot]!);
     }
     return out;
   }
@@ -184,12 +227,12 @@ export class LexicalSemanticScorer implements RelevanceScorer {
    * Closeness of meaning, per slot: the cosine of the need's sentence embedding with each service's,
    * counted from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at FLOOR + SPAN.
    */
-  private semanticRelevance(q: Float32Array, from: number, to: number): Float32Array {
+  private semanticRelevance(q: Float32Array, ids: (string | null)[], from: number, to: number): Float32Array {
     const d = q.length;
     const vecs = this.docVecs;
     const out = new Float32Array(to);
     for (let slot = from; slot < to; slot++) {
-      if (this.slotIds[slot] === null) continue;
+      if (ids[slot] === null) continue;
       // Four running sums: fewer dependent additions per step (512 dimensions, thousands of rows).
       let s0 = 0;
       let s1 = 0;
@@ -206,8 +249,9 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return out;
   }
 
-  private lexicalRelevance(concepts: Concept[]): Map<string, number> {
-    const result = new Map<string, number>();
+  /** Lexical relevance by slot. */
+  private lexicalRelevance(concepts: Concept[]): Map<number, number> {
+    const result = new Map<number, number>();
     const known = concepts.filter((c) => c.variants.size > 0);
     if (known.length === 0) return result;
     // A concept the catalog has no word for still dilutes every score a little (the need asked for it).
@@ -239,8 +283,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       }
     });
     for (const slot of touched) {
-      const id = this.slotIds[slot];
-      if (id === null || id === undefined) continue;
+      if (this.slotIds[slot] === null) continue;
       let sum = 0;
       let covered = 0;
       for (let i = 0; i < k; i++) {
@@ -250,16 +293,17 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       }
       // Coordination: a service that covers more of the need's concepts beats one that matches a
       // single concept strongly (and every other one only through faint relations).
-      result.set(id, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
+      result.set(slot, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
     }
     return result;
   }
 
   /** Each token's variants: itself, its lemmas, related words and, for unknown words, spellings. */
-  private async concepts(tokens: string[]): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
+  private async concepts(tokens: string[], after: Promise<void>): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
     const best = new Map<string, string>();
     const variantWords = tokens.map((t) => this.expand(t, 1));
-    let stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
+    // Stemming needs only Postgres, not the index: it overlaps the caller's catch-up.
+    let [stems] = await Promise.all([this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]), after]);
     // Spelling: a token whose own stem the catalog does not know may be a typo of one it does.
     const corrections = await Promise.all(tokens.map(async (t, i) => {
       const stem = stems.get(t);
@@ -334,7 +378,11 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return id;
   }
 
-  /** Drops the postings of removed documents once they outnumber the live ones. */
+  /** Drops the postings of removed documents once they outnumber the live ones (never under a reading query). */
+  private compactIfDue(): void {
+    if (this.dead > 1000 && this.dead > this.slotOf.size) this.compact();
+  }
+
   private compact(): void {
     const remap = new Map<number, number>();
     const ids: string[] = [];

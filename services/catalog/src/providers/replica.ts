@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely';
-import { callOrThrow, consumeIdempotently, type HandlerContext, type Stoppable } from '@aex/platform';
-import { events, identityOps, type Principal } from '@aex/contracts';
+import { applyOnce, callOrThrow, consumeIdempotently, type HandlerContext, type OperationHandler, type Stoppable } from '@aex/platform';
+import { AppError, events, identityOps, validator, type catalogOps, type Principal } from '@aex/contracts';
 import type { CatalogDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 
@@ -22,7 +22,7 @@ export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable
       handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
     }),
     consumeIdempotently({
-      ...base, durable: 'catalog-agent-status', def: events.agentStatusChanged,
+      ...base, durable: STATUS_CONSUMER, def: events.agentStatusChanged,
       handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
     }),
     consumeIdempotently({
@@ -35,6 +35,21 @@ export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
+
+const STATUS_CONSUMER = 'catalog-agent-status';
+const statusChange = validator(events.agentStatusChanged.data);
+
+/**
+ * catalog.applyAgentEvent: an `agent.status_changed` event handed over by identity before it answers
+ * (D6.5: a deactivated agent's services leave listing and discovery at once). Applied once, under the
+ * consumer's name, so the same event arriving later through JetStream is found applied.
+ */
+export const applyAgentEvent = (deps: CatalogDeps): OperationHandler<(typeof catalogOps)['applyAgentEvent']> => async ({ body }) => {
+  if (body.type !== events.agentStatusChanged.type) throw new AppError('VALIDATION_ERROR', 'Only agent status changes are applied directly.', { field: '/body/type' });
+  const e = statusChange.parse(body.data, '/body/data');
+  const applied = await applyOnce(deps.db, STATUS_CONSUMER, body, (trx) => upsertProvider(trx, { ...e, at: new Date(body.occurredAt) }));
+  return { data: { applied } };
+};
 
 interface ProviderFact {
   agentId: string;

@@ -149,11 +149,20 @@ export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContrac
   };
 };
 
-/** The sentence embedding of a service's text (D8.2), or none when the encoder is unavailable. */
+/**
+ * The sentence embedding of a service's text (D8.2), or none when the encoder is off or failing: the
+ * write still succeeds, and the discovery index embeds the service once the encoder is back.
+ */
 async function embed(deps: CatalogDeps, s: StoredService): Promise<{ embedding: Buffer | null; embeddingModel: string | null }> {
-  if (!deps.encoder) return { embedding: null, embeddingModel: null };
-  const [v] = await deps.encoder.embed([embeddingText(s)]);
-  return { embedding: toBytes(v!), embeddingModel: deps.encoder.name };
+  const encoder = deps.meaning.encoder;
+  if (!encoder || encoder.problem) return { embedding: null, embeddingModel: null };
+  try {
+    const [v] = await encoder.embed([embeddingText(s)]);
+    return { embedding: toBytes(v!), embeddingModel: encoder.name };
+  } catch (err) {
+    deps.logger.warn({ err, serviceId: s.id }, 'embedding a service failed; it is embedded once the encoder is back');
+    return { embedding: null, embeddingModel: null };
+  }
 }
 
 /** Loads a service for a change by its provider; other agents, even of the same account, are FORBIDDEN (D7.6). */

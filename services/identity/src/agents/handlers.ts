@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { AppError, events, signingKeyProofMessage, type identityOps, type Principal } from '@aex/contracts';
-import { enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
+import { AppError, catalogOps, events, signingKeyProofMessage, type identityOps, type MessageEnvelope, type Principal } from '@aex/contracts';
+import { callOperation, enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -141,19 +141,34 @@ export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendA
 async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: string) {
   const now = deps.now();
   let hash: string | undefined;
+  let changed: MessageEnvelope | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
     const current = await findAgent(trx, agentId, { forUpdate: true });
     if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
     if (current.status === 'deactivated') return { data: fullAgentView(current, deps.config.PUBLIC_BASE_URL) };
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
     const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
-    await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
+    changed = await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
     hash = await activeKeyHash(trx, agentId);
     return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
   deps.relay.kick();
   if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
+  if (changed) await tellCatalog(deps, ctx, changed);
   return reply;
+}
+
+/**
+ * Hands the status change to the catalog before the caller is answered, so that the agent's services
+ * leave listing and discovery at once (D6.5); the event still travels through the outbox and
+ * JetStream, which is what a catalog that cannot be reached now applies later.
+ */
+async function tellCatalog(deps: IdentityDeps, ctx: HandlerContext, event: MessageEnvelope): Promise<void> {
+  const reply = await callOperation(deps.bus, catalogOps.applyAgentEvent, {
+    ctx: { requestId: ctx.requestId, principal: null },
+    input: { path: {}, query: {}, body: event },
+  }, { timeoutMs: deps.config.RPC_TIMEOUT_MS });
+  if (!reply.ok) ctx.logger.warn({ errors: reply.errors, agentId: (event.data as { agentId: string }).agentId }, 'the catalog could not be told of a deactivation at once; it applies the event when it arrives');
 }
 
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */

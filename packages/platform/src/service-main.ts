@@ -1,0 +1,37 @@
+import type { Bus } from './bus/types.js';
+import { loadConfig, type ExchangeConfig } from './config.js';
+import { busCheck, serveHealth } from './health.js';
+import { createLogger, type Logger } from './logger.js';
+import { connectBus, required, runMain, stopOnSignals, type Component } from './runtime.js';
+
+/**
+ * The `main.ts` of a service run on its own (D16: configured by environment variables only):
+ * DATABASE_URL and NATS_URL required, the service started, `/healthz` and `/readyz` served on
+ * HEALTH_PORT when set (bus + the service's own checks), and a graceful stop on SIGINT/SIGTERM.
+ */
+export async function runService(name: string, start: (opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger }) => Promise<Component>): Promise<void> {
+  await runMain(async () => {
+    const config = loadConfig();
+    const who = `the ${name} service`;
+    const databaseUrl = required(config, 'DATABASE_URL', who);
+    required(config, 'NATS_URL', who);
+    const logger = createLogger(name, config.LOG_LEVEL, config.LOG_FORMAT);
+    const bus = await connectBus(config, `aex-${name}`, { allowMemory: false, logger });
+    const service = await start({ bus, databaseUrl, config, logger });
+    const health = config.HEALTH_PORT === undefined ? null : await serveHealth({
+      host: config.HOST,
+      port: config.HEALTH_PORT,
+      checks: async () => {
+        const [busReady, own] = await Promise.all([busCheck(bus), service.checks?.() ?? []]);
+        return [busReady, ...own];
+      },
+      logger,
+    });
+    logger.info({ bus: bus.kind }, `${name} service started`);
+    stopOnSignals(logger, async () => {
+      health?.close();
+      await service.stop();
+      await bus.close();
+    });
+  });
+}

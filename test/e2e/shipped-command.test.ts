@@ -1,0 +1,106 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ExchangeClient, unwrap } from '@aex/client';
+import { uniqueEmail } from './harness.js';
+
+// Issue 9: exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
+// no configuration — at a terminal (a pseudo-terminal made by `script`), stopped with Ctrl-C typed
+// into it. Whatever the other tests do with their own wiring, this one fails when the shipped
+// command starts degraded, warns, or ends badly.
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+// Variables that would make `pnpm start` use something else than its own local servers.
+const FOREIGN = ['DATABASE_URL', 'NATS_URL', 'PORT', 'LOG_FORMAT', 'LOG_LEVEL', 'DISCOVERY_MEANING', 'BUS_NAMESPACE'];
+
+let dataDir: string;
+let child: ChildProcessWithoutNullStreams;
+let output = '';
+let url: string;
+const exited = () => new Promise<number | null>((resolve) => {
+  if (child.exitCode !== null) return resolve(child.exitCode);
+  child.once('exit', (code) => resolve(code));
+});
+
+/** The terminal's text without colours and carriage returns. */
+const screen = () => output.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '').replace(/\r/g, '');
+/** Log lines of a level above info (pino-pretty's labels), and anything that looks like a stack trace. */
+const troubles = () => screen().split('\n').filter((l) => /^\[[\d:.]+\] (WARN|ERROR|FATAL)\b|^\s+at |ELIFECYCLE|ERR_|Unknown file extension/.test(l));
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'aex-shipped-'));
+  // Postgres runs as its own user when the tests run as root: it must reach its data directory.
+  chmodSync(dataDir, 0o755);
+  const env: Record<string, string | undefined> = { ...process.env, AEX_DATA_DIR: dataDir, PORT: '0' };
+  for (const name of FOREIGN) if (name !== 'PORT') delete env[name];
+  // -e: the command's exit code; -f: output as it comes; the typescript file is not wanted.
+  // `script -c` runs the command under `$SHELL -c`. At a real terminal the person's shell puts pnpm in
+  // a foreground job of its own and is not signalled by Ctrl-C; `exec` gives the same here whatever
+  // $SHELL is (dash, unlike bash, would stay between and die of the SIGINT itself, with 130).
+  child = spawn('script', ['-qfec', 'exec pnpm start', '/dev/null'], { cwd: repoRoot, env, stdio: 'pipe' });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`pnpm start did not listen within 90 s:\n${screen()}`)), 90_000);
+    const look = () => {
+      const m = /Agent exchange listening on (http:\/\/\S+)/.exec(screen());
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout.on('data', look);
+    child.once('exit', (code) => reject(new Error(`pnpm start exited with ${code}:\n${screen()}`)));
+  });
+}, 120_000);
+
+afterAll(async () => {
+  if (child && child.exitCode === null) {
+    child.kill('SIGKILL');
+    await exited();
+  }
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+describe('the README run command, as a newcomer meets it (issue 9)', () => {
+  it('starts ready, with discovery by meaning and not a single warning', async () => {
+    const ready = await fetch(`${url}/readyz`);
+    const body = (await ready.json()) as { data: { checks: { name: string; ok: boolean }[] } };
+    expect(ready.status).toBe(200);
+    expect(body.data.checks).toContainEqual({ name: 'catalog.discovery-meaning', ok: true });
+    expect(troubles()).toEqual([]);
+    // Readable lines for a person at a terminal, not JSON.
+    expect(screen()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: embedded Postgres started/m);
+    expect(screen()).not.toMatch(/^\{"level"/m);
+  });
+
+  it('signs up, registers a service and discovers it by meaning alone', async () => {
+    const anon = new ExchangeClient({ baseUrl: url });
+    const account = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: 'Newcomer', agent: { name: 'first-agent' } }));
+    const agent = anon.as({ apiKey: account.apiKey });
+    const created = unwrap(await agent.createService({
+      name: 'Currency Converter',
+      description: 'Converts amounts between currencies at current exchange rates.',
+      version: '1.0.0',
+      category: 'finance',
+      inputSchema: { type: 'object', properties: { amount: { type: 'number' }, from: { type: 'string' }, to: { type: 'string' } } },
+      outputSchema: { type: 'object', properties: { converted: { type: 'number' } } },
+      pricing: { model: 'fixed', basePriceCents: 5 },
+      sla: { maxLatencyMs: 500, timeoutMs: 2000 },
+    }));
+    // Not one word in common with the service: only the sentence encoder connects them.
+    const found = unwrap(await agent.discover({ need: 'how many yen is 250 euros' }));
+    expect(found.warnings).toEqual([]);
+    expect(found.matches[0]?.serviceId).toBe(created.id);
+  });
+
+  it('ends on Ctrl-C with exit code 0 and nothing alarming on the screen', async () => {
+    child.stdin.write('\x03');
+    expect(await exited()).toBe(0);
+    expect(troubles()).toEqual([]);
+    expect(screen()).toMatch(/INFO: stopped/);
+  }, 30_000);
+});

@@ -11,6 +11,7 @@ import { buildGateway } from '@aex/gateway';
 import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
+import { startTransactionService, type TransactionService } from '@aex/transactions';
 import { checksOf, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
@@ -33,6 +34,7 @@ export interface TestExchange {
   identity: IdentityService;
   catalog: CatalogService;
   wallet: WalletService | null;
+  transactions: TransactionService;
   startWallet(): Promise<WalletService>;
   stopWallet(): Promise<void>;
   signUp(over?: Partial<CreateAccountBody>): Promise<Member>;
@@ -56,6 +58,8 @@ export interface TestExchangeOptions {
   databaseUrl?: string;
   /** Identity's DNS for webhook URLs (D14.5); else the system resolver. */
   resolveHost?: (host: string) => Promise<string[]>;
+  /** How often the transaction service looks for due timers (default 250 ms). */
+  timerPollMs?: number;
 }
 
 export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
@@ -77,8 +81,9 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
   let wallet: WalletService | null = await startWalletService(deps);
   const catalog = await startCatalogService(deps);
+  const transactions = await startTransactionService({ ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) });
   // Readiness over the services as the one-process stack has it (the wallet may be stopped by a test).
-  const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog })() });
+  const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog, transactions })() });
   const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   const anon = new ExchangeClient({ baseUrl: url });
 
@@ -92,6 +97,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     gateway,
     identity,
     catalog,
+    transactions,
     get wallet() {
       return wallet;
     },
@@ -115,6 +121,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
     async stop() {
       await gateway.close();
+      await transactions.stop();
       await catalog.stop();
       await wallet?.stop();
       await identity.stop();

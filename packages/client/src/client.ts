@@ -28,6 +28,11 @@ import type {
   UpdateAgentBody,
   WalletView,
   WithdrawView,
+  CreateTransactionBody,
+  ListTransactionsQuery,
+  NegotiateBody,
+  NegotiationView,
+  TransactionView,
 } from '@aex/contracts';
 import { signRequest } from './signing.js';
 
@@ -159,6 +164,20 @@ export class ExchangeClient {
   deleteService = (serviceId: string, o: Keyed = {}) => this.request<ServiceView>('DELETE', `/v1/services/${enc(serviceId)}`, o);
   listServices = (query: ListServicesQuery = {}) => this.request<ServiceListItem[]>('GET', '/v1/services', { query });
   discover = (body: DiscoverBody, o: Keyed = {}) => this.request<DiscoverView>('POST', '/v1/services/discover', { body, ...o });
+
+  // --- transactions (D9) and negotiation (D11); create and deliver are signed (D3.3)
+  createTransaction = (body: CreateTransactionBody, o: Keyed = {}) => this.request<TransactionView>('POST', '/v1/transactions', { body, ...o });
+  getTransaction = (transactionId: string) => this.request<TransactionView>('GET', `/v1/transactions/${enc(transactionId)}`);
+  listTransactions = (query: ListTransactionsQuery = {}) => this.request<TransactionView[]>('GET', '/v1/transactions', { query });
+  negotiate = (transactionId: string, body: NegotiateBody, o: Keyed = {}) =>
+    this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/negotiate`, { body, ...o });
+  negotiations = (transactionId: string) => this.request<NegotiationView[]>('GET', `/v1/transactions/${enc(transactionId)}/negotiations`);
+  startWork = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/start`, { body: {}, ...o });
+  deliver = (transactionId: string, output: Record<string, unknown>, o: Keyed = {}) =>
+    this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body: { output }, ...o });
+  verify = (transactionId: string, body: { qualityScore?: number; notes?: string } = {}, o: Keyed = {}) =>
+    this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/verify`, { body, ...o });
+  cancel = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/cancel`, { body: {}, ...o });
 
   // --- wallets (D13)
   getWallet = (agentId: string) => this.request<WalletView>('GET', `/v1/wallets/${enc(agentId)}`);

@@ -11,5 +11,6 @@ export * from './rpc.js';
 export * from './api/identity.js';
 export * from './api/wallet.js';
 export * from './api/catalog.js';
+export * from './api/transactions.js';
 export * from './api/protocol.js';
 export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Timestamp, Uuid } from './common.js';
 import { AgentStatus } from './api/identity.js';
 import { ServiceStatus } from './api/catalog.js';
+import { TRANSACTION_STATUSES, type TransactionStatus } from './api/transactions.js';
 import type { ServiceName } from './subjects.js';
 
 /**
@@ -61,6 +62,53 @@ export const events = {
     change: Type.Union(['registered', 'updated', 'paused', 'resumed', 'deactivated'].map((c) => Type.Literal(c))),
   })),
   walletPaidOut: event('wallet', 'wallet.wallet.paid_out', Type.Object({ agentId: Uuid, walletId: Uuid, amountCents: Type.Integer(), payoutId: Type.String() })),
+};
+
+const Cents = Type.Integer({ minimum: 0 });
+const TransactionStatusOf = Type.Union(TRANSACTION_STATUSES.map((st) => Type.Literal(st)));
+
+/**
+ * D14.1: what every `transaction.<status>` event carries — the spec's settled payload for every
+ * type, with both parties (the webhook dispatcher delivers it to each), the previous status and why.
+ */
+export const TransactionEventData = Type.Object({
+  transactionId: Uuid,
+  status: TransactionStatusOf,
+  previousStatus: Type.Union([TransactionStatusOf, Type.Null()]),
+  statusReason: Type.Union([Type.String(), Type.Null()]),
+  consumerAgentId: Uuid,
+  providerAgentId: Uuid,
+  serviceId: Uuid,
+  agreedPriceCents: Type.Union([Type.Integer(), Type.Null()]),
+  platformFeeCents: Type.Union([Type.Integer(), Type.Null()]),
+});
+
+/** The event of a transaction entering `status` (subject `<ns>.evt.transactions.transaction.<status>`). */
+export const transactionEvent = (status: TransactionStatus) => event('transactions', `transactions.transaction.${status}`, TransactionEventData);
+/** Every transaction event at once, for consumers (the webhook dispatcher). */
+export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
+
+/**
+ * Saga steps of a transaction (ARCHITECTURE "Messaging", D9.9, D13): the transaction service asks,
+ * the wallet answers with an event. Each is keyed by the transaction id, so a repeat changes nothing
+ * and answers the same: at most one hold per transaction, settled or returned at most once.
+ */
+export const walletSaga = {
+  /** `attempt` grows with each hold asked for one transaction: one refused for funds may be asked again (a later accept). */
+  holdFunds: command('wallet', 'wallet.holdFunds', Type.Object({ transactionId: Uuid, consumerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), attempt: Type.Integer({ minimum: 1 }) })),
+  returnHold: command('wallet', 'wallet.returnHold', Type.Object({ transactionId: Uuid })),
+  settle: command('wallet', 'wallet.settle', Type.Object({ transactionId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents })),
+  holdPlaced: event('wallet', 'wallet.hold.placed', Type.Object({ transactionId: Uuid, attempt: Type.Integer(), amountCents: Type.Integer(), at: Timestamp })),
+  /** `insufficient_funds` (available below the price), `no_wallet`, or `closed` (returned before it was placed). */
+  holdRefused: event('wallet', 'wallet.hold.refused', Type.Object({
+    transactionId: Uuid,
+    attempt: Type.Integer(),
+    reason: Type.Union([Type.Literal('insufficient_funds'), Type.Literal('no_wallet'), Type.Literal('closed')]),
+    availableCents: Type.Integer(),
+    requiredCents: Type.Integer(),
+  })),
+  holdReturned: event('wallet', 'wallet.hold.returned', Type.Object({ transactionId: Uuid, amountCents: Cents, at: Timestamp })),
+  holdSettled: event('wallet', 'wallet.hold.settled', Type.Object({ transactionId: Uuid, amountCents: Type.Integer(), feeCents: Cents, at: Timestamp })),
 };
 
 export const commands = {

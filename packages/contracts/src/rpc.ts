@@ -7,6 +7,7 @@ import type { ServiceName } from './subjects.js';
 import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
 import * as C from './api/catalog.js';
+import * as T from './api/transactions.js';
 import { MessageEnvelope } from './messages.js';
 
 /**
@@ -52,6 +53,15 @@ export const identityOps = {
   /** Operator (D15.3): deactivate any agent. */
   suspendAgent: effect('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
+  /**
+   * Internal (no route): the delegation rules in force for an agent (D10.1) with the facts the
+   * transaction service checks them against. Identity owns the rules; they are read at each check.
+   */
+  effectiveDelegation: operation(
+    'identity', 'effectiveDelegation', 'none',
+    parts(I.AgentPath, Empty, Type.Any()),
+    Type.Object({ agentId: Type.String(), status: I.AgentStatus, rules: I.DelegationRules }),
+  ),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */
   authenticate: operation(
     'identity', 'authenticate', 'none',
@@ -85,6 +95,20 @@ export const catalogOps = {
    * same event also arrives through JetStream, and is then found applied.
    */
   applyAgentEvent: operation('catalog', 'applyAgentEvent', 'none', parts(Empty, Empty, MessageEnvelope), Type.Object({ applied: Type.Boolean() })),
+};
+
+const TxParts = <B extends TSchema>(body: B) => parts(T.TransactionPath, Empty, body);
+
+export const transactionOps = {
+  createTransaction: effect('transactions', 'createTransaction', 'agent', parts(Empty, Empty, T.CreateTransactionBody), T.TransactionView),
+  getTransaction: operation('transactions', 'getTransaction', 'agent', TxParts(Type.Any()), T.TransactionView),
+  listTransactions: operation('transactions', 'listTransactions', 'agent', parts(Empty, T.ListTransactionsQuery, Type.Any()), Type.Array(T.TransactionView)),
+  negotiate: effect('transactions', 'negotiate', 'agent', TxParts(T.NegotiateBody), T.TransactionView),
+  listNegotiations: operation('transactions', 'listNegotiations', 'agent', TxParts(Type.Any()), Type.Array(T.NegotiationView)),
+  start: effect('transactions', 'start', 'agent', TxParts(Empty), T.TransactionView),
+  deliver: effect('transactions', 'deliver', 'agent', TxParts(T.DeliverBody), T.TransactionView),
+  verify: effect('transactions', 'verify', 'agent', TxParts(T.VerifyBody), T.TransactionView),
+  cancel: effect('transactions', 'cancel', 'agent', TxParts(T.CancelBody), T.TransactionView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

@@ -10,6 +10,7 @@ import * as keys from './agents/keys.js';
 import { recordWalletOpened, startWalletRedrive } from './wallet-saga.js';
 import { systemResolver } from './dns-resolver.js';
 import type { HostResolver } from './domain/webhook-url.js';
+import { effectiveDelegation } from './agents/effective-delegation.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -56,6 +57,7 @@ export async function startIdentityService(opts: {
       rotateKey: keys.rotateKey(deps),
       authenticate: keys.authenticate(deps),
       getDidDocument: keys.getDidDocument(deps),
+      effectiveDelegation: effectiveDelegation(deps),
     },
     logger,
     db: serviceDb,

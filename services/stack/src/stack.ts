@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildGateway } from '@aex/gateway';
 import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
+import { startTransactionService, type TransactionService } from '@aex/transactions';
 import { startWalletService, type WalletService } from '@aex/wallet';
 import { checksOf, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 
@@ -10,6 +11,7 @@ export interface Stack {
   identity: IdentityService;
   wallet: WalletService;
   catalog: CatalogService;
+  transactions: TransactionService;
   stop(): Promise<void>;
 }
 
@@ -18,15 +20,18 @@ export async function startStack(opts: { bus: Bus; databaseUrl: string; config: 
   const identity = await startIdentityService(opts);
   const wallet = await startWalletService(opts);
   const catalog = await startCatalogService(opts);
-  const gateway = await buildGateway({ ...opts, checks: checksOf({ identity, wallet, catalog }) });
+  const transactions = await startTransactionService(opts);
+  const gateway = await buildGateway({ ...opts, checks: checksOf({ identity, wallet, catalog, transactions }) });
   await gateway.ready();
   return {
     gateway,
     identity,
     wallet,
     catalog,
+    transactions,
     async stop() {
       await gateway.close();
+      await transactions.stop();
       await catalog.stop();
       await wallet.stop();
       await identity.stop();

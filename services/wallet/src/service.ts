@@ -7,6 +7,7 @@ import { processorFor } from './payments/processor.js';
 import * as wallets from './wallets/handlers.js';
 import { checkLedger } from './wallets/check.js';
 import { serveOpenWallet } from './wallets/open-wallet.js';
+import { serveHolds } from './wallets/holds.js';
 
 export interface WalletService extends Component {
   deps: WalletDeps;
@@ -21,6 +22,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), now: opts.now ?? (() => new Date()) };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
+  const holds = await serveHolds(deps);
   const server = await serveOperations({
     bus: opts.bus,
     service: 'wallet',
@@ -43,6 +45,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
     async stop() {
       await server.stop();
       await openWallet.stop();
+      await holds.stop();
       await relay.stop();
       await close();
     },

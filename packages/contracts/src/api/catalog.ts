@@ -28,6 +28,14 @@ export const Pricing = Strict({
   unit: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
   minimumCents: Type.Optional(PriceCents),
   maximumCents: Type.Optional(PriceCents),
+  /**
+   * EXT (D9.3): graduated unit prices of the `tiered` model — each tier prices the units up to its
+   * `upToUnits` (ascending; the last one `null`, for every unit beyond).
+   */
+  tiers: Type.Optional(Type.Array(Strict({
+    upToUnits: Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]),
+    unitPriceCents: PriceCents,
+  }), { minItems: 1, maxItems: SERVICE_LIMITS.maxListItems })),
 });
 export type Pricing = Static<typeof Pricing>;
 

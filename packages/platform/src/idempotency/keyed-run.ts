@@ -1,5 +1,5 @@
 import { sql, type ControlledTransaction, type Kysely, type Transaction } from 'kysely';
-import type { ErrorEntry, IdempotencyContext, RpcReply } from '@aex/contracts';
+import { isAppError, type ErrorEntry, type IdempotencyContext, type RpcReply } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import { outsideTrace } from '../bus/tracing.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
@@ -79,16 +79,31 @@ export class KeyedRun {
     }
   };
 
-  /** A second effect of one request: its own transaction, which replaces the stored answer. */
+  /**
+   * A second effect of one request: its own transaction, which replaces the stored answer. A refusal
+   * it throws (an AppError, e.g. 402 once a saga step refused what the first effect started) becomes
+   * the stored answer, committed with whatever the transaction wrote before it.
+   */
   private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> {
-    return (await db.transaction().execute(async (trx) => {
+    let refusal: unknown;
+    const reply = await db.transaction().execute(async (trx) => {
       await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
-      const reply = await fn(trx);
-      const answer = this.stamp(toRpcReply(reply));
+      let answer: RpcReply;
+      let made: Reply<T> | undefined;
+      try {
+        made = await fn(trx);
+        answer = this.stamp(toRpcReply(made));
+      } catch (err) {
+        if (!isAppError(err)) throw err;
+        refusal = err;
+        answer = this.stamp({ ok: false, status: err.status, errors: err.entries });
+      }
       await this.store(trx, answer);
       this.committed = answer;
-      return reply;
-    })) as EffectReply<T>;
+      return made;
+    });
+    if (refusal) throw refusal;
+    return reply as EffectReply<T>;
   }
 
   /** Lets the claim go without an answer (the handler threw instead of answering). */
@@ -133,7 +148,7 @@ export class KeyedRun {
 
   private async finishAfterEffect(reply: RpcReply): Promise<RpcReply> {
     const committed = this.committed!;
-    if (!reply.ok) {
+    if (!reply.ok && committed.ok) {
       // The effect is committed; what failed after it does not undo it, so the answer is the one
       // committed with it (e.g. sign-up's 202 while its wallet saga finishes).
       this.opts.logger.warn({ requestId: this.requestId, status: reply.status, errors: reply.errors as ErrorEntry[] }, 'request failed after its effect committed; answering with the committed answer');

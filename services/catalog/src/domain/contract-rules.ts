@@ -55,7 +55,24 @@ export function pricingProblems(p: Pricing): ErrorEntry[] {
   if (p.model !== 'negotiable' && (p.minimumCents !== undefined || p.maximumCents !== undefined)) {
     out.push({ code: 'VALIDATION_ERROR', message: 'pricing.minimumCents and maximumCents apply to the negotiable model only.', field: `/body/pricing/${p.minimumCents !== undefined ? 'minimumCents' : 'maximumCents'}` });
   }
+  out.push(...tierProblems(p));
   return out;
+}
+
+/** D9.3 (EXT): tiers belong to the tiered model, ascend strictly, and the last one is open (`null`). */
+function tierProblems(p: Pricing): ErrorEntry[] {
+  if (!p.tiers) return [];
+  const at = (i: number) => `/body/pricing/tiers/${i}/upToUnits`;
+  if (p.model !== 'tiered') return [{ code: 'VALIDATION_ERROR', message: 'pricing.tiers apply to the tiered model only.', field: '/body/pricing/tiers' }];
+  const last = p.tiers.length - 1;
+  for (let i = 0; i < p.tiers.length; i++) {
+    const up = p.tiers[i]!.upToUnits;
+    if (i === last && up !== null) return [{ code: 'VALIDATION_ERROR', message: 'The last pricing tier must be open: upToUnits null.', field: at(i) }];
+    if (i < last && up === null) return [{ code: 'VALIDATION_ERROR', message: 'Only the last pricing tier may be open (upToUnits null).', field: at(i) }];
+    const previous = i > 0 ? p.tiers[i - 1]!.upToUnits : 0;
+    if (up !== null && previous !== null && up <= previous) return [{ code: 'VALIDATION_ERROR', message: 'pricing.tiers must ascend strictly by upToUnits.', field: at(i) }];
+  }
+  return [];
 }
 
 /** D7.3: `timeoutMs ≥ maxLatencyMs`. */

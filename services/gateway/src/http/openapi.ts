@@ -40,7 +40,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
       },
     };
     if (r.body && r.op && !isAny(input?.body)) {
-      operation.requestBody = { required: true, content: { 'application/json': { schema: plain(input!.body) } } };
+      operation.requestBody = { required: r.body === true, content: { 'application/json': { schema: plain(input!.body) } } };
     }
     if (r.signature === 'required') operation['x-signature-required'] = true;
     (paths[path] ??= {})[r.method.toLowerCase()] = operation;

@@ -1,4 +1,4 @@
-import { catalogOps, identityOps, ProtocolView, walletOps, type Operation, type TSchema } from '@aex/contracts';
+import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -16,8 +16,11 @@ export interface RouteSpec {
   /** D3.3: required on creating transactions and deliver; elsewhere verified when present. */
   signature: 'required' | 'optional';
   successStatus: number;
-  /** Whether the route takes a JSON body (validated against `op.input.body`). */
-  body: boolean;
+  /**
+   * Whether the route takes a JSON body (validated against `op.input.body`); `optional`: a request
+   * without one is taken as `{}` (routes whose body fields are all optional).
+   */
+  body: boolean | 'optional';
   /** For routes the gateway answers itself: the schema of `data`. */
   output?: TSchema;
   /** D6.7: the raw DID document, not the envelope. */
@@ -55,6 +58,15 @@ export const routes: RouteSpec[] = [
   agent('GET', '/v1/services/:serviceId', catalogOps.getService, 'Read a service contract with its schemas', 'services'),
   agent('PATCH', '/v1/services/:serviceId', catalogOps.updateService, 'Change a service (provider only; D7.6)', 'services'),
   agent('DELETE', '/v1/services/:serviceId', catalogOps.deleteService, 'Deactivate a service (provider only; status inactive, D7.6)', 'services'),
+  agent('POST', '/v1/transactions', transactionOps.createTransaction, 'Buy a service: input checked, delegation checked, price held — or negotiation opened (D9)', 'transactions', { successStatus: 201, signature: 'required' }),
+  agent('GET', '/v1/transactions', transactionOps.listTransactions, 'The caller’s transactions as consumer or provider, newest first (D9.13)', 'transactions'),
+  agent('GET', '/v1/transactions/:transactionId', transactionOps.getTransaction, 'Read a transaction (parties only, D9.8)', 'transactions'),
+  agent('POST', '/v1/transactions/:transactionId/negotiate', transactionOps.negotiate, 'Counter, accept, reject or withdraw, in turn (D11)', 'transactions'),
+  agent('GET', '/v1/transactions/:transactionId/negotiations', transactionOps.listNegotiations, 'The negotiation’s messages by round (D11.5)', 'transactions'),
+  agent('POST', '/v1/transactions/:transactionId/start', transactionOps.start, 'The provider starts work: executing (EXT, D9.7)', 'transactions', { body: 'optional' }),
+  agent('POST', '/v1/transactions/:transactionId/deliver', transactionOps.deliver, 'Deliver output, checked against the pinned outputSchema (provider; D9.7)', 'transactions', { signature: 'required' }),
+  agent('POST', '/v1/transactions/:transactionId/verify', transactionOps.verify, 'Accept the output: settlement to the provider minus the fee (consumer; D9.7, D9.11)', 'transactions', { body: 'optional' }),
+  agent('POST', '/v1/transactions/:transactionId/cancel', transactionOps.cancel, 'Cancel before executing; held funds return (either party; D9.7)', 'transactions', { body: 'optional' }),
   agent('GET', '/v1/wallets/:agentId', walletOps.getWallet, 'Read a wallet (own, or any of the account for the owner agent; D13.1)', 'wallets'),
   agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets'),
   agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),

@@ -29,7 +29,21 @@ export interface LedgerEntryRow {
   createdAt: Date;
 }
 
+export interface HoldRow {
+  transactionId: string;
+  walletId: string | null;
+  amountCents: number;
+  attempt: number;
+  status: 'held' | 'refused' | 'returned' | 'settled';
+  refusal: string | null;
+  providerWalletId: string | null;
+  feeCents: number | null;
+  createdAt: Date;
+  closedAt: Date | null;
+}
+
 export interface Database extends PlatformTables {
+  holds: HoldRow;
   wallets: WalletRow;
   ledgerEntries: LedgerEntryRow;
   fundingSessions: { id: string; walletId: string; provider: string; amountCents: number; status: 'pending' | 'paid' | 'expired'; createdAt: Date; paidAt: Date | null };

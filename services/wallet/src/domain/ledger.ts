@@ -4,10 +4,10 @@ import type { LedgerTxType } from '@aex/contracts';
 export const HOLD_TX_TYPES: readonly LedgerTxType[] = ['fund_hold', 'fund_return', 'fund_release'];
 const HOLD_TYPES: ReadonlySet<LedgerTxType> = new Set(HOLD_TX_TYPES);
 
-/** Sign `amountCents` must have per type (0: either, for parent_* which is −X on one side, +X on the other). */
+/** Sign `amountCents` must have per type (0: either — parent_* is −X on one side and +X on the other; platform_fee is −F on the provider and +F on the platform wallet, D13.3). */
 const SIGN: Record<LedgerTxType, -1 | 0 | 1> = {
   fund: 1, fund_hold: -1, fund_return: 1, fund_release: 1, settlement_out: -1, settlement_in: 1,
-  platform_fee: -1, payout: -1, parent_allocation: 0, parent_return: 0,
+  platform_fee: 0, payout: -1, parent_allocation: 0, parent_return: 0,
 };
 
 export interface Balances {
@@ -75,5 +75,55 @@ export function ledgerViolations(wallets: WalletTotals[], totals: { fundedCents:
   }
   const expected = totals.fundedCents - totals.paidOutCents;
   if (sumBalances !== expected) out.push({ invariant: 'conservation', details: { sumOfBalances: sumBalances, fundedMinusPaidOut: expected } });
+  return out;
+}
+
+/** One transaction's hold with the sums of its ledger entries by type (the check's input). */
+export interface HoldTotals {
+  transactionId: string;
+  status: 'held' | 'refused' | 'returned' | 'settled';
+  amountCents: number;
+  feeCents: number | null;
+  /** Σ amountCents per txType of the entries carrying this transaction id, across wallets. */
+  sums: Partial<Record<LedgerTxType, number>>;
+  /** Σ |amountCents| of its platform_fee entries: 2F when the fee left the provider and reached the platform. */
+  feeMovedCents: number;
+}
+
+/** The entries each hold state must have, exactly once each (D13.2): what every hold must add up to. */
+function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> {
+  const X = h.amountCents;
+  switch (h.status) {
+    case 'refused':
+      return {};
+    case 'held':
+      return { fund_hold: -X };
+    case 'returned':
+      return { fund_hold: -X, fund_return: X };
+    case 'settled':
+      // platform_fee: −F on the provider and +F on the platform wallet sum to zero.
+      return { fund_hold: -X, fund_release: X, settlement_out: -X, settlement_in: X, ...(h.feeCents ? { platform_fee: 0 } : {}) };
+  }
+}
+
+/**
+ * Every hold released, returned or settled exactly once (issue 10): a hold's entries are exactly
+ * those of its state. Entries are summed per type, so a duplicated or missing movement shows.
+ */
+export function holdViolations(holds: HoldTotals[]): Violation[] {
+  const out: Violation[] = [];
+  for (const h of holds) {
+    const want = expectedSums(h);
+    const types = new Set([...Object.keys(want), ...Object.keys(h.sums)] as LedgerTxType[]);
+    const fee = h.status === 'settled' ? h.feeCents ?? 0 : 0;
+    if (h.feeMovedCents !== 2 * fee) {
+      out.push({ invariant: 'hold_entries_match_state', details: { transactionId: h.transactionId, status: h.status, txType: 'platform_fee', expectedMovedCents: 2 * fee, foundMovedCents: h.feeMovedCents } });
+    }
+    for (const t of types) {
+      if ((h.sums[t] ?? 0) !== (want[t] ?? 0) || (want[t] === undefined && h.sums[t] !== undefined)) {
+        out.push({ invariant: 'hold_entries_match_state', details: { transactionId: h.transactionId, status: h.status, txType: t, expectedCents: want[t] ?? null, foundCents: h.sums[t] ?? null } });
+      }
+    }
+  }
   return out;
 }

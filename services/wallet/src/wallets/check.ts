@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import type { walletOps } from '@aex/contracts';
+import type { LedgerTxType, walletOps } from '@aex/contracts';
 import type { OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
-import { HOLD_TX_TYPES, ledgerViolations, type WalletTotals } from '../domain/ledger.js';
+import { HOLD_TX_TYPES, holdViolations, ledgerViolations, type WalletTotals } from '../domain/ledger.js';
 
 const holdTypes = [...HOLD_TX_TYPES];
 
@@ -30,7 +30,30 @@ export async function checkLedgerInvariants(deps: WalletDeps) {
     const funded = await trx.selectFrom('fundingSessions').where('status', '=', 'paid').select(sql<number>`coalesce(sum(amount_cents), 0)::bigint`.as('n')).executeTakeFirstOrThrow();
     const paidOut = await trx.selectFrom('payouts').select(sql<number>`coalesce(sum(amount_cents), 0)::bigint`.as('n')).executeTakeFirstOrThrow();
     const totals = { fundedCents: funded.n, paidOutCents: paidOut.n };
-    const violations = ledgerViolations(wallets as WalletTotals[], totals);
+    // Every hold against its entries: one row per hold, its sums per entry type as JSON.
+    const holds = await trx
+      .selectFrom('holds as h')
+      .select(['h.transactionId', 'h.status', 'h.amountCents', 'h.feeCents'])
+      .select([
+        // Pairs, not an object: the result's keys would be camel-cased on the way out.
+        sql<[LedgerTxType, number][]>`coalesce((select jsonb_agg(jsonb_build_array(s.tx_type, s.n)) from (select tx_type, sum(amount_cents)::bigint as n from ledger_entries where transaction_id = h.transaction_id group by tx_type) s), '[]'::jsonb)`.as('sums'),
+        sql<number>`(select coalesce(sum(abs(amount_cents)), 0)::bigint from ledger_entries where transaction_id = h.transaction_id and tx_type = 'platform_fee')`.as('feeMovedCents'),
+      ])
+      .execute();
+    // Entries of a transaction without its hold (a movement the saga never recorded).
+    const orphans = await trx
+      .selectFrom('ledgerEntries as e')
+      .leftJoin('holds as h', 'h.transactionId', 'e.transactionId')
+      .where('e.transactionId', 'is not', null)
+      .where('h.transactionId', 'is', null)
+      .select(['e.transactionId', 'e.txType', 'e.walletId'])
+      .limit(20)
+      .execute();
+    const violations = [
+      ...ledgerViolations(wallets as WalletTotals[], totals),
+      ...holdViolations(holds.map((h) => ({ ...h, sums: Object.fromEntries(h.sums.map(([t, n]) => [t, Number(n)])) }))),
+      ...orphans.map((o) => ({ invariant: 'entry_without_hold', walletId: o.walletId, details: { transactionId: o.transactionId, txType: o.txType } })),
+    ];
     return { ok: violations.length === 0, violations, walletsChecked: wallets.length, checkedAt: deps.now().toISOString() };
   });
 }

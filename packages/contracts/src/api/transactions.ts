@@ -1,0 +1,115 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { FreeObject, FreeObjectOf, INT4_MAX, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
+import { SERVICE_LIMITS } from './catalog.js';
+
+/** Spec "States and transitions": the twelve statuses, which are also the event names' suffixes. */
+export const TRANSACTION_STATUSES = [
+  'initiated', 'negotiating', 'matched', 'funds_held', 'executing', 'delivered',
+  'settled', 'validation_failed', 'cancelled', 'expired', 'failed', 'disputed',
+] as const;
+export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
+export const TransactionStatus = Type.Union(TRANSACTION_STATUSES.map((s) => Type.Literal(s)));
+
+/** D9.6: statuses after which nothing more happens to a transaction. */
+export const TERMINAL_STATUSES: readonly TransactionStatus[] = ['settled', 'cancelled', 'expired', 'failed'];
+
+const PriceCents = Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxPriceCents });
+/** EXT bound of D9.3 `units`: a price is at most the max transaction amount anyway. */
+export const MAX_UNITS = 1_000_000;
+
+/** POST /v1/transactions (spec, plus EXT `units` of D9.3 and `metadata`). */
+export const CreateTransactionBody = Strict({
+  serviceId: Uuid,
+  // The input travels inside the transaction on the bus and in every answer: at most 256 KiB (EXT).
+  input: FreeObjectOf(256 * 1024, 'Must pass the service inputSchema; at most 256 KiB as JSON'),
+  maxPriceCents: Type.Optional(PriceCents),
+  units: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_UNITS, description: 'EXT (D9.3): units bought, for per_unit and tiered pricing' })),
+  metadata: Type.Optional(Metadata),
+});
+export type CreateTransactionBody = Static<typeof CreateTransactionBody>;
+
+export const TransactionPath = Strict({ transactionId: Uuid });
+
+export const ListTransactionsQuery = Strict({
+  status: Type.Optional(TransactionStatus),
+  role: Type.Optional(Type.Union([Type.Literal('consumer'), Type.Literal('provider')])),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
+});
+export type ListTransactionsQuery = Static<typeof ListTransactionsQuery>;
+
+const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
+
+/** Spec "Transaction" with the EXT fields of D9.10. Prices are null until agreed (negotiation). */
+export const TransactionView = Type.Object({
+  id: Uuid,
+  consumerAgentId: Uuid,
+  providerAgentId: Uuid,
+  serviceId: Uuid,
+  status: TransactionStatus,
+  input: FreeObject,
+  agreedPriceCents: NullableInt,
+  platformFeeCents: NullableInt,
+  initiatedAt: Timestamp,
+  fundsHeldAt: NullableTimestamp,
+  expiresAt: NullableTimestamp,
+  metadata: FreeObject,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+  serviceVersion: Type.String(),
+  units: Type.Integer(),
+  output: Type.Union([FreeObject, Type.Null()]),
+  deliveredAt: NullableTimestamp,
+  settledAt: NullableTimestamp,
+  statusReason: Type.Union([Type.String(), Type.Null()]),
+  qualityScore: NullableInt,
+  notes: Type.Union([Type.String(), Type.Null()]),
+  deliveryAttempts: Type.Integer(),
+  maxDeliveryAttempts: Type.Integer(),
+  disputeId: Type.Union([Uuid, Type.Null()]),
+});
+export type TransactionView = Static<typeof TransactionView>;
+
+export const NegotiationMessageType = Type.Union((['initial_offer', 'counter_offer', 'accept', 'reject', 'withdraw'] as const).map((t) => Type.Literal(t)));
+export type NegotiationMessageType = 'initial_offer' | 'counter_offer' | 'accept' | 'reject' | 'withdraw';
+
+export const NegotiationTerms = Strict({
+  priceCents: Type.Optional(PriceCents),
+  sla: Type.Optional(FreeObjectOf(4 * 1024)),
+  scopeModifications: Type.Optional(FreeObjectOf(16 * 1024)),
+});
+export type NegotiationTerms = Static<typeof NegotiationTerms>;
+
+/** D11.4 bounds of an offer's life. */
+export const OFFER_EXPIRY = { defaultSeconds: 300, maxSeconds: 3600 } as const;
+
+export const NegotiateBody = Strict({
+  type: NegotiationMessageType,
+  terms: NegotiationTerms,
+  message: Type.Optional(Type.String({ maxLength: 1000 })),
+  expiresInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: OFFER_EXPIRY.maxSeconds })),
+});
+export type NegotiateBody = Static<typeof NegotiateBody>;
+
+export const NegotiationView = Type.Object({
+  id: Uuid,
+  transactionId: Uuid,
+  fromAgentId: Uuid,
+  messageType: NegotiationMessageType,
+  round: Type.Integer({ minimum: 1 }),
+  terms: FreeObject,
+  message: Type.Union([Type.String(), Type.Null()]),
+  expiresAt: NullableTimestamp,
+  createdAt: Timestamp,
+});
+export type NegotiationView = Static<typeof NegotiationView>;
+
+export const DeliverBody = Strict({
+  output: FreeObjectOf(256 * 1024, 'Must pass the service outputSchema; at most 256 KiB as JSON'),
+});
+export const VerifyBody = Strict({
+  qualityScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+  notes: Type.Optional(Type.String({ maxLength: 2000 })),
+});
+/** Nothing to say: who cancels is recorded as `statusReason` (`cancelled_by_consumer` or `_provider`). */
+export const CancelBody = Strict({});

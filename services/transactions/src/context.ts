@@ -1,0 +1,14 @@
+import type { Kysely } from 'kysely';
+import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Database } from './db/schema.js';
+import type { PinnedContracts } from './pinned-contracts.js';
+
+export interface TransactionDeps {
+  db: Kysely<Database>;
+  bus: Bus;
+  config: ExchangeConfig;
+  logger: Logger;
+  relay: OutboxRelay;
+  contracts: PinnedContracts;
+  now: () => Date;
+}

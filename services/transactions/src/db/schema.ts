@@ -1,0 +1,67 @@
+import type { NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
+import type { PlatformTables } from '@aex/platform';
+
+/**
+ * Where the transaction's money stands in the wallet, as far as this service knows (the saga's own
+ * state, D9.9): a command sent and not yet answered is `requested`, `returning` or `settling`.
+ */
+export type HoldState = 'none' | 'requested' | 'held' | 'refused' | 'returning' | 'returned' | 'settling' | 'settled';
+
+export interface TransactionRow {
+  id: string;
+  consumerAgentId: string;
+  providerAgentId: string;
+  consumerAccountId: string;
+  serviceId: string;
+  /** The contract revision the transaction was created with (pinned, D7.6). */
+  serviceRevision: number;
+  serviceVersion: string;
+  category: string;
+  pricing: Pricing;
+  sla: Sla;
+  status: TransactionStatus;
+  statusReason: string | null;
+  input: Record<string, unknown>;
+  output: Record<string, unknown> | null;
+  units: number;
+  listPriceCents: number;
+  maxPriceCents: number | null;
+  agreedPriceCents: number | null;
+  platformFeeCents: number | null;
+  hold: HoldState;
+  /** Incremented for every hold asked of the wallet (an accept refused for funds may be sent again). */
+  holdAttempt: number;
+  /** An accept waiting for its hold: the price it agrees to, and who sent it. */
+  pendingAcceptBy: string | null;
+  pendingAcceptPriceCents: number | null;
+  pendingAcceptMessage: string | null;
+  initiatedAt: Date;
+  fundsHeldAt: Date | null;
+  expiresAt: Date | null;
+  deliveredAt: Date | null;
+  settledAt: Date | null;
+  qualityScore: number | null;
+  notes: string | null;
+  deliveryAttempts: number;
+  maxDeliveryAttempts: number;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface NegotiationRow {
+  id: string;
+  transactionId: string;
+  fromAgentId: string;
+  messageType: NegotiationMessageType;
+  round: number;
+  terms: Record<string, unknown>;
+  message: string | null;
+  expiresAt: Date | null;
+  createdAt: Date;
+}
+
+export interface Database extends PlatformTables {
+  transactions: TransactionRow;
+  negotiationMessages: NegotiationRow;
+}

@@ -1,0 +1,51 @@
+import { AppError, TERMINAL_STATUSES, type TransactionStatus } from '@aex/contracts';
+
+/**
+ * D9.7: what each request may do, from which statuses. Anything else is 409 INVALID_STATE with the
+ * current status in `details`. Moves made by the saga and the timers are listed in `MOVES`.
+ */
+export const ACTION_SOURCES = {
+  negotiate: ['negotiating'],
+  start: ['funds_held'],
+  deliver: ['funds_held', 'executing', 'validation_failed'],
+  verify: ['delivered'],
+  cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
+  expire: ['funds_held', 'executing', 'validation_failed'],
+} as const satisfies Record<string, readonly TransactionStatus[]>;
+
+export type Action = keyof typeof ACTION_SOURCES;
+
+/** Every status move the exchange makes (D9.7, D11.3, D11.4); `move` refuses any other. */
+export const MOVES: Readonly<Record<TransactionStatus, readonly TransactionStatus[]>> = {
+  initiated: ['funds_held', 'failed', 'cancelled', 'negotiating'],
+  negotiating: ['matched', 'cancelled'],
+  matched: ['funds_held', 'cancelled'],
+  funds_held: ['executing', 'delivered', 'validation_failed', 'failed', 'expired', 'cancelled'],
+  executing: ['delivered', 'validation_failed', 'failed', 'expired'],
+  validation_failed: ['delivered', 'validation_failed', 'failed', 'expired'],
+  delivered: ['settled', 'disputed'],
+  disputed: [],
+  settled: [],
+  cancelled: [],
+  expired: [],
+  failed: [],
+};
+
+export function isTerminal(status: TransactionStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+export function canMove(from: TransactionStatus, to: TransactionStatus): boolean {
+  return MOVES[from].includes(to);
+}
+
+/** 409 INVALID_STATE unless `action` may run on a transaction in `status`. */
+export function assertAction(action: Action, status: TransactionStatus): void {
+  if (!(ACTION_SOURCES[action] as readonly TransactionStatus[]).includes(status)) {
+    throw new AppError('INVALID_STATE', `A transaction in status ${status} cannot be ${PAST[action]}.`, { details: { status, allowedFrom: ACTION_SOURCES[action] } });
+  }
+}
+
+const PAST: Record<Action, string> = {
+  negotiate: 'negotiated', start: 'started', deliver: 'delivered', verify: 'verified', cancel: 'cancelled', expire: 'expired',
+};

@@ -1,0 +1,61 @@
+import { transactionOps } from '@aex/contracts';
+import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { TransactionDeps } from './context.js';
+import type { Database } from './db/schema.js';
+import { migrations } from './db/migrations/index.js';
+import { PinnedContracts } from './pinned-contracts.js';
+import * as transactions from './transactions/handlers.js';
+import * as negotiation from './transactions/negotiation.js';
+import { rpcTimeout } from './transactions/rules.js';
+import { serveSaga } from './transactions/saga.js';
+import { startTimers } from './transactions/timers.js';
+
+export interface TransactionService extends Component {
+  deps: TransactionDeps;
+}
+
+/**
+ * Starts the transaction-and-negotiation service (issue 10): migrations, outbox relay, the saga's
+ * consumers of the wallet's answers, the durable timers, and its operations.
+ */
+export async function startTransactionService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; timerPollMs?: number }): Promise<TransactionService> {
+  const logger = opts.logger.child({ service: 'transactions' });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'transactions', migrations, logger });
+  const { db, close } = serviceDb;
+  const relay = new OutboxRelay(db, opts.bus, logger);
+  const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, now: opts.now ?? (() => new Date()) };
+  relay.start();
+  const saga = await serveSaga(deps);
+  const timers = startTimers(deps, opts.timerPollMs);
+  const server = await serveOperations({
+    bus: opts.bus,
+    service: 'transactions',
+    ops: transactionOps,
+    handlers: {
+      createTransaction: transactions.createTransaction(deps),
+      getTransaction: transactions.getTransaction(deps),
+      listTransactions: transactions.listTransactions(deps),
+      negotiate: negotiation.negotiate(deps),
+      listNegotiations: negotiation.listNegotiations(deps),
+      start: transactions.start(deps),
+      deliver: transactions.deliver(deps),
+      verify: transactions.verify(deps),
+      cancel: transactions.cancel(deps),
+    },
+    logger,
+    db: serviceDb,
+    config: opts.config,
+  });
+  return {
+    deps,
+    checks: async () => [await databaseCheck(db)],
+    async stop() {
+      await server.stop();
+      await timers.stop();
+      await saga.stop();
+      await relay.stop();
+      await close();
+    },
+  };
+}

@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
+import { requireActive, requireAgent, scheduleTimer, type EffectReply, type HandlerContext, type OperationHandler } from '@aex/platform';
+import type { TransactionDeps } from '../context.js';
+import type { TransactionRow } from '../db/schema.js';
+import { listPrice, platformFee } from '../domain/pricing.js';
+import { assertAction } from '../domain/state-machine.js';
+import { checkActiveLimit, checkDelegation, delegationOf, lockAgents } from './rules.js';
+import { announce, awaitRow, lockTransaction, move, requestHold, requestSettlement, requireRole, TIMERS, visibleTransaction } from './repository.js';
+import { transactionView } from './views.js';
+
+type Ops = typeof transactionOps;
+type View = ReturnType<typeof transactionView>;
+
+/** The service's current contract; an unknown service is 404 naming the field. */
+async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
+  try {
+    return await deps.contracts.current(serviceId, requestId);
+  } catch (err) {
+    if (isAppError(err) && err.status === 404) throw new AppError('NOT_FOUND', 'No such service.', { field: '/body/serviceId' });
+    throw err;
+  }
+}
+
+/** 402 after the wallet refused a hold the request asked for: stored as the request's answer (D5.3). */
+function refusedForFunds(ctx: HandlerContext, deps: TransactionDeps, t: TransactionRow, priceCents: number): Promise<EffectReply<View>> {
+  return ctx.effect(deps.db, async () => {
+    throw new AppError('INSUFFICIENT_FUNDS', `The available balance is too low to hold ${priceCents} cents for this transaction.`, { details: { transactionId: t.id, requiredCents: priceCents } });
+  });
+}
+
+/**
+ * POST /v1/transactions (D9.1–D9.6, D10, D11.4). Without negotiation the price is held through the
+ * wallet saga: 201 `funds_held` when the wallet confirms within SAGA_WAIT_MS, 402 when it refuses
+ * (the transaction is then `failed`, nothing held), else 202 `initiated` while the saga finishes.
+ */
+export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['createTransaction']> => async ({ body }, ctx) => {
+  const caller = requireAgent(ctx);
+  requireActive(caller);
+  const contract = await contractFor(deps, body.serviceId, ctx.requestId);
+  if (contract.agentId === caller.agentId) throw new AppError('VALIDATION_ERROR', 'An agent may not buy its own service.', { field: '/body/serviceId' });
+  if (contract.status !== 'active' || contract.providerStatus !== 'active') {
+    throw new AppError('SERVICE_NOT_ACTIVE', 'The service or its provider is not active.', { details: { serviceStatus: contract.status, providerStatus: contract.providerStatus } });
+  }
+  const checked = deps.contracts.check(contract, 'input', body.input, '/input');
+  if (!checked.ok) throw AppError.many(checked.errors.slice(0, 20));
+  const units = body.units ?? 1;
+  const price = listPrice(contract.pricing, units);
+  if (!price.ok) throw new AppError('VALIDATION_ERROR', price.message, { field: '/body/units' });
+  // D9.4: negotiation when the service is negotiable or the consumer names another price.
+  const negotiating = contract.pricing.model === 'negotiable' || (body.maxPriceCents !== undefined && body.maxPriceCents !== price.cents);
+  const offered = negotiating ? body.maxPriceCents ?? price.cents : price.cents;
+  const { minimumCents, maximumCents } = contract.pricing;
+  if (negotiating && ((minimumCents !== undefined && offered < minimumCents) || (maximumCents !== undefined && offered > maximumCents))) {
+    throw new AppError('VALIDATION_ERROR', `The service negotiates between ${minimumCents ?? 1} and ${maximumCents ?? price.cents} cents.`, { field: '/body/maxPriceCents', details: { minimumCents, maximumCents } });
+  }
+  const rules = await delegationOf(deps, caller.agentId, ctx.requestId);
+  const id = randomUUID();
+  const now = deps.now();
+  const created = await ctx.effect(deps.db, async (trx) => {
+    await lockAgents(trx, [caller.agentId, contract.agentId]);
+    await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId });
+    await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now });
+    let t = await trx
+      .insertInto('transactions')
+      .values({
+        id,
+        consumerAgentId: caller.agentId,
+        providerAgentId: contract.agentId,
+        consumerAccountId: caller.accountId,
+        serviceId: contract.serviceId,
+        serviceRevision: contract.revision,
+        serviceVersion: contract.version,
+        category: contract.category,
+        pricing: JSON.stringify(contract.pricing) as never,
+        sla: JSON.stringify(contract.sla) as never,
+        status: 'initiated',
+        statusReason: null,
+        input: JSON.stringify(body.input) as never,
+        output: null,
+        units,
+        listPriceCents: price.cents,
+        maxPriceCents: body.maxPriceCents ?? null,
+        agreedPriceCents: negotiating ? null : price.cents,
+        platformFeeCents: negotiating ? null : platformFee(price.cents),
+        hold: negotiating ? 'none' : 'requested',
+        holdAttempt: negotiating ? 0 : 1,
+        pendingAcceptBy: null,
+        pendingAcceptPriceCents: null,
+        pendingAcceptMessage: null,
+        initiatedAt: now,
+        fundsHeldAt: null,
+        expiresAt: null,
+        deliveredAt: null,
+        settledAt: null,
+        qualityScore: null,
+        notes: null,
+        deliveryAttempts: 0,
+        maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
+        metadata: JSON.stringify(body.metadata ?? {}) as never,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await announce(trx, t, null, now);
+    if (negotiating) {
+      // D9.4: creation records the consumer's opening offer itself (round 1, 300 s).
+      const expiresAt = new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000);
+      await trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId: id, fromAgentId: caller.agentId, messageType: 'initial_offer', round: 1, terms: JSON.stringify({ priceCents: offered }) as never, message: null, expiresAt, createdAt: now }).execute();
+      await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: id, fireAt: expiresAt, payload: { round: 1 } });
+      t = await move(trx, t, 'negotiating', {}, now);
+    } else {
+      await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
+    }
+    return { status: 202, data: transactionView(t) };
+  });
+  deps.relay.kick();
+  if (negotiating) return { ...created, status: 201 };
+  const t = await awaitRow(deps.db, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
+  if (t.hold === 'refused') return refusedForFunds(ctx, deps, t, price.cents);
+  return { ...created, status: t.hold === 'held' ? 201 : 202, data: transactionView(t) };
+};
+
+/** GET /v1/transactions/{id}: parties only (D9.8). */
+export const getTransaction = (deps: TransactionDeps): OperationHandler<Ops['getTransaction']> => async ({ path }, ctx) => ({
+  data: transactionView(await visibleTransaction(deps.db, requireAgent(ctx), path.transactionId)),
+});
+
+/** GET /v1/transactions: the caller's, as consumer or provider, newest first (D9.13). */
+export const listTransactions = (deps: TransactionDeps): OperationHandler<Ops['listTransactions']> => async ({ query }, ctx) => {
+  const me = requireAgent(ctx).agentId;
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  let q = deps.db.selectFrom('transactions').where((eb) =>
+    query.role === 'consumer' ? eb('consumerAgentId', '=', me)
+      : query.role === 'provider' ? eb('providerAgentId', '=', me)
+        : eb.or([eb('consumerAgentId', '=', me), eb('providerAgentId', '=', me)]));
+  if (query.status) q = q.where('status', '=', query.status);
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(transactionView), pagination: pagination(count.n, limit, offset) };
+};
+
+/** POST /v1/transactions/{id}/start (EXT, D9.7): the provider says it is working on it. */
+export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
+  requireRole(seen, caller, 'provider', 'start');
+  return ctx.effect(deps.db, async (trx) => {
+    const t = (await lockTransaction(trx, seen.id))!;
+    assertAction('start', t.status);
+    return { data: transactionView(await move(trx, t, 'executing', {}, deps.now())) };
+  }).finally(() => deps.relay.kick());
+};
+
+/**
+ * POST /v1/transactions/{id}/deliver (signed; D9.7, issue 10 item 2): output checked against the
+ * contract revision the transaction was created with. Invalid output still moves the status
+ * (`validation_failed`, or `failed` with the hold returned once `1 + sla.maxRetries` attempts are
+ * spent) and answers 400 OUTPUT_VALIDATION_FAILED.
+ */
+export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
+  requireRole(seen, caller, 'provider', 'deliver');
+  assertAction('deliver', seen.status);
+  const contract = await deps.contracts.revision(seen.serviceId, seen.serviceRevision, ctx.requestId);
+  const checked = deps.contracts.check(contract, 'output', body.output, '/output');
+  const now = deps.now();
+  const reply = await ctx.effect(deps.db, async (trx) => {
+    const t = (await lockTransaction(trx, seen.id))!;
+    assertAction('deliver', t.status);
+    const attempts = t.deliveryAttempts + 1;
+    if (checked.ok) {
+      return { data: transactionView(await move(trx, t, 'delivered', { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts }, now)) };
+    }
+    const to = attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed';
+    return { data: transactionView(await move(trx, t, to, { deliveryAttempts: attempts, statusReason: 'output_validation_failed' }, now)) };
+  });
+  deps.relay.kick();
+  if (checked.ok) return reply;
+  const left = reply.data.maxDeliveryAttempts - reply.data.deliveryAttempts;
+  const errors = checked.errors.slice(0, 20).map((e, i) => (i === 0 ? { ...e, details: { ...e.details, status: reply.data.status, attemptsLeft: left } } : e));
+  return ctx.effect(deps.db, async () => {
+    throw AppError.many(errors);
+  });
+};
+
+/**
+ * POST /v1/transactions/{id}/verify (D9.7, D9.12): the consumer accepts the output; the wallet
+ * settles (price out of the hold, to the provider minus the fee). 200 `settled` when the wallet
+ * confirms within SAGA_WAIT_MS, else 202 `delivered` while the settlement finishes (D9.9).
+ */
+export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
+  requireRole(seen, caller, 'consumer', 'verify');
+  assertAction('verify', seen.status);
+  const now = deps.now();
+  const asked = await ctx.effect(deps.db, async (trx) => {
+    const t = (await lockTransaction(trx, seen.id))!;
+    assertAction('verify', t.status);
+    if (t.hold !== 'settling') {
+      if (t.hold !== 'held') throw new Error(`transaction ${t.id} delivered with hold ${t.hold}`);
+      await requestSettlement(trx, t, now);
+      const next = await trx.updateTable('transactions').set({ hold: 'settling', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
+      return { status: 202, data: transactionView(next) };
+    }
+    return { status: 202, data: transactionView(t) };
+  });
+  deps.relay.kick();
+  const t = await awaitRow(deps.db, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling');
+  return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
+};
+
+/**
+ * POST /v1/transactions/{id}/cancel (D9.7): either party, before `executing`. Held funds go back to
+ * the consumer; the answer waits (up to SAGA_WAIT_MS) for the wallet to confirm it.
+ */
+export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
+  assertAction('cancel', seen.status);
+  const role = seen.consumerAgentId === caller.agentId ? 'consumer' : 'provider';
+  const reply = await ctx.effect(deps.db, async (trx) => {
+    const t = (await lockTransaction(trx, seen.id))!;
+    assertAction('cancel', t.status);
+    return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}` }, deps.now())) };
+  });
+  deps.relay.kick();
+  const t = await awaitRow(deps.db, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
+  return { ...reply, data: transactionView(t) };
+};

@@ -1,0 +1,94 @@
+import { AppError, transactionEvent, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
+import { cancelTimer, enqueue, scheduleTimer } from '@aex/platform';
+import type { Kysely, Transaction, Updateable } from 'kysely';
+import type { Database, TransactionRow } from '../db/schema.js';
+import { canMove, isTerminal } from '../domain/state-machine.js';
+
+type Trx = Transaction<Database>;
+
+/** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
+export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry' } as const;
+
+/** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
+export async function visibleTransaction(db: Kysely<Database> | Trx, caller: Principal, id: string, opts: { lock?: boolean } = {}): Promise<TransactionRow> {
+  let q = db.selectFrom('transactions').selectAll().where('id', '=', id);
+  if (opts.lock) q = q.forUpdate();
+  const row = await q.executeTakeFirst();
+  if (!row || (row.consumerAgentId !== caller.agentId && row.providerAgentId !== caller.agentId)) throw new AppError('NOT_FOUND', 'No such transaction.');
+  return row;
+}
+
+export const lockTransaction = (trx: Trx, id: string) => trx.selectFrom('transactions').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+
+/** D9.8: 403 FORBIDDEN when the caller is a party but not the one this action belongs to. */
+export function requireRole(t: TransactionRow, caller: Principal, role: 'consumer' | 'provider', what: string): void {
+  const agentId = role === 'consumer' ? t.consumerAgentId : t.providerAgentId;
+  if (agentId !== caller.agentId) throw new AppError('FORBIDDEN', `Only the ${role} may ${what} this transaction.`, { details: { role } });
+}
+
+/**
+ * Every status move goes through here (D9.7): the row is updated, and `transaction.<status>` is
+ * written to the outbox for both parties (D14.1) in the same database transaction. A move the state
+ * machine does not know is a bug, never a request's doing. Reaching a terminal status with money
+ * held (or a hold on its way) sends it back, and the transaction's timers are dropped.
+ */
+export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<TransactionRow> {
+  if (!canMove(t.status, to)) throw new Error(`transaction ${t.id}: no move from ${t.status} to ${to}`);
+  const changes: Updateable<TransactionRow> = { statusReason: null, ...patch, status: to, updatedAt: now };
+  const hold = patch.hold ?? t.hold;
+  if (isTerminal(to) && (hold === 'requested' || hold === 'held')) {
+    changes.hold = 'returning';
+    await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
+  }
+  if (isTerminal(to)) {
+    await cancelTimer(trx, TIMERS.offerExpiry, t.id);
+    await cancelTimer(trx, TIMERS.transactionExpiry, t.id);
+  }
+  const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
+  await announce(trx, next, t.status, now);
+  return next;
+}
+
+/** Writes `transaction.<status>` of the row as it now is. */
+export async function announce(trx: Trx, t: TransactionRow, previousStatus: TransactionStatus | null, now: Date): Promise<void> {
+  await enqueue(trx, transactionEvent(t.status), {
+    transactionId: t.id,
+    status: t.status,
+    previousStatus,
+    statusReason: t.statusReason,
+    consumerAgentId: t.consumerAgentId,
+    providerAgentId: t.providerAgentId,
+    serviceId: t.serviceId,
+    agreedPriceCents: t.agreedPriceCents,
+    platformFeeCents: t.platformFeeCents,
+  }, { now });
+}
+
+/** Asks the wallet to hold the agreed price (a new attempt each time: an accept refused for funds may come again). */
+export async function requestHold(trx: Trx, t: TransactionRow, amountCents: number, now: Date): Promise<number> {
+  const attempt = t.holdAttempt + 1;
+  await enqueue(trx, walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumerAgentId, amountCents, attempt }, { now });
+  return attempt;
+}
+
+/** Asks the wallet to settle the held price: to the provider, minus the fee to the platform (D13.3). */
+export async function requestSettlement(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
+  await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0 }, { now });
+}
+
+/** D9.5 / D9.7: the transaction expires `sla.timeoutMs` after its funds are held. */
+export async function scheduleExpiry(trx: Trx, id: string, at: Date): Promise<void> {
+  await scheduleTimer(trx, { kind: TIMERS.transactionExpiry, key: id, fireAt: at });
+}
+
+/** Waits until `done` holds for the transaction's row or `ms` pass; returns the last row read. */
+export async function awaitRow(db: Kysely<Database>, id: string, ms: number, done: (t: TransactionRow) => boolean): Promise<TransactionRow> {
+  const deadline = Date.now() + ms;
+  let interval = 5;
+  for (;;) {
+    const row = await db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+    if (done(row) || Date.now() >= deadline) return row;
+    await new Promise((r) => setTimeout(r, interval));
+    interval = Math.min(interval * 2, 50);
+  }
+}

@@ -1,0 +1,71 @@
+import { sql, type Transaction } from 'kysely';
+import { AppError, identityOps, TERMINAL_STATUSES, type DelegationRules } from '@aex/contracts';
+import { callOrThrow, type ExchangeConfig } from '@aex/platform';
+import type { TransactionDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
+import { delegationRefusal } from '../domain/delegation.js';
+
+type Trx = Transaction<Database>;
+
+/** Spec "Limits" / D9.6: non-terminal transactions per agent, counted for both parties. */
+export const ACTIVE_TRANSACTIONS_LIMIT = 100;
+
+/** D10.1: the consumer's rules in force, read from identity (their owner) at every check. */
+export async function delegationOf(deps: TransactionDeps, agentId: string, requestId: string): Promise<DelegationRules> {
+  const found = await callOrThrow(deps.bus, identityOps.effectiveDelegation, { ctx: { requestId, principal: null }, input: { path: { agentId }, query: {}, body: {} } }, rpcTimeout(deps.config));
+  return found.rules;
+}
+
+/** Calls this service makes while answering one of its own stay well inside the caller's bound. */
+export const rpcTimeout = (config: Pick<ExchangeConfig, 'RPC_TIMEOUT_MS'>) => Math.max(100, Math.floor(config.RPC_TIMEOUT_MS / 2));
+
+/**
+ * Serialises what one agent starts (creation, accept) for the rest of the database transaction, so
+ * that limits counted inside it (active transactions, daily spend) cannot be passed by two requests
+ * at once. Locks are taken in id order: two agents buying from each other cannot deadlock.
+ */
+export async function lockAgents(trx: Trx, agentIds: string[]): Promise<void> {
+  for (const id of [...new Set(agentIds)].sort()) await sql`select pg_advisory_xact_lock(hashtextextended(${`transactions:agent:${id}`}, 0))`.execute(trx);
+}
+
+/** D9.6: 409 LIMIT_REACHED when either party already has 100 transactions in progress. */
+export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }): Promise<void> {
+  for (const [role, agentId] of [['consumer', agents.consumer], ['provider', agents.provider]] as const) {
+    const { n } = await trx
+      .selectFrom('transactions')
+      .select(sql<number>`count(*)::int`.as('n'))
+      .where((eb) => eb.or([eb('consumerAgentId', '=', agentId), eb('providerAgentId', '=', agentId)]))
+      .where('status', 'not in', [...TERMINAL_STATUSES])
+      .executeTakeFirstOrThrow();
+    if (n >= ACTIVE_TRANSACTIONS_LIMIT) {
+      const who = role === 'consumer' ? 'You have' : 'The provider has';
+      throw new AppError('LIMIT_REACHED', `${who} ${ACTIVE_TRANSACTIONS_LIMIT} transactions in progress already; finish or cancel some first.`, { details: { limit: ACTIVE_TRANSACTIONS_LIMIT, party: role } });
+    }
+  }
+}
+
+/**
+ * D10.2: the consumer's spending in the rolling 24 h — agreed prices that reached `funds_held` and
+ * were not refunded, plus holds still on their way (so two requests cannot both spend the last of it).
+ */
+export async function spentLast24h(trx: Trx, consumerAgentId: string, now: Date): Promise<number> {
+  const since = new Date(now.getTime() - 86_400_000);
+  const { n } = await trx
+    .selectFrom('transactions')
+    .select(sql<number>`coalesce(sum(coalesce(agreed_price_cents, pending_accept_price_cents)), 0)::bigint`.as('n'))
+    .where('consumerAgentId', '=', consumerAgentId)
+    .where((eb) => eb.or([
+      eb.and([eb('fundsHeldAt', '>', since), eb('hold', 'in', ['held', 'settling', 'settled'])]),
+      eb('hold', '=', 'requested'),
+    ]))
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+/** D10.2 at creation or accept: 403 DELEGATION_EXCEEDED / HUMAN_APPROVAL_REQUIRED with `{rule, limit, attempted}`. */
+export async function checkDelegation(trx: Trx, rules: DelegationRules, attempt: { consumerAgentId: string; category: string; priceCents: number; now: Date }): Promise<void> {
+  const needsSpend = rules.maxDailySpendCents !== undefined;
+  const spent = needsSpend ? await spentLast24h(trx, attempt.consumerAgentId, attempt.now) : 0;
+  const refusal = delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: spent });
+  if (refusal) throw new AppError(refusal.code, refusal.message, { details: refusal.details });
+}

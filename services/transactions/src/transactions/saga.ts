@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { walletSaga, type MessageData } from '@aex/contracts';
+import { cancelTimer, consumeIdempotently, scheduleTimer, type Stoppable } from '@aex/platform';
+import type { Transaction } from 'kysely';
+import type { TransactionDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
+import { platformFee } from '../domain/pricing.js';
+import { lockTransaction, move, scheduleExpiry, TIMERS } from './repository.js';
+
+type Trx = Transaction<Database>;
+
+/**
+ * The transaction service's side of the saga (ARCHITECTURE "Messaging", D9.9): the wallet's answers
+ * move transactions on. Each answer is applied once (its message id is recorded with the effect) and
+ * only when it is the answer the transaction waits for, so late, repeated or stale answers change
+ * nothing. The request that asked may already have answered 202: these run whether or not it waits.
+ */
+export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
+  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
+  const consumers = await Promise.all([
+    consumeIdempotently({ ...common, durable: 'transactions-hold-placed', def: walletSaga.holdPlaced, handle: (trx, e) => holdPlaced(deps, trx, e) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-refused', def: walletSaga.holdRefused, handle: (trx, e) => holdRefused(deps, trx, e) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-returned', def: walletSaga.holdReturned, handle: (trx, e) => holdReturned(deps, trx, e) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-settled', def: walletSaga.holdSettled, handle: (trx, e) => holdSettled(deps, trx, e) }),
+  ]);
+  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
+}
+
+/**
+ * The hold is in place: a new transaction becomes `funds_held`; a pending accept is recorded and the
+ * transaction moves `negotiating → matched → funds_held` (both events, D9.7). A hold placed for a
+ * transaction that ended meanwhile is already being returned (`move` sent the return).
+ */
+async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdPlaced>): Promise<void> {
+  let t = await lockTransaction(trx, e.transactionId);
+  if (!t || t.hold !== 'requested' || e.attempt !== t.holdAttempt) return;
+  const now = deps.now();
+  const heldAt = new Date(e.at);
+  const expiresAt = new Date(heldAt.getTime() + t.sla.timeoutMs);
+  if (t.status === 'negotiating' && t.pendingAcceptBy) {
+    const last = await trx.selectFrom('negotiationMessages').select('round').where('transactionId', '=', t.id).orderBy('round', 'desc').limit(1).executeTakeFirstOrThrow();
+    await trx.insertInto('negotiationMessages').values({
+      id: randomUUID(), transactionId: t.id, fromAgentId: t.pendingAcceptBy, messageType: 'accept', round: last.round + 1,
+      terms: '{}' as never, message: t.pendingAcceptMessage, expiresAt: null, createdAt: now,
+    }).execute();
+    await cancelTimer(trx, TIMERS.offerExpiry, t.id);
+    const price = t.pendingAcceptPriceCents!;
+    t = await move(trx, t, 'matched', { agreedPriceCents: price, platformFeeCents: platformFee(price), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }, now);
+  }
+  if (t.status !== 'initiated' && t.status !== 'matched') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
+  await move(trx, t, 'funds_held', { hold: 'held', fundsHeldAt: heldAt, expiresAt }, now);
+  await scheduleExpiry(trx, t.id, expiresAt);
+}
+
+/**
+ * The wallet refused the hold. A new transaction fails (402 to its creator, `insufficient_funds`);
+ * a pending accept is dropped and the negotiation goes on as before it (D9.7: nothing changes), its
+ * latest offer still expiring when it would have. A refusal of a hold already being returned
+ * (the transaction ended before the wallet saw the hold) means nothing was ever held.
+ */
+async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdRefused>): Promise<void> {
+  const t = await lockTransaction(trx, e.transactionId);
+  if (!t) return;
+  const now = deps.now();
+  if (t.hold === 'returning') {
+    await trx.updateTable('transactions').set({ hold: 'returned', updatedAt: now }).where('id', '=', t.id).execute();
+    return;
+  }
+  if (t.hold !== 'requested' || e.attempt !== t.holdAttempt) return;
+  if (t.status === 'initiated') {
+    await move(trx, t, 'failed', { hold: 'refused', statusReason: e.reason }, now);
+    return;
+  }
+  await trx.updateTable('transactions').set({ hold: 'refused', pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null, updatedAt: now }).where('id', '=', t.id).execute();
+  const last = await trx.selectFrom('negotiationMessages').select(['round', 'expiresAt']).where('transactionId', '=', t.id).orderBy('round', 'desc').limit(1).executeTakeFirst();
+  if (last?.expiresAt) await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: t.id, fireAt: last.expiresAt, payload: { round: last.round } });
+}
+
+async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdReturned>): Promise<void> {
+  await trx.updateTable('transactions').set({ hold: 'returned', updatedAt: deps.now() }).where('id', '=', e.transactionId).where('hold', '=', 'returning').execute();
+}
+
+/** Settlement done: a verified transaction becomes `settled` (D9.7). */
+async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<void> {
+  const t = await lockTransaction(trx, e.transactionId);
+  if (!t || t.hold !== 'settling') return;
+  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), qualityScore: t.qualityScore, notes: t.notes }, deps.now());
+}

@@ -1,0 +1,38 @@
+import { TimerRunner, type Stoppable } from '@aex/platform';
+import type { Transaction } from 'kysely';
+import type { TransactionDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
+import { ACTION_SOURCES } from '../domain/state-machine.js';
+import { lockTransaction, move, TIMERS } from './repository.js';
+
+type Trx = Transaction<Database>;
+
+/**
+ * Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
+ * transaction that marks them fired — within a poll (250 ms) of being due, after any restart, once.
+ * Each handler re-reads the transaction and does nothing when the moment has passed.
+ */
+export function startTimers(deps: TransactionDeps, pollMs = 250): Stoppable {
+  const runner = new TimerRunner<Database>(deps.db, {
+    [TIMERS.offerExpiry]: (trx, timer) => offerExpired(deps, trx, timer.key, (timer.payload as { round?: number }).round ?? 0),
+    [TIMERS.transactionExpiry]: (trx, timer) => transactionExpired(deps, trx, timer.key),
+  }, deps.logger, { pollMs, afterFire: () => deps.relay.kick() });
+  runner.start();
+  return runner;
+}
+
+/** D11.4: the latest offer went unanswered: the negotiation ends (`offer_expired`). */
+async function offerExpired(deps: TransactionDeps, trx: Trx, id: string, round: number): Promise<void> {
+  const t = await lockTransaction(trx, id);
+  if (!t || t.status !== 'negotiating' || t.pendingAcceptBy) return;
+  const last = await trx.selectFrom('negotiationMessages').select('round').where('transactionId', '=', id).orderBy('round', 'desc').limit(1).executeTakeFirst();
+  if (last?.round !== round) return;
+  await move(trx, t, 'cancelled', { statusReason: 'offer_expired' }, deps.now());
+}
+
+/** D9.7: no valid delivery by `expiresAt`: `expired`, the hold returned. */
+async function transactionExpired(deps: TransactionDeps, trx: Trx, id: string): Promise<void> {
+  const t = await lockTransaction(trx, id);
+  if (!t || !(ACTION_SOURCES.expire as readonly string[]).includes(t.status)) return;
+  await move(trx, t, 'expired', { statusReason: 'sla_timeout' }, deps.now());
+}

@@ -1,0 +1,49 @@
+import type { NegotiationView, TransactionView } from '@aex/contracts';
+import type { NegotiationRow, TransactionRow } from '../db/schema.js';
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+/** Spec "Transaction" with the EXT fields of D9.10; shown to both parties alike. */
+export function transactionView(t: TransactionRow): TransactionView {
+  return {
+    id: t.id,
+    consumerAgentId: t.consumerAgentId,
+    providerAgentId: t.providerAgentId,
+    serviceId: t.serviceId,
+    status: t.status,
+    input: t.input,
+    agreedPriceCents: t.agreedPriceCents,
+    platformFeeCents: t.platformFeeCents,
+    initiatedAt: t.initiatedAt.toISOString(),
+    fundsHeldAt: iso(t.fundsHeldAt),
+    expiresAt: iso(t.expiresAt),
+    metadata: t.metadata,
+    createdAt: t.createdAt.toISOString(),
+    updatedAt: t.updatedAt.toISOString(),
+    serviceVersion: t.serviceVersion,
+    units: t.units,
+    output: t.output,
+    deliveredAt: iso(t.deliveredAt),
+    settledAt: iso(t.settledAt),
+    statusReason: t.statusReason,
+    qualityScore: t.qualityScore,
+    notes: t.notes,
+    deliveryAttempts: t.deliveryAttempts,
+    maxDeliveryAttempts: t.maxDeliveryAttempts,
+    disputeId: null,
+  };
+}
+
+export function negotiationView(m: NegotiationRow): NegotiationView {
+  return {
+    id: m.id,
+    transactionId: m.transactionId,
+    fromAgentId: m.fromAgentId,
+    messageType: m.messageType,
+    round: m.round,
+    terms: m.terms,
+    message: m.message,
+    expiresAt: iso(m.expiresAt),
+    createdAt: m.createdAt.toISOString(),
+  };
+}

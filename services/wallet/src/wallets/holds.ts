@@ -1,0 +1,131 @@
+import { walletSaga } from '@aex/contracts';
+import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
+import type { Transaction } from 'kysely';
+import type { WalletDeps } from '../context.js';
+import type { Database, HoldRow } from '../db/schema.js';
+import { applyMovements, type Movement } from './movements.js';
+
+/**
+ * The wallet's side of the transaction saga (D9.9, D13.2, D13.3): hold, return and settle, each a
+ * command keyed by the transaction id and applied in one database transaction. The `holds` row is
+ * the one place where the order of events is decided: whatever command comes first for a
+ * transaction, the outcome is the same however often any of them is repeated, and every command
+ * answers with an event telling the hold's state, so a repeated command gets its answer again.
+ */
+export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
+  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
+  const consumers = await Promise.all([
+    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd) => returnHold(deps, trx, cmd.transactionId) }),
+    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, trx, cmd) }),
+  ]);
+  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
+}
+
+type Trx = Transaction<Database>;
+
+/** Locks the transaction's hold row, if any (commands of one transaction apply one after another). */
+const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
+
+/** Tells the transaction service the hold's state as it is now (the answer to any repeated command). */
+async function announce(deps: WalletDeps, trx: Trx, hold: HoldRow): Promise<void> {
+  const at = (hold.closedAt ?? hold.createdAt).toISOString();
+  const now = deps.now();
+  switch (hold.status) {
+    case 'held':
+      return void (await enqueue(trx, walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at }, { now }));
+    case 'refused': {
+      const reason = hold.refusal === 'insufficient_funds' || hold.refusal === 'no_wallet' ? hold.refusal : 'closed';
+      const available = hold.walletId ? await availableOf(trx, hold.walletId) : 0;
+      return void (await enqueue(trx, walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents }, { now }));
+    }
+    case 'returned':
+      return void (await enqueue(trx, walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now }));
+    case 'settled':
+      return void (await enqueue(trx, walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, at }, { now }));
+  }
+}
+
+async function availableOf(trx: Trx, walletId: string): Promise<number> {
+  const w = await trx.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('id', '=', walletId).executeTakeFirst();
+  return w ? w.balanceCents - w.heldCents : 0;
+}
+
+/**
+ * Holds the price in the consumer's wallet, or refuses. A transaction has one hold: a repeated
+ * command gets the same answer, except that a hold refused for funds is tried again by a later
+ * attempt (an accept sent again once the wallet is funded).
+ */
+async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: string; consumerAgentId: string; amountCents: number; attempt: number }): Promise<void> {
+  const existing = await lockHold(trx, cmd.transactionId);
+  const retry = existing?.status === 'refused' && existing.refusal === 'insufficient_funds' && cmd.attempt > existing.attempt;
+  if (existing && !retry) return announce(deps, trx, existing);
+  if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
+  const now = deps.now();
+  const wallet = await trx.selectFrom('wallets').select(['id', 'balanceCents', 'heldCents']).where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
+  const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, createdAt: now };
+  let hold: HoldRow;
+  if (!wallet) {
+    hold = { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now };
+  } else if (wallet.balanceCents - wallet.heldCents < cmd.amountCents) {
+    hold = { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now };
+  } else {
+    await applyMovements(trx, `hold:${cmd.transactionId}`, [{ walletId: wallet.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` }], now);
+    hold = { ...base, status: 'held', refusal: null, closedAt: null };
+  }
+  await trx.insertInto('holds').values(hold).execute();
+  await announce(deps, trx, hold);
+}
+
+/**
+ * Returns a held amount to the consumer. A return that arrives before its hold (the transaction was
+ * cancelled while the hold command was still on its way) closes the transaction's hold for good: the
+ * hold command then finds it and places nothing.
+ */
+async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Promise<void> {
+  const now = deps.now();
+  let hold = await lockHold(trx, transactionId);
+  if (!hold) {
+    hold = { transactionId, walletId: null, amountCents: 0, attempt: 0, status: 'refused', refusal: 'closed', providerWalletId: null, feeCents: null, createdAt: now, closedAt: now };
+    await trx.insertInto('holds').values(hold).execute();
+  } else if (hold.status === 'held') {
+    await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now);
+    hold = { ...hold, status: 'returned', closedAt: now };
+    await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
+  }
+  await announce(deps, trx, hold);
+}
+
+/**
+ * D13.2 / D13.3: settles a held transaction in one database transaction — the hold released and paid
+ * out of the consumer's wallet, paid into the provider's, and the fee moved from the provider to the
+ * platform revenue wallet. A settle for a hold that is not held (returned, refused) changes nothing;
+ * its answer tells the hold's state.
+ */
+async function settle(deps: WalletDeps, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number }): Promise<void> {
+  const hold = await lockHold(trx, cmd.transactionId);
+  if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
+  if (hold.status !== 'held') return announce(deps, trx, hold);
+  if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
+  const provider = await trx.selectFrom('wallets').select('id').where('agentId', '=', cmd.providerAgentId).executeTakeFirst();
+  const platform = await trx.selectFrom('wallets').select('id').where('kind', '=', 'platform').executeTakeFirstOrThrow();
+  if (!provider) throw new Error(`provider ${cmd.providerAgentId} has no wallet`);
+  const t = cmd.transactionId;
+  const X = hold.amountCents;
+  const F = cmd.feeCents;
+  const movements: Movement[] = [
+    { walletId: hold.walletId!, txType: 'fund_release', amountCents: X, transactionId: t, description: `Held funds released for transaction ${t}` },
+    { walletId: hold.walletId!, txType: 'settlement_out', amountCents: -X, transactionId: t, description: `Paid for transaction ${t}` },
+    { walletId: provider.id, txType: 'settlement_in', amountCents: X, transactionId: t, description: `Paid for transaction ${t}` },
+  ];
+  if (F > 0) {
+    movements.push(
+      { walletId: provider.id, txType: 'platform_fee', amountCents: -F, transactionId: t, description: `Platform fee of transaction ${t}` },
+      { walletId: platform.id, txType: 'platform_fee', amountCents: F, transactionId: t, description: `Platform fee of transaction ${t}` },
+    );
+  }
+  const now = deps.now();
+  await applyMovements(trx, `settle:${t}`, movements, now);
+  await trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F }).where('transactionId', '=', t).execute();
+  await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F });
+}

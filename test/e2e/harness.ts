@@ -34,7 +34,10 @@ export interface TestExchange {
   identity: IdentityService;
   catalog: CatalogService;
   wallet: WalletService | null;
-  transactions: TransactionService;
+  transactions: TransactionService | null;
+  /** Stops and starts the transaction service (a restart mid-saga; its timers and consumers are durable). */
+  stopTransactions(): Promise<void>;
+  startTransactions(): Promise<TransactionService>;
   startWallet(): Promise<WalletService>;
   stopWallet(): Promise<void>;
   signUp(over?: Partial<CreateAccountBody>): Promise<Member>;
@@ -81,7 +84,8 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
   let wallet: WalletService | null = await startWalletService(deps);
   const catalog = await startCatalogService(deps);
-  const transactions = await startTransactionService({ ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) });
+  const txOpts = { ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) };
+  let transactions: TransactionService | null = await startTransactionService(txOpts);
   // Readiness over the services as the one-process stack has it (the wallet may be stopped by a test).
   const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog, transactions })() });
   const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
@@ -97,7 +101,17 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     gateway,
     identity,
     catalog,
-    transactions,
+    get transactions() {
+      return transactions;
+    },
+    async stopTransactions() {
+      await transactions?.stop();
+      transactions = null;
+    },
+    async startTransactions() {
+      transactions = await startTransactionService(txOpts);
+      return transactions;
+    },
     get wallet() {
       return wallet;
     },
@@ -121,7 +135,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
     async stop() {
       await gateway.close();
-      await transactions.stop();
+      await transactions?.stop();
       await catalog.stop();
       await wallet?.stop();
       await identity.stop();

@@ -1,74 +1,49 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type Outcome } from '@aex/client';
-import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
-import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
+import { subjects, TRANSACTION_EVENTS_FILTER, type MessageEnvelope, type TransactionView } from '@aex/contracts';
+import { ack, type Stoppable } from '@aex/platform';
+import { expectError, startTestExchange, type TestExchange } from './harness.js';
+import { INPUT, OUTPUT, serviceBody, ledgerOf, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party } from './transaction-kit.js';
 
 // Issue 10 through the gateway: every route of transactions and negotiation, each error and each
 // caller (consumer, provider, third party, other agent of the account, anonymous, deactivated).
 
 let ex: TestExchange;
 
-const INPUT = { payload: 'hello world', algorithm: 'sha256' };
-const OUTPUT = { digest: createHash('sha256').update('hello world').digest('hex'), algorithm: 'sha256' };
-
-function serviceBody(over: Partial<CreateServiceBody> = {}): CreateServiceBody {
-  return {
-    name: `Digest ${randomUUID().slice(0, 8)}`,
-    description: 'Computes the SHA-256 digest of a text payload.',
-    version: '1.0.0',
-    category: 'crypto',
-    inputSchema: { type: 'object', required: ['payload'], properties: { payload: { type: 'string', minLength: 1 }, algorithm: { enum: ['sha256'] } }, additionalProperties: false },
-    outputSchema: { type: 'object', required: ['digest'], properties: { digest: { type: 'string', pattern: '^[0-9a-f]{64}$' }, algorithm: { type: 'string' } } },
-    pricing: { model: 'fixed', basePriceCents: 1000 },
-    sla: { maxLatencyMs: 2000, timeoutMs: 600_000, maxRetries: 1 },
-    ...over,
-  };
-}
-
-/** An account whose owner creates one signing agent (the party used in the tests). */
-async function party(): Promise<Member & { owner: Member }> {
-  const owner = await ex.signUp();
-  const agent = await ex.addAgent(owner);
-  return { ...agent, owner };
-}
-
-async function funded(cents: number): Promise<Member & { owner: Member }> {
-  const p = await party();
-  unwrap(await p.client.fund(p.agentId, cents));
-  return p;
-}
-
-const wallet = async (m: Member) => unwrap(await m.client.getWallet(m.agentId));
-const ledgerOf = async (m: Member, txId: string) =>
-  unwrap(await m.client.ledger(m.agentId, { limit: 100 }))
-    .filter((e: LedgerEntryView) => e.transactionId === txId)
-    .map((e) => [e.txType, e.amountCents])
-    .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
-
-async function waitFor(m: Member, id: string, status: string, ms = 10_000): Promise<TransactionView> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const t = unwrap(await m.client.getTransaction(id));
-    if (t.status === status) return t;
-    if (Date.now() > deadline) throw new Error(`transaction ${id} is ${t.status}, not ${status}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 const data = <T>(r: Outcome<T>): T => unwrap(r);
+const party = () => partyOf(ex);
+const funded = (cents: number) => fundedOf(ex, cents);
+const waitFor = waitForStatus;
+
+/** Every `transaction.<status>` event published, as the webhook dispatcher will consume them (D14.1). */
+const published: MessageEnvelope<{ transactionId: string; status: string; previousStatus: string | null; consumerAgentId: string; providerAgentId: string }>[] = [];
+let eventConsumer: Stoppable | undefined;
 
 beforeAll(async () => {
   ex = await startTestExchange({}, { timerPollMs: 100 });
+  eventConsumer = await ex.bus.consume({
+    stream: 'events',
+    durable: 'test-transaction-events',
+    filter: subjects.event(ex.bus.namespace, TRANSACTION_EVENTS_FILTER),
+    concurrency: 1,
+    handler: async (msg) => {
+      published.push(msg.data as (typeof published)[number]);
+      return ack();
+    },
+  });
 }, 120_000);
 
 afterAll(async () => {
+  await eventConsumer?.stop();
   await ex?.stop();
 });
 
+const eventsOf = (id: string) => published.filter((e) => e.data.transactionId === id);
+
 describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
-  let provider: Member & { owner: Member };
-  let consumer: Member & { owner: Member };
+  let provider: Party;
+  let consumer: Party;
   let serviceId: string;
   let tx: TransactionView;
 
@@ -127,6 +102,22 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expect(data(await ex.admin.checkLedger())).toMatchObject({ ok: true, violations: [] });
   });
 
+  it('announces every move as transaction.<status> with both parties and the previous status (D9.7, D14.1)', async () => {
+    await expect.poll(() => eventsOf(tx.id).length).toBe(5);
+    const events = eventsOf(tx.id);
+    expect(events.map((e) => [e.type, e.data.previousStatus])).toEqual([
+      ['transactions.transaction.initiated', null],
+      ['transactions.transaction.funds_held', 'initiated'],
+      ['transactions.transaction.executing', 'funds_held'],
+      ['transactions.transaction.delivered', 'executing'],
+      ['transactions.transaction.settled', 'delivered'],
+    ]);
+    expect(events.at(-1)!.data).toEqual({
+      transactionId: tx.id, status: 'settled', previousStatus: 'delivered', statusReason: null,
+      consumerAgentId: consumer.agentId, providerAgentId: provider.agentId, serviceId, agreedPriceCents: 1000, platformFeeCents: 50,
+    });
+  });
+
   it('lists it for both parties, newest first, filtered by role and status', async () => {
     expect(data(await consumer.client.listTransactions({ role: 'consumer' })).map((t) => t.id)).toContain(tx.id);
     expect(data(await consumer.client.listTransactions({ role: 'provider' }))).toEqual([]);
@@ -136,8 +127,8 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
 });
 
 describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
-  let provider: Member & { owner: Member };
-  let consumer: Member & { owner: Member };
+  let provider: Party;
+  let consumer: Party;
   let serviceId: string;
 
   beforeAll(async () => {
@@ -230,8 +221,8 @@ describe('pricing by units and graduated tiers (D9.3)', () => {
 });
 
 describe('negotiation (D9.4, D11)', () => {
-  let provider: Member & { owner: Member };
-  let consumer: Member & { owner: Member };
+  let provider: Party;
+  let consumer: Party;
   let serviceId: string;
 
   beforeAll(async () => {
@@ -260,6 +251,7 @@ describe('negotiation (D9.4, D11)', () => {
       [3, 'accept', consumer.agentId, {}],
     ]);
     expectError(await provider.client.negotiate(t.id, { type: 'reject', terms: {} }), 409, 'INVALID_STATE');
+    await expect.poll(() => eventsOf(t.id).map((e) => e.data.status)).toEqual(['initiated', 'negotiating', 'matched', 'funds_held']);
   });
 
   it('ends on reject and on withdraw, each with its reason (D11.3)', async () => {

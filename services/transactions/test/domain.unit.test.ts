@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import { TRANSACTION_STATUSES, type NegotiateBody, type Pricing, type TransactionStatus } from '@aex/contracts';
+import { listPrice, platformFee } from '../src/domain/pricing.js';
+import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action } from '../src/domain/state-machine.js';
+import { delegationRefusal } from '../src/domain/delegation.js';
+import { MAX_ROUNDS, ruleOn, type LastMessage } from '../src/domain/negotiation.js';
+
+describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up once', () => {
+  it.each([
+    [1, 0], // 0.05 → 0
+    [9, 0], // 0.45 → 0
+    [10, 1], // 0.5 → 1 (half-up)
+    [29, 1], // 1.45 → 1
+    [30, 2], // 1.5 → 2
+    [1000, 50],
+    [1010, 51], // 50.5 → 51
+    [999_999, 50_000], // 49,999.95 → 50,000
+    [1_000_000, 50_000],
+    [1_000_010, 50_000], // 50,000 + 0.3 → 50,000
+    [1_000_017, 50_001], // 50,000 + 0.51 → 50,001
+    [10_000_000, 320_000], // 50,000 + 270,000
+    [10_000_100, 320_002], // + 1.5 → 1.5 → half-up 2
+    [20_000_000, 470_000], // + 150,000
+  ])('a price of %i cents pays a fee of %i', (price, fee) => {
+    expect(platformFee(price)).toBe(fee);
+  });
+
+  it('never takes more than 5 % nor less than the lowest tier would', () => {
+    for (let p = 1; p < 5000; p += 7) {
+      const f = platformFee(p);
+      expect(f).toBeLessThanOrEqual(Math.ceil(p * 0.05));
+      expect(f).toBeGreaterThanOrEqual(Math.floor(p * 0.05));
+    }
+  });
+});
+
+describe('list price (D9.3)', () => {
+  const fixed: Pricing = { model: 'fixed', basePriceCents: 250 };
+  const perUnit: Pricing = { model: 'per_unit', basePriceCents: 30 };
+  const tiered: Pricing = { model: 'tiered', basePriceCents: 100, tiers: [{ upToUnits: 10, unitPriceCents: 100 }, { upToUnits: 100, unitPriceCents: 50 }, { upToUnits: null, unitPriceCents: 10 }] };
+  it.each<[string, Pricing, number, number | string]>([
+    ['fixed, one unit', fixed, 1, 250],
+    ['fixed, more units', fixed, 2, 'one unit at a time'],
+    ['negotiable, one unit', { model: 'negotiable', basePriceCents: 400 }, 1, 400],
+    ['per unit', perUnit, 7, 210],
+    ['tiered inside the first tier', tiered, 4, 400],
+    ['tiered at a boundary', tiered, 10, 1000],
+    ['tiered across two tiers', tiered, 11, 1050],
+    ['tiered across all tiers', tiered, 120, 5700],
+    ['tiered without tiers: base per unit', { model: 'tiered', basePriceCents: 20 }, 5, 100],
+    ['above the max transaction amount', perUnit, 40_000, 'exceeds the maximum'],
+    ['zero units', perUnit, 0, 'positive integer'],
+  ])('%s', (_name, pricing, units, expected) => {
+    const r = listPrice(pricing, units);
+    if (typeof expected === 'number') expect(r).toEqual({ ok: true, cents: expected });
+    else expect(r.ok ? 'ok' : r.message).toContain(expected);
+  });
+});
+
+describe('state machine (D9.7)', () => {
+  // The moves of D9.7 and D11.3–4, written out once more by hand: the table in the code must equal it.
+  const expected: [TransactionStatus, TransactionStatus][] = [
+    ['initiated', 'funds_held'], ['initiated', 'failed'], ['initiated', 'cancelled'], ['initiated', 'negotiating'],
+    ['negotiating', 'matched'], ['negotiating', 'cancelled'],
+    ['matched', 'funds_held'], ['matched', 'cancelled'],
+    ['funds_held', 'executing'], ['funds_held', 'delivered'], ['funds_held', 'validation_failed'], ['funds_held', 'failed'], ['funds_held', 'expired'], ['funds_held', 'cancelled'],
+    ['executing', 'delivered'], ['executing', 'validation_failed'], ['executing', 'failed'], ['executing', 'expired'],
+    ['validation_failed', 'delivered'], ['validation_failed', 'validation_failed'], ['validation_failed', 'failed'], ['validation_failed', 'expired'],
+    ['delivered', 'settled'], ['delivered', 'disputed'],
+  ];
+  const allowed = new Set(expected.map(([a, b]) => `${a}>${b}`));
+
+  it('allows exactly the decided moves, and refuses every other of the 144 pairs', () => {
+    for (const from of TRANSACTION_STATUSES) {
+      for (const to of TRANSACTION_STATUSES) expect(canMove(from, to), `${from} → ${to}`).toBe(allowed.has(`${from}>${to}`));
+    }
+    expect(Object.values(MOVES).flat()).toHaveLength(expected.length);
+  });
+
+  it('has nothing leaving a terminal status', () => {
+    for (const s of TRANSACTION_STATUSES.filter(isTerminal)) expect(MOVES[s]).toEqual([]);
+    expect(TRANSACTION_STATUSES.filter(isTerminal)).toEqual(['settled', 'cancelled', 'expired', 'failed']);
+  });
+
+  const sources: Record<Action, TransactionStatus[]> = {
+    negotiate: ['negotiating'],
+    start: ['funds_held'],
+    deliver: ['funds_held', 'executing', 'validation_failed'],
+    verify: ['delivered'],
+    cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
+    expire: ['funds_held', 'executing', 'validation_failed'],
+  };
+  for (const action of Object.keys(sources) as Action[]) {
+    it(`${action}: allowed from ${sources[action].join(', ')}; 409 INVALID_STATE with the status from the rest`, () => {
+      expect([...ACTION_SOURCES[action]]).toEqual(sources[action]);
+      for (const status of TRANSACTION_STATUSES) {
+        if (sources[action].includes(status)) expect(() => assertAction(action, status)).not.toThrow();
+        else expect(() => assertAction(action, status)).toThrow(expect.objectContaining({ status: 409, entries: [expect.objectContaining({ code: 'INVALID_STATE', details: expect.objectContaining({ status }) })] }));
+      }
+    });
+  }
+});
+
+describe('delegation (D10.2): the decided order and details', () => {
+  const attempt = { category: 'crypto', priceCents: 1000, spentLast24hCents: 0 };
+  it.each<[string, Parameters<typeof delegationRefusal>[0], Partial<typeof attempt>, string | null, unknown]>([
+    ['no rules', {}, {}, null, null],
+    ['category outside the allow-list', { allowedCategories: ['text'] }, {}, 'DELEGATION_EXCEEDED', { rule: 'allowedCategories', limit: ['text'], attempted: 'crypto' }],
+    ['category in the block-list', { blockedCategories: ['crypto'] }, {}, 'DELEGATION_EXCEEDED', { rule: 'blockedCategories', limit: ['crypto'], attempted: 'crypto' }],
+    ['category before the amount', { allowedCategories: ['text'], maxTransactionCents: 1 }, {}, 'DELEGATION_EXCEEDED', { rule: 'allowedCategories', limit: ['text'], attempted: 'crypto' }],
+    ['per transaction, at the limit', { maxTransactionCents: 1000 }, {}, null, null],
+    ['per transaction, over it', { maxTransactionCents: 999 }, {}, 'DELEGATION_EXCEEDED', { rule: 'maxTransactionCents', limit: 999, attempted: 1000 }],
+    ['amount before the daily sum', { maxTransactionCents: 999, maxDailySpendCents: 10 }, {}, 'DELEGATION_EXCEEDED', { rule: 'maxTransactionCents', limit: 999, attempted: 1000 }],
+    ['daily, counting what was spent', { maxDailySpendCents: 1500 }, { spentLast24hCents: 600 }, 'DELEGATION_EXCEEDED', { rule: 'maxDailySpendCents', limit: 1500, attempted: 1600 }],
+    ['daily, exactly reached', { maxDailySpendCents: 1600 }, { spentLast24hCents: 600 }, null, null],
+    ['exceeded before approval', { maxTransactionCents: 10, requireHumanApprovalAboveCents: 5 }, {}, 'DELEGATION_EXCEEDED', { rule: 'maxTransactionCents', limit: 10, attempted: 1000 }],
+    ['approval above the threshold', { requireHumanApprovalAboveCents: 999 }, {}, 'HUMAN_APPROVAL_REQUIRED', { rule: 'requireHumanApprovalAboveCents', limit: 999, attempted: 1000 }],
+    ['approval at the threshold is not needed', { requireHumanApprovalAboveCents: 1000 }, {}, null, null],
+    ['auto-approve only below', { autoApproveBelow: 1000 }, {}, 'HUMAN_APPROVAL_REQUIRED', { rule: 'autoApproveBelow', limit: 1000, attempted: 1000 }],
+    ['auto-approved below', { autoApproveBelow: 1001 }, {}, null, null],
+  ])('%s', (_name, rules, over, code, details) => {
+    const r = delegationRefusal(rules, { ...attempt, ...over });
+    expect(r?.code ?? null).toBe(code);
+    expect(r?.details ?? null).toEqual(details);
+  });
+});
+
+describe('negotiation rules (D11)', () => {
+  const consumer = 'c';
+  const provider = 'p';
+  const pricing: Pricing = { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 };
+  const opening: LastMessage = { fromAgentId: consumer, round: 1, messageType: 'initial_offer', priceCents: 600 };
+  const body = (type: NegotiateBody['type'], terms: NegotiateBody['terms'] = {}): NegotiateBody => ({ type, terms });
+
+  it.each<[string, LastMessage, string, NegotiateBody, unknown]>([
+    ['the sender of the last message is out of turn', opening, consumer, body('counter_offer', { priceCents: 700 }), { kind: 'refused', code: 'NEGOTIATION_OUT_OF_TURN' }],
+    ['a second initial offer', opening, provider, body('initial_offer', { priceCents: 700 }), { kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/type' }],
+    ['a counter offer without a price', opening, provider, body('counter_offer'), { kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/terms/priceCents' }],
+    ['a counter offer below the minimum', opening, provider, body('counter_offer', { priceCents: 499 }), { kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE' }],
+    ['a counter offer above the maximum', opening, provider, body('counter_offer', { priceCents: 2001 }), { kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE' }],
+    ['a counter offer in bounds', opening, provider, body('counter_offer', { priceCents: 2000 }), { kind: 'message', round: 2, ends: null, agreedPriceCents: null }],
+    ['an accept with terms', opening, provider, body('accept', { priceCents: 600 }), { kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/terms' }],
+    ['an accept agrees to the latest price', opening, provider, body('accept'), { kind: 'message', round: 2, ends: null, agreedPriceCents: 600 }],
+    ['a reject ends it', opening, provider, body('reject'), { kind: 'message', round: 2, ends: 'negotiation_rejected', agreedPriceCents: null }],
+    ['a withdraw ends it', opening, provider, body('withdraw'), { kind: 'message', round: 2, ends: 'negotiation_withdrawn', agreedPriceCents: null }],
+    ['the 10th message as a counter offer ends it', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('counter_offer', { priceCents: 900 }), { kind: 'message', round: 10, ends: 'negotiation_rounds_exhausted', agreedPriceCents: null }],
+    ['the 10th message as an accept agrees', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('accept'), { kind: 'message', round: 10, ends: null, agreedPriceCents: 800 }],
+  ])('%s', (_name, last, caller, b, expected) => {
+    expect(ruleOn(last, caller, b, pricing)).toMatchObject(expected as object);
+  });
+});

@@ -1,0 +1,59 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { unwrap } from '@aex/client';
+import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
+import type { Member, TestExchange } from './harness.js';
+
+// What the transaction tests share (issue 10): a digest service, its good input and output, parties
+// with signing keys, and waiting for a status.
+
+export const INPUT = { payload: 'hello world', algorithm: 'sha256' };
+export const OUTPUT = { digest: createHash('sha256').update('hello world').digest('hex'), algorithm: 'sha256' };
+
+export function serviceBody(over: Partial<CreateServiceBody> = {}): CreateServiceBody {
+  return {
+    name: `Digest ${randomUUID().slice(0, 8)}`,
+    description: 'Computes the SHA-256 digest of a text payload.',
+    version: '1.0.0',
+    category: 'crypto',
+    inputSchema: { type: 'object', required: ['payload'], properties: { payload: { type: 'string', minLength: 1 }, algorithm: { enum: ['sha256'] } }, additionalProperties: false },
+    outputSchema: { type: 'object', required: ['digest'], properties: { digest: { type: 'string', pattern: '^[0-9a-f]{64}$' }, algorithm: { type: 'string' } } },
+    pricing: { model: 'fixed', basePriceCents: 1000 },
+    sla: { maxLatencyMs: 2000, timeoutMs: 600_000, maxRetries: 1 },
+    ...over,
+  };
+}
+
+export type Party = Member & { owner: Member };
+
+/** An account whose owner agent creates one agent with a signing key: the party the tests use. */
+export async function party(ex: TestExchange): Promise<Party> {
+  const owner = await ex.signUp();
+  const agent = await ex.addAgent(owner);
+  return { ...agent, owner };
+}
+
+export async function funded(ex: TestExchange, cents: number): Promise<Party> {
+  const p = await party(ex);
+  unwrap(await p.client.fund(p.agentId, cents));
+  return p;
+}
+
+export const wallet = async (m: Member) => unwrap(await m.client.getWallet(m.agentId));
+
+/** The member's ledger entries of one transaction as [txType, amount], sorted. */
+export const ledgerOf = async (m: Member, txId: string) =>
+  unwrap(await m.client.ledger(m.agentId, { limit: 100 }))
+    .filter((e: LedgerEntryView) => e.transactionId === txId)
+    .map((e) => [e.txType, e.amountCents])
+    .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+
+/** Polls the transaction until it has `status`; throws with the last status after `ms`. */
+export async function waitForStatus(m: Member, id: string, status: string, ms = 10_000): Promise<TransactionView> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const t = unwrap(await m.client.getTransaction(id));
+    if (t.status === status) return t;
+    if (Date.now() > deadline) throw new Error(`transaction ${id} is ${t.status}, not ${status}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unwrap } from '@aex/client';
+import { expectError, startTestExchange, type TestExchange } from './harness.js';
+import { funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
+
+// Issue 10 item 4–5: the hold/settle saga with the wallet stopped and back, and the transaction
+// service restarted mid-saga and mid-timer (D9.9, D9.7, D11.4): 202 while the wallet is away, the
+// saga finishing by itself, nothing lost or applied twice, timers firing once after a restart.
+
+let ex: TestExchange;
+
+beforeAll(async () => {
+  ex = await startTestExchange({ SAGA_WAIT_MS: '400' }, { timerPollMs: 100 });
+}, 120_000);
+
+afterAll(async () => {
+  await ex?.stop();
+});
+
+async function digestService() {
+  const provider = await party(ex);
+  const service = unwrap(await provider.client.createService(serviceBody()));
+  return { provider, serviceId: service.id };
+}
+
+describe('with the wallet stopped (D9.9)', () => {
+  it('answers 202 initiated, then the hold is placed once the wallet is back', async () => {
+    const { serviceId } = await digestService();
+    const consumer = await funded(ex, 3000);
+    await ex.stopWallet();
+    try {
+      const r = await consumer.client.createTransaction({ serviceId, input: INPUT });
+      expect(r.status).toBe(202);
+      expect(unwrap(r)).toMatchObject({ status: 'initiated', agreedPriceCents: 1000, fundsHeldAt: null });
+      expect(unwrap(await consumer.client.getTransaction(unwrap(r).id)).status).toBe('initiated');
+    } finally {
+      await ex.startWallet();
+    }
+    const [t] = unwrap(await consumer.client.listTransactions());
+    const held = await waitForStatus(consumer, t!.id, 'funds_held');
+    expect(held.fundsHeldAt).not.toBeNull();
+    expect(await wallet(consumer)).toMatchObject({ balanceCents: 3000, heldCents: 1000 });
+  });
+
+  it('fails a transaction the wallet refuses once it is back, holding nothing', async () => {
+    const { serviceId } = await digestService();
+    const poor = await funded(ex, 500);
+    await ex.stopWallet();
+    let id: string;
+    try {
+      const r = await poor.client.createTransaction({ serviceId, input: INPUT });
+      expect(r.status).toBe(202);
+      id = unwrap(r).id;
+    } finally {
+      await ex.startWallet();
+    }
+    const failed = await waitForStatus(poor, id, 'failed');
+    expect(failed.statusReason).toBe('insufficient_funds');
+    expect(await wallet(poor)).toMatchObject({ balanceCents: 500, heldCents: 0 });
+  });
+
+  it('answers verify 202 delivered, and settles once the wallet is back', async () => {
+    const { provider, serviceId } = await digestService();
+    const consumer = await funded(ex, 3000);
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    await ex.stopWallet();
+    try {
+      const r = await consumer.client.verify(t.id, { qualityScore: 80 });
+      expect(r.status).toBe(202);
+      expect(unwrap(r).status).toBe('delivered');
+      // A second verify while the settlement is on its way asks nothing more of the wallet.
+      expect((await consumer.client.verify(t.id)).status).toBe(202);
+    } finally {
+      await ex.startWallet();
+    }
+    const settled = await waitForStatus(consumer, t.id, 'settled');
+    expect(settled.qualityScore).toBe(80);
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
+  });
+
+  it('returns nothing twice when a transaction is cancelled before the wallet saw its hold', async () => {
+    const { serviceId } = await digestService();
+    const consumer = await funded(ex, 3000);
+    await ex.stopWallet();
+    let id: string;
+    try {
+      id = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT })).id;
+      expect(unwrap(await consumer.client.cancel(id))).toMatchObject({ status: 'cancelled', statusReason: 'cancelled_by_consumer' });
+    } finally {
+      await ex.startWallet();
+    }
+    // Hold and return reach the wallet in either order: in the end nothing is held, nothing moved twice.
+    await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(0);
+    expect((await wallet(consumer)).balanceCents).toBe(3000);
+    const entries = await ledgerOf(consumer, id);
+    expect([[], [['fund_hold', -1000], ['fund_return', 1000]]]).toContainEqual(entries);
+  });
+
+  it('answers an accept 202 while the wallet is away, then funds_held through matched', async () => {
+    const provider = await party(ex);
+    const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
+    const consumer = await funded(ex, 3000);
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+    await ex.stopWallet();
+    try {
+      const r = await provider.client.negotiate(t.id, { type: 'accept', terms: {} });
+      expect(r.status).toBe(202);
+      expect(unwrap(r).status).toBe('negotiating');
+      expectError(await consumer.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 800 } }), 409, 'INVALID_STATE');
+    } finally {
+      await ex.startWallet();
+    }
+    const held = await waitForStatus(consumer, t.id, 'funds_held');
+    expect(held.agreedPriceCents).toBe(700);
+    expect(unwrap(await consumer.client.negotiations(t.id)).map((m) => m.messageType)).toEqual(['initial_offer', 'accept']);
+  });
+});
+
+describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D11.4)', () => {
+  it('places a hold the wallet confirmed while the service was down', async () => {
+    const { serviceId } = await digestService();
+    const consumer = await funded(ex, 3000);
+    await ex.stopWallet();
+    const id = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT })).id;
+    await ex.stopTransactions();
+    await ex.startWallet();
+    await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(1000);
+    await ex.startTransactions();
+    await waitForStatus(consumer, id, 'funds_held');
+  });
+
+  it('expires a transaction whose expiresAt passed while the service was down, once', async () => {
+    const provider = await party(ex);
+    const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 500, timeoutMs: 1000 } }))).id;
+    const consumer = await funded(ex, 3000);
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    expect(t.status).toBe('funds_held');
+    await ex.stopTransactions();
+    await new Promise((r) => setTimeout(r, 1500));
+    await ex.startTransactions();
+    const expired = await waitForStatus(consumer, t.id, 'expired', 5_000);
+    expect(expired.statusReason).toBe('sla_timeout');
+    await expect.poll(async () => (await wallet(consumer)).heldCents).toBe(0);
+    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_return', 1000]]);
+  });
+
+  it('cancels a negotiation whose offer expired while the service was down', async () => {
+    const provider = await party(ex);
+    const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
+    const consumer = await funded(ex, 3000);
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+    unwrap(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
+    await ex.stopTransactions();
+    await new Promise((r) => setTimeout(r, 1300));
+    await ex.startTransactions();
+    const cancelled = await waitForStatus(consumer, t.id, 'cancelled', 5_000);
+    expect(cancelled.statusReason).toBe('offer_expired');
+  });
+
+  it('leaves the ledger whole after all of it', async () => {
+    const report = unwrap(await ex.admin.checkLedger());
+    expect(report.violations).toEqual([]);
+  });
+});

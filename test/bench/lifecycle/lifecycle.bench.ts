@@ -1,0 +1,209 @@
+/**
+ * `pnpm bench:lifecycle` (issue 10): settled lifecycles per second — create (signed) → deliver
+ * (signed) → verify, through the gateway, 16 at a time — with p50/p99 of create, next to a ceiling
+ * measured in the same run: the same database writes issued directly by one process with
+ * node-postgres (same transactions, same row counts, no HTTP, no NATS, no validation). Everything on
+ * the exchange side is real: Postgres, NATS JetStream, every service, HTTP.
+ *
+ *   pnpm bench:lifecycle                    400 lifecycles
+ *   pnpm bench:lifecycle --lifecycles 1000
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
+import { loadConfig } from '@aex/platform';
+import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
+import { startStack } from '@aex/stack';
+
+const args = process.argv.slice(2);
+const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
+const CONCURRENCY = 16;
+const TARGETS = { ratio: 0.15, createP99Ms: 100 };
+const INPUT = { payload: 'hello world' };
+const OUTPUT = { digest: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9' };
+
+const quantile = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+};
+const fmt = (n: number) => n.toFixed(1);
+
+async function pool<T>(items: T[], n: number, run: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: n }, async () => {
+    while (next < items.length) await run(items[next++]!);
+  }));
+}
+
+const db = await createTestDatabase();
+const { bus, dispose } = await createTestBus('jetstream');
+const unlimited = '1000000';
+const config = loadConfig({}, {
+  PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
+  RATE_LIMIT_READ_PER_MIN: unlimited, RATE_LIMIT_WRITE_PER_MIN: unlimited, RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: unlimited,
+});
+const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });
+const url = await stack.gateway.listen({ host: '127.0.0.1', port: 0 });
+
+try {
+  const exchange = await throughTheGateway();
+  const ceiling = await directWrites();
+  const ratio = exchange.perSecond / ceiling.perSecond;
+  console.log('\nSettled lifecycles (create → deliver → verify), concurrency 16');
+  console.log(`  exchange (gateway, every service, JetStream):  ${fmt(exchange.perSecond)} /s   (${LIFECYCLES} in ${fmt(exchange.seconds)} s)`);
+  console.log(`  ceiling (the same writes, node-postgres):      ${fmt(ceiling.perSecond)} /s   (${LIFECYCLES} in ${fmt(ceiling.seconds)} s)`);
+  console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio})`);
+  console.log(`  create p50 / p99:  ${fmt(quantile(exchange.create, 0.5))} / ${fmt(quantile(exchange.create, 0.99))} ms   (target p99 ≤ ${TARGETS.createP99Ms} ms)`);
+  console.log(`  deliver p50 / p99: ${fmt(quantile(exchange.deliver, 0.5))} / ${fmt(quantile(exchange.deliver, 0.99))} ms`);
+  console.log(`  verify p50 / p99:  ${fmt(quantile(exchange.verify, 0.5))} / ${fmt(quantile(exchange.verify, 0.99))} ms`);
+  console.log(`  ceiling per lifecycle p50: ${fmt(quantile(ceiling.lifecycle, 0.5))} ms`);
+  const ok = ratio >= TARGETS.ratio && quantile(exchange.create, 0.99) <= TARGETS.createP99Ms;
+  console.log(`\n${ok ? 'targets met' : 'targets missed'}`);
+} finally {
+  await stack.stop();
+  await dispose();
+  await db.drop();
+}
+
+async function throughTheGateway() {
+  const anon = new ExchangeClient({ baseUrl: url });
+  const agent = async (i: number, funds: number) => {
+    const owner = unwrap(await anon.createAccount({ accountType: 'organization', email: `bench-${i}-${randomUUID()}@example.com`, displayName: `Bench ${i}`, agent: { name: 'owner' } }));
+    const keys = generateSigningKey();
+    const made = unwrap(await anon.as({ apiKey: owner.apiKey }).createAgent({ name: `agent-${i}`, agentType: 'persistent', signingKeyPublic: keys.publicKey }));
+    const client = anon.as({ apiKey: made.apiKey, signingSecretKey: keys.secretKey });
+    for (let left = funds; left > 0; left -= 1_000_000) unwrap(await client.fund(made.id, Math.min(left, 1_000_000)));
+    return { id: made.id, client };
+  };
+  const providers = await Promise.all(Array.from({ length: 4 }, (_, i) => agent(i, 0)));
+  const services = await Promise.all(providers.map(async (p) => ({
+    provider: p,
+    id: unwrap(await p.client.createService({
+      name: `Digest ${randomUUID().slice(0, 6)}`, description: 'Computes the SHA-256 digest of a text payload.', version: '1.0.0', category: 'crypto',
+      inputSchema: { type: 'object', required: ['payload'], properties: { payload: { type: 'string' } } },
+      outputSchema: { type: 'object', required: ['digest'], properties: { digest: { type: 'string', pattern: '^[0-9a-f]{64}$' } } },
+      pricing: { model: 'fixed', basePriceCents: 100 }, sla: { maxLatencyMs: 60_000, timeoutMs: 600_000 },
+    })).id,
+  })));
+  const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * LIFECYCLES)));
+  const create: number[] = [];
+  const deliver: number[] = [];
+  const verify: number[] = [];
+  const timed = async <T>(into: number[], call: () => Promise<T>) => {
+    const t0 = performance.now();
+    const out = await call();
+    into.push(performance.now() - t0);
+    return out;
+  };
+  // A short warm-up (compiled validators, connection pools, consumers), not counted.
+  await pool(Array.from({ length: 32 }, (_, i) => i), CONCURRENCY, async (i) => {
+    const s = services[i % services.length]!;
+    const t = unwrap(await consumers[i % CONCURRENCY]!.client.createTransaction({ serviceId: s.id, input: INPUT }));
+    unwrap(await s.provider.client.deliver(t.id, OUTPUT));
+    unwrap(await consumers[i % CONCURRENCY]!.client.verify(t.id));
+  });
+  const started = performance.now();
+  await pool(Array.from({ length: LIFECYCLES }, (_, i) => i), CONCURRENCY, async (i) => {
+    const s = services[i % services.length]!;
+    const consumer = consumers[i % CONCURRENCY]!;
+    const t = unwrap(await timed(create, () => consumer.client.createTransaction({ serviceId: s.id, input: INPUT })));
+    if (t.status !== 'funds_held') throw new Error(`created as ${t.status}`);
+    unwrap(await timed(deliver, () => s.provider.client.deliver(t.id, OUTPUT)));
+    const v = unwrap(await timed(verify, () => consumer.client.verify(t.id)));
+    if (v.status !== 'settled') throw new Error(`verified as ${v.status}`);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  return { perSecond: LIFECYCLES / seconds, seconds, create, deliver, verify };
+}
+
+/**
+ * The floor of what a lifecycle must write, without anything else: the same database transactions
+ * the services commit (creation with its event and hold command, the hold, funds_held, delivery,
+ * verification, settlement, settled), with their rows, in a schema of its own on the same server.
+ */
+async function directWrites() {
+  const sql = new pg.Pool({ connectionString: db.url, max: CONCURRENCY });
+  await sql.query(`create schema ceiling;
+    create table ceiling.tx (id uuid primary key, status text not null, body jsonb not null, updated_at timestamptz not null);
+    create table ceiling.outbox (id uuid primary key, payload jsonb not null, published_at timestamptz);
+    create table ceiling.wallets (id uuid primary key, balance bigint not null, held bigint not null);
+    create table ceiling.ledger (seq bigserial primary key, id uuid not null, wallet_id uuid not null, operation_id text not null, amount bigint not null);
+    create table ceiling.holds (transaction_id uuid primary key, status text not null);
+    create table ceiling.processed (consumer text, message_id uuid, primary key (consumer, message_id));`);
+  const wallets = Array.from({ length: CONCURRENCY + 5 }, () => randomUUID());
+  for (const w of wallets) await sql.query('insert into ceiling.wallets values ($1, 1000000000, 0)', [w]);
+  const inTx = async (fn: (c: pg.PoolClient) => Promise<void>) => {
+    const c = await sql.connect();
+    try {
+      await c.query('begin');
+      await fn(c);
+      await c.query('commit');
+    } finally {
+      c.release();
+    }
+  };
+  const event = (c: pg.PoolClient, payload: object) => c.query('insert into ceiling.outbox values ($1, $2, null)', [randomUUID(), JSON.stringify(payload)]);
+  const consumed = (c: pg.PoolClient) => c.query('insert into ceiling.processed values ($1, $2)', ['bench', randomUUID()]);
+  const move = async (c: pg.PoolClient, wallet: string, op: string, amount: number, held = 0) => {
+    await c.query('update ceiling.wallets set balance = balance + $2, held = held + $3 where id = $1', [wallet, amount, held]);
+    await c.query('insert into ceiling.ledger (id, wallet_id, operation_id, amount) values ($1, $2, $3, $4)', [randomUUID(), wallet, op, amount]);
+  };
+  const lifecycle: number[] = [];
+  const started = performance.now();
+  await pool(Array.from({ length: LIFECYCLES }, (_, i) => i), CONCURRENCY, async (i) => {
+    const t0 = performance.now();
+    const id = randomUUID();
+    const consumer = wallets[i % CONCURRENCY]!;
+    const provider = wallets[CONCURRENCY + (i % 4)]!;
+    const platform = wallets[CONCURRENCY + 4]!;
+    const body = { input: INPUT, price: 100 };
+    await inTx(async (c) => {
+      await c.query('insert into ceiling.tx values ($1, $2, $3, now())', [id, 'initiated', JSON.stringify(body)]);
+      await event(c, { type: 'initiated', id });
+      await event(c, { type: 'holdFunds', id });
+    });
+    await inTx(async (c) => {
+      await consumed(c);
+      await c.query('select * from ceiling.wallets where id = $1 for update', [consumer]);
+      await move(c, consumer, `hold:${id}`, -100, 100);
+      await c.query('insert into ceiling.holds values ($1, $2)', [id, 'held']);
+      await event(c, { type: 'placed', id });
+    });
+    await inTx(async (c) => {
+      await consumed(c);
+      await c.query('update ceiling.tx set status = $2, updated_at = now() where id = $1', [id, 'funds_held']);
+      await event(c, { type: 'funds_held', id });
+    });
+    await inTx(async (c) => {
+      await c.query('select * from ceiling.tx where id = $1 for update', [id]);
+      await c.query('update ceiling.tx set status = $2, body = body || $3, updated_at = now() where id = $1', [id, 'delivered', JSON.stringify({ output: OUTPUT })]);
+      await event(c, { type: 'delivered', id });
+    });
+    await inTx(async (c) => {
+      await c.query('select * from ceiling.tx where id = $1 for update', [id]);
+      await c.query('update ceiling.tx set body = body || $2, updated_at = now() where id = $1', [id, '{"settling":true}']);
+      await event(c, { type: 'settle', id });
+    });
+    await inTx(async (c) => {
+      await consumed(c);
+      await c.query('select * from ceiling.wallets where id = any($1) order by id for update', [[consumer, provider, platform]]);
+      await move(c, consumer, `settle:${id}`, 100, -100);
+      await move(c, consumer, `settle:${id}`, -100);
+      await move(c, provider, `settle:${id}`, 100);
+      await move(c, provider, `settle:${id}`, -5);
+      await move(c, platform, `settle:${id}`, 5);
+      await c.query('update ceiling.holds set status = $2 where transaction_id = $1', [id, 'settled']);
+      await event(c, { type: 'settled', id });
+    });
+    await inTx(async (c) => {
+      await consumed(c);
+      await c.query('update ceiling.tx set status = $2, updated_at = now() where id = $1', [id, 'settled']);
+      await event(c, { type: 'settled', id });
+    });
+    lifecycle.push(performance.now() - t0);
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await sql.query('drop schema ceiling cascade');
+  await sql.end();
+  return { perSecond: LIFECYCLES / seconds, seconds, lifecycle };
+}

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
 import { createTestBus, createTestDatabase, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';
 
@@ -38,6 +38,38 @@ describe('services as separate processes', () => {
 
     for (const r of [gateway, wallet, identity]) expect(await stopProcess(r.child)).toBe(0);
     for (const r of running) expect(r.output()).toMatch(/shutting down/);
+  });
+
+  it('settle a purchase with every service in a process of its own (issue 10)', async () => {
+    const procEnv = { ...env, DISCOVERY_MEANING: 'false' };
+    const identity = await spawnMain('services/identity/src/main.ts', procEnv, /identity service started/);
+    const wallet = await spawnMain('services/wallet/src/main.ts', procEnv, /wallet service started/);
+    const catalog = await spawnMain('services/catalog/src/main.ts', procEnv, /catalog service started/);
+    const transactions = await spawnMain('services/transactions/src/main.ts', procEnv, /transactions service started/);
+    const gateway = await spawnMain('services/gateway/src/main.ts', procEnv, /"url":"(http:\/\/[^"]+)"[^\n]*gateway listening/);
+    running.push(identity, wallet, catalog, transactions, gateway);
+
+    const anon = new ExchangeClient({ baseUrl: gateway.match[1]! });
+    const member = async () => {
+      const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: 'split', agent: { name: 'owner' } }));
+      const keys = generateSigningKey();
+      const agent = unwrap(await anon.as({ apiKey: acc.apiKey }).createAgent({ name: 'worker', agentType: 'persistent', signingKeyPublic: keys.publicKey }));
+      return { id: agent.id, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }) };
+    };
+    const [provider, consumer] = [await member(), await member()];
+    unwrap(await consumer.client.fund(consumer.id, 2000));
+    const service = unwrap(await provider.client.createService({
+      name: 'Echo', description: 'Answers with the text it was given.', version: '1.0.0', category: 'text',
+      inputSchema: { type: 'object', required: ['text'] }, outputSchema: { type: 'object', required: ['text'] },
+      pricing: { model: 'fixed', basePriceCents: 700 }, sla: { maxLatencyMs: 1000, timeoutMs: 60_000 },
+    }));
+    const created = await consumer.client.createTransaction({ serviceId: service.id, input: { text: 'hi' } });
+    expect([created.status, unwrap(created).status]).toEqual([201, 'funds_held']);
+    expect(unwrap(await provider.client.deliver(unwrap(created).id, { text: 'hi' })).status).toBe('delivered');
+    expect(unwrap(await consumer.client.verify(unwrap(created).id)).status).toBe('settled');
+    expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(665);
+
+    for (const r of [gateway, transactions, catalog, wallet, identity]) expect(await stopProcess(r.child)).toBe(0);
   });
 
   it('runs the catalog on its own with discovery by meaning, ready on HEALTH_PORT, logging JSON without a warning (issue 9)', async () => {

@@ -21,7 +21,8 @@ const published: MessageEnvelope<{ transactionId: string; status: string; previo
 let eventConsumer: Stoppable | undefined;
 
 beforeAll(async () => {
-  ex = await startTestExchange({}, { timerPollMs: 100 });
+  // Writes unlimited: one test opens 100 transactions for one agent.
+  ex = await startTestExchange({ RATE_LIMIT_WRITE_PER_MIN: '100000' }, { timerPollMs: 100 });
   eventConsumer = await ex.bus.consume({
     stream: 'events',
     durable: 'test-transaction-events',
@@ -369,6 +370,42 @@ describe('idempotent creation (D5.5)', () => {
     expect(again.headers?.get('idempotent-replayed')).toBe('true');
     expect(await wallet(consumer)).toMatchObject({ heldCents: 1000 });
     expect(data(await consumer.client.listTransactions())).toHaveLength(1);
+  });
+});
+
+describe('limits and the pinned validators (D9.6, issue 10 item 2)', () => {
+  it('refuses a 101st transaction in progress with 409 LIMIT_REACHED, for either party', async () => {
+    const [provider, consumer, other] = await Promise.all([party(), funded(1000), funded(1000)]);
+    const serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
+    // Negotiating transactions hold nothing: a hundred of them cost the consumer nothing yet.
+    for (let i = 0; i < 100; i += 10) {
+      await Promise.all(Array.from({ length: 10 }, async () => expect(data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 })).status).toBe('negotiating')));
+    }
+    const r = await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 });
+    expectError(r, 409, 'LIMIT_REACHED');
+    if (!r.ok) expect(r.error.errors[0]!.details).toEqual({ limit: 100, party: 'consumer' });
+    // The provider has 100 in progress too: nobody can open another with it.
+    const viaOther = await other.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 });
+    expectError(viaOther, 409, 'LIMIT_REACHED');
+    if (!viaOther.ok) expect(viaOther.error.errors[0]!.details).toEqual({ limit: 100, party: 'provider' });
+    // Ending one frees a place.
+    const [first] = data(await consumer.client.listTransactions({ status: 'negotiating', limit: 1 }));
+    data(await consumer.client.cancel(first!.id));
+    expect(data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 })).status).toBe('negotiating');
+  });
+
+  it('compiles a contract revision\'s validators once, not per request', async () => {
+    const [provider, consumer] = await Promise.all([party(), funded(10_000)]);
+    const serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 100 } }))).id;
+    const contracts = ex.transactions!.deps.contracts;
+    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    data(await provider.client.deliver(t.id, OUTPUT));
+    const before = contracts.compiles;
+    for (let i = 0; i < 5; i++) {
+      const next = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+      data(await provider.client.deliver(next.id, OUTPUT));
+    }
+    expect(contracts.compiles).toBe(before);
   });
 });
 

@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { PinnedContracts } from './pinned-contracts.js';
+import type { SagaSignals } from './saga-signals.js';
 
 export interface TransactionDeps {
   db: Kysely<Database>;
@@ -10,5 +11,6 @@ export interface TransactionDeps {
   logger: Logger;
   relay: OutboxRelay;
   contracts: PinnedContracts;
+  signals: SagaSignals;
   now: () => Date;
 }

@@ -4,6 +4,7 @@ import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
 import { PinnedContracts } from './pinned-contracts.js';
+import { SagaSignals } from './saga-signals.js';
 import * as transactions from './transactions/handlers.js';
 import * as negotiation from './transactions/negotiation.js';
 import { rpcTimeout } from './transactions/rules.js';
@@ -24,7 +25,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, now: opts.now ?? (() => new Date()) };
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals: new SagaSignals(), now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
   const timers = startTimers(deps, opts.timerPollMs);

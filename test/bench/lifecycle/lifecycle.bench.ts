@@ -7,6 +7,7 @@
  *
  *   pnpm bench:lifecycle                    400 lifecycles
  *   pnpm bench:lifecycle --lifecycles 1000
+ *   pnpm bench:lifecycle --concurrency 1    one lifecycle at a time: latency without queueing
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -17,7 +18,7 @@ import { startStack } from '@aex/stack';
 
 const args = process.argv.slice(2);
 const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
-const CONCURRENCY = 16;
+const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
 const TARGETS = { ratio: 0.15, createP99Ms: 100 };
 const INPUT = { payload: 'hello world' };
 const OUTPUT = { digest: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9' };
@@ -49,7 +50,7 @@ try {
   const exchange = await throughTheGateway();
   const ceiling = await directWrites();
   const ratio = exchange.perSecond / ceiling.perSecond;
-  console.log('\nSettled lifecycles (create → deliver → verify), concurrency 16');
+  console.log(`\nSettled lifecycles (create → deliver → verify), concurrency ${CONCURRENCY}`);
   console.log(`  exchange (gateway, every service, JetStream):  ${fmt(exchange.perSecond)} /s   (${LIFECYCLES} in ${fmt(exchange.seconds)} s)`);
   console.log(`  ceiling (the same writes, node-postgres):      ${fmt(ceiling.perSecond)} /s   (${LIFECYCLES} in ${fmt(ceiling.seconds)} s)`);
   console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio})`);
@@ -85,7 +86,7 @@ async function throughTheGateway() {
       pricing: { model: 'fixed', basePriceCents: 100 }, sla: { maxLatencyMs: 60_000, timeoutMs: 600_000 },
     })).id,
   })));
-  const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * LIFECYCLES)));
+  const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * (LIFECYCLES + 32))));
   const create: number[] = [];
   const deliver: number[] = [];
   const verify: number[] = [];

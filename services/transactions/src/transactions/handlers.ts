@@ -38,7 +38,8 @@ function refusedForFunds(ctx: HandlerContext, deps: TransactionDeps, t: Transact
 export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['createTransaction']> => async ({ body }, ctx) => {
   const caller = requireAgent(ctx);
   requireActive(caller);
-  const contract = await contractFor(deps, body.serviceId, ctx.requestId);
+  // Both reads at once, before any database transaction (no lock is held across a network call).
+  const [contract, rules] = await Promise.all([contractFor(deps, body.serviceId, ctx.requestId), delegationOf(deps, caller.agentId, ctx.requestId)]);
   if (contract.agentId === caller.agentId) throw new AppError('VALIDATION_ERROR', 'An agent may not buy its own service.', { field: '/body/serviceId' });
   if (contract.status !== 'active' || contract.providerStatus !== 'active') {
     throw new AppError('SERVICE_NOT_ACTIVE', 'The service or its provider is not active.', { details: { serviceStatus: contract.status, providerStatus: contract.providerStatus } });
@@ -55,7 +56,6 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   if (negotiating && ((minimumCents !== undefined && offered < minimumCents) || (maximumCents !== undefined && offered > maximumCents))) {
     throw new AppError('VALIDATION_ERROR', `The service negotiates between ${minimumCents ?? 1} and ${maximumCents ?? price.cents} cents.`, { field: '/body/maxPriceCents', details: { minimumCents, maximumCents } });
   }
-  const rules = await delegationOf(deps, caller.agentId, ctx.requestId);
   const id = randomUUID();
   const now = deps.now();
   const created = await ctx.effect(deps.db, async (trx) => {
@@ -118,7 +118,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   });
   deps.relay.kick();
   if (negotiating) return { ...created, status: 201 };
-  const t = await awaitRow(deps.db, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
+  const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
   if (t.hold === 'refused') return refusedForFunds(ctx, deps, t, price.cents);
   return { ...created, status: t.hold === 'held' ? 201 : 202, data: transactionView(t) };
 };
@@ -213,7 +213,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
     return { status: 202, data: transactionView(t) };
   });
   deps.relay.kick();
-  const t = await awaitRow(deps.db, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling');
+  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling');
   return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
 };
 
@@ -232,6 +232,6 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
     return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}` }, deps.now())) };
   });
   deps.relay.kick();
-  const t = await awaitRow(deps.db, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
+  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
   return { ...reply, data: transactionView(t) };
 };

@@ -73,7 +73,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   });
   deps.relay.kick();
   if (body.type !== 'accept') return reply;
-  const t = await awaitRow(deps.db, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
+  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
   if (t.hold === 'held') return { ...reply, status: 200, data: transactionView(t) };
   if (t.hold === 'refused' || (t.status === 'negotiating' && !t.pendingAcceptBy)) {
     const price = agreedPriceCents;

@@ -1,8 +1,9 @@
 import { AppError, transactionEvent, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
-import { cancelTimer, enqueue, scheduleTimer } from '@aex/platform';
+import { enqueue, scheduleTimer } from '@aex/platform';
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import type { Database, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
+import type { SagaSignals } from '../saga-signals.js';
 
 type Trx = Transaction<Database>;
 
@@ -40,10 +41,7 @@ export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, p
     changes.hold = 'returning';
     await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   }
-  if (isTerminal(to)) {
-    await cancelTimer(trx, TIMERS.offerExpiry, t.id);
-    await cancelTimer(trx, TIMERS.transactionExpiry, t.id);
-  }
+  if (isTerminal(to)) await trx.deleteFrom('timers').where('key', '=', t.id).where('kind', 'in', [TIMERS.offerExpiry, TIMERS.transactionExpiry]).where('firedAt', 'is', null).execute();
   const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
   await announce(trx, next, t.status, now);
   return next;
@@ -81,14 +79,16 @@ export async function scheduleExpiry(trx: Trx, id: string, at: Date): Promise<vo
   await scheduleTimer(trx, { kind: TIMERS.transactionExpiry, key: id, fireAt: at });
 }
 
-/** Waits until `done` holds for the transaction's row or `ms` pass; returns the last row read. */
-export async function awaitRow(db: Kysely<Database>, id: string, ms: number, done: (t: TransactionRow) => boolean): Promise<TransactionRow> {
+/**
+ * Waits until `done` holds for the transaction's row or `ms` pass; returns the last row read. The
+ * row is read again whenever the saga signals the transaction (and every `signals.fallbackMs`).
+ */
+export async function awaitRow(db: Kysely<Database>, signals: SagaSignals, id: string, ms: number, done: (t: TransactionRow) => boolean): Promise<TransactionRow> {
   const deadline = Date.now() + ms;
-  let interval = 5;
   for (;;) {
+    const signalled = signals.next(id, deadline - Date.now());
     const row = await db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
     if (done(row) || Date.now() >= deadline) return row;
-    await new Promise((r) => setTimeout(r, interval));
-    interval = Math.min(interval * 2, 50);
+    await signalled;
   }
 }

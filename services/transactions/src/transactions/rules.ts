@@ -25,18 +25,23 @@ export const rpcTimeout = (config: Pick<ExchangeConfig, 'RPC_TIMEOUT_MS'>) => Ma
  * at once. Locks are taken in id order: two agents buying from each other cannot deadlock.
  */
 export async function lockAgents(trx: Trx, agentIds: string[]): Promise<void> {
-  for (const id of [...new Set(agentIds)].sort()) await sql`select pg_advisory_xact_lock(hashtextextended(${`transactions:agent:${id}`}, 0))`.execute(trx);
+  const keys = [...new Set(agentIds)].sort().map((id) => `transactions:agent:${id}`);
+  // One statement; `ordinality` keeps the id order in which the locks are taken.
+  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${keys}::text[]) with ordinality as t(k, n) order by n`.execute(trx);
 }
 
 /** D9.6: 409 LIMIT_REACHED when either party already has 100 transactions in progress. */
 export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }): Promise<void> {
-  for (const [role, agentId] of [['consumer', agents.consumer], ['provider', agents.provider]] as const) {
-    const { n } = await trx
-      .selectFrom('transactions')
-      .select(sql<number>`count(*)::int`.as('n'))
-      .where((eb) => eb.or([eb('consumerAgentId', '=', agentId), eb('providerAgentId', '=', agentId)]))
-      .where('status', 'not in', [...TERMINAL_STATUSES])
-      .executeTakeFirstOrThrow();
+  const { c, p } = await trx
+    .selectFrom('transactions')
+    .select([
+      sql<number>`count(*) filter (where consumer_agent_id = ${agents.consumer} or provider_agent_id = ${agents.consumer})::int`.as('c'),
+      sql<number>`count(*) filter (where consumer_agent_id = ${agents.provider} or provider_agent_id = ${agents.provider})::int`.as('p'),
+    ])
+    .where((eb) => eb.or([eb('consumerAgentId', 'in', [agents.consumer, agents.provider]), eb('providerAgentId', 'in', [agents.consumer, agents.provider])]))
+    .where('status', 'not in', [...TERMINAL_STATUSES])
+    .executeTakeFirstOrThrow();
+  for (const [role, n] of [['consumer', c], ['provider', p]] as const) {
     if (n >= ACTIVE_TRANSACTIONS_LIMIT) {
       const who = role === 'consumer' ? 'You have' : 'The provider has';
       throw new AppError('LIMIT_REACHED', `${who} ${ACTIVE_TRANSACTIONS_LIMIT} transactions in progress already; finish or cancel some first.`, { details: { limit: ACTIVE_TRANSACTIONS_LIMIT, party: role } });

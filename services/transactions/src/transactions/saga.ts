@@ -16,12 +16,16 @@ type Trx = Transaction<Database>;
  * nothing. The request that asked may already have answered 202: these run whether or not it waits.
  */
 export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
+  const afterCommit = () => {
+    deps.relay.kick();
+    deps.signals.flush();
+  };
+  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8 };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'transactions-hold-placed', def: walletSaga.holdPlaced, handle: (trx, e) => holdPlaced(deps, trx, e) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-refused', def: walletSaga.holdRefused, handle: (trx, e) => holdRefused(deps, trx, e) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-returned', def: walletSaga.holdReturned, handle: (trx, e) => holdReturned(deps, trx, e) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-settled', def: walletSaga.holdSettled, handle: (trx, e) => holdSettled(deps, trx, e) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-placed', def: walletSaga.holdPlaced, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdPlaced(deps, trx, e)) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-refused', def: walletSaga.holdRefused, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdRefused(deps, trx, e)) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-returned', def: walletSaga.holdReturned, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdReturned(deps, trx, e)) }),
+    consumeIdempotently({ ...common, durable: 'transactions-hold-settled', def: walletSaga.holdSettled, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdSettled(deps, trx, e)) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }

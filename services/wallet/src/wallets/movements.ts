@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Transaction } from 'kysely';
+import type { Insertable, Transaction } from 'kysely';
 import { AppError, type LedgerTxType } from '@aex/contracts';
-import type { Database, WalletRow } from '../db/schema.js';
+import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyEntry } from '../domain/ledger.js';
 
 export interface Movement {
@@ -25,6 +25,7 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
   const ids = [...new Set(movements.map((m) => m.walletId))].sort();
   const rows = await trx.selectFrom('wallets').selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
   const wallets = new Map<string, WalletRow>(rows.map((r) => [r.id, r]));
+  const entries: Insertable<LedgerEntryRow>[] = [];
   for (const m of movements) {
     const w = wallets.get(m.walletId);
     if (!w) throw new Error(`wallet ${m.walletId} does not exist`);
@@ -43,22 +44,21 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
       updatedAt: now,
     };
     wallets.set(w.id, updated);
-    await trx
-      .insertInto('ledgerEntries')
-      .values({
-        id: randomUUID(),
-        walletId: w.id,
-        operationId,
-        transactionId: m.transactionId ?? null,
-        txType: m.txType,
-        amountCents: m.amountCents,
-        balanceAfterCents: updated.balanceCents,
-        availableAfterCents: updated.balanceCents - updated.heldCents,
-        description: m.description,
-        createdAt: now,
-      })
-      .execute();
+    entries.push({
+      id: randomUUID(),
+      walletId: w.id,
+      operationId,
+      transactionId: m.transactionId ?? null,
+      txType: m.txType,
+      amountCents: m.amountCents,
+      balanceAfterCents: updated.balanceCents,
+      availableAfterCents: updated.balanceCents - updated.heldCents,
+      description: m.description,
+      createdAt: now,
+    });
   }
+  // One statement for all the entries, in the order of the movements (their `seq`).
+  await trx.insertInto('ledgerEntries').values(entries).execute();
   for (const id of ids) {
     const w = wallets.get(id)!;
     await trx

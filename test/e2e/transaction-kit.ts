@@ -57,3 +57,9 @@ export async function waitForStatus(m: Member, id: string, status: string, ms = 
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/** Creates a transaction and waits until its price is held (the answer may be 202 on a loaded machine, D9.9). */
+export async function createHeld(m: Member, body: { serviceId: string; input: Record<string, unknown> }): Promise<TransactionView> {
+  const t = unwrap(await m.client.createTransaction(body));
+  return t.status === 'funds_held' ? t : waitForStatus(m, t.id, 'funds_held');
+}

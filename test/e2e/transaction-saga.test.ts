@@ -1,9 +1,10 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@aex/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
-import { funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
+import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
-// Issue 10 item 4–5: the hold/settle saga with the wallet stopped and back, and the transaction
+// Issue 10 item 4–5: the hold/settle saga with the wallet stopped, slow and back, and the transaction
 // service restarted mid-saga and mid-timer (D9.9, D9.7, D11.4): 202 while the wallet is away, the
 // saga finishing by itself, nothing lost or applied twice, timers firing once after a restart.
 
@@ -42,6 +43,28 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await wallet(consumer)).toMatchObject({ balanceCents: 3000, heldCents: 1000 });
   });
 
+  it('answers 202 while the wallet is slow (the consumer\'s wallet row locked), then funds_held once it gets through', async () => {
+    const { serviceId } = await digestService();
+    const consumer = await funded(ex, 3000);
+    // Another session holds the wallet row: the wallet's hold step waits on it, as behind a slow disk.
+    const blocker = new pg.Client({ connectionString: ex.databaseUrl });
+    await blocker.connect();
+    let id: string;
+    try {
+      await blocker.query('begin');
+      await blocker.query('select 1 from wallet.wallets where agent_id = $1 for update', [consumer.agentId]);
+      const r = await consumer.client.createTransaction({ serviceId, input: INPUT });
+      expect(r.status).toBe(202);
+      id = unwrap(r).id;
+      expect(unwrap(await consumer.client.getTransaction(id)).status).toBe('initiated');
+      await blocker.query('commit');
+    } finally {
+      await blocker.end();
+    }
+    await waitForStatus(consumer, id, 'funds_held');
+    expect(await wallet(consumer)).toMatchObject({ heldCents: 1000 });
+  });
+
   it('fails a transaction the wallet refuses once it is back, holding nothing', async () => {
     const { serviceId } = await digestService();
     const poor = await funded(ex, 500);
@@ -62,7 +85,7 @@ describe('with the wallet stopped (D9.9)', () => {
   it('answers verify 202 delivered, and settles once the wallet is back', async () => {
     const { provider, serviceId } = await digestService();
     const consumer = await funded(ex, 3000);
-    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    const t = await createHeld(consumer, { serviceId, input: INPUT });
     unwrap(await provider.client.deliver(t.id, OUTPUT));
     await ex.stopWallet();
     try {
@@ -135,12 +158,12 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     const provider = await party(ex);
     const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 500, timeoutMs: 1000 } }))).id;
     const consumer = await funded(ex, 3000);
+    // Whatever the answer (201, or 202 on a loaded machine), the deadline is fundsHeldAt + 1 s.
     const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    expect(t.status).toBe('funds_held');
     await ex.stopTransactions();
     await new Promise((r) => setTimeout(r, 1500));
     await ex.startTransactions();
-    const expired = await waitForStatus(consumer, t.id, 'expired', 5_000);
+    const expired = await waitForStatus(consumer, t.id, 'expired', 10_000);
     expect(expired.statusReason).toBe('sla_timeout');
     await expect.poll(async () => (await wallet(consumer)).heldCents).toBe(0);
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_return', 1000]]);
@@ -155,7 +178,7 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     await ex.stopTransactions();
     await new Promise((r) => setTimeout(r, 1300));
     await ex.startTransactions();
-    const cancelled = await waitForStatus(consumer, t.id, 'cancelled', 5_000);
+    const cancelled = await waitForStatus(consumer, t.id, 'cancelled', 10_000);
     expect(cancelled.statusReason).toBe('offer_expired');
   });
 

@@ -277,7 +277,7 @@ describe('negotiation (D9.4, D11)', () => {
   it('cancels when the latest offer expires unanswered (D11.4)', async () => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
-    const expired = await waitFor(consumer, t.id, 'cancelled', 5_000);
+    const expired = await waitFor(consumer, t.id, 'cancelled', 10_000);
     expect(expired.statusReason).toBe('offer_expired');
   });
 
@@ -348,10 +348,10 @@ describe('cancellation and expiry return the hold (D9.7)', () => {
 
   it('expires at expiresAt with the hold returned', async () => {
     const [provider, consumer] = await Promise.all([party(), funded(2000)]);
-    const service = data(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 500, timeoutMs: 1500 } })));
+    const service = data(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 500, timeoutMs: 3000 } })));
     const t = data(await consumer.client.createTransaction({ serviceId: service.id, input: INPUT }));
     data(await provider.client.startWork(t.id));
-    const expired = await waitFor(consumer, t.id, 'expired', 8_000);
+    const expired = await waitFor(consumer, t.id, 'expired', 15_000);
     expect(expired.statusReason).toBe('sla_timeout');
     await expect.poll(async () => (await wallet(consumer)).heldCents).toBe(0);
     expectError(await provider.client.deliver(t.id, OUTPUT), 409, 'INVALID_STATE');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
 import { uniqueEmail } from './harness.js';
 
 // Issue 9: exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
@@ -95,6 +95,32 @@ describe('the README run command, as a newcomer meets it (issue 9)', () => {
     const found = unwrap(await agent.discover({ need: 'how many yen is 250 euros' }));
     expect(found.warnings).toEqual([]);
     expect(found.matches[0]?.serviceId).toBe(created.id);
+  });
+
+  it('buys a service: price held, output delivered, verified and settled minus the fee (issue 10)', async () => {
+    const anon = new ExchangeClient({ baseUrl: url });
+    const member = async (name: string) => {
+      const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: name, agent: { name: 'owner' } }));
+      const keys = generateSigningKey();
+      const agent = unwrap(await anon.as({ apiKey: acc.apiKey }).createAgent({ name, agentType: 'persistent', signingKeyPublic: keys.publicKey }));
+      return { id: agent.id, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }) };
+    };
+    const [provider, consumer] = [await member('seller'), await member('buyer')];
+    unwrap(await consumer.client.fund(consumer.id, 1000));
+    const service = unwrap(await provider.client.createService({
+      name: 'Word Counter', description: 'Counts the words of a text.', version: '1.0.0', category: 'text',
+      inputSchema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
+      outputSchema: { type: 'object', required: ['words'], properties: { words: { type: 'integer' } } },
+      pricing: { model: 'fixed', basePriceCents: 200 }, sla: { maxLatencyMs: 1000, timeoutMs: 60_000 },
+    }));
+    const created = await consumer.client.createTransaction({ serviceId: service.id, input: { text: 'one two three' } });
+    expect([created.status, unwrap(created).status]).toEqual([201, 'funds_held']);
+    const id = unwrap(created).id;
+    expect(unwrap(await provider.client.deliver(id, { words: 3 })).status).toBe('delivered');
+    expect(unwrap(await consumer.client.verify(id, { qualityScore: 100 })).status).toBe('settled');
+    expect(unwrap(await consumer.client.getWallet(consumer.id))).toMatchObject({ balanceCents: 800, heldCents: 0 });
+    expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(190);
+    expect(troubles()).toEqual([]);
   });
 
   it('ends on Ctrl-C with exit code 0 and nothing alarming on the screen', async () => {

@@ -92,6 +92,11 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
     await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now);
     hold = { ...hold, status: 'returned', closedAt: now };
     await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
+  } else if (hold.status === 'refused' && hold.refusal !== 'closed') {
+    // A refused hold is closed for good by a return: a later attempt (an accept sent again before
+    // the cancellation that sent this return) must not place it after all.
+    hold = { ...hold, refusal: 'closed', closedAt: now };
+    await trx.updateTable('holds').set({ refusal: 'closed', closedAt: now }).where('transactionId', '=', transactionId).execute();
   }
   await announce(deps, trx, hold);
 }

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commands, subjects, walletOps, walletSaga, type MessageDef, type MessageEnvelope, type Principal, type Static } from '@aex/contracts';
+import { ack, callOrThrow, loadConfig, type Bus } from '@aex/platform';
+import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { startWalletService, type WalletService } from '../src/index.js';
+import { checkLedgerInvariants } from '../src/wallets/check.js';
+
+// The wallet's saga steps of a transaction (issue 10, D13.2, D13.3) on real Postgres and JetStream:
+// hold, return and settle keyed by the transaction id, in every order and repeated, each answered
+// with the hold's state; the ledger check after all of it.
+
+let database: TestDatabase;
+let bus: Bus;
+let dispose: () => Promise<void>;
+let wallet: WalletService;
+const answers: MessageEnvelope<{ transactionId: string; attempt?: number; reason?: string; amountCents?: number; feeCents?: number }>[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  ({ bus, dispose } = await createTestBus('jetstream'));
+  const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, PAYMENTS_PROVIDER: 'sandbox' });
+  wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger() });
+  await bus.consume({ stream: 'events', durable: 'observer', filter: `${bus.namespace}.evt.wallet.hold.>`, handler: async (m) => (answers.push(m.data as (typeof answers)[number]), ack()) });
+});
+afterAll(async () => {
+  await wallet?.stop();
+  await dispose?.();
+  await database?.drop();
+});
+
+async function send<M extends MessageDef>(def: M, data: Static<M['data']>): Promise<void> {
+  const id = randomUUID();
+  await bus.publish(subjects.command(bus.namespace, def.type), { id, type: def.type, occurredAt: new Date().toISOString(), data }, { msgId: id });
+}
+
+/** Funds an agent's wallet through the wallet's own operation (sandbox payments). */
+async function fundAgent(agentId: string, cents: number): Promise<void> {
+  const { accountId } = await wallet.deps.db.selectFrom('wallets').select('accountId').where('agentId', '=', agentId).executeTakeFirstOrThrow();
+  const principal: Principal = { agentId, accountId: accountId!, isOwner: true, status: 'active', parentAgentId: null, signingKeyPublic: null };
+  await callOrThrow(bus, walletOps.fund, { ctx: { requestId: randomUUID(), principal }, input: { path: { agentId }, query: {}, body: { amountCents: cents } } }, 5000);
+}
+
+/** An agent with an open wallet holding `cents`. */
+async function agentWith(cents: number): Promise<string> {
+  const agentId = randomUUID();
+  await send(commands.openWallet, { operationId: agentId, agentId, accountId: randomUUID() });
+  await eventually(async () => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst()) ?? null);
+  if (cents > 0) await fundAgent(agentId, cents);
+  return agentId;
+}
+
+const balances = async (agentId: string) => wallet.deps.db.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('agentId', '=', agentId).executeTakeFirstOrThrow();
+const answered = (transactionId: string, type: string, n = 1) => eventually(async () => {
+  const found = answers.filter((a) => a.data.transactionId === transactionId && a.type === type);
+  return found.length >= n ? found : null;
+});
+
+describe('hold, return and settle (issue 10)', () => {
+  it('holds once however often asked, then settles once: the provider paid minus the fee, the fee to the platform', async () => {
+    const [consumer, provider] = [await agentWith(5000), await agentWith(0)];
+    const tx = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 1000, attempt: 1 });
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 1000, attempt: 1 });
+    await answered(tx, walletSaga.holdPlaced.type, 2);
+    expect(await balances(consumer)).toEqual({ balanceCents: 5000, heldCents: 1000 });
+    await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 1000, feeCents: 50 });
+    await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 1000, feeCents: 50 });
+    await answered(tx, walletSaga.holdSettled.type, 2);
+    // A return after the settlement changes nothing and says so.
+    await send(walletSaga.returnHold, { transactionId: tx });
+    await answered(tx, walletSaga.holdSettled.type, 3);
+    expect(await balances(consumer)).toEqual({ balanceCents: 4000, heldCents: 0 });
+    expect(await balances(provider)).toEqual({ balanceCents: 950, heldCents: 0 });
+    const platform = await wallet.deps.db.selectFrom('wallets').select('balanceCents').where('kind', '=', 'platform').executeTakeFirstOrThrow();
+    expect(platform.balanceCents).toBeGreaterThanOrEqual(50);
+  });
+
+  it('refuses a hold beyond the available balance; the same attempt stays refused, a later one is placed once funded', async () => {
+    const consumer = await agentWith(500);
+    const tx = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 800, attempt: 1 });
+    const [refused] = await answered(tx, walletSaga.holdRefused.type);
+    expect(refused!.data).toMatchObject({ reason: 'insufficient_funds', attempt: 1, availableCents: 500, requiredCents: 800 });
+    await fundAgent(consumer, 500);
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 800, attempt: 1 });
+    await answered(tx, walletSaga.holdRefused.type, 2);
+    expect(await balances(consumer)).toEqual({ balanceCents: 1000, heldCents: 0 });
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 800, attempt: 2 });
+    const [placed] = await answered(tx, walletSaga.holdPlaced.type);
+    expect(placed!.data).toMatchObject({ attempt: 2, amountCents: 800 });
+    expect(await balances(consumer)).toEqual({ balanceCents: 1000, heldCents: 800 });
+  });
+
+  it('returns a hold once, and a return that comes first closes the hold for good', async () => {
+    const consumer = await agentWith(3000);
+    const first = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: first, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
+    await answered(first, walletSaga.holdPlaced.type);
+    await send(walletSaga.returnHold, { transactionId: first });
+    await send(walletSaga.returnHold, { transactionId: first });
+    await answered(first, walletSaga.holdReturned.type, 2);
+    expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
+
+    const early = randomUUID();
+    await send(walletSaga.returnHold, { transactionId: early });
+    await answered(early, walletSaga.holdRefused.type);
+    await send(walletSaga.holdFunds, { transactionId: early, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
+    const refusals = await answered(early, walletSaga.holdRefused.type, 2);
+    expect(refusals.map((r) => r.data.reason)).toEqual(['closed', 'closed']);
+    expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
+  });
+
+  it('never places a refused hold after its return, even for a newer attempt (a cancel racing a second accept)', async () => {
+    const consumer = await agentWith(500);
+    const tx = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 900, attempt: 1 });
+    await answered(tx, walletSaga.holdRefused.type);
+    await send(walletSaga.returnHold, { transactionId: tx });
+    await answered(tx, walletSaga.holdRefused.type, 2);
+    await fundAgent(consumer, 1000);
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 900, attempt: 2 });
+    const refusals = await answered(tx, walletSaga.holdRefused.type, 3);
+    expect(refusals.at(-1)!.data.reason).toBe('closed');
+    expect(await balances(consumer)).toEqual({ balanceCents: 1500, heldCents: 0 });
+  });
+
+  it('leaves every invariant of the ledger holding, holds included', async () => {
+    const report = await checkLedgerInvariants(wallet.deps);
+    expect(report.violations).toEqual([]);
+  });
+});

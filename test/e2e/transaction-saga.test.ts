@@ -114,8 +114,14 @@ describe('with the wallet stopped (D9.9)', () => {
     } finally {
       await ex.startWallet();
     }
-    // Hold and return reach the wallet in either order: in the end nothing is held, nothing moved twice.
-    await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(0);
+    // Hold and return reach the wallet in either order: in the end the hold is closed (returned, or
+    // refused for good when the return came first), nothing is held and nothing moved twice.
+    const closed = async () => {
+      const h = await ex.wallet!.deps.db.selectFrom('holds').select(['status', 'refusal']).where('transactionId', '=', id).executeTakeFirst();
+      return h?.status === 'returned' || h?.refusal === 'closed';
+    };
+    await expect.poll(closed, { timeout: 10_000 }).toBe(true);
+    expect((await wallet(consumer)).heldCents).toBe(0);
     expect((await wallet(consumer)).balanceCents).toBe(3000);
     const entries = await ledgerOf(consumer, id);
     expect([[], [['fund_hold', -1000], ['fund_return', 1000]]]).toContainEqual(entries);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@aex/client';
 import { createTestBus, createTestDatabase, testNamespace, type TestDatabase } from '@aex/platform/testing';
-import { spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';
+import { signingMember, spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';
 
 // Each service starts alone from its own main.ts with only environment variables, the services
 // find each other over NATS, and each stops cleanly (exit code 0) on SIGTERM.
@@ -50,13 +50,7 @@ describe('services as separate processes', () => {
     running.push(identity, wallet, catalog, transactions, gateway);
 
     const anon = new ExchangeClient({ baseUrl: gateway.match[1]! });
-    const member = async () => {
-      const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: 'split', agent: { name: 'owner' } }));
-      const keys = generateSigningKey();
-      const agent = unwrap(await anon.as({ apiKey: acc.apiKey }).createAgent({ name: 'worker', agentType: 'persistent', signingKeyPublic: keys.publicKey }));
-      return { id: agent.id, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }) };
-    };
-    const [provider, consumer] = [await member(), await member()];
+    const [provider, consumer] = [await signingMember(anon), await signingMember(anon)];
     unwrap(await consumer.client.fund(consumer.id, 2000));
     const service = unwrap(await provider.client.createService({
       name: 'Echo', description: 'Answers with the text it was given.', version: '1.0.0', category: 'text',

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
-import { uniqueEmail } from './harness.js';
+import { ExchangeClient, unwrap } from '@aex/client';
+import { signingMember, uniqueEmail } from './harness.js';
 
 // Issue 9: exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
 // no configuration — at a terminal (a pseudo-terminal made by `script`), stopped with Ctrl-C typed
@@ -99,13 +99,7 @@ describe('the README run command, as a newcomer meets it (issue 9)', () => {
 
   it('buys a service: price held, output delivered, verified and settled minus the fee (issue 10)', async () => {
     const anon = new ExchangeClient({ baseUrl: url });
-    const member = async (name: string) => {
-      const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: name, agent: { name: 'owner' } }));
-      const keys = generateSigningKey();
-      const agent = unwrap(await anon.as({ apiKey: acc.apiKey }).createAgent({ name, agentType: 'persistent', signingKeyPublic: keys.publicKey }));
-      return { id: agent.id, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }) };
-    };
-    const [provider, consumer] = [await member('seller'), await member('buyer')];
+    const [provider, consumer] = [await signingMember(anon, 'seller'), await signingMember(anon, 'buyer')];
     unwrap(await consumer.client.fund(consumer.id, 1000));
     const service = unwrap(await provider.client.createService({
       name: 'Word Counter', description: 'Counts the words of a text.', version: '1.0.0', category: 'text',

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import type { TransactionStatus, TransactionView } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';
-import { ADMIN_TOKEN, exchangeProcess, uniqueEmail, type ExchangeProcess } from './harness.js';
+import { ADMIN_TOKEN, exchangeProcess, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
 // Issue 10 item 8: a model-based test. Random operations (create, negotiate, accept, reject,
@@ -85,11 +85,9 @@ describe('transactions against a reference model, with the whole exchange killed
     proc = await exchangeProcess({ RATE_LIMIT_WRITE_PER_MIN: '1000000', RATE_LIMIT_READ_PER_MIN: '1000000', RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000' });
     url = await proc.start();
     for (let i = 0; i < AGENTS + 2; i++) {
-      const owner = unwrap(await new ExchangeClient({ baseUrl: url }).createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: `model ${i}`, agent: { name: 'owner' } }));
-      const keys = generateSigningKey();
-      const made = unwrap(await new ExchangeClient({ baseUrl: url, apiKey: owner.apiKey }).createAgent({ name: `agent-${i}`, agentType: 'persistent', signingKeyPublic: keys.publicKey }));
-      const a = { id: made.id, apiKey: made.apiKey, secretKey: keys.secretKey } as Agent;
-      const c = new ExchangeClient({ baseUrl: url, apiKey: a.apiKey, signingSecretKey: a.secretKey });
+      const made = await signingMember(new ExchangeClient({ baseUrl: url }), `agent-${i}`);
+      const a = { id: made.id, apiKey: made.apiKey, secretKey: made.secretKey } as Agent;
+      const c = made.client;
       unwrap(await c.fund(a.id, OPENING));
       const price = 100 * (i + 1) + 37;
       a.fixed = { id: unwrap(await c.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: price } }))).id, price };

@@ -16,8 +16,10 @@ export async function scheduleTimer(trx: AnyDb, t: { kind: string; key: string; 
     .execute();
 }
 
-export async function cancelTimer(trx: AnyDb, kind: string, key: string): Promise<void> {
-  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('kind', '=', kind).where('key', '=', key).where('firedAt', 'is', null).execute();
+/** Drops the pending timers of `key` of one kind, or of several kinds in one statement. */
+export async function cancelTimer(trx: AnyDb, kind: string | readonly string[], key: string): Promise<void> {
+  const kinds = typeof kind === 'string' ? [kind] : [...kind];
+  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('kind', 'in', kinds).where('key', '=', key).where('firedAt', 'is', null).execute();
 }
 
 export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }) => Promise<void>;

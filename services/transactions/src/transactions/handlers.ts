@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
-import { requireActive, requireAgent, scheduleTimer, type EffectReply, type HandlerContext, type OperationHandler } from '@aex/platform';
+import { requireActive, requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
-import type { TransactionRow } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction } from '../domain/state-machine.js';
 import { checkActiveLimit, checkDelegation, delegationOf, lockAgents } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, requestHold, requestSettlement, requireRole, TIMERS, visibleTransaction } from './repository.js';
+import { announce, awaitRow, lockTransaction, move, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, visibleTransaction } from './repository.js';
 import { transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
-type View = ReturnType<typeof transactionView>;
 
 /** The service's current contract; an unknown service is 404 naming the field. */
 async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
@@ -21,13 +19,6 @@ async function contractFor(deps: TransactionDeps, serviceId: string, requestId: 
     if (isAppError(err) && err.status === 404) throw new AppError('NOT_FOUND', 'No such service.', { field: '/body/serviceId' });
     throw err;
   }
-}
-
-/** 402 after the wallet refused a hold the request asked for: stored as the request's answer (D5.3). */
-function refusedForFunds(ctx: HandlerContext, deps: TransactionDeps, t: TransactionRow, priceCents: number): Promise<EffectReply<View>> {
-  return ctx.effect(deps.db, async () => {
-    throw new AppError('INSUFFICIENT_FUNDS', `The available balance is too low to hold ${priceCents} cents for this transaction.`, { details: { transactionId: t.id, requiredCents: priceCents } });
-  });
 }
 
 /**
@@ -109,7 +100,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
       // D9.4: creation records the consumer's opening offer itself (round 1, 300 s).
       const expiresAt = new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000);
       await trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId: id, fromAgentId: caller.agentId, messageType: 'initial_offer', round: 1, terms: JSON.stringify({ priceCents: offered }) as never, message: null, expiresAt, createdAt: now }).execute();
-      await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: id, fireAt: expiresAt, payload: { round: 1 } });
+      await scheduleOfferExpiry(trx, id, 1, expiresAt);
       t = await move(trx, t, 'negotiating', {}, now);
     } else {
       await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
@@ -119,7 +110,9 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   deps.relay.kick();
   if (negotiating) return { ...created, status: 201 };
   const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
-  if (t.hold === 'refused') return refusedForFunds(ctx, deps, t, price.cents);
+  if (t.hold === 'refused') {
+    return refuseAfterEffect(ctx, deps.db, new AppError('INSUFFICIENT_FUNDS', `The available balance is too low to hold ${price.cents} cents for this transaction.`, { details: { transactionId: t.id, requiredCents: price.cents } }));
+  }
   return { ...created, status: t.hold === 'held' ? 201 : 202, data: transactionView(t) };
 };
 
@@ -185,9 +178,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   if (checked.ok) return reply;
   const left = reply.data.maxDeliveryAttempts - reply.data.deliveryAttempts;
   const errors = checked.errors.slice(0, 20).map((e, i) => (i === 0 ? { ...e, details: { ...e.details, status: reply.data.status, attemptsLeft: left } } : e));
-  return ctx.effect(deps.db, async () => {
-    throw AppError.many(errors);
-  });
+  return refuseAfterEffect(ctx, deps.db, AppError.many(errors));
 };
 
 /**

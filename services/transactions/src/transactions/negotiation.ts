@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, OFFER_EXPIRY, type transactionOps } from '@aex/contracts';
-import { requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
+import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { NegotiationRow, TransactionRow } from '../db/schema.js';
 import { ruleOn, type LastMessage } from '../domain/negotiation.js';
 import { assertAction } from '../domain/state-machine.js';
 import { checkDelegation, delegationOf, lockAgents } from './rules.js';
-import { awaitRow, lockTransaction, move, requestHold, TIMERS, visibleTransaction } from './repository.js';
+import { awaitRow, lastMessage, lockTransaction, move, refuseAfterEffect, requestHold, scheduleOfferExpiry, visibleTransaction } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -41,7 +41,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
     let t = (await lockTransaction(trx, seen.id))!;
     assertAction('negotiate', t.status);
     assertNoPendingAccept(t);
-    const last = await trx.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', t.id).orderBy('round', 'desc').limit(1).executeTakeFirstOrThrow();
+    const last = (await lastMessage(trx, t.id))!;
     const ruling = ruleOn(lastOf(last), caller.agentId, body, t.pricing);
     if (ruling.kind === 'refused') throw new AppError(ruling.code, ruling.message, ruling.field ? { field: ruling.field } : {});
     if (ruling.agreedPriceCents !== null) {
@@ -66,7 +66,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
       t = await move(trx, t, 'cancelled', { statusReason: ruling.ends }, now);
     } else {
       // D11.4: the new offer's expiry replaces the previous one's.
-      await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: t.id, fireAt: expiresAt!, payload: { round: ruling.round } });
+      await scheduleOfferExpiry(trx, t.id, ruling.round, expiresAt!);
       t = await trx.updateTable('transactions').set({ updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
     }
     return { data: transactionView(t) };
@@ -76,10 +76,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
   if (t.hold === 'held') return { ...reply, status: 200, data: transactionView(t) };
   if (t.hold === 'refused' || (t.status === 'negotiating' && !t.pendingAcceptBy)) {
-    const price = agreedPriceCents;
-    return ctx.effect(deps.db, async () => {
-      throw new AppError('INSUFFICIENT_FUNDS', 'The consumer\'s available balance is too low to hold the agreed price; the negotiation goes on.', { details: { transactionId: t.id, requiredCents: price } });
-    });
+    return refuseAfterEffect(ctx, deps.db, new AppError('INSUFFICIENT_FUNDS', 'The consumer\'s available balance is too low to hold the agreed price; the negotiation goes on.', { details: { transactionId: t.id, requiredCents: agreedPriceCents } }));
   }
   return { ...reply, status: 202, data: transactionView(t) };
 };

@@ -1,7 +1,7 @@
 import { AppError, transactionEvent, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
-import { enqueue, scheduleTimer } from '@aex/platform';
+import { cancelTimer, enqueue, scheduleTimer, type EffectReply, type HandlerContext } from '@aex/platform';
 import type { Kysely, Transaction, Updateable } from 'kysely';
-import type { Database, TransactionRow } from '../db/schema.js';
+import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
 import type { SagaSignals } from '../saga-signals.js';
 
@@ -11,10 +11,8 @@ type Trx = Transaction<Database>;
 export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry' } as const;
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
-export async function visibleTransaction(db: Kysely<Database> | Trx, caller: Principal, id: string, opts: { lock?: boolean } = {}): Promise<TransactionRow> {
-  let q = db.selectFrom('transactions').selectAll().where('id', '=', id);
-  if (opts.lock) q = q.forUpdate();
-  const row = await q.executeTakeFirst();
+export async function visibleTransaction(db: Kysely<Database>, caller: Principal, id: string): Promise<TransactionRow> {
+  const row = await db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirst();
   if (!row || (row.consumerAgentId !== caller.agentId && row.providerAgentId !== caller.agentId)) throw new AppError('NOT_FOUND', 'No such transaction.');
   return row;
 }
@@ -41,7 +39,7 @@ export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, p
     changes.hold = 'returning';
     await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   }
-  if (isTerminal(to)) await trx.deleteFrom('timers').where('key', '=', t.id).where('kind', 'in', [TIMERS.offerExpiry, TIMERS.transactionExpiry]).where('firedAt', 'is', null).execute();
+  if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry], t.id);
   const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
   await announce(trx, next, t.status, now);
   return next;
@@ -72,6 +70,26 @@ export async function requestHold(trx: Trx, t: TransactionRow, amountCents: numb
 /** Asks the wallet to settle the held price: to the provider, minus the fee to the platform (D13.3). */
 export async function requestSettlement(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
   await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0 }, { now });
+}
+
+/** D11.4: the transaction is cancelled unless the offer of `round` is answered by `at`. */
+export async function scheduleOfferExpiry(trx: Trx, id: string, round: number, at: Date): Promise<void> {
+  await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: id, fireAt: at, payload: { round } });
+}
+
+/** The negotiation's latest message (every negotiation has its opening offer). */
+export const lastMessage = (trx: Trx, id: string): Promise<NegotiationRow | undefined> =>
+  trx.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', id).orderBy('round', 'desc').limit(1).executeTakeFirst();
+
+/**
+ * Answers a request with a refusal after its effect committed (402 once the wallet refused, 400 once
+ * invalid output moved the status): made by a second `ctx.effect`, so that it is also the answer
+ * stored under the request's Idempotency-Key (D5.3).
+ */
+export function refuseAfterEffect<T>(ctx: HandlerContext, db: Kysely<Database>, refusal: AppError): Promise<EffectReply<T>> {
+  return ctx.effect(db, async () => {
+    throw refusal;
+  });
 }
 
 /** D9.5 / D9.7: the transaction expires `sla.timeoutMs` after its funds are held. */

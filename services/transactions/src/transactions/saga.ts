@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { walletSaga, type MessageData } from '@aex/contracts';
-import { cancelTimer, consumeIdempotently, scheduleTimer, type Stoppable } from '@aex/platform';
+import { walletSaga, type MessageData, type MessageDef, type Static } from '@aex/contracts';
+import { cancelTimer, consumeIdempotently, type Stoppable } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { platformFee } from '../domain/pricing.js';
-import { lockTransaction, move, scheduleExpiry, TIMERS } from './repository.js';
+import { lastMessage, lockTransaction, move, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -20,12 +20,21 @@ export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
     deps.relay.kick();
     deps.signals.flush();
   };
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8 };
+  /** A consumer of one answer; the waiting request of its transaction is woken after the commit. */
+  const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<void>) =>
+    consumeIdempotently({
+      bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8, durable, def,
+      handle: (trx, e) => {
+        const data = e as Static<M['data']> & { transactionId: string };
+        deps.signals.touch(data.transactionId);
+        return apply(deps, trx, data);
+      },
+    });
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'transactions-hold-placed', def: walletSaga.holdPlaced, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdPlaced(deps, trx, e)) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-refused', def: walletSaga.holdRefused, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdRefused(deps, trx, e)) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-returned', def: walletSaga.holdReturned, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdReturned(deps, trx, e)) }),
-    consumeIdempotently({ ...common, durable: 'transactions-hold-settled', def: walletSaga.holdSettled, handle: (trx, e) => (deps.signals.touch(e.transactionId), holdSettled(deps, trx, e)) }),
+    answer('transactions-hold-placed', walletSaga.holdPlaced, holdPlaced),
+    answer('transactions-hold-refused', walletSaga.holdRefused, holdRefused),
+    answer('transactions-hold-returned', walletSaga.holdReturned, holdReturned),
+    answer('transactions-hold-settled', walletSaga.holdSettled, holdSettled),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
@@ -42,7 +51,7 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
   const heldAt = new Date(e.at);
   const expiresAt = new Date(heldAt.getTime() + t.sla.timeoutMs);
   if (t.status === 'negotiating' && t.pendingAcceptBy) {
-    const last = await trx.selectFrom('negotiationMessages').select('round').where('transactionId', '=', t.id).orderBy('round', 'desc').limit(1).executeTakeFirstOrThrow();
+    const last = (await lastMessage(trx, t.id))!;
     await trx.insertInto('negotiationMessages').values({
       id: randomUUID(), transactionId: t.id, fromAgentId: t.pendingAcceptBy, messageType: 'accept', round: last.round + 1,
       terms: '{}' as never, message: t.pendingAcceptMessage, expiresAt: null, createdAt: now,
@@ -76,8 +85,8 @@ async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeo
     return;
   }
   await trx.updateTable('transactions').set({ hold: 'refused', pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null, updatedAt: now }).where('id', '=', t.id).execute();
-  const last = await trx.selectFrom('negotiationMessages').select(['round', 'expiresAt']).where('transactionId', '=', t.id).orderBy('round', 'desc').limit(1).executeTakeFirst();
-  if (last?.expiresAt) await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: t.id, fireAt: last.expiresAt, payload: { round: last.round } });
+  const last = await lastMessage(trx, t.id);
+  if (last?.expiresAt) await scheduleOfferExpiry(trx, t.id, last.round, last.expiresAt);
 }
 
 async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdReturned>): Promise<void> {
@@ -88,5 +97,5 @@ async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<type
 async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<void> {
   const t = await lockTransaction(trx, e.transactionId);
   if (!t || t.hold !== 'settling') return;
-  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), qualityScore: t.qualityScore, notes: t.notes }, deps.now());
+  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at) }, deps.now());
 }

@@ -3,7 +3,7 @@ import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { ACTION_SOURCES } from '../domain/state-machine.js';
-import { lockTransaction, move, TIMERS } from './repository.js';
+import { lastMessage, lockTransaction, move, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -25,7 +25,7 @@ export function startTimers(deps: TransactionDeps, pollMs = 250): Stoppable {
 async function offerExpired(deps: TransactionDeps, trx: Trx, id: string, round: number): Promise<void> {
   const t = await lockTransaction(trx, id);
   if (!t || t.status !== 'negotiating' || t.pendingAcceptBy) return;
-  const last = await trx.selectFrom('negotiationMessages').select('round').where('transactionId', '=', id).orderBy('round', 'desc').limit(1).executeTakeFirst();
+  const last = await lastMessage(trx, id);
   if (last?.round !== round) return;
   await move(trx, t, 'cancelled', { statusReason: 'offer_expired' }, deps.now());
 }

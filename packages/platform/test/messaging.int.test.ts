@@ -7,6 +7,7 @@ import {
   connectServiceDb,
   consumeIdempotently,
   createPlatformTablesV1,
+  createPlatformTablesV3,
   enqueue,
   OutboxRelay,
   scheduleTimer,
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '0001': {
     async up(db) {
       await createPlatformTablesV1(db);
+      await createPlatformTablesV3(db);
       await db.schema.createTable('effects').addColumn('message_id', 'text', (c) => c.notNull()).addColumn('value', 'integer', (c) => c.notNull()).execute();
     },
   },
@@ -96,12 +98,65 @@ describe('outbox relay', () => {
     const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
     const relay = new OutboxRelay(db, bus, logger);
     await relay.drain();
-    // Simulate the crash: the row is still unpublished in the database.
-    await db.updateTable('outbox').set({ publishedAt: null }).where('id', '=', id).execute();
-    await relay.drain();
+    // Simulate the crash: the row is still unpublished in the database, and its claim has lapsed.
+    await db.updateTable('outbox').set({ publishedAt: null, claimedUntil: new Date(Date.now() - 1) }).where('id', '=', id).execute();
+    expect(await relay.drain()).toBe(1);
     await eventually(async () => got.length >= 1);
     await new Promise((r) => setTimeout(r, 300));
     expect(got).toHaveLength(1);
+  });
+
+  it('publishes in the order the rows were written, within one transaction too', async () => {
+    const got = await collect(`order-${randomUUID().slice(0, 8)}`);
+    await db.transaction().execute(async (trx) => {
+      for (let i = 0; i < 150; i++) await enqueue(trx, pinged, { value: i });
+    });
+    expect(await new OutboxRelay(db, bus, logger).drain()).toBe(150);
+    await eventually(async () => got.length === 150, 10_000);
+    expect(got.map((m) => (m.data as { data: { value: number } }).data.value)).toEqual(Array.from({ length: 150 }, (_, i) => i));
+  });
+
+  it('leaves a batch claimed by a relay that died to its lease, then publishes it', async () => {
+    const got = await collect(`lease-${randomUUID().slice(0, 8)}`);
+    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 4 }));
+    // The dead relay's claim: taken, never published nor marked.
+    await db.updateTable('outbox').set({ claimedUntil: new Date(Date.now() + 400) }).where('id', '=', id).execute();
+    const relay = new OutboxRelay(db, bus, logger);
+    expect(await relay.drain()).toBe(0);
+    await new Promise((r) => setTimeout(r, 450));
+    expect(await relay.drain()).toBe(1);
+    await eventually(async () => got.length === 1);
+    expect(await db.selectFrom('outbox').select('publishedAt').where('id', '=', id).executeTakeFirstOrThrow()).toMatchObject({ publishedAt: expect.any(Date) });
+  });
+
+  it('holds no lock on the outbox while it publishes: the rows can be read and claimed around it', async () => {
+    await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 5 }));
+    let locked: boolean | null = null;
+    const slow: Bus = Object.create(bus, {
+      publish: {
+        value: async (...args: Parameters<Bus['publish']>) => {
+          // While JetStream is being called, another session finds no row locked.
+          const r = await sql<{ id: string }>`select id from outbox where published_at is null for update nowait`.execute(db).then(
+            (rows) => (rows.rows.length === 1 ? false : null),
+            (err: { code?: string }) => (err.code === '55P03' ? true : null), // lock_not_available
+          );
+          locked = r;
+          return bus.publish(...args);
+        },
+      },
+    });
+    expect(await new OutboxRelay(db, slow, logger).drain()).toBe(1);
+    expect(locked).toBe(false);
+  });
+
+  it('gives back what JetStream refused, so the next drain sends it at once', async () => {
+    const got = await collect(`refused-${randomUUID().slice(0, 8)}`);
+    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 6 }));
+    const failing: Bus = Object.create(bus, { publish: { value: async () => { throw new Error('jetstream down'); } } });
+    await expect(new OutboxRelay(db, failing, logger).drain()).rejects.toThrow('jetstream down');
+    expect(await db.selectFrom('outbox').select(['publishedAt', 'claimedUntil']).where('id', '=', id).executeTakeFirstOrThrow()).toEqual({ publishedAt: null, claimedUntil: null });
+    expect(await new OutboxRelay(db, bus, logger).drain()).toBe(1);
+    await eventually(async () => got.length === 1);
   });
 
   it('lets two relays drain side by side without publishing anything twice (SKIP LOCKED)', async () => {

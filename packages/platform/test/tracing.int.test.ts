@@ -6,7 +6,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import type { Migration } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjects, Type, type MessageDef } from '@aex/contracts';
-import { ack, connectServiceDb, createPlatformTablesV1, enqueue, OutboxRelay, type Bus, type PlatformTables } from '../src/index.js';
+import { ack, connectServiceDb, createPlatformTablesV1, createPlatformTablesV3, enqueue, OutboxRelay, type Bus, type PlatformTables } from '../src/index.js';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '../src/testing/index.js';
 
 // Trace context crosses the bus (W3C headers): an RPC handler and a consumer of an event written
@@ -55,7 +55,7 @@ describe('trace context over NATS', () => {
   });
 
   it('continues the trace of the transaction that wrote an outbox row in its consumer', async () => {
-    const migrations: Record<string, Migration> = { '0001': { up: (db) => createPlatformTablesV1(db) } };
+    const migrations: Record<string, Migration> = { '0001': { up: async (db) => (await createPlatformTablesV1(db), await createPlatformTablesV3(db)) } };
     const { db, close } = await connectServiceDb<PlatformTables>({ url: database.url, schema: 'traced', migrations });
     const relay = new OutboxRelay(db, bus, testLogger(), 50);
     const consumed: string[] = [];

@@ -61,6 +61,20 @@ export async function createPlatformTablesV2(db: Kysely<any>): Promise<void> {
   await sql`create index idempotency_keys_expiry on idempotency_keys (expires_at)`.execute(db);
 }
 
+/**
+ * Frozen migration (never edit; add a v4): outbox rows are claimed for a short lease instead of
+ * being locked while they are published, so no row lock is held across the call to JetStream and a
+ * relay takes a batch in one statement and marks it in another (docs/performance.md).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function createPlatformTablesV3(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable('outbox').addColumn('claimed_until', 'timestamptz').execute();
+  // The order rows were written in, also within one transaction (where created_at is the same).
+  await db.schema.alterTable('outbox').addColumn('seq', 'bigserial').execute();
+  await sql`drop index outbox_unpublished`.execute(db);
+  await sql`create index outbox_unpublished on outbox (seq) where published_at is null`.execute(db);
+}
+
 /** Kysely table types of the platform tables, for services' Database interfaces. */
 export interface PlatformTables {
   outbox: {
@@ -71,6 +85,8 @@ export interface PlatformTables {
     headers: Record<string, string>;
     createdAt: Generated<Date>;
     publishedAt: Date | null;
+    claimedUntil: Generated<Date | null>;
+    seq: Generated<string>;
   };
   processedMessages: { consumer: string; messageId: string; processedAt: Generated<Date> };
   idempotencyKeys: {

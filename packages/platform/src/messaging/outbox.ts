@@ -24,9 +24,11 @@ export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: St
 }
 
 /**
- * Publishes committed outbox rows. Rows are claimed with FOR UPDATE SKIP LOCKED, so several replicas
- * relay side by side; a crash between publish and marking re-publishes, which JetStream drops as a
- * duplicate (same msg id inside the window) and consumers drop by processed id after it.
+ * Publishes committed outbox rows. A relay claims a batch for a short lease in one statement
+ * (FOR UPDATE SKIP LOCKED inside it, so replicas relay side by side), publishes it with no database
+ * lock held, and marks what JetStream acknowledged in a second statement. A crash before marking
+ * leaves the rows claimed until the lease ends; they are then published again, which JetStream drops
+ * as a duplicate (same msg id inside its window) and consumers drop by processed id after it.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -40,6 +42,7 @@ export class OutboxRelay {
     private readonly bus: Bus,
     private readonly logger: Logger,
     private readonly pollMs = 250,
+    private readonly leaseMs = 5_000,
   ) {}
 
   start(): void {
@@ -54,7 +57,9 @@ export class OutboxRelay {
       this.again = true;
       return;
     }
-    this.schedule(0);
+    // Not through a timer: the drain starts in this turn, so a hop of a saga waits for no clock.
+    clearTimeout(this.timer);
+    void this.tick();
   }
 
   private schedule(ms: number): void {
@@ -64,9 +69,9 @@ export class OutboxRelay {
 
   private async tick(): Promise<void> {
     if (!this.running || this.draining) return;
-    this.draining = this.drain()
+    this.draining = outsideTrace(() => this.drain())
       .then(() => undefined)
-      .catch((err) => this.logger.warn({ err }, "outbox relay failed; retrying"))
+      .catch((err) => this.logger.warn({ err }, 'outbox relay failed; retrying'))
       .finally(() => {
         this.draining = null;
         if (this.running) this.schedule(this.again ? 0 : this.pollMs);
@@ -77,34 +82,39 @@ export class OutboxRelay {
 
   /** Publishes everything pending; returns how many were published. */
   async drain(): Promise<number> {
+    const db = this.db as Kysely<PlatformTables>;
     let total = 0;
     for (;;) {
-      const n = await (this.db as Kysely<PlatformTables>).transaction().execute(async (trx) => {
-        const rows = await trx
-          .selectFrom('outbox')
-          .select(['id', 'kind', 'type', 'payload', 'headers'])
-          .where('publishedAt', 'is', null)
-          .orderBy('createdAt')
-          .limit(100)
-          .forUpdate()
-          .skipLocked()
-          .execute();
-        // Sent in order, their acknowledgements awaited together: one round trip to JetStream, not one per row.
-        await Promise.all(rows.map((row) => {
-          const subject = row.kind === 'event' ? subjects.event(this.bus.namespace, row.type) : subjects.command(this.bus.namespace, row.type);
-          return this.bus.publish(subject, row.payload, { msgId: row.id, headers: row.headers });
-        }));
-        if (rows.length > 0) {
-          await trx.updateTable('outbox').set({ publishedAt: sql<Date>`now()` }).where('id', 'in', rows.map((r) => r.id)).execute();
-        }
-        return rows.length;
-      });
-      total += n;
-      if (n < 100) break;
+      const claimed = await sql<{ id: string; kind: 'event' | 'command'; type: string; payload: unknown; headers: Record<string, string>; seq: string }>`
+        update outbox set claimed_until = now() + make_interval(secs => ${this.leaseMs / 1000})
+        where id in (
+          select id from outbox
+          where published_at is null and (claimed_until is null or claimed_until < now())
+          order by seq limit 100
+          for update skip locked)
+        returning id, kind, type, payload, headers, seq`.execute(db);
+      // In the order they were written (RETURNING keeps none).
+      const rows = claimed.rows.sort((a, b) => Number(a.seq) - Number(b.seq));
+      if (rows.length === 0) break;
+      // Sent in order, their acknowledgements awaited together: one round trip to JetStream, not one per row.
+      const sent = await Promise.allSettled(rows.map((row) => {
+        const subject = row.kind === 'event' ? subjects.event(this.bus.namespace, row.type) : subjects.command(this.bus.namespace, row.type);
+        return this.bus.publish(subject, row.payload, { msgId: row.id, headers: row.headers });
+      }));
+      const published = rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id);
+      const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
+      if (published.length > 0) await db.updateTable('outbox').set({ publishedAt: sql<Date>`now()` }).where('id', 'in', published).execute();
+      if (failed.length > 0) {
+        // Given back at once, to be tried again by the next drain rather than after the lease.
+        await db.updateTable('outbox').set({ claimedUntil: null }).where('id', 'in', failed).execute();
+        throw (sent.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+      }
+      total += rows.length;
+      if (rows.length < 100) break;
     }
     if (Date.now() - this.lastCleanup > 60_000) {
       this.lastCleanup = Date.now();
-      await (this.db as Kysely<PlatformTables>).deleteFrom('outbox').where('publishedAt', '<', sql<Date>`now() - interval '1 day'`).execute();
+      await db.deleteFrom('outbox').where('publishedAt', '<', sql<Date>`now() - interval '1 day'`).execute();
     }
     return total;
   }

@@ -50,9 +50,6 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   const id = randomUUID();
   const now = deps.now();
   const created = await ctx.effect(deps.db, async (trx) => {
-    await lockAgents(trx, [caller.agentId, contract.agentId]);
-    await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId });
-    await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now });
     let t = await trx
       .insertInto('transactions')
       .values({
@@ -105,6 +102,12 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     } else {
       await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
     }
+    // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2)
+    // are then held for three statements, not for the whole creation, so a provider many consumers
+    // buy from at once does not make them queue behind each other's writes.
+    await lockAgents(trx, [caller.agentId, contract.agentId]);
+    await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId }, id);
+    await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now, excluding: id });
     return { status: 202, data: transactionView(t) };
   });
   deps.relay.kick();

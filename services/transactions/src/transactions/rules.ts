@@ -30,8 +30,11 @@ export async function lockAgents(trx: Trx, agentIds: string[]): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${keys}::text[]) with ordinality as t(k, n) order by n`.execute(trx);
 }
 
-/** D9.6: 409 LIMIT_REACHED when either party already has 100 transactions in progress. */
-export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }): Promise<void> {
+/**
+ * D9.6: 409 LIMIT_REACHED when either party already has 100 transactions in progress; `excluding`
+ * is the transaction being created in this database transaction, not counted against itself.
+ */
+export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }, excluding: string): Promise<void> {
   const { c, p } = await trx
     .selectFrom('transactions')
     .select([
@@ -40,6 +43,7 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
     ])
     .where((eb) => eb.or([eb('consumerAgentId', 'in', [agents.consumer, agents.provider]), eb('providerAgentId', 'in', [agents.consumer, agents.provider])]))
     .where('status', 'not in', [...TERMINAL_STATUSES])
+    .where('id', '!=', excluding)
     .executeTakeFirstOrThrow();
   for (const [role, n] of [['consumer', c], ['provider', p]] as const) {
     if (n >= ACTIVE_TRANSACTIONS_LIMIT) {
@@ -53,7 +57,7 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
  * D10.2: the consumer's spending in the rolling 24 h — agreed prices that reached `funds_held` and
  * were not refunded, plus holds still on their way (so two requests cannot both spend the last of it).
  */
-export async function spentLast24h(trx: Trx, consumerAgentId: string, now: Date): Promise<number> {
+export async function spentLast24h(trx: Trx, consumerAgentId: string, now: Date, excluding?: string): Promise<number> {
   const since = new Date(now.getTime() - 86_400_000);
   const { n } = await trx
     .selectFrom('transactions')
@@ -63,14 +67,19 @@ export async function spentLast24h(trx: Trx, consumerAgentId: string, now: Date)
       eb.and([eb('fundsHeldAt', '>', since), eb('hold', 'in', ['held', 'settling', 'settled'])]),
       eb('hold', '=', 'requested'),
     ]))
+    .$if(excluding !== undefined, (q) => q.where('id', '!=', excluding!))
     .executeTakeFirstOrThrow();
   return Number(n);
 }
 
 /** D10.2 at creation or accept: 403 DELEGATION_EXCEEDED / HUMAN_APPROVAL_REQUIRED with `{rule, limit, attempted}`. */
-export async function checkDelegation(trx: Trx, rules: DelegationRules, attempt: { consumerAgentId: string; category: string; priceCents: number; now: Date }): Promise<void> {
+export async function checkDelegation(
+  trx: Trx,
+  rules: DelegationRules,
+  attempt: { consumerAgentId: string; category: string; priceCents: number; now: Date; excluding?: string },
+): Promise<void> {
   const needsSpend = rules.maxDailySpendCents !== undefined;
-  const spent = needsSpend ? await spentLast24h(trx, attempt.consumerAgentId, attempt.now) : 0;
+  const spent = needsSpend ? await spentLast24h(trx, attempt.consumerAgentId, attempt.now, attempt.excluding) : 0;
   const refusal = delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: spent });
   if (refusal) throw new AppError(refusal.code, refusal.message, { details: refusal.details });
 }

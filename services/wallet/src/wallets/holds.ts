@@ -13,16 +13,42 @@ import { applyMovements, type Movement } from './movements.js';
  * answers with an event telling the hold's state, so a repeated command gets its answer again.
  */
 export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
+  const walletIds = walletDirectory();
   const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
   const consumers = await Promise.all([
     consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, trx, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd) => returnHold(deps, trx, cmd.transactionId) }),
-    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, walletIds, trx, cmd) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
 type Trx = Transaction<Database>;
+
+/**
+ * Which wallet belongs to whom never changes once a wallet exists (one per agent, one platform
+ * wallet, none ever deleted), so the saga looks each up once per running service.
+ */
+type WalletIds = ReturnType<typeof walletDirectory>;
+const walletDirectory = () => ({
+  known: new Map<string, string>(),
+  async ofAgent(trx: Trx, agentId: string): Promise<string> {
+    const cached = this.known.get(agentId);
+    if (cached) return cached;
+    const row = await trx.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst();
+    if (!row) throw new Error(`agent ${agentId} has no wallet`);
+    if (this.known.size >= 100_000) this.known.clear();
+    this.known.set(agentId, row.id);
+    return row.id;
+  },
+  async platform(trx: Trx): Promise<string> {
+    const cached = this.known.get('platform');
+    if (cached) return cached;
+    const row = await trx.selectFrom('wallets').select('id').where('kind', '=', 'platform').executeTakeFirstOrThrow();
+    this.known.set('platform', row.id);
+    return row.id;
+  },
+});
 
 /** Locks the transaction's hold row, if any (commands of one transaction apply one after another). */
 const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
@@ -62,7 +88,7 @@ async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: strin
   if (existing && !retry) return announce(deps, trx, existing);
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
   const now = deps.now();
-  const wallet = await trx.selectFrom('wallets').select(['id', 'balanceCents', 'heldCents']).where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
+  const wallet = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, createdAt: now };
   let hold: HoldRow;
   if (!wallet) {
@@ -70,7 +96,8 @@ async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: strin
   } else if (wallet.balanceCents - wallet.heldCents < cmd.amountCents) {
     hold = { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now };
   } else {
-    await applyMovements(trx, `hold:${cmd.transactionId}`, [{ walletId: wallet.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` }], now);
+    const movement: Movement = { walletId: wallet.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
+    await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet], onceByCaller: true });
     hold = { ...base, status: 'held', refusal: null, closedAt: null };
   }
   await trx.insertInto('holds').values(hold).execute();
@@ -89,7 +116,7 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
     hold = { transactionId, walletId: null, amountCents: 0, attempt: 0, status: 'refused', refusal: 'closed', providerWalletId: null, feeCents: null, createdAt: now, closedAt: now };
     await trx.insertInto('holds').values(hold).execute();
   } else if (hold.status === 'held') {
-    await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now);
+    await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now, { onceByCaller: true });
     hold = { ...hold, status: 'returned', closedAt: now };
     await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
   } else if (hold.status === 'refused' && hold.refusal !== 'closed') {
@@ -107,14 +134,13 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
  * platform revenue wallet. A settle for a hold that is not held (returned, refused) changes nothing;
  * its answer tells the hold's state.
  */
-async function settle(deps: WalletDeps, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number }): Promise<void> {
+async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number }): Promise<void> {
   const hold = await lockHold(trx, cmd.transactionId);
   if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
   if (hold.status !== 'held') return announce(deps, trx, hold);
   if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
-  const provider = await trx.selectFrom('wallets').select('id').where('agentId', '=', cmd.providerAgentId).executeTakeFirst();
-  const platform = await trx.selectFrom('wallets').select('id').where('kind', '=', 'platform').executeTakeFirstOrThrow();
-  if (!provider) throw new Error(`provider ${cmd.providerAgentId} has no wallet`);
+  const provider = { id: await walletIds.ofAgent(trx, cmd.providerAgentId) };
+  const platform = { id: await walletIds.platform(trx) };
   const t = cmd.transactionId;
   const X = hold.amountCents;
   const F = cmd.feeCents;
@@ -130,7 +156,7 @@ async function settle(deps: WalletDeps, trx: Trx, cmd: { transactionId: string; 
     );
   }
   const now = deps.now();
-  await applyMovements(trx, `settle:${t}`, movements, now);
+  await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true });
   await trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F }).where('transactionId', '=', t).execute();
   await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F });
 }

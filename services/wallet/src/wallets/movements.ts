@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Insertable, Transaction } from 'kysely';
+import { sql, type Insertable, type Transaction } from 'kysely';
 import { AppError, type LedgerTxType } from '@aex/contracts';
 import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyEntry } from '../domain/ledger.js';
@@ -13,17 +13,34 @@ export interface Movement {
   transactionId?: string | null;
 }
 
+export interface MovementOptions {
+  /** The wallets the caller already holds FOR UPDATE in this transaction: not read or locked again. */
+  locked?: WalletRow[];
+  /**
+   * The caller's own locked row already makes the operation happen once (a transaction's `holds`
+   * row), so the ledger is not searched for `operationId`.
+   */
+  onceByCaller?: boolean;
+}
+
 /**
  * The only way money moves (ARCHITECTURE "Money"): ledger entries plus wallet updates in the caller's
  * transaction, wallets locked FOR UPDATE in id order (no deadlocks between concurrent movements).
  * `operationId` makes it idempotent: when the operation was already applied, nothing changes and
  * `false` is returned.
  */
-export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date): Promise<boolean> {
-  const done = await trx.selectFrom('ledgerEntries').select('id').where('operationId', '=', operationId).limit(1).executeTakeFirst();
-  if (done) return false;
+export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, opts: MovementOptions = {}): Promise<boolean> {
+  if (!opts.onceByCaller) {
+    const done = await trx.selectFrom('ledgerEntries').select('id').where('operationId', '=', operationId).limit(1).executeTakeFirst();
+    if (done) return false;
+  }
   const ids = [...new Set(movements.map((m) => m.walletId))].sort();
-  const rows = await trx.selectFrom('wallets').selectAll().where('id', 'in', ids).orderBy('id').forUpdate().execute();
+  const held = new Set(opts.locked?.map((w) => w.id));
+  const toLock = ids.filter((id) => !held.has(id));
+  const rows = [
+    ...(opts.locked ?? []),
+    ...(toLock.length > 0 ? await trx.selectFrom('wallets').selectAll().where('id', 'in', toLock).orderBy('id').forUpdate().execute() : []),
+  ];
   const wallets = new Map<string, WalletRow>(rows.map((r) => [r.id, r]));
   const entries: Insertable<LedgerEntryRow>[] = [];
   for (const m of movements) {
@@ -59,13 +76,25 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
   }
   // One statement for all the entries, in the order of the movements (their `seq`).
   await trx.insertInto('ledgerEntries').values(entries).execute();
-  for (const id of ids) {
-    const w = wallets.get(id)!;
+  await updateWallets(trx, ids.map((id) => wallets.get(id)!), now);
+  return true;
+}
+
+/** The new balances of the wallets moved, in one statement however many there are. */
+async function updateWallets(trx: Transaction<Database>, rows: WalletRow[], now: Date): Promise<void> {
+  if (rows.length === 1) {
+    const w = rows[0]!;
     await trx
       .updateTable('wallets')
       .set({ balanceCents: w.balanceCents, heldCents: w.heldCents, lifetimeEarnedCents: w.lifetimeEarnedCents, lifetimeSpentCents: w.lifetimeSpentCents, updatedAt: now })
-      .where('id', '=', id)
+      .where('id', '=', w.id)
       .execute();
+    return;
   }
-  return true;
+  const values = sql.join(rows.map((w) => sql`(${w.id}::uuid, ${w.balanceCents}::bigint, ${w.heldCents}::bigint, ${w.lifetimeEarnedCents}::bigint, ${w.lifetimeSpentCents}::bigint)`));
+  await sql`
+    update wallets as w set balance_cents = v.balance, held_cents = v.held, lifetime_earned_cents = v.earned,
+      lifetime_spent_cents = v.spent, updated_at = ${now}
+    from (values ${values}) as v(id, balance, held, earned, spent)
+    where w.id = v.id`.execute(trx);
 }

@@ -3,10 +3,12 @@ import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-wallet-redrive.js';
 import * as m0003 from './0003-idempotency-keys.js';
 import * as m0004 from './0004-signing-key-owners.js';
+import * as m0005 from './0005-outbox-claims.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
   '0002-wallet-redrive': m0002,
   '0003-idempotency-keys': m0003,
   '0004-signing-key-owners': m0004,
+  '0005-outbox-claims': m0005,
 };

@@ -1,4 +1,5 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001-initial.js';
+import * as m0002 from './0002-outbox-claims.js';
 
-export const migrations: Record<string, Migration> = { '0001-initial': m0001 };
+export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-outbox-claims': m0002 };

@@ -66,6 +66,8 @@ export const TransactionView = Type.Object({
   notes: Type.Union([Type.String(), Type.Null()]),
   deliveryAttempts: Type.Integer(),
   maxDeliveryAttempts: Type.Integer(),
+  /** EXT (D9.7): while `delivered`, when the transaction settles by itself unless verified or disputed. */
+  reviewEndsAt: NullableTimestamp,
   disputeId: Type.Union([Uuid, Type.Null()]),
 });
 export type TransactionView = Static<typeof TransactionView>;

@@ -40,6 +40,7 @@ export interface TransactionRow {
   expiresAt: Date | null;
   deliveredAt: Date | null;
   settledAt: Date | null;
+  reviewEndsAt: Date | null;
   qualityScore: number | null;
   notes: string | null;
   deliveryAttempts: number;

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
-import { requireActive, requireAgent, type OperationHandler } from '@aex/platform';
+import { cancelTimer, requireActive, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction } from '../domain/state-machine.js';
 import { checkActiveLimit, checkDelegation, delegationOf, lockAgents } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, visibleTransaction } from './repository.js';
+import { announce, awaitRow, lockTransaction, move, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, visibleTransaction } from './repository.js';
 import { transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -82,6 +82,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
         expiresAt: null,
         deliveredAt: null,
         settledAt: null,
+        reviewEndsAt: null,
         qualityScore: null,
         notes: null,
         deliveryAttempts: 0,
@@ -172,7 +173,10 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
     assertAction('deliver', t.status);
     const attempts = t.deliveryAttempts + 1;
     if (checked.ok) {
-      return { data: transactionView(await move(trx, t, 'delivered', { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts }, now)) };
+      // D9.7: settled by itself when the review window ends with neither verify nor dispute.
+      const reviewEndsAt = new Date(now.getTime() + deps.config.REVIEW_WINDOW_SECONDS * 1000);
+      await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
+      return { data: transactionView(await move(trx, t, 'delivered', { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }, now)) };
     }
     const to = attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed';
     return { data: transactionView(await move(trx, t, to, { deliveryAttempts: attempts, statusReason: 'output_validation_failed' }, now)) };
@@ -201,6 +205,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
     if (t.hold !== 'settling') {
       if (t.hold !== 'held') throw new Error(`transaction ${t.id} delivered with hold ${t.hold}`);
       await requestSettlement(trx, t, now);
+      await cancelTimer(trx, TIMERS.reviewWindow, t.id);
       const next = await trx.updateTable('transactions').set({ hold: 'settling', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
       return { status: 202, data: transactionView(next) };
     }

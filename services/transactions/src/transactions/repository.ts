@@ -8,7 +8,7 @@ import type { SagaSignals } from '../saga-signals.js';
 type Trx = Transaction<Database>;
 
 /** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
-export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry' } as const;
+export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window' } as const;
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
 export async function visibleTransaction(db: Kysely<Database>, caller: Principal, id: string): Promise<TransactionRow> {
@@ -39,7 +39,7 @@ export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, p
     changes.hold = 'returning';
     await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   }
-  if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry], t.id);
+  if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
   const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
   await announce(trx, next, t.status, now);
   return next;

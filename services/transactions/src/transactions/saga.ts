@@ -97,5 +97,6 @@ async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<type
 async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<void> {
   const t = await lockTransaction(trx, e.transactionId);
   if (!t || t.hold !== 'settling') return;
-  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at) }, deps.now());
+  // The reason the settlement was asked for (`review_window_ended`, or none for a verify) stays.
+  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), statusReason: t.statusReason }, deps.now());
 }

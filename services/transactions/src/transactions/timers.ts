@@ -3,7 +3,7 @@ import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { ACTION_SOURCES } from '../domain/state-machine.js';
-import { lastMessage, lockTransaction, move, TIMERS } from './repository.js';
+import { lastMessage, lockTransaction, move, requestSettlement, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -16,6 +16,7 @@ export function startTimers(deps: TransactionDeps, pollMs = 250): Stoppable {
   const runner = new TimerRunner<Database>(deps.db, {
     [TIMERS.offerExpiry]: (trx, timer) => offerExpired(deps, trx, timer.key, (timer.payload as { round?: number }).round ?? 0),
     [TIMERS.transactionExpiry]: (trx, timer) => transactionExpired(deps, trx, timer.key),
+    [TIMERS.reviewWindow]: (trx, timer) => reviewWindowEnded(deps, trx, timer.key),
   }, deps.logger, { pollMs, afterFire: () => deps.relay.kick() });
   runner.start();
   return runner;
@@ -35,4 +36,17 @@ async function transactionExpired(deps: TransactionDeps, trx: Trx, id: string): 
   const t = await lockTransaction(trx, id);
   if (!t || !(ACTION_SOURCES.expire as readonly string[]).includes(t.status)) return;
   await move(trx, t, 'expired', { statusReason: 'sla_timeout' }, deps.now());
+}
+
+/**
+ * D9.7 (EXT): delivered, and neither verified nor disputed when the review window ended: the
+ * settlement is asked for as a verify would, with the reason kept on the transaction
+ * (`review_window_ended`) through to `settled`. A verify or dispute that came first left nothing to do.
+ */
+async function reviewWindowEnded(deps: TransactionDeps, trx: Trx, id: string): Promise<void> {
+  const t = await lockTransaction(trx, id);
+  if (!t || t.status !== 'delivered' || t.hold !== 'held') return;
+  const now = deps.now();
+  await requestSettlement(trx, t, now);
+  await trx.updateTable('transactions').set({ hold: 'settling', statusReason: 'review_window_ended', updatedAt: now }).where('id', '=', t.id).execute();
 }

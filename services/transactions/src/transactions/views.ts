@@ -25,6 +25,7 @@ export function transactionView(t: TransactionRow): TransactionView {
     output: t.output,
     deliveredAt: iso(t.deliveredAt),
     settledAt: iso(t.settledAt),
+    reviewEndsAt: t.status === 'delivered' ? iso(t.reviewEndsAt) : null,
     statusReason: t.statusReason,
     qualityScore: t.qualityScore,
     notes: t.notes,

@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unwrap } from '@aex/client';
+import { startTestExchange, type TestExchange } from './harness.js';
+import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
+
+// D9.7 (EXT), issue 11 item 2: a delivered transaction with neither verify nor dispute settles by
+// itself when its review window ends (REVIEW_WINDOW_SECONDS, 1 s here) — by a durable timer, once,
+// also when the window ended while the transaction service was down. The window is on the
+// transaction as `reviewEndsAt` while it is `delivered`.
+
+const WINDOW_MS = 1000;
+let ex: TestExchange;
+
+beforeAll(async () => {
+  ex = await startTestExchange({ REVIEW_WINDOW_SECONDS: String(WINDOW_MS / 1000), SAGA_WAIT_MS: '2000' }, { timerPollMs: 100 });
+}, 120_000);
+
+afterAll(async () => {
+  await ex?.stop();
+});
+
+async function delivered() {
+  const provider = await party(ex);
+  const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+  const consumer = await funded(ex, 3000);
+  const held = await createHeld(consumer, { serviceId, input: INPUT });
+  const t = unwrap(await provider.client.deliver(held.id, OUTPUT));
+  return { provider, consumer, t };
+}
+
+describe('the review window (D9.7)', () => {
+  it('shows when it ends only while the transaction is delivered', async () => {
+    const provider = await party(ex);
+    const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 60_000, timeoutMs: 600_000, maxRetries: 1 } }))).id;
+    const consumer = await funded(ex, 3000);
+    const held = await createHeld(consumer, { serviceId, input: INPUT });
+    expect(held.reviewEndsAt).toBeNull();
+    const bad = await provider.client.deliver(held.id, { digest: 'not hex' });
+    expect(bad.status).toBe(400);
+    expect(unwrap(await consumer.client.getTransaction(held.id))).toMatchObject({ status: 'validation_failed', reviewEndsAt: null });
+    const t = unwrap(await provider.client.deliver(held.id, OUTPUT));
+    expect(t.status).toBe('delivered');
+    expect(Date.parse(t.reviewEndsAt!) - Date.parse(t.deliveredAt!)).toBe(WINDOW_MS);
+    // Both parties see it.
+    expect(unwrap(await consumer.client.getTransaction(t.id)).reviewEndsAt).toBe(t.reviewEndsAt);
+  });
+
+  it('settles by itself when it ends: the provider paid minus the fee, the reason on the transaction', async () => {
+    const { provider, consumer, t } = await delivered();
+    const settled = await waitForStatus(consumer, t.id, 'settled', 10_000);
+    expect(settled).toMatchObject({ statusReason: 'review_window_ended', reviewEndsAt: null, qualityScore: null });
+    expect(Date.parse(settled.settledAt!)).toBeGreaterThanOrEqual(Date.parse(t.reviewEndsAt!));
+    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+    expect(await wallet(consumer)).toMatchObject({ balanceCents: 2000, heldCents: 0 });
+    expect(await wallet(provider)).toMatchObject({ balanceCents: 950 });
+  });
+
+  it('leaves a transaction verified in time alone: one settlement, with the consumer\'s score', async () => {
+    const { provider, consumer, t } = await delivered();
+    const v = unwrap(await consumer.client.verify(t.id, { qualityScore: 90 }));
+    expect(v).toMatchObject({ status: 'settled', statusReason: null, qualityScore: 90 });
+    await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+    expect(unwrap(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'settled', statusReason: null, qualityScore: 90 });
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+  });
+
+  it('settles once when the window ended while the transaction service was down', async () => {
+    const { provider, consumer, t } = await delivered();
+    await ex.stopTransactions();
+    await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+    await ex.startTransactions();
+    const settled = await waitForStatus(consumer, t.id, 'settled', 10_000);
+    expect(settled.statusReason).toBe('review_window_ended');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
+  });
+
+  it('settles when the window ends while the wallet is away, once it is back', async () => {
+    const { provider, consumer, t } = await delivered();
+    await ex.stopWallet();
+    try {
+      await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+      // The settlement is asked for, not yet confirmed: still delivered.
+      expect(unwrap(await consumer.client.getTransaction(t.id)).status).toBe('delivered');
+    } finally {
+      await ex.startWallet();
+    }
+    expect((await waitForStatus(consumer, t.id, 'settled', 10_000)).statusReason).toBe('review_window_ended');
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+  });
+
+  it('keeps the ledger whole', async () => {
+    expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
+  });
+});

@@ -15,6 +15,7 @@ import type {
   ErrorCode,
   ErrorEntry,
   FullAgentView,
+  TrustView,
   FundView,
   LedgerCheckView,
   LedgerEntryView,
@@ -147,6 +148,7 @@ export class ExchangeClient {
 
   // --- agents (D6.4–D6.7)
   createAgent = (body: CreateAgentBody, o: Keyed = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
+  getTrust = (agentId: string) => this.request<TrustView>('GET', `/v1/agents/${enc(agentId)}/trust`);
   getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
   updateAgent = (agentId: string, body: UpdateAgentBody, o: Keyed = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
   deactivateAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`, o);

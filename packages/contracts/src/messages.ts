@@ -85,6 +85,22 @@ export const TransactionEventData = Type.Object({
 
 /** The event of a transaction entering `status` (subject `<ns>.evt.transactions.transaction.<status>`). */
 export const transactionEvent = (status: TransactionStatus) => event('transactions', `transactions.transaction.${status}`, TransactionEventData);
+/**
+ * D15.2: a transaction the provider was paid for or failed ended — what its trust score counts.
+ * Internal (not a `transaction.<status>` event, so never a webhook): identity keeps the inputs of
+ * each provider's score from these. `late`: delivered more than `sla.maxLatencyMs` after the hold.
+ */
+export const TRUST_OUTCOMES = ['settled', 'failed', 'expired', 'dispute_lost'] as const;
+export type TrustOutcome = (typeof TRUST_OUTCOMES)[number];
+export const transactionOutcome = event('transactions', 'transactions.outcome.recorded', Type.Object({
+  transactionId: Uuid,
+  providerAgentId: Uuid,
+  outcome: Type.Union(TRUST_OUTCOMES.map((o) => Type.Literal(o))),
+  qualityScore: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]),
+  late: Type.Boolean(),
+  at: Timestamp,
+}));
+
 /** Every transaction event at once, for consumers (the webhook dispatcher). */
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
 

@@ -46,6 +46,7 @@ export const identityOps = {
   setAccountDelegation: effect('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
   createAgent: effect('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
   getAgent: operation('identity', 'getAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.AgentView),
+  getTrust: operation('identity', 'getTrust', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.TrustView),
   updateAgent: effect('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
   deactivateAgent: effect('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   setAgentDelegation: effect('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),

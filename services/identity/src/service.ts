@@ -11,6 +11,7 @@ import { recordWalletOpened, startWalletRedrive } from './wallet-saga.js';
 import { systemResolver } from './dns-resolver.js';
 import type { HostResolver } from './domain/webhook-url.js';
 import { effectiveDelegation } from './agents/effective-delegation.js';
+import { getTrust, recordTrustOutcomes } from './trust.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -37,6 +38,7 @@ export async function startIdentityService(opts: {
   const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
+  const trust = await recordTrustOutcomes(deps);
   const redriveAfter = opts.walletRedriveAfterMs ?? 30_000;
   const redrive = outsideTrace(() => startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) }));
   const server = await serveOperations({
@@ -50,6 +52,7 @@ export async function startIdentityService(opts: {
       setAccountDelegation: accounts.setAccountDelegation(deps),
       createAgent: agents.createAgent(deps),
       getAgent: agents.getAgent(deps),
+      getTrust: getTrust(deps),
       updateAgent: agents.updateAgent(deps),
       deactivateAgent: agents.deactivateAgent(deps),
       suspendAgent: agents.suspendAgent(deps),
@@ -70,6 +73,7 @@ export async function startIdentityService(opts: {
       await server.stop();
       await redrive.stop();
       await walletOpened.stop();
+      await trust.stop();
       await relay.stop();
       await close();
     },

@@ -116,6 +116,29 @@ export const PublicAgentView = Type.Object({
 });
 export type PublicAgentView = Static<typeof PublicAgentView>;
 
+/**
+ * EXT (D15.2): how an agent's trust score was reached — the outcomes of the transactions it provided
+ * that it counts, any caller may read it (the score itself is on the public profile).
+ */
+export const TrustView = Type.Object({
+  agentId: Uuid,
+  trustScore: Type.Integer({ minimum: 0, maximum: 100 }),
+  prior: Type.Object({ value: Type.Number(), weight: Type.Number() }),
+  counts: Type.Object({
+    settled: Type.Integer(),
+    failed: Type.Integer(),
+    expired: Type.Integer(),
+    disputesLost: Type.Integer(),
+    /** Of all of the above, delivered later than `sla.maxLatencyMs`: counted with half the weight. */
+    late: Type.Integer(),
+  }),
+  /** Mean `qualityScore` of the settled transactions a consumer scored; null when none was. */
+  averageQualityScore: Type.Union([Type.Number(), Type.Null()]),
+  /** When the score last changed; null while it is the starting 50. */
+  lastChangedAt: Type.Union([Timestamp, Type.Null()]),
+});
+export type TrustView = Static<typeof TrustView>;
+
 /** D2.3 full representation (agents of the caller's own account). */
 export const FullAgentView = Type.Composite([
   PublicAgentView,

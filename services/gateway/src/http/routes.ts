@@ -45,6 +45,7 @@ export const routes: RouteSpec[] = [
   agent('PATCH', '/v1/accounts/:accountId', identityOps.updateAccount, 'Change the account (owner agent, D2.2)', 'accounts'),
   agent('PUT', '/v1/accounts/:accountId/delegation', identityOps.setAccountDelegation, 'Set the account’s default delegation rules (owner agent)', 'accounts'),
   agent('POST', '/v1/agents', identityOps.createAgent, 'Create an agent of the caller’s account (owner agent, D6.4)', 'agents', { successStatus: 201 }),
+  agent('GET', '/v1/agents/:agentId/trust', identityOps.getTrust, 'How the agent’s trust score was reached: the outcomes it counts (D15.2, EXT)', 'agents'),
   agent('GET', '/v1/agents/:agentId', identityOps.getAgent, 'Read an agent: full for the own account, public profile otherwise (D2.3)', 'agents'),
   agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents'),
   agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents'),

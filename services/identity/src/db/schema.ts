@@ -1,5 +1,5 @@
 import type { PlatformTables } from '@aex/platform';
-import type { DelegationRules } from '@aex/contracts';
+import type { DelegationRules, TrustOutcome } from '@aex/contracts';
 
 export interface AccountRow {
   id: string;
@@ -42,4 +42,14 @@ export interface Database extends PlatformTables {
   signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
   signingKeyOwners: { publicKey: string; agentId: string; createdAt: Date };
   trustScores: { agentId: string; score: number; updatedAt: Date };
+  trustOutcomes: {
+    transactionId: string;
+    agentId: string;
+    outcome: TrustOutcome;
+    qualityScore: number | null;
+    late: boolean;
+    value: number;
+    halfWeights: number;
+    endedAt: Date;
+  };
 }

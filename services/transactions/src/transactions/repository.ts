@@ -1,4 +1,4 @@
-import { AppError, transactionEvent, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
+import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
 import { cancelTimer, enqueue, scheduleTimer, type EffectReply, type HandlerContext } from '@aex/platform';
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
@@ -42,7 +42,21 @@ export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, p
   if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
   const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
   await announce(trx, next, t.status, now);
+  await recordOutcome(trx, next, now);
   return next;
+}
+
+/**
+ * D15.2: the provider's trust counts a transaction that ends after its price was held — settled,
+ * failed (its output never passed) or expired; one that failed before any hold (the consumer's funds)
+ * or was cancelled says nothing about the provider.
+ */
+async function recordOutcome(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
+  if (t.fundsHeldAt === null || (t.status !== 'settled' && t.status !== 'failed' && t.status !== 'expired')) return;
+  const late = t.deliveredAt !== null && t.deliveredAt.getTime() - t.fundsHeldAt.getTime() > t.sla.maxLatencyMs;
+  await enqueue(trx, transactionOutcome, {
+    transactionId: t.id, providerAgentId: t.providerAgentId, outcome: t.status, qualityScore: t.qualityScore, late, at: now.toISOString(),
+  }, { now });
 }
 
 /** Writes `transaction.<status>` of the row as it now is. */

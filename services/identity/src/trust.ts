@@ -1,0 +1,76 @@
+import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
+import { consumeIdempotently, enqueue, requireAgent, type OperationHandler, type Stoppable } from '@aex/platform';
+import { sql } from 'kysely';
+import type { IdentityDeps } from './context.js';
+import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
+
+/**
+ * D15.2: a provider's trust score is recomputed when a transaction it provided ends. Each outcome is
+ * kept (once per transaction, however often the event comes) and the score is computed again from
+ * all of them, with the agent's score row locked, so outcomes ending together are all counted. A
+ * changed score is published (`identity.agent.trust_changed`); the catalog shows it in listing and
+ * discovery.
+ */
+export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
+  return consumeIdempotently({
+    bus: deps.bus,
+    db: deps.db,
+    logger: deps.logger,
+    durable: 'identity-trust-outcomes',
+    def: transactionOutcome,
+    afterCommit: () => deps.relay.kick(),
+    handle: async (trx, e) => {
+      const current = await trx.selectFrom('trustScores').select('score').where('agentId', '=', e.providerAgentId).forUpdate().executeTakeFirst();
+      if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
+      const input = outcomeInput(e);
+      const kept = await trx
+        .insertInto('trustOutcomes')
+        .values({ transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) })
+        .onConflict((oc) => oc.column('transactionId').doNothing())
+        .returning('transactionId')
+        .executeTakeFirst();
+      if (!kept) return;
+      const sums = await trx
+        .selectFrom('trustOutcomes')
+        .select([sql<string>`coalesce(sum(value * half_weights), 0)`.as('weightedValue'), sql<string>`coalesce(sum(half_weights), 0)`.as('halfWeights')])
+        .where('agentId', '=', e.providerAgentId)
+        .executeTakeFirstOrThrow();
+      const score = trustScore({ weightedValue: Number(sums.weightedValue), halfWeights: Number(sums.halfWeights) });
+      if (score === current.score) return;
+      const now = deps.now();
+      await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();
+      await enqueue(trx, events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: current.score }, { now });
+    },
+  });
+}
+
+/** GET /v1/agents/{id}/trust (EXT, D15.2): any authenticated caller, as the public profile. */
+export const getTrust = (deps: IdentityDeps): OperationHandler<(typeof identityOps)['getTrust']> => async ({ path }, ctx) => {
+  requireAgent(ctx);
+  const score = await deps.db.selectFrom('trustScores').select(['score', 'updatedAt']).where('agentId', '=', path.agentId).executeTakeFirst();
+  if (!score) throw new AppError('NOT_FOUND', 'No such agent.');
+  const rows = await deps.db
+    .selectFrom('trustOutcomes')
+    .select([
+      sql<number>`count(*) filter (where outcome = 'settled')::int`.as('settled'),
+      sql<number>`count(*) filter (where outcome = 'failed')::int`.as('failed'),
+      sql<number>`count(*) filter (where outcome = 'expired')::int`.as('expired'),
+      sql<number>`count(*) filter (where outcome = 'dispute_lost')::int`.as('disputesLost'),
+      sql<number>`count(*) filter (where late)::int`.as('late'),
+      sql<string | null>`avg(quality_score) filter (where outcome = 'settled')`.as('averageQualityScore'),
+      sql<number>`count(*)::int`.as('total'),
+    ])
+    .where('agentId', '=', path.agentId)
+    .executeTakeFirstOrThrow();
+  const { averageQualityScore, total, ...counts } = rows;
+  return {
+    data: {
+      agentId: path.agentId,
+      trustScore: score.score,
+      prior: { value: TRUST_PRIOR.value / 100, weight: TRUST_PRIOR.halfWeights / 2 },
+      counts,
+      averageQualityScore: averageQualityScore === null ? null : Math.round(Number(averageQualityScore) * 100) / 100,
+      lastChangedAt: total > 0 ? score.updatedAt.toISOString() : null,
+    },
+  };
+};

@@ -16,6 +16,7 @@ import type {
   ErrorEntry,
   FullAgentView,
   TrustView,
+  OperatorActionView,
   FundView,
   LedgerCheckView,
   LedgerEntryView,
@@ -198,6 +199,7 @@ export class ExchangeClient {
 
   // --- operator (D15.3)
   checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
+  operatorActions = (query: { limit?: number; offset?: number } = {}) => this.request<OperatorActionView[]>('GET', '/admin/v1/audit', { query });
   suspendAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`, o);
 
   /** Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. */

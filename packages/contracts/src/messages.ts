@@ -101,6 +101,19 @@ export const transactionOutcome = event('transactions', 'transactions.outcome.re
   at: Timestamp,
 }));
 
+/**
+ * D15.3, issue 11 item 6: an operator action taken by a service other than identity, written in the
+ * same database transaction as its effect (or right after a read); identity keeps the audit log.
+ */
+export const OperatorActionData = Type.Object({
+  action: Type.String(),
+  targetType: Type.Union([Type.String(), Type.Null()]),
+  targetId: Type.Union([Type.String(), Type.Null()]),
+  requestId: Type.String(),
+  details: Type.Record(Type.String(), Type.Unknown()),
+});
+export const walletOperatorAction = event('wallet', 'wallet.operator.action', OperatorActionData);
+
 /** Every transaction event at once, for consumers (the webhook dispatcher). */
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
 

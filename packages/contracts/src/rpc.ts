@@ -53,6 +53,8 @@ export const identityOps = {
   rotateKey: effect('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
   /** Operator (D15.3): deactivate any agent. */
   suspendAgent: effect('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
+  /** Operator (D15.3): the audit log of every operator action, newest first. */
+  listOperatorActions: operation('identity', 'listOperatorActions', 'admin', parts(Empty, PageQuery, Type.Any()), Type.Array(I.OperatorActionView)),
   getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
   /**
    * Internal (no route): the delegation rules in force for an agent (D10.1) with the facts the

@@ -12,6 +12,7 @@ import { systemResolver } from './dns-resolver.js';
 import type { HostResolver } from './domain/webhook-url.js';
 import { effectiveDelegation } from './agents/effective-delegation.js';
 import { getTrust, recordTrustOutcomes } from './trust.js';
+import { collectOperatorActions, listOperatorActions } from './operator-audit.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -39,6 +40,7 @@ export async function startIdentityService(opts: {
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);
+  const audit = await collectOperatorActions(deps);
   const redriveAfter = opts.walletRedriveAfterMs ?? 30_000;
   const redrive = outsideTrace(() => startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) }));
   const server = await serveOperations({
@@ -53,6 +55,7 @@ export async function startIdentityService(opts: {
       createAgent: agents.createAgent(deps),
       getAgent: agents.getAgent(deps),
       getTrust: getTrust(deps),
+      listOperatorActions: listOperatorActions(deps),
       updateAgent: agents.updateAgent(deps),
       deactivateAgent: agents.deactivateAgent(deps),
       suspendAgent: agents.suspendAgent(deps),
@@ -74,6 +77,7 @@ export async function startIdentityService(opts: {
       await redrive.stop();
       await walletOpened.stop();
       await trust.stop();
+      await audit.stop();
       await relay.stop();
       await close();
     },

@@ -139,6 +139,18 @@ export const TrustView = Type.Object({
 });
 export type TrustView = Static<typeof TrustView>;
 
+/** D15.3 (EXT): one entry of the operator's audit log, newest first. */
+export const OperatorActionView = Type.Object({
+  id: Uuid,
+  action: Type.String(),
+  service: Type.String(),
+  target: Type.Union([Type.Object({ type: Type.String(), id: Type.Union([Type.String(), Type.Null()]) }), Type.Null()]),
+  requestId: Type.String(),
+  details: Type.Record(Type.String(), Type.Unknown()),
+  at: Timestamp,
+});
+export type OperatorActionView = Static<typeof OperatorActionView>;
+
 /** D2.3 full representation (agents of the caller's own account). */
 export const FullAgentView = Type.Composite([
   PublicAgentView,

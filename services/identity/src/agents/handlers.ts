@@ -12,6 +12,7 @@ import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
 import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalOf } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
+import { recordOperatorAction } from '../operator-audit.js';
 
 type Ops = typeof identityOps;
 
@@ -135,16 +136,20 @@ export const deactivateAgent = (deps: IdentityDeps): OperationHandler<Ops['deact
 };
 
 /** POST /admin/v1/agents/{id}/suspend (D15.3): the operator deactivates any agent, owner agents included. */
-export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => deactivate(deps, ctx, path.agentId);
+export const suspendAgent = (deps: IdentityDeps): OperationHandler<Ops['suspendAgent']> => async ({ path }, ctx) => deactivate(deps, ctx, path.agentId, { byOperator: true });
 
 /** active → deactivated with its event, and the key cache told at once (D6.5); deactivated stays as is. */
-async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: string) {
+async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: string, opts: { byOperator?: boolean } = {}) {
   const now = deps.now();
   let hash: string | undefined;
   let changed: MessageEnvelope | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
     const current = await findAgent(trx, agentId, { forUpdate: true });
     if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
+    if (opts.byOperator) {
+      // D15.3: the suspension and its audit entry commit together.
+      await recordOperatorAction(trx, { action: 'agent.suspend', service: 'identity', targetType: 'agent', targetId: agentId, requestId: ctx.requestId, details: { previousStatus: current.status }, at: now });
+    }
     if (current.status === 'deactivated') return { data: fullAgentView(current, deps.config.PUBLIC_BASE_URL) };
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
     const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();

@@ -42,6 +42,16 @@ export interface Database extends PlatformTables {
   signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
   signingKeyOwners: { publicKey: string; agentId: string; createdAt: Date };
   trustScores: { agentId: string; score: number; updatedAt: Date };
+  operatorActions: {
+    id: string;
+    action: string;
+    service: string;
+    targetType: string | null;
+    targetId: string | null;
+    requestId: string;
+    details: Record<string, unknown>;
+    at: Date;
+  };
   trustOutcomes: {
     transactionId: string;
     agentId: string;

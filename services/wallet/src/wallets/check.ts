@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { LedgerTxType, walletOps } from '@aex/contracts';
-import type { OperationHandler } from '@aex/platform';
+import { walletOperatorAction, type LedgerTxType, type walletOps } from '@aex/contracts';
+import { enqueue, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import { HOLD_TX_TYPES, holdViolations, ledgerViolations, type WalletTotals } from '../domain/ledger.js';
 
@@ -58,4 +58,13 @@ export async function checkLedgerInvariants(deps: WalletDeps) {
   });
 }
 
-export const checkLedger = (deps: WalletDeps): OperationHandler<typeof walletOps['checkLedger']> => async () => ({ data: await checkLedgerInvariants(deps) });
+/** GET /admin/v1/ledger/check; the check goes to the operator's audit log (D15.3) with its result. */
+export const checkLedger = (deps: WalletDeps): OperationHandler<typeof walletOps['checkLedger']> => async (_input, ctx) => {
+  const report = await checkLedgerInvariants(deps);
+  await deps.db.transaction().execute((trx) => enqueue(trx, walletOperatorAction, {
+    action: 'ledger.check', targetType: null, targetId: null, requestId: ctx.requestId,
+    details: { ok: report.ok, violations: report.violations.length, walletsChecked: report.walletsChecked },
+  }, { now: deps.now() }));
+  deps.relay.kick();
+  return { data: report };
+};

@@ -5,6 +5,7 @@ import * as m0003 from './0003-idempotency-keys.js';
 import * as m0004 from './0004-signing-key-owners.js';
 import * as m0005 from './0005-outbox-claims.js';
 import * as m0006 from './0006-trust-outcomes.js';
+import * as m0007 from './0007-operator-actions.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0004-signing-key-owners': m0004,
   '0005-outbox-claims': m0005,
   '0006-trust-outcomes': m0006,
+  '0007-operator-actions': m0007,
 };

@@ -91,6 +91,23 @@ describe('the review window (D9.7)', () => {
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
   });
 
+  it('keeps the score of a verify that comes after the window asked for the settlement', async () => {
+    const { provider, consumer, t } = await delivered();
+    await ex.stopWallet();
+    try {
+      await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+      const late = await consumer.client.verify(t.id, { qualityScore: 30, notes: 'slow to answer' });
+      expect(late.status).toBe(202);
+      expect(unwrap(late)).toMatchObject({ status: 'delivered', qualityScore: 30, notes: 'slow to answer' });
+    } finally {
+      await ex.startWallet();
+    }
+    expect(await waitForStatus(consumer, t.id, 'settled', 10_000)).toMatchObject({ statusReason: 'review_window_ended', qualityScore: 30, notes: 'slow to answer' });
+    expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
+    // (2.5 + 0.3) / 6 = 0.467: the provider's trust counts the late score.
+    await expect.poll(async () => unwrap(await provider.client.getAgent(provider.agentId)).trustScore, { timeout: 10_000, interval: 50 }).toBe(47);
+  });
+
   it('keeps the ledger whole', async () => {
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });

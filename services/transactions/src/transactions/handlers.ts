@@ -209,6 +209,12 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
       const next = await trx.updateTable('transactions').set({ hold: 'settling', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
       return { status: 202, data: transactionView(next) };
     }
+    // Already settling: a verify sent again, or one that came as the review window ended (D9.7) —
+    // the consumer's score and notes are still kept when none were given yet; the trust score counts them.
+    if (t.qualityScore === null && t.notes === null && (body.qualityScore !== undefined || body.notes !== undefined)) {
+      const next = await trx.updateTable('transactions').set({ qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
+      return { status: 202, data: transactionView(next) };
+    }
     return { status: 202, data: transactionView(t) };
   });
   deps.relay.kick();

@@ -126,7 +126,11 @@ export const walletSaga = {
   /** `attempt` grows with each hold asked for one transaction: one refused for funds may be asked again (a later accept). */
   holdFunds: command('wallet', 'wallet.holdFunds', Type.Object({ transactionId: Uuid, consumerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), attempt: Type.Integer({ minimum: 1 }) })),
   returnHold: command('wallet', 'wallet.returnHold', Type.Object({ transactionId: Uuid })),
-  settle: command('wallet', 'wallet.settle', Type.Object({ transactionId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents })),
+  /**
+   * `refundCents` (D12.8 partial refund): that part of the hold goes back to the consumer and only the
+   * rest is paid, `feeCents` being the fee on the rest; 0 or absent for a whole settlement.
+   */
+  settle: command('wallet', 'wallet.settle', Type.Object({ transactionId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents, refundCents: Type.Optional(Cents) })),
   holdPlaced: event('wallet', 'wallet.hold.placed', Type.Object({ transactionId: Uuid, attempt: Type.Integer(), amountCents: Type.Integer(), at: Timestamp })),
   /** `insufficient_funds` (available below the price), `no_wallet`, or `closed` (returned before it was placed). */
   holdRefused: event('wallet', 'wallet.hold.refused', Type.Object({
@@ -137,7 +141,7 @@ export const walletSaga = {
     requiredCents: Type.Integer(),
   })),
   holdReturned: event('wallet', 'wallet.hold.returned', Type.Object({ transactionId: Uuid, amountCents: Cents, at: Timestamp })),
-  holdSettled: event('wallet', 'wallet.hold.settled', Type.Object({ transactionId: Uuid, amountCents: Type.Integer(), feeCents: Cents, at: Timestamp })),
+  holdSettled: event('wallet', 'wallet.hold.settled', Type.Object({ transactionId: Uuid, amountCents: Type.Integer(), feeCents: Cents, refundCents: Type.Optional(Cents), at: Timestamp })),
 };
 
 export const commands = {

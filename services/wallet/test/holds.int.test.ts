@@ -76,6 +76,24 @@ describe('hold, return and settle (issue 10)', () => {
     expect(platform.balanceCents).toBeGreaterThanOrEqual(50);
   });
 
+  it('settles in part (D12.8): the refund back to the consumer, the rest paid with the fee on it, once', async () => {
+    const [consumer, provider] = [await agentWith(5000), await agentWith(0)];
+    const tx = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 1000, attempt: 1 });
+    await answered(tx, walletSaga.holdPlaced.type);
+    // 300 refunded, 700 paid, the fee on the 700.
+    for (let i = 0; i < 2; i++) await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 1000, feeCents: 35, refundCents: 300 });
+    const [answer] = await answered(tx, walletSaga.holdSettled.type, 2);
+    expect(answer!.data).toMatchObject({ amountCents: 1000, feeCents: 35, refundCents: 300 });
+    expect(await balances(consumer)).toEqual({ balanceCents: 4300, heldCents: 0 });
+    expect(await balances(provider)).toEqual({ balanceCents: 665, heldCents: 0 });
+    const entries = await wallet.deps.db.selectFrom('ledgerEntries').select(['txType', 'amountCents']).where('transactionId', '=', tx).orderBy('seq').execute();
+    expect(entries.map((e) => [e.txType, e.amountCents])).toEqual([
+      ['fund_hold', -1000], ['fund_return', 300], ['fund_release', 700], ['settlement_out', -700], ['settlement_in', 700], ['platform_fee', -35], ['platform_fee', 35],
+    ]);
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+
   it('refuses a hold beyond the available balance; the same attempt stays refused, a later one is placed once funded', async () => {
     const consumer = await agentWith(500);
     const tx = randomUUID();

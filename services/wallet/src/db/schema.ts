@@ -38,6 +38,8 @@ export interface HoldRow {
   refusal: string | null;
   providerWalletId: string | null;
   feeCents: number | null;
+  /** The part returned to the consumer by a settlement with a partial refund (D12.8); else 0. */
+  refundCents: number;
   createdAt: Date;
   closedAt: Date | null;
 }

@@ -84,6 +84,8 @@ export interface HoldTotals {
   status: 'held' | 'refused' | 'returned' | 'settled';
   amountCents: number;
   feeCents: number | null;
+  /** The part a settlement returned to the consumer (D12.8 partial refund), else 0. */
+  refundCents: number;
   /** Σ amountCents per txType of the entries carrying this transaction id, across wallets. */
   sums: Partial<Record<LedgerTxType, number>>;
   /** Σ |amountCents| of its platform_fee entries: 2F when the fee left the provider and reached the platform. */
@@ -100,9 +102,13 @@ function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> {
       return { fund_hold: -X };
     case 'returned':
       return { fund_hold: -X, fund_return: X };
-    case 'settled':
-      // platform_fee: −F on the provider and +F on the platform wallet sum to zero.
-      return { fund_hold: -X, fund_release: X, settlement_out: -X, settlement_in: X, ...(h.feeCents ? { platform_fee: 0 } : {}) };
+    case 'settled': {
+      // A partial refund returns R and pays the rest S; platform_fee: −F on the provider and +F on
+      // the platform wallet sum to zero.
+      const R = h.refundCents;
+      const S = X - R;
+      return { fund_hold: -X, ...(R > 0 ? { fund_return: R } : {}), fund_release: S, settlement_out: -S, settlement_in: S, ...(h.feeCents ? { platform_fee: 0 } : {}) };
+    }
   }
 }
 

@@ -33,7 +33,7 @@ export async function checkLedgerInvariants(deps: WalletDeps) {
     // Every hold against its entries: one row per hold, its sums per entry type as JSON.
     const holds = await trx
       .selectFrom('holds as h')
-      .select(['h.transactionId', 'h.status', 'h.amountCents', 'h.feeCents'])
+      .select(['h.transactionId', 'h.status', 'h.amountCents', 'h.feeCents', 'h.refundCents'])
       .select([
         // Pairs, not an object: the result's keys would be camel-cased on the way out.
         sql<[LedgerTxType, number][]>`coalesce((select jsonb_agg(jsonb_build_array(s.tx_type, s.n)) from (select tx_type, sum(amount_cents)::bigint as n from ledger_entries where transaction_id = h.transaction_id group by tx_type) s), '[]'::jsonb)`.as('sums'),

@@ -68,7 +68,7 @@ async function announce(deps: WalletDeps, trx: Trx, hold: HoldRow): Promise<void
     case 'returned':
       return void (await enqueue(trx, walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now }));
     case 'settled':
-      return void (await enqueue(trx, walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, at }, { now }));
+      return void (await enqueue(trx, walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, refundCents: Number(hold.refundCents), at }, { now }));
   }
 }
 
@@ -89,7 +89,7 @@ async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: strin
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
   const now = deps.now();
   const wallet = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
-  const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, createdAt: now };
+  const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
   let hold: HoldRow;
   if (!wallet) {
     hold = { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now };
@@ -113,7 +113,7 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
   const now = deps.now();
   let hold = await lockHold(trx, transactionId);
   if (!hold) {
-    hold = { transactionId, walletId: null, amountCents: 0, attempt: 0, status: 'refused', refusal: 'closed', providerWalletId: null, feeCents: null, createdAt: now, closedAt: now };
+    hold = { transactionId, walletId: null, amountCents: 0, attempt: 0, status: 'refused', refusal: 'closed', providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: now };
     await trx.insertInto('holds').values(hold).execute();
   } else if (hold.status === 'held') {
     await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now, { onceByCaller: true });
@@ -131,24 +131,32 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
 /**
  * D13.2 / D13.3: settles a held transaction in one database transaction — the hold released and paid
  * out of the consumer's wallet, paid into the provider's, and the fee moved from the provider to the
- * platform revenue wallet. A settle for a hold that is not held (returned, refused) changes nothing;
- * its answer tells the hold's state.
+ * platform revenue wallet. With `refundCents` (D12.8 partial refund) that part of the hold goes back
+ * to the consumer (`fund_return`) and only the rest is released and paid, the fee being the one on
+ * the rest. A settle for a hold that is not held (returned, refused) changes nothing; its answer
+ * tells the hold's state.
  */
-async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number }): Promise<void> {
+async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number; refundCents?: number }): Promise<void> {
   const hold = await lockHold(trx, cmd.transactionId);
   if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
   if (hold.status !== 'held') return announce(deps, trx, hold);
   if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
+  const R = cmd.refundCents ?? 0;
+  // A refund of everything is a return, asked for as one (returnHold); something must be paid here.
+  if (R >= hold.amountCents) throw new Error(`settle of transaction ${cmd.transactionId} refunding ${R} of ${hold.amountCents}`);
   const provider = { id: await walletIds.ofAgent(trx, cmd.providerAgentId) };
   const platform = { id: await walletIds.platform(trx) };
   const t = cmd.transactionId;
-  const X = hold.amountCents;
+  const S = hold.amountCents - R;
   const F = cmd.feeCents;
-  const movements: Movement[] = [
-    { walletId: hold.walletId!, txType: 'fund_release', amountCents: X, transactionId: t, description: `Held funds released for transaction ${t}` },
-    { walletId: hold.walletId!, txType: 'settlement_out', amountCents: -X, transactionId: t, description: `Paid for transaction ${t}` },
-    { walletId: provider.id, txType: 'settlement_in', amountCents: X, transactionId: t, description: `Paid for transaction ${t}` },
-  ];
+  if (F > S) throw new Error(`fee ${F} above the ${S} cents paid for transaction ${t}`);
+  const movements: Movement[] = [];
+  if (R > 0) movements.push({ walletId: hold.walletId!, txType: 'fund_return', amountCents: R, transactionId: t, description: `Refunded in part for transaction ${t}` });
+  movements.push(
+    { walletId: hold.walletId!, txType: 'fund_release', amountCents: S, transactionId: t, description: `Held funds released for transaction ${t}` },
+    { walletId: hold.walletId!, txType: 'settlement_out', amountCents: -S, transactionId: t, description: `Paid for transaction ${t}` },
+    { walletId: provider.id, txType: 'settlement_in', amountCents: S, transactionId: t, description: `Paid for transaction ${t}` },
+  );
   if (F > 0) {
     movements.push(
       { walletId: provider.id, txType: 'platform_fee', amountCents: -F, transactionId: t, description: `Platform fee of transaction ${t}` },
@@ -157,6 +165,6 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { t
   }
   const now = deps.now();
   await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true });
-  await trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F }).where('transactionId', '=', t).execute();
-  await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F });
+  await trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R }).where('transactionId', '=', t).execute();
+  await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R });
 }

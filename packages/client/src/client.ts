@@ -16,6 +16,11 @@ import type {
   ErrorEntry,
   FullAgentView,
   TrustView,
+  DisputeView,
+  OpenDisputeBody,
+  RespondDisputeBody,
+  DecideDisputeBody,
+  ResolveDisputeBody,
   OperatorActionView,
   FundView,
   LedgerCheckView,
@@ -180,6 +185,13 @@ export class ExchangeClient {
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body: { output }, ...o });
   verify = (transactionId: string, body: { qualityScore?: number; notes?: string } = {}, o: Keyed = {}) =>
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/verify`, { body, ...o });
+  openDispute = (transactionId: string, body: OpenDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/transactions/${enc(transactionId)}/dispute`, { body, ...o });
+  transactionDispute = (transactionId: string) => this.request<DisputeView>('GET', `/v1/transactions/${enc(transactionId)}/dispute`);
+  getDispute = (disputeId: string) => this.request<DisputeView>('GET', `/v1/disputes/${enc(disputeId)}`);
+  respondDispute = (disputeId: string, body: RespondDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/respond`, { body, ...o });
+  decideDispute = (disputeId: string, body: DecideDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/decide`, { body, ...o });
+  withdrawDispute = (disputeId: string, body: { message?: string } = {}, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/withdraw`, { body, ...o });
+  resolveDispute = (disputeId: string, body: ResolveDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/admin/v1/disputes/${enc(disputeId)}/resolve`, { body, ...o });
   cancel = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/cancel`, { body: {}, ...o });
 
   // --- wallets (D13)

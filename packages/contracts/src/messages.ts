@@ -113,6 +113,7 @@ export const OperatorActionData = Type.Object({
   details: Type.Record(Type.String(), Type.Unknown()),
 });
 export const walletOperatorAction = event('wallet', 'wallet.operator.action', OperatorActionData);
+export const transactionsOperatorAction = event('transactions', 'transactions.operator.action', OperatorActionData);
 
 /** Every transaction event at once, for consumers (the webhook dispatcher). */
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';

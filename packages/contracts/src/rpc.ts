@@ -112,6 +112,14 @@ export const transactionOps = {
   deliver: effect('transactions', 'deliver', 'agent', TxParts(T.DeliverBody), T.TransactionView),
   verify: effect('transactions', 'verify', 'agent', TxParts(T.VerifyBody), T.TransactionView),
   cancel: effect('transactions', 'cancel', 'agent', TxParts(T.CancelBody), T.TransactionView),
+  openDispute: effect('transactions', 'openDispute', 'agent', TxParts(T.OpenDisputeBody), T.DisputeView),
+  getTransactionDispute: operation('transactions', 'getTransactionDispute', 'agent', TxParts(Type.Any()), T.DisputeView),
+  getDispute: operation('transactions', 'getDispute', 'agent', parts(T.DisputePath, Empty, Type.Any()), T.DisputeView),
+  respondDispute: effect('transactions', 'respondDispute', 'agent', parts(T.DisputePath, Empty, T.RespondDisputeBody), T.DisputeView),
+  decideDispute: effect('transactions', 'decideDispute', 'agent', parts(T.DisputePath, Empty, T.DecideDisputeBody), T.DisputeView),
+  withdrawDispute: effect('transactions', 'withdrawDispute', 'agent', parts(T.DisputePath, Empty, T.WithdrawDisputeBody), T.DisputeView),
+  /** Operator (D12.6, D15.3): any outcome for any unresolved dispute. */
+  resolveDispute: effect('transactions', 'resolveDispute', 'admin', parts(T.DisputePath, Empty, T.ResolveDisputeBody), T.DisputeView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

@@ -5,6 +5,7 @@ import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
 import { PinnedContracts } from './pinned-contracts.js';
 import { SagaSignals } from './saga-signals.js';
+import * as disputes from './transactions/disputes.js';
 import * as transactions from './transactions/handlers.js';
 import * as negotiation from './transactions/negotiation.js';
 import { rpcTimeout } from './transactions/rules.js';
@@ -43,6 +44,13 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       deliver: transactions.deliver(deps),
       verify: transactions.verify(deps),
       cancel: transactions.cancel(deps),
+      openDispute: disputes.openDispute(deps),
+      getTransactionDispute: disputes.getTransactionDispute(deps),
+      getDispute: disputes.getDispute(deps),
+      respondDispute: disputes.respondDispute(deps),
+      decideDispute: disputes.decideDispute(deps),
+      withdrawDispute: disputes.withdrawDispute(deps),
+      resolveDispute: disputes.resolveDispute(deps),
     },
     logger,
     db: serviceDb,

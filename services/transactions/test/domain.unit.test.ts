@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { TRANSACTION_STATUSES, type NegotiateBody, type Pricing, type TransactionStatus } from '@aex/contracts';
+import { TRANSACTION_STATUSES, type DisputeStatus, type NegotiateBody, type Pricing, type TransactionStatus } from '@aex/contracts';
 import { listPrice, platformFee } from '../src/domain/pricing.js';
 import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action } from '../src/domain/state-machine.js';
 import { delegationRefusal } from '../src/domain/delegation.js';
 import { MAX_ROUNDS, ruleOn, type LastMessage } from '../src/domain/negotiation.js';
+import { refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
 
 describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up once', () => {
   it.each([
@@ -67,6 +68,8 @@ describe('state machine (D9.7)', () => {
     ['executing', 'delivered'], ['executing', 'validation_failed'], ['executing', 'failed'], ['executing', 'expired'],
     ['validation_failed', 'delivered'], ['validation_failed', 'validation_failed'], ['validation_failed', 'failed'], ['validation_failed', 'expired'],
     ['delivered', 'settled'], ['delivered', 'disputed'],
+    // D12.8: consumer_wins, provider_wins / partial_refund, provider_redo.
+    ['disputed', 'failed'], ['disputed', 'settled'], ['disputed', 'executing'],
   ];
   const allowed = new Set(expected.map(([a, b]) => `${a}>${b}`));
 
@@ -89,6 +92,7 @@ describe('state machine (D9.7)', () => {
     verify: ['delivered'],
     cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
     expire: ['funds_held', 'executing', 'validation_failed'],
+    dispute: ['delivered'],
   };
   for (const action of Object.keys(sources) as Action[]) {
     it(`${action}: allowed from ${sources[action].join(', ')}; 409 INVALID_STATE with the status from the rest`, () => {
@@ -147,5 +151,58 @@ describe('negotiation rules (D11)', () => {
     ['the 10th message as an accept agrees', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('accept'), { kind: 'message', round: 10, ends: null, agreedPriceCents: 800 }],
   ])('%s', (_name, last, caller, b, expected) => {
     expect(ruleOn(last, caller, b, pricing)).toMatchObject(expected as object);
+  });
+});
+
+describe('dispute lifecycle (D12)', () => {
+  const state = (status: DisputeStatus, proposal: DisputeState['proposal'] = null): DisputeState => ({ status, proposal, agreedPriceCents: 1000 });
+  const partial = { outcome: 'partial_refund' as const, refundCents: 300 };
+  const redo = { outcome: 'provider_redo' as const, refundCents: null };
+  // Every action from every status: the ruling, or the error code.
+  it.each<[string, DisputeState, DisputeAction, DisputeRuling | string]>([
+    ['respond consumer_wins resolves at once, a full refund', state('open'), { kind: 'respond', outcome: 'consumer_wins' }, { next: 'resolved', outcome: 'consumer_wins', refundCents: 1000 }],
+    ['respond partial_refund proposes', state('open'), { kind: 'respond', outcome: 'partial_refund', refundCents: 300 }, { next: 'proposed', proposal: partial }],
+    ['respond provider_redo proposes', state('open'), { kind: 'respond', outcome: 'provider_redo' }, { next: 'proposed', proposal: redo }],
+    ['respond contest escalates', state('open'), { kind: 'respond', outcome: 'contest' }, { next: 'escalated' }],
+    ['respond partial_refund without an amount', state('open'), { kind: 'respond', outcome: 'partial_refund' }, 'VALIDATION_ERROR'],
+    ['respond partial_refund of the whole price', state('open'), { kind: 'respond', outcome: 'partial_refund', refundCents: 1000 }, 'VALIDATION_ERROR'],
+    ['respond partial_refund of 999 of 1000', state('open'), { kind: 'respond', outcome: 'partial_refund', refundCents: 999 }, { next: 'proposed', proposal: { outcome: 'partial_refund', refundCents: 999 } }],
+    ['respond contest with an amount', state('open'), { kind: 'respond', outcome: 'contest', refundCents: 5 }, 'VALIDATION_ERROR'],
+    ['respond when proposed', state('proposed', partial), { kind: 'respond', outcome: 'contest' }, 'INVALID_STATE'],
+    ['respond when escalated', state('escalated'), { kind: 'respond', outcome: 'consumer_wins' }, 'INVALID_STATE'],
+    ['respond when resolved', state('resolved'), { kind: 'respond', outcome: 'consumer_wins' }, 'INVALID_STATE'],
+    ['decide accept of a partial refund', state('proposed', partial), { kind: 'decide', accept: true }, { next: 'resolved', outcome: 'partial_refund', refundCents: 300 }],
+    ['decide accept of a redo', state('proposed', redo), { kind: 'decide', accept: true }, { next: 'resolved', outcome: 'provider_redo', refundCents: 0 }],
+    ['decide refuse escalates', state('proposed', partial), { kind: 'decide', accept: false }, { next: 'escalated' }],
+    ['decide when open', state('open'), { kind: 'decide', accept: true }, 'INVALID_STATE'],
+    ['decide when escalated', state('escalated'), { kind: 'decide', accept: true }, 'INVALID_STATE'],
+    ['decide when resolved', state('resolved'), { kind: 'decide', accept: false }, 'INVALID_STATE'],
+    ['withdraw when open: the provider wins', state('open'), { kind: 'withdraw' }, { next: 'resolved', outcome: 'provider_wins', refundCents: 0 }],
+    ['withdraw when proposed', state('proposed', redo), { kind: 'withdraw' }, { next: 'resolved', outcome: 'provider_wins', refundCents: 0 }],
+    ['withdraw when escalated', state('escalated'), { kind: 'withdraw' }, { next: 'resolved', outcome: 'provider_wins', refundCents: 0 }],
+    ['withdraw when resolved', state('resolved'), { kind: 'withdraw' }, 'INVALID_STATE'],
+    ['resolve any outcome when open', state('open'), { kind: 'resolve', outcome: 'provider_wins' }, { next: 'resolved', outcome: 'provider_wins', refundCents: 0 }],
+    ['resolve a partial refund when escalated', state('escalated'), { kind: 'resolve', outcome: 'partial_refund', refundCents: 1 }, { next: 'resolved', outcome: 'partial_refund', refundCents: 1 }],
+    ['resolve consumer_wins when proposed', state('proposed', partial), { kind: 'resolve', outcome: 'consumer_wins' }, { next: 'resolved', outcome: 'consumer_wins', refundCents: 1000 }],
+    ['resolve a redo when escalated', state('escalated'), { kind: 'resolve', outcome: 'provider_redo' }, { next: 'resolved', outcome: 'provider_redo', refundCents: 0 }],
+    ['resolve a partial refund of 0', state('escalated'), { kind: 'resolve', outcome: 'partial_refund', refundCents: 0 }, 'VALIDATION_ERROR'],
+    ['resolve when resolved', state('resolved'), { kind: 'resolve', outcome: 'consumer_wins' }, 'INVALID_STATE'],
+    ['the deadline with no answer: the consumer wins', state('open'), { kind: 'deadline' }, { next: 'resolved', outcome: 'consumer_wins', refundCents: 1000 }],
+    ['the deadline after a proposal does nothing', state('proposed', partial), { kind: 'deadline' }, { next: null }],
+    ['the deadline after a contest does nothing', state('escalated'), { kind: 'deadline' }, { next: null }],
+    ['the deadline after the end does nothing', state('resolved'), { kind: 'deadline' }, { next: null }],
+  ])('%s', (_name, s, action, want) => {
+    if (typeof want === 'string') {
+      expect(() => ruleOnDispute(s, action)).toThrow(expect.objectContaining({ entries: [expect.objectContaining({ code: want })] }));
+    } else {
+      expect(ruleOnDispute(s, action)).toEqual(want);
+    }
+  });
+
+  it('moves all the money each way: refund + paid = the price', () => {
+    for (const outcome of ['consumer_wins', 'provider_wins', 'partial_refund', 'provider_redo'] as const) {
+      const r = refundOf(outcome, 1000, 250);
+      expect(r).toBe({ consumer_wins: 1000, provider_wins: 0, partial_refund: 250, provider_redo: 0 }[outcome]);
+    }
   });
 });

@@ -115,3 +115,78 @@ export const VerifyBody = Strict({
 });
 /** Nothing to say: who cancels is recorded as `statusReason` (`cancelled_by_consumer` or `_provider`). */
 export const CancelBody = Strict({});
+
+// --- Disputes (spec "Dispute", D12; the routes after opening are EXT)
+
+export const DISPUTE_REASONS = ['output_quality', 'output_incomplete', 'schema_compliant_but_wrong', 'sla_violated', 'other'] as const;
+export const DISPUTE_STATUSES = ['open', 'proposed', 'escalated', 'resolved'] as const;
+export type DisputeStatus = (typeof DISPUTE_STATUSES)[number];
+export const DISPUTE_OUTCOMES = ['consumer_wins', 'provider_wins', 'partial_refund', 'provider_redo'] as const;
+export type DisputeOutcome = (typeof DISPUTE_OUTCOMES)[number];
+const lit = <T extends string>(xs: readonly T[]) => Type.Union(xs.map((x) => Type.Literal(x)));
+const Evidence = FreeObjectOf(16 * 1024, 'At most 16 KiB as JSON');
+
+export const DisputePath = Strict({ disputeId: Uuid });
+
+/** POST /v1/transactions/{id}/dispute (spec). */
+export const OpenDisputeBody = Strict({
+  reason: lit(DISPUTE_REASONS),
+  description: Type.String({ minLength: 10, maxLength: 5000 }),
+  evidence: Type.Optional(Evidence),
+});
+export type OpenDisputeBody = Static<typeof OpenDisputeBody>;
+
+/** D12.3: the provider's answer. `refundCents` only (and always) with `partial_refund`. */
+export const RespondDisputeBody = Strict({
+  outcome: lit(['consumer_wins', 'partial_refund', 'provider_redo', 'contest'] as const),
+  refundCents: Type.Optional(PriceCents),
+  message: Type.Optional(Type.String({ maxLength: 2000 })),
+  evidence: Type.Optional(Evidence),
+});
+export type RespondDisputeBody = Static<typeof RespondDisputeBody>;
+
+/** D12.4: the consumer accepts or refuses the provider's proposal. */
+export const DecideDisputeBody = Strict({ accept: Type.Boolean(), message: Type.Optional(Type.String({ maxLength: 2000 })) });
+export type DecideDisputeBody = Static<typeof DecideDisputeBody>;
+
+export const WithdrawDisputeBody = Strict({ message: Type.Optional(Type.String({ maxLength: 2000 })) });
+
+/** D12.6: the operator decides any unresolved dispute. */
+export const ResolveDisputeBody = Strict({
+  outcome: lit(DISPUTE_OUTCOMES),
+  refundCents: Type.Optional(PriceCents),
+  note: Type.Optional(Type.String({ maxLength: 2000 })),
+});
+export type ResolveDisputeBody = Static<typeof ResolveDisputeBody>;
+
+export const DisputeMessageView = Type.Object({
+  from: lit(['consumer', 'provider', 'operator', 'exchange'] as const),
+  kind: lit(['opened', 'responded', 'decided', 'withdrawn', 'resolved', 'deadline'] as const),
+  outcome: Type.Union([Type.String(), Type.Null()]),
+  refundCents: Type.Union([Type.Integer(), Type.Null()]),
+  message: Type.Union([Type.String(), Type.Null()]),
+  evidence: Type.Union([FreeObject, Type.Null()]),
+  at: Timestamp,
+});
+export type DisputeMessageView = Static<typeof DisputeMessageView>;
+
+/** Spec "Dispute" with the EXT fields of D12.2: its proposal, outcome and history. */
+export const DisputeView = Type.Object({
+  id: Uuid,
+  transactionId: Uuid,
+  consumerAgentId: Uuid,
+  providerAgentId: Uuid,
+  reason: lit(DISPUTE_REASONS),
+  description: Type.String(),
+  evidence: Type.Union([FreeObject, Type.Null()]),
+  status: lit(DISPUTE_STATUSES),
+  openedAt: Timestamp,
+  deadlineAt: Timestamp,
+  proposal: Type.Union([Type.Object({ outcome: lit(['partial_refund', 'provider_redo'] as const), refundCents: Type.Union([Type.Integer(), Type.Null()]) }), Type.Null()]),
+  outcome: Type.Union([lit(DISPUTE_OUTCOMES), Type.Null()]),
+  refundCents: Type.Union([Type.Integer(), Type.Null()]),
+  resolvedAt: NullableTimestamp,
+  resolvedBy: Type.Union([lit(['provider', 'consumer', 'operator', 'deadline'] as const), Type.Null()]),
+  messages: Type.Array(DisputeMessageView),
+});
+export type DisputeView = Static<typeof DisputeView>;

@@ -1,4 +1,4 @@
-import type { NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
+import type { DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
 import type { PlatformTables } from '@aex/platform';
 
 /**
@@ -41,6 +41,7 @@ export interface TransactionRow {
   deliveredAt: Date | null;
   settledAt: Date | null;
   reviewEndsAt: Date | null;
+  disputeId: string | null;
   qualityScore: number | null;
   notes: string | null;
   deliveryAttempts: number;
@@ -62,7 +63,28 @@ export interface NegotiationRow {
   createdAt: Date;
 }
 
+export interface DisputeRow {
+  id: string;
+  transactionId: string;
+  consumerAgentId: string;
+  providerAgentId: string;
+  reason: DisputeView['reason'];
+  description: string;
+  evidence: Record<string, unknown> | null;
+  status: DisputeStatus;
+  proposal: DisputeView['proposal'];
+  outcome: DisputeOutcome | null;
+  refundCents: number | null;
+  messages: DisputeMessageView[];
+  openedAt: Date;
+  deadlineAt: Date;
+  resolvedAt: Date | null;
+  resolvedBy: DisputeView['resolvedBy'];
+  updatedAt: Date;
+}
+
 export interface Database extends PlatformTables {
   transactions: TransactionRow;
   negotiationMessages: NegotiationRow;
+  disputes: DisputeRow;
 }

@@ -11,6 +11,7 @@ export const ACTION_SOURCES = {
   verify: ['delivered'],
   cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
   expire: ['funds_held', 'executing', 'validation_failed'],
+  dispute: ['delivered'],
 } as const satisfies Record<string, readonly TransactionStatus[]>;
 
 export type Action = keyof typeof ACTION_SOURCES;
@@ -24,7 +25,8 @@ export const MOVES: Readonly<Record<TransactionStatus, readonly TransactionStatu
   executing: ['delivered', 'validation_failed', 'failed', 'expired'],
   validation_failed: ['delivered', 'validation_failed', 'failed', 'expired'],
   delivered: ['settled', 'disputed'],
-  disputed: [],
+  // D12.8: consumer_wins → failed; provider_wins, partial_refund → settled; provider_redo → executing.
+  disputed: ['settled', 'failed', 'executing'],
   settled: [],
   cancelled: [],
   expired: [],
@@ -47,5 +49,5 @@ export function assertAction(action: Action, status: TransactionStatus): void {
 }
 
 const PAST: Record<Action, string> = {
-  negotiate: 'negotiated', start: 'started', deliver: 'delivered', verify: 'verified', cancel: 'cancelled', expire: 'expired',
+  negotiate: 'negotiated', start: 'started', deliver: 'delivered', verify: 'verified', cancel: 'cancelled', expire: 'expired', dispute: 'disputed',
 };

@@ -83,6 +83,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
         deliveredAt: null,
         settledAt: null,
         reviewEndsAt: null,
+        disputeId: null,
         qualityScore: null,
         notes: null,
         deliveryAttempts: 0,

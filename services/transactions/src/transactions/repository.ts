@@ -8,7 +8,7 @@ import type { SagaSignals } from '../saga-signals.js';
 type Trx = Transaction<Database>;
 
 /** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
-export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window' } as const;
+export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
 export async function visibleTransaction(db: Kysely<Database>, caller: Principal, id: string): Promise<TransactionRow> {
@@ -54,8 +54,10 @@ export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, p
 async function recordOutcome(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
   if (t.fundsHeldAt === null || (t.status !== 'settled' && t.status !== 'failed' && t.status !== 'expired')) return;
   const late = t.deliveredAt !== null && t.deliveredAt.getTime() - t.fundsHeldAt.getTime() > t.sla.maxLatencyMs;
+  // D15.2: a dispute the consumer won counts as lost by the provider.
+  const outcome = t.status === 'failed' && t.statusReason === 'dispute_consumer_wins' ? 'dispute_lost' : t.status;
   await enqueue(trx, transactionOutcome, {
-    transactionId: t.id, providerAgentId: t.providerAgentId, outcome: t.status, qualityScore: t.qualityScore, late, at: now.toISOString(),
+    transactionId: t.id, providerAgentId: t.providerAgentId, outcome, qualityScore: t.qualityScore, late, at: now.toISOString(),
   }, { now });
 }
 
@@ -82,8 +84,8 @@ export async function requestHold(trx: Trx, t: TransactionRow, amountCents: numb
 }
 
 /** Asks the wallet to settle the held price: to the provider, minus the fee to the platform (D13.3). */
-export async function requestSettlement(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
-  await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0 }, { now });
+export async function requestSettlement(trx: Trx, t: TransactionRow, now: Date, refundCents = 0): Promise<void> {
+  await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0, ...(refundCents > 0 ? { refundCents } : {}) }, { now });
 }
 
 /** D11.4: the transaction is cancelled unless the offer of `round` is answered by `at`. */

@@ -3,6 +3,7 @@ import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { ACTION_SOURCES } from '../domain/state-machine.js';
+import { actOn } from './disputes.js';
 import { lastMessage, lockTransaction, move, requestSettlement, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
@@ -17,6 +18,8 @@ export function startTimers(deps: TransactionDeps, pollMs = 250): Stoppable {
     [TIMERS.offerExpiry]: (trx, timer) => offerExpired(deps, trx, timer.key, (timer.payload as { round?: number }).round ?? 0),
     [TIMERS.transactionExpiry]: (trx, timer) => transactionExpired(deps, trx, timer.key),
     [TIMERS.reviewWindow]: (trx, timer) => reviewWindowEnded(deps, trx, timer.key),
+    // D12.7: no answer from the provider by the deadline: the consumer wins.
+    [TIMERS.disputeDeadline]: async (trx, timer) => void (await actOn(deps, trx, timer.key, 'exchange', { kind: 'deadline' })),
   }, deps.logger, { pollMs, afterFire: () => deps.relay.kick() });
   runner.start();
   return runner;

@@ -31,7 +31,7 @@ export function transactionView(t: TransactionRow): TransactionView {
     notes: t.notes,
     deliveryAttempts: t.deliveryAttempts,
     maxDeliveryAttempts: t.maxDeliveryAttempts,
-    disputeId: null,
+    disputeId: t.disputeId,
   };
 }
 

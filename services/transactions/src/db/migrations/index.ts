@@ -2,5 +2,6 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-outbox-claims.js';
 import * as m0003 from './0003-review-window.js';
+import * as m0004 from './0004-disputes.js';
 
-export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-outbox-claims': m0002, '0003-review-window': m0003 };
+export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-outbox-claims': m0002, '0003-review-window': m0003, '0004-disputes': m0004 };

@@ -1,0 +1,179 @@
+import { randomUUID } from 'node:crypto';
+import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeOutcome, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
+import { cancelTimer, enqueue, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
+import type { Kysely, Transaction } from 'kysely';
+import type { TransactionDeps } from '../context.js';
+import type { Database, DisputeRow, TransactionRow } from '../db/schema.js';
+import { ruleOnDispute, type DisputeAction } from '../domain/disputes.js';
+import { platformFee } from '../domain/pricing.js';
+import { assertAction } from '../domain/state-machine.js';
+import { lockTransaction, move, requestSettlement, requireRole, scheduleExpiry, TIMERS, visibleTransaction } from './repository.js';
+
+type Ops = typeof transactionOps;
+type Trx = Transaction<Database>;
+type Actor = DisputeMessageView['from'];
+
+/**
+ * D12: disputes, owned by the transaction service. Opening one stops the review window and keeps
+ * the hold; each step is one database transaction with the dispute and its transaction locked
+ * (in that order everywhere); a resolution moves the money through the wallet saga (D12.8):
+ * `consumer_wins` returns the hold (`failed`), `provider_wins` settles it, `partial_refund` returns
+ * the refund and settles the rest with the fee on the rest (`settled`), `provider_redo` sends the
+ * transaction back to `executing` with a new `expiresAt`. A transaction is disputed once at most.
+ */
+
+export function disputeView(d: DisputeRow): DisputeView {
+  return {
+    id: d.id, transactionId: d.transactionId, consumerAgentId: d.consumerAgentId, providerAgentId: d.providerAgentId,
+    reason: d.reason, description: d.description, evidence: d.evidence, status: d.status,
+    openedAt: d.openedAt.toISOString(), deadlineAt: d.deadlineAt.toISOString(),
+    proposal: d.proposal, outcome: d.outcome, refundCents: d.refundCents,
+    resolvedAt: d.resolvedAt?.toISOString() ?? null, resolvedBy: d.resolvedBy, messages: d.messages,
+  };
+}
+
+/** D12.9: a dispute is its two parties' alone; to anyone else it does not exist (404). */
+async function visibleDispute(db: Kysely<Database>, caller: Principal, id: string): Promise<DisputeRow> {
+  const d = await db.selectFrom('disputes').selectAll().where('id', '=', id).executeTakeFirst();
+  if (!d || (d.consumerAgentId !== caller.agentId && d.providerAgentId !== caller.agentId)) throw new AppError('NOT_FOUND', 'No such dispute.');
+  return d;
+}
+
+const entry = (from: Actor, kind: DisputeMessageView['kind'], at: Date, over: Partial<DisputeMessageView> = {}): DisputeMessageView =>
+  ({ from, kind, outcome: null, refundCents: null, message: null, evidence: null, at: at.toISOString(), ...over });
+
+/** POST /v1/transactions/{id}/dispute (D12.1): the consumer, on `delivered`; the hold stays. */
+export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDispute']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
+  requireRole(seen, caller, 'consumer', 'dispute');
+  assertAction('dispute', seen.status);
+  const now = deps.now();
+  const reply = await ctx.effect(deps.db, async (trx) => {
+    const t = (await lockTransaction(trx, seen.id))!;
+    assertAction('dispute', t.status);
+    if (t.disputeId) throw new AppError('INVALID_STATE', 'This transaction was disputed once already; verify it, or let its review window settle it.', { details: { status: t.status, disputeId: t.disputeId } });
+    if (t.hold !== 'held') throw new AppError('INVALID_STATE', 'The settlement of this transaction is already under way.', { details: { status: t.status } });
+    const d: DisputeRow = {
+      id: randomUUID(), transactionId: t.id, consumerAgentId: t.consumerAgentId, providerAgentId: t.providerAgentId,
+      reason: body.reason, description: body.description, evidence: body.evidence ?? null, status: 'open', proposal: null,
+      outcome: null, refundCents: null, messages: [entry('consumer', 'opened', now, { message: body.description, evidence: body.evidence ?? null })],
+      openedAt: now, deadlineAt: new Date(now.getTime() + deps.config.DISPUTE_RESPONSE_SECONDS * 1000), resolvedAt: null, resolvedBy: null, updatedAt: now,
+    };
+    await trx.insertInto('disputes').values({ ...d, evidence: json(d.evidence), proposal: null, messages: json(d.messages) }).execute();
+    await cancelTimer(trx, TIMERS.reviewWindow, t.id);
+    await scheduleTimer(trx, { kind: TIMERS.disputeDeadline, key: d.id, fireAt: d.deadlineAt });
+    await move(trx, t, 'disputed', { disputeId: d.id, reviewEndsAt: null }, now);
+    return { status: 201, data: disputeView(d) };
+  });
+  deps.relay.kick();
+  return reply;
+};
+
+/** GET /v1/disputes/{id} (D12.9). */
+export const getDispute = (deps: TransactionDeps): OperationHandler<Ops['getDispute']> => async ({ path }, ctx) =>
+  ({ data: disputeView(await visibleDispute(deps.db, requireAgent(ctx), path.disputeId)) });
+
+/** GET /v1/transactions/{id}/dispute (D12.9). */
+export const getTransactionDispute = (deps: TransactionDeps): OperationHandler<Ops['getTransactionDispute']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const t = await visibleTransaction(deps.db, caller, path.transactionId);
+  if (!t.disputeId) throw new AppError('NOT_FOUND', 'This transaction has no dispute.');
+  return { data: disputeView(await visibleDispute(deps.db, caller, t.disputeId)) };
+};
+
+/** POST /v1/disputes/{id}/respond (D12.3): the provider, while `open`. */
+export const respondDispute = (deps: TransactionDeps): OperationHandler<Ops['respondDispute']> => async ({ path, body }, ctx) =>
+  byParty(deps, ctx, path.disputeId, 'provider', { kind: 'respond', outcome: body.outcome, refundCents: body.refundCents }, { message: body.message, evidence: body.evidence });
+
+/** POST /v1/disputes/{id}/decide (D12.4): the consumer, on a proposal. */
+export const decideDispute = (deps: TransactionDeps): OperationHandler<Ops['decideDispute']> => async ({ path, body }, ctx) =>
+  byParty(deps, ctx, path.disputeId, 'consumer', { kind: 'decide', accept: body.accept }, { message: body.message });
+
+/** POST /v1/disputes/{id}/withdraw (D12.5): the consumer, until resolved; the provider wins. */
+export const withdrawDispute = (deps: TransactionDeps): OperationHandler<Ops['withdrawDispute']> => async ({ path, body }, ctx) =>
+  byParty(deps, ctx, path.disputeId, 'consumer', { kind: 'withdraw' }, { message: body.message });
+
+/** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
+export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
+    const d = await actOn(deps, trx, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);
+    if (!d) throw new AppError('NOT_FOUND', 'No such dispute.');
+    return { data: disputeView(d) };
+  });
+  deps.relay.kick();
+  return reply;
+};
+
+async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<Ops['respondDispute']>>[1], id: string, role: 'consumer' | 'provider', action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> }) {
+  const caller = requireAgent(ctx);
+  const seen = await visibleDispute(deps.db, caller, id);
+  if ((role === 'consumer' ? seen.consumerAgentId : seen.providerAgentId) !== caller.agentId) {
+    throw new AppError('FORBIDDEN', `Only the ${role} may ${action.kind} this dispute.`, { details: { role } });
+  }
+  const reply = await ctx.effect(deps.db, async (trx) => ({ data: disputeView((await actOn(deps, trx, id, role, action, note))!) }));
+  deps.relay.kick();
+  return reply;
+}
+
+/**
+ * One step of a dispute, with the dispute and then its transaction locked. Returns the dispute as it
+ * now is, or undefined when there is none. The operator's steps go to the audit log (D15.3) through
+ * the outbox of the same database transaction.
+ */
+export async function actOn(deps: TransactionDeps, trx: Trx, id: string, actor: Actor, action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> } = {}, requestId?: string): Promise<DisputeRow | undefined> {
+  const d = await trx.selectFrom('disputes').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  if (!d) return undefined;
+  const t = (await lockTransaction(trx, d.transactionId))!;
+  const ruling = ruleOnDispute({ status: d.status, proposal: d.proposal, agreedPriceCents: t.agreedPriceCents! }, action);
+  if (ruling.next === null) return d;
+  const now = deps.now();
+  const kind = ({ respond: 'responded', decide: 'decided', withdraw: 'withdrawn', resolve: 'resolved', deadline: 'deadline' } as const)[action.kind];
+  const said = entry(actor, kind, now, {
+    outcome: action.kind === 'respond' || action.kind === 'resolve' ? action.outcome : action.kind === 'decide' ? (action.accept ? 'accept' : 'refuse') : ruling.next === 'resolved' ? ruling.outcome : null,
+    refundCents: 'refundCents' in action ? action.refundCents ?? null : null,
+    message: note.message ?? null,
+    evidence: note.evidence ?? null,
+  });
+  const next: DisputeRow = { ...d, status: ruling.next, messages: [...d.messages, said], updatedAt: now };
+  if (ruling.next === 'proposed') next.proposal = ruling.proposal;
+  if (ruling.next === 'resolved') {
+    Object.assign(next, { outcome: ruling.outcome, refundCents: ruling.refundCents, resolvedAt: now, resolvedBy: actor === 'exchange' ? 'deadline' : actor });
+    await cancelTimer(trx, TIMERS.disputeDeadline, d.id);
+    await resolveTransaction(trx, t, ruling.outcome, ruling.refundCents, now);
+  }
+  await trx.updateTable('disputes').set({
+    status: next.status, proposal: json(next.proposal), outcome: next.outcome, refundCents: next.refundCents,
+    resolvedAt: next.resolvedAt, resolvedBy: next.resolvedBy, messages: json(next.messages), updatedAt: now,
+  }).where('id', '=', d.id).execute();
+  if (actor === 'operator') {
+    await enqueue(trx, transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: next.outcome, refundCents: next.refundCents, transactionId: t.id } }, { now });
+  }
+  return next;
+}
+
+/** D12.8: what the outcome does to the transaction and, through the wallet saga, to the money. */
+async function resolveTransaction(trx: Trx, t: TransactionRow, outcome: DisputeOutcome, refundCents: number, now: Date): Promise<void> {
+  const reason = `dispute_${outcome}`;
+  switch (outcome) {
+    case 'consumer_wins':
+      // `failed` with the hold held: `move` sends the return.
+      await move(trx, t, 'failed', { statusReason: reason }, now);
+      return;
+    case 'provider_wins':
+    case 'partial_refund': {
+      const fee = platformFee(t.agreedPriceCents! - refundCents);
+      await requestSettlement(trx, { ...t, platformFeeCents: fee }, now, refundCents);
+      await trx.updateTable('transactions').set({ hold: 'settling', platformFeeCents: fee, statusReason: reason, updatedAt: now }).where('id', '=', t.id).execute();
+      return;
+    }
+    case 'provider_redo': {
+      const expiresAt = new Date(now.getTime() + t.sla.timeoutMs);
+      await scheduleExpiry(trx, t.id, expiresAt);
+      await move(trx, t, 'executing', { statusReason: reason, expiresAt, output: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0 }, now);
+      return;
+    }
+  }
+}
+
+const json = (v: unknown) => (v === null ? null : JSON.stringify(v)) as never;

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
-import type { TransactionStatus, TransactionView } from '@aex/contracts';
+import type { TransactionStatus } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';
 import { ADMIN_TOKEN, exchangeProcess, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
-// Issue 10 item 8: a model-based test. Random operations (create, negotiate, accept, reject,
-// withdraw, start, deliver good and bad, verify, cancel, expire) by random agents, one after the
+// Issue 10 item 8, issue 11 item 7: a model-based test. Random operations (create, negotiate, accept,
+// reject, withdraw, start, deliver good and bad, verify, cancel, expire; disputes opened, contested,
+// conceded, withdrawn and resolved by the operator with a partial refund or a redo) by random
+// agents, one after the
 // other, each predicted by a reference model of the exchange; the whole exchange is killed with
 // SIGKILL at random moments, with a request in flight. Every mutating request carries an
 // Idempotency-Key and is repeated after a kill until its outcome is known (D5.5), which the model
@@ -42,10 +44,12 @@ interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: st
 interface ModelTx {
   id: string; consumer: number; provider: number; status: TransactionStatus; price: number | null;
   offer: number; lastFrom: number; rounds: number; attempts: number; short: boolean;
+  /** D12: disputed once at most; the part refunded by a partial refund. */
+  dispute: { id: string; status: 'open' | 'escalated' | 'resolved' } | null; refund: number;
 }
 
 const TERMINAL: TransactionStatus[] = ['settled', 'cancelled', 'expired', 'failed'];
-const HOLDING: TransactionStatus[] = ['funds_held', 'executing', 'validation_failed', 'delivered'];
+const HOLDING: TransactionStatus[] = ['funds_held', 'executing', 'validation_failed', 'delivered', 'disputed'];
 
 class Model {
   readonly txs = new Map<string, ModelTx>();
@@ -55,8 +59,10 @@ class Model {
     let balance = this.funded[i]!;
     let held = 0;
     for (const t of this.txs.values()) {
-      if (t.status === 'settled' && t.consumer === i) balance -= t.price!;
-      if (t.status === 'settled' && t.provider === i) balance += t.price! - platformFee(t.price!);
+      // D12.8: a partial refund pays only the rest, with the fee on the rest.
+      const paid = t.price! - t.refund;
+      if (t.status === 'settled' && t.consumer === i) balance -= paid;
+      if (t.status === 'settled' && t.provider === i) balance += paid - platformFee(paid);
       if (HOLDING.includes(t.status) && t.consumer === i) held += t.price!;
     }
     return { balanceCents: balance, heldCents: held };
@@ -71,15 +77,16 @@ class Model {
 }
 
 /** What the model expects of one request: its status code and, when it succeeds, what changes. */
-interface Expectation { status: number; apply?: (tx?: TransactionView | null, details?: Record<string, unknown>) => void }
+interface Expectation { status: number; apply?: (answer?: { id: string } | null, details?: Record<string, unknown>) => void }
 
-describe('transactions against a reference model, with the whole exchange killed at random (issue 10)', () => {
+describe('transactions and disputes against a reference model, with the whole exchange killed at random (issues 10, 11)', () => {
   let proc: ExchangeProcess;
   let url: string;
   const agents: Agent[] = [];
   const model = new Model();
   const r = rng(SEED);
   const client = (a: Agent) => new ExchangeClient({ baseUrl: url, apiKey: a.apiKey, signingSecretKey: a.secretKey, timeoutMs: 20_000 });
+  const admin = () => new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN, timeoutMs: 20_000 });
 
   beforeAll(async () => {
     proc = await exchangeProcess({ RATE_LIMIT_WRITE_PER_MIN: '1000000', RATE_LIMIT_READ_PER_MIN: '1000000', RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000' });
@@ -118,9 +125,9 @@ describe('transactions against a reference model, with the whole exchange killed
   /** One random operation: its expectation from the model, the request, and the check of its answer. */
   async function step(n: number, kill: boolean): Promise<void> {
     const live = [...model.txs.values()].filter((t) => !TERMINAL.includes(t.status) && !t.short);
-    const kind = live.length === 0 ? 'create' : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole'] as const);
+    const kind = live.length === 0 ? 'create' : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep'] as const);
     let exp: Expectation;
-    let send: (key: string) => Promise<Outcome<TransactionView>>;
+    let send: (key: string) => Promise<Outcome<{ id: string; status: string }>>;
     if (kind === 'create' || kind === 'expire') {
       const c = kind === 'expire' ? SHORT_CONSUMER : r.int(AGENTS);
       const p = kind === 'expire' ? SHORT_PROVIDER : (c + 1 + r.int(AGENTS - 1)) % AGENTS;
@@ -128,9 +135,9 @@ describe('transactions against a reference model, with the whole exchange killed
       const price = kind === 'expire' ? 50 : negotiating ? 200 + r.int(1500) : agents[p]!.fixed.price;
       const serviceId = kind === 'expire' ? agents[p]!.short : negotiating ? agents[p]!.negotiable : agents[p]!.fixed.id;
       const limited = model.active(c) >= 100 || model.active(p) >= 100;
-      const add = (status: TransactionStatus) => (tx?: TransactionView | null, details?: Record<string, unknown>) => {
+      const add = (status: TransactionStatus) => (tx?: { id: string } | null, details?: Record<string, unknown>) => {
         const id = tx?.id ?? (details?.transactionId as string);
-        model.txs.set(id, { id, consumer: c, provider: p, status, price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: kind === 'expire' });
+        model.txs.set(id, { id, consumer: c, provider: p, status, price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: kind === 'expire', dispute: null, refund: 0 });
       };
       exp = limited ? { status: 409 }
         : negotiating ? { status: 201, apply: add('negotiating') }
@@ -168,6 +175,38 @@ describe('transactions against a reference model, with the whole exchange killed
       } else if (kind === 'cancel') {
         exp = ['negotiating', 'matched', 'funds_held'].includes(t.status) ? { status: 200, apply: set({ status: 'cancelled' }) } : { status: 409 };
         send = (key) => client(r.next() < 0.5 ? consumer : provider).cancel(t.id, { idempotencyKey: key });
+      } else if (kind === 'dispute') {
+        // D12.1: the consumer, on delivered, once.
+        exp = t.status === 'delivered' && !t.dispute
+          ? { status: 201, apply: (d) => Object.assign(t, { status: 'disputed', dispute: { id: d!.id, status: 'open' } }) }
+          : { status: 409 };
+        send = (key) => client(consumer).openDispute(t.id, { reason: 'output_quality', description: 'The digest is not the one expected.' }, { idempotencyKey: key });
+      } else if (kind === 'disputeStep' && t.dispute) {
+        const d = t.dispute;
+        const open = d.status === 'open';
+        const unresolved = d.status !== 'resolved';
+        const step = r.pick(['concede', 'contest', 'withdraw', 'partial', 'redo'] as const);
+        const refund = 1 + r.int(t.price! - 1);
+        if (step === 'concede') {
+          exp = open ? { status: 200, apply: () => Object.assign(t, { status: 'failed', dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
+          send = (key) => client(provider).respondDispute(d.id, { outcome: 'consumer_wins' }, { idempotencyKey: key });
+        } else if (step === 'contest') {
+          exp = open ? { status: 200, apply: () => Object.assign(t, { dispute: { ...d, status: 'escalated' } }) } : { status: 409 };
+          send = (key) => client(provider).respondDispute(d.id, { outcome: 'contest' }, { idempotencyKey: key });
+        } else if (step === 'withdraw') {
+          exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'settled', dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
+          send = (key) => client(consumer).withdrawDispute(d.id, {}, { idempotencyKey: key });
+        } else if (step === 'partial') {
+          exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'settled', refund, dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
+          send = (key) => admin().resolveDispute(d.id, { outcome: 'partial_refund', refundCents: refund }, { idempotencyKey: key });
+        } else {
+          exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'executing', attempts: 0, dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
+          send = (key) => admin().resolveDispute(d.id, { outcome: 'provider_redo' }, { idempotencyKey: key });
+        }
+      } else if (kind === 'disputeStep') {
+        // No dispute on this transaction: it has none to read.
+        exp = { status: 404 };
+        send = () => client(consumer).transactionDispute(t.id);
       } else {
         // The other party tries what is not its role (D9.8): always 403, whatever the status.
         exp = { status: 403 };
@@ -217,7 +256,11 @@ describe('transactions against a reference model, with the whole exchange killed
     }
     await new Promise((res) => setTimeout(res, 700));
     await compare('at the end');
-    expect(model.txs.size).toBeGreaterThan(OPS / 5);
+    expect(model.txs.size).toBeGreaterThan(OPS / 6);
+    // The disputes went each way: opened, and resolved by the provider, the consumer and the operator.
+    const disputes = [...model.txs.values()].filter((t) => t.dispute);
+    expect(disputes.length).toBeGreaterThan(OPS / 100);
+    expect(disputes.filter((t) => t.dispute!.status === 'resolved').length).toBeGreaterThan(0);
     expect(new Set([...model.txs.values()].map((t) => t.status)).size).toBeGreaterThanOrEqual(5);
   }, 900_000);
 });

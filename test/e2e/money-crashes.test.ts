@@ -106,7 +106,7 @@ describe('keyed money requests while the whole exchange is killed (SIGKILL) and 
     }
     const admin = new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN });
     expect(unwrap(await admin.checkLedger()).ok).toBe(true);
-  });
+  }, 180_000); // four SIGKILLs and their restarts next to the rest of the suite: up to 45 s measured
 });
 
 /** The processes of an embedded Postgres cluster: the postmaster and its children. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pagination, transactionsOperatorAction, walletOperatorAction, type identityOps, type MessageDef, type OperatorActionData, type Static } from '@aex/contracts';
 import { consumeIdempotently, type OperationHandler, type Stoppable } from '@aex/platform';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 
@@ -13,7 +13,7 @@ type Action = Static<typeof OperatorActionData>;
  * their outbox (in the transaction of the effect, or right after a read) and identity keeps each
  * once, under the message id.
  */
-export async function recordOperatorAction(trx: Transaction<Database> | Kysely<Database>, a: Action & { service: string; id?: string; at: Date }): Promise<void> {
+export async function recordOperatorAction(trx: Kysely<Database>, a: Action & { service: string; id?: string; at: Date }): Promise<void> {
   await trx
     .insertInto('operatorActions')
     .values({ id: a.id ?? randomUUID(), action: a.action, service: a.service, targetType: a.targetType, targetId: a.targetId, requestId: a.requestId, details: JSON.stringify(a.details) as never, at: a.at })

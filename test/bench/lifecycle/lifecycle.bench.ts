@@ -125,29 +125,26 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
   const create: number[] = [];
   const deliver: number[] = [];
   const verify: number[] = [];
-  const timed = async <T>(into: number[], call: () => Promise<T>) => {
+  const timed = async <T>(into: number[] | undefined, call: () => Promise<T>) => {
     const t0 = performance.now();
     const out = await call();
-    into.push(performance.now() - t0);
+    into?.push(performance.now() - t0);
     return out;
   };
-  // A short warm-up (compiled validators, connection pools, consumers), not counted.
-  await pool(Array.from({ length: 32 }, (_, i) => i), CONCURRENCY, async (i) => {
-    const s = services[i % services.length]!;
-    const t = unwrap(await consumers[i % CONCURRENCY]!.client.createTransaction({ serviceId: s.id, input: INPUT }));
-    unwrap(await s.provider.client.deliver(t.id, OUTPUT));
-    unwrap(await consumers[i % CONCURRENCY]!.client.verify(t.id));
-  });
-  const started = performance.now();
-  await pool(Array.from({ length: LIFECYCLES }, (_, i) => i), CONCURRENCY, async (i) => {
+  /** Lifecycle `i`: create → deliver → verify, each step's latency into its list when given one. */
+  const lifecycle = async (i: number, into: { create?: number[]; deliver?: number[]; verify?: number[] } = {}) => {
     const s = services[i % services.length]!;
     const consumer = consumers[i % CONCURRENCY]!;
-    const t = unwrap(await timed(create, () => consumer.client.createTransaction({ serviceId: s.id, input: INPUT })));
+    const t = unwrap(await timed(into.create, () => consumer.client.createTransaction({ serviceId: s.id, input: INPUT })));
     if (t.status !== 'funds_held') throw new Error(`created as ${t.status}`);
-    unwrap(await timed(deliver, () => s.provider.client.deliver(t.id, OUTPUT)));
-    const v = unwrap(await timed(verify, () => consumer.client.verify(t.id)));
+    unwrap(await timed(into.deliver, () => s.provider.client.deliver(t.id, OUTPUT)));
+    const v = unwrap(await timed(into.verify, () => consumer.client.verify(t.id)));
     if (v.status !== 'settled') throw new Error(`verified as ${v.status}`);
-  });
+  };
+  // A short warm-up (compiled validators, connection pools, consumers), not counted.
+  await pool(Array.from({ length: 32 }, (_, i) => i), CONCURRENCY, (i) => lifecycle(i));
+  const started = performance.now();
+  await pool(Array.from({ length: LIFECYCLES }, (_, i) => i), CONCURRENCY, (i) => lifecycle(i, { create, deliver, verify }));
   const seconds = (performance.now() - started) / 1000;
   const perSecond = LIFECYCLES / seconds;
 
@@ -159,11 +156,7 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
   const pacedStart = performance.now();
   await Promise.all(Array.from({ length: count }, async (_, i) => {
     await sleep(Math.max(0, pacedStart + i * interval - performance.now()));
-    const s = services[i % services.length]!;
-    const consumer = consumers[i % CONCURRENCY]!;
-    const t = unwrap(await timed(pacedCreate, () => consumer.client.createTransaction({ serviceId: s.id, input: INPUT })));
-    unwrap(await s.provider.client.deliver(t.id, OUTPUT));
-    unwrap(await consumer.client.verify(t.id));
+    await lifecycle(i, { create: pacedCreate });
   }));
   const paced = { perSecond: count / ((performance.now() - pacedStart) / 1000), count, create: pacedCreate };
   return { perSecond, seconds, create, deliver, verify, paced };

@@ -27,6 +27,8 @@ import type {
   LedgerEntryView,
   NewAccountView,
   NewAgentView,
+  SpawnAgentBody,
+  SpawnedAgentView,
   PaginationInfo,
   ProtocolView,
   PublicAgentView,
@@ -159,6 +161,8 @@ export class ExchangeClient {
   updateAgent = (agentId: string, body: UpdateAgentBody, o: Keyed = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
   deactivateAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`, o);
   setAgentDelegation = (agentId: string, body: DelegationRules, o: Keyed = {}) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body, ...o });
+  /** D6.8: a child agent with `budgetCents` moved from the parent's wallet; 402 when the parent is short. */
+  spawnAgent = (agentId: string, body: SpawnAgentBody, o: Keyed = {}) => this.request<SpawnedAgentView>('POST', `/v1/agents/${enc(agentId)}/spawn`, { body, ...o });
   rotateKey = (agentId: string, o: Keyed = {}) =>
     this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`, o);
   didDocument = (agentId: string) => this.request<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`);

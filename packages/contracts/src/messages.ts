@@ -150,4 +150,24 @@ export const commands = {
   openWallet: command('wallet', 'wallet.openWallet', Type.Object({ operationId: Uuid, agentId: Uuid, accountId: Uuid })),
 };
 
+/**
+ * Saga of a child agent (D6.8, D13.2), keyed by the child's id: identity asks for the child's wallet
+ * with its budget moved from the parent's (`parent_allocation` in both); the wallet decides once —
+ * funded or refused — and answers every repeat the same. At expiry identity asks for the child's
+ * wallet to be closed: its available balance returns to the parent (`parent_return`), and so does
+ * whatever reaches it later (held funds of its transactions as they end).
+ */
+export const childSaga = {
+  allocate: command('wallet', 'wallet.allocateChild', Type.Object({ childAgentId: Uuid, parentAgentId: Uuid, accountId: Uuid, budgetCents: Cents })),
+  close: command('wallet', 'wallet.closeChild', Type.Object({ childAgentId: Uuid })),
+  funded: event('wallet', 'wallet.child.funded', Type.Object({ childAgentId: Uuid, walletId: Uuid, budgetCents: Cents })),
+  /** `insufficient_funds` (the parent's available balance below the budget) or `no_wallet` (the parent has none yet). */
+  refused: event('wallet', 'wallet.child.refused', Type.Object({
+    childAgentId: Uuid,
+    reason: Type.Union([Type.Literal('insufficient_funds'), Type.Literal('no_wallet')]),
+    availableCents: Type.Integer(),
+    requiredCents: Type.Integer(),
+  })),
+};
+
 export type MessageData<M extends MessageDef> = Static<M['data']>;

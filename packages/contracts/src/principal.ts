@@ -11,5 +11,7 @@ export const Principal = Type.Object({
   status: AgentStatus,
   parentAgentId: Type.Union([Uuid, Type.Null()]),
   signingKeyPublic: Type.Union([Type.String(), Type.Null()]),
+  /** D6.8: when a child agent expires; its key is refused from then on, even before identity marks it expired. */
+  expiresAt: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
 });
 export type Principal = Static<typeof Principal>;

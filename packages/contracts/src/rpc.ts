@@ -50,6 +50,7 @@ export const identityOps = {
   updateAgent: effect('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
   deactivateAgent: effect('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   setAgentDelegation: effect('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
+  spawnAgent: effect('identity', 'spawnAgent', 'agent', parts(I.AgentPath, Empty, I.SpawnAgentBody), I.SpawnedAgentView),
   rotateKey: effect('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
   /** Operator (D15.3): deactivate any agent. */
   suspendAgent: effect('identity', 'suspendAgent', 'admin', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),

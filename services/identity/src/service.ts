@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, databaseCheck, outsideTrace, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { migrations } from './db/migrations/index.js';
@@ -13,6 +13,8 @@ import type { HostResolver } from './domain/webhook-url.js';
 import { effectiveDelegation } from './agents/effective-delegation.js';
 import { getTrust, recordTrustOutcomes } from './trust.js';
 import { collectOperatorActions, listOperatorActions } from './operator-audit.js';
+import { expireDueChildren, recordChildFunding, spawnAgent } from './agents/children.js';
+import { startPeriodic } from './periodic.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -29,6 +31,8 @@ export async function startIdentityService(opts: {
   walletRedriveAfterMs?: number;
   /** Host names to addresses for the webhook URL check (default: the system resolver). */
   resolveHost?: HostResolver;
+  /** How often children past their lifetime are looked for (default 1 s; D6.8). */
+  childExpiryEveryMs?: number;
 }): Promise<IdentityService> {
   const logger = opts.logger.child({ service: 'identity' });
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
@@ -41,8 +45,10 @@ export async function startIdentityService(opts: {
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);
   const audit = await collectOperatorActions(deps);
+  const children = await recordChildFunding(deps);
   const redriveAfter = opts.walletRedriveAfterMs ?? 30_000;
-  const redrive = outsideTrace(() => startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) }));
+  const redrive = startWalletRedrive(deps, { afterMs: redriveAfter, everyMs: Math.max(100, redriveAfter / 10) });
+  const expiry = startPeriodic(logger, 'child expiry', opts.childExpiryEveryMs ?? 1_000, () => expireDueChildren(deps));
   const server = await serveOperations({
     bus: opts.bus,
     service: 'identity',
@@ -60,6 +66,7 @@ export async function startIdentityService(opts: {
       deactivateAgent: agents.deactivateAgent(deps),
       suspendAgent: agents.suspendAgent(deps),
       setAgentDelegation: agents.setAgentDelegation(deps),
+      spawnAgent: spawnAgent(deps),
       rotateKey: keys.rotateKey(deps),
       authenticate: keys.authenticate(deps),
       getDidDocument: keys.getDidDocument(deps),
@@ -75,7 +82,9 @@ export async function startIdentityService(opts: {
     async stop() {
       await server.stop();
       await redrive.stop();
+      await expiry.stop();
       await walletOpened.stop();
+      await children.stop();
       await trust.stop();
       await audit.stop();
       await relay.stop();

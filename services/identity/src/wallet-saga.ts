@@ -1,8 +1,10 @@
 import { commands, events } from '@aex/contracts';
 import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
 import { sql, type Transaction } from 'kysely';
-import type { Database } from './db/schema.js';
+import type { AgentRow, Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
+import { requestChildWallet } from './agents/children.js';
+import { startPeriodic } from './periodic.js';
 
 /**
  * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an
@@ -13,7 +15,9 @@ import type { IdentityDeps } from './context.js';
  * agent never stays without a wallet. There is no compensation step: opening a wallet cannot fail
  * for business reasons, only be delayed.
  */
-export async function requestWallet(trx: Transaction<Database>, agent: { id: string; accountId: string }): Promise<void> {
+export async function requestWallet(trx: Transaction<Database>, agent: Pick<AgentRow, 'id' | 'accountId'> & Partial<Pick<AgentRow, 'parentAgentId' | 'spawnBudgetCents'>>): Promise<void> {
+  // A child's wallet comes with its budget (D6.8, agents/children.ts).
+  if (agent.parentAgentId) return requestChildWallet(trx, { ...agent, parentAgentId: agent.parentAgentId });
   await enqueue(trx, commands.openWallet, { operationId: agent.id, agentId: agent.id, accountId: agent.accountId });
 }
 
@@ -52,7 +56,7 @@ export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number)
   const n = await deps.db.transaction().execute(async (trx) => {
     const due = await trx
       .selectFrom('agents')
-      .select(['id', 'accountId'])
+      .select(['id', 'accountId', 'parentAgentId', 'spawnBudgetCents'])
       .where('walletOpenedAt', 'is', null)
       .where(sql<boolean>`coalesce(wallet_requested_at, created_at) < now() - make_interval(secs => ${afterMs / 1000})`)
       .orderBy('createdAt')
@@ -75,14 +79,5 @@ export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number)
 
 /** Runs `redrivePendingWallets` every `everyMs` until stopped. */
 export function startWalletRedrive(deps: IdentityDeps, opts: { afterMs: number; everyMs: number }): Stoppable {
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = redrivePendingWallets(deps, opts.afterMs).catch((err) => deps.logger.warn({ err }, 'wallet re-drive failed'));
-  }, opts.everyMs);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPeriodic(deps.logger, 'wallet re-drive', opts.everyMs, () => redrivePendingWallets(deps, opts.afterMs));
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '@aex/contracts';
 import { API_KEY_PATTERN, hashApiKey, issueApiKey, keyPrefix } from '../src/domain/api-keys.js';
-import { effectiveDelegation, tightenDelegation } from '../src/domain/delegation.js';
+import { clampDelegation, effectiveDelegation, tightenDelegation } from '../src/domain/delegation.js';
 import { base58btc, didDocument, didWebFor, ed25519Multibase } from '../src/domain/did.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../src/domain/ownership.js';
 import { webhookUrlProblem, type WebhookUrlPolicy } from '../src/domain/webhook-url.js';
@@ -33,6 +33,18 @@ describe('D10.1 / D6.8 delegation', () => {
   });
   it('keeps inherited rules the child does not mention', () => {
     expect(tightenDelegation({ maxTransactionCents: 100 }, {})).toEqual({ maxTransactionCents: 100 });
+  });
+  it.each([
+    ['a looser number is clamped, a tighter one kept', { maxTransactionCents: 100, maxDailySpendCents: 50 }, { maxTransactionCents: 500, maxDailySpendCents: 10 }, { maxTransactionCents: 100, maxDailySpendCents: 10 }],
+    ['a number nothing limits is kept', {}, { autoApproveBelow: 40 }, { autoApproveBelow: 40 }],
+    ['an allow-list is cut to the inherited one', { allowedCategories: ['a', 'b'] }, { allowedCategories: ['b', 'c'] }, { allowedCategories: ['b'] }],
+    ['an allow-list outside the inherited one allows nothing', { allowedCategories: ['a'] }, { allowedCategories: ['c'] }, { allowedCategories: [] }],
+    ['a block-list stays the child’s own', { blockedCategories: ['x'] }, { blockedCategories: ['y'] }, { blockedCategories: ['y'] }],
+    ['rules the child does not set stay unset (the parent’s apply at each check)', { maxTransactionCents: 100, allowedCategories: ['a'] }, {}, {}],
+  ])('D6.8 clamps a child’s own rules: %s', (_name, inherited, own, stored) => {
+    expect(clampDelegation(inherited, own)).toEqual(stored);
+    // What applies is the same whether the stored rules or the asked ones are tightened onto the inherited.
+    expect(tightenDelegation(inherited, clampDelegation(inherited, own))).toEqual(tightenDelegation(inherited, own));
   });
 });
 

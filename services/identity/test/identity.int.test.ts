@@ -124,7 +124,7 @@ describe('restart', () => {
     const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
     expect(row?.id).toBe(reply.data.id);
     const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
-    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions']);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children']);
   });
 });
 

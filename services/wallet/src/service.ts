@@ -8,6 +8,7 @@ import * as wallets from './wallets/handlers.js';
 import { checkLedger } from './wallets/check.js';
 import { serveOpenWallet } from './wallets/open-wallet.js';
 import { serveHolds } from './wallets/holds.js';
+import { serveChildren } from './wallets/children.js';
 
 export interface WalletService extends Component {
   deps: WalletDeps;
@@ -23,6 +24,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);
+  const children = await serveChildren(deps);
   const server = await serveOperations({
     bus: opts.bus,
     service: 'wallet',
@@ -46,6 +48,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       await server.stop();
       await openWallet.stop();
       await holds.stop();
+      await children.stop();
       await relay.stop();
       await close();
     },

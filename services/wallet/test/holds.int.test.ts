@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commands, subjects, walletOps, walletSaga, type MessageDef, type MessageEnvelope, type Principal, type Static } from '@aex/contracts';
+import { childSaga, commands, subjects, walletOps, walletSaga, type MessageDef, type MessageEnvelope, type Principal, type Static } from '@aex/contracts';
 import { ack, callOrThrow, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
@@ -15,6 +15,7 @@ let bus: Bus;
 let dispose: () => Promise<void>;
 let wallet: WalletService;
 const answers: MessageEnvelope<{ transactionId: string; attempt?: number; reason?: string; amountCents?: number; feeCents?: number }>[] = [];
+const childAnswers: MessageEnvelope<{ childAgentId: string; reason?: string; availableCents?: number; budgetCents?: number }>[] = [];
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -22,6 +23,7 @@ beforeAll(async () => {
   const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, PAYMENTS_PROVIDER: 'sandbox' });
   wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger() });
   await bus.consume({ stream: 'events', durable: 'observer', filter: `${bus.namespace}.evt.wallet.hold.>`, handler: async (m) => (answers.push(m.data as (typeof answers)[number]), ack()) });
+  await bus.consume({ stream: 'events', durable: 'child-observer', filter: `${bus.namespace}.evt.wallet.child.>`, handler: async (m) => (childAnswers.push(m.data as (typeof childAnswers)[number]), ack()) });
 });
 afterAll(async () => {
   await wallet?.stop();
@@ -144,6 +146,67 @@ describe('hold, return and settle (issue 10)', () => {
   });
 
   it('leaves every invariant of the ledger holding, holds included', async () => {
+    const report = await checkLedgerInvariants(wallet.deps);
+    expect(report.violations).toEqual([]);
+  });
+});
+
+describe('a child’s wallet (D6.8, D13.2)', () => {
+  const childAnswered = (childAgentId: string, type: string, n = 1) => eventually(async () => {
+    const found = childAnswers.filter((a) => a.data.childAgentId === childAgentId && a.type === type);
+    return found.length >= n ? found : null;
+  });
+  const spawn = async (parent: string, budgetCents: number) => {
+    const child = randomUUID();
+    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: randomUUID(), budgetCents });
+    return child;
+  };
+
+  it('moves the budget once however often asked, and keeps a refusal even once the parent could pay', async () => {
+    const parent = await agentWith(1000);
+    const child = await spawn(parent, 600);
+    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: randomUUID(), budgetCents: 600 });
+    const funded = await childAnswered(child, childSaga.funded.type, 2);
+    expect(funded.map((a) => a.data.budgetCents)).toEqual([600, 600]);
+    expect(await balances(parent)).toEqual({ balanceCents: 400, heldCents: 0 });
+    expect(await balances(child)).toEqual({ balanceCents: 600, heldCents: 0 });
+
+    const refused = await spawn(parent, 401);
+    expect((await childAnswered(refused, childSaga.refused.type))[0]!.data).toEqual({ childAgentId: refused, reason: 'insufficient_funds', availableCents: 400, requiredCents: 401 });
+    await fundAgent(parent, 1000);
+    await send(childSaga.allocate, { childAgentId: refused, parentAgentId: parent, accountId: randomUUID(), budgetCents: 401 });
+    expect((await childAnswered(refused, childSaga.refused.type, 2)).map((a) => a.data.reason)).toEqual(['insufficient_funds', 'insufficient_funds']);
+    expect(await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', refused).executeTakeFirst()).toBeUndefined();
+    expect(await balances(parent)).toEqual({ balanceCents: 1400, heldCents: 0 });
+
+    const orphan = await spawn(randomUUID(), 100);
+    expect((await childAnswered(orphan, childSaga.refused.type))[0]!.data.reason).toBe('no_wallet');
+  });
+
+  it('closes once: the available balance returns, and so does everything that reaches the closed wallet later', async () => {
+    const [parent, seller] = [await agentWith(3000), await agentWith(2000)];
+    const child = await spawn(parent, 2000);
+    await childAnswered(child, childSaga.funded.type);
+    // The child buys twice and sells once before it expires.
+    const [bought, returned, sold] = [randomUUID(), randomUUID(), randomUUID()];
+    await send(walletSaga.holdFunds, { transactionId: bought, consumerAgentId: child, amountCents: 500, attempt: 1 });
+    await send(walletSaga.holdFunds, { transactionId: returned, consumerAgentId: child, amountCents: 300, attempt: 1 });
+    await send(walletSaga.holdFunds, { transactionId: sold, consumerAgentId: seller, amountCents: 400, attempt: 1 });
+    for (const t of [bought, returned, sold]) await answered(t, walletSaga.holdPlaced.type);
+    await send(childSaga.close, { childAgentId: child });
+    await send(childSaga.close, { childAgentId: child });
+    await eventually(async () => (await balances(parent)).balanceCents === 2200 || null);
+    expect(await balances(child)).toEqual({ balanceCents: 800, heldCents: 800 });
+    // A settlement pays the seller; a return and a sale to the expired child go on to the parent.
+    await send(walletSaga.settle, { transactionId: bought, providerAgentId: seller, amountCents: 500, feeCents: 25 });
+    await send(walletSaga.returnHold, { transactionId: returned });
+    await send(walletSaga.settle, { transactionId: sold, providerAgentId: child, amountCents: 400, feeCents: 20 });
+    for (const [t, type] of [[bought, walletSaga.holdSettled.type], [returned, walletSaga.holdReturned.type], [sold, walletSaga.holdSettled.type]] as const) await answered(t, type);
+    expect(await balances(child)).toEqual({ balanceCents: 0, heldCents: 0 });
+    expect(await balances(parent)).toEqual({ balanceCents: 2200 + 300 + 380, heldCents: 0 });
+    const kinds = await wallet.deps.db.selectFrom('ledgerEntries as e').innerJoin('wallets as w', 'w.id', 'e.walletId')
+      .select(['e.txType', 'e.amountCents']).where('w.agentId', '=', parent).where('e.txType', 'like', 'parent_%').orderBy('e.seq').execute();
+    expect(kinds.map((k) => [k.txType, k.amountCents])).toEqual([['parent_allocation', -2000], ['parent_return', 1200], ['parent_return', 300], ['parent_return', 380]]);
     const report = await checkLedgerInvariants(wallet.deps);
     expect(report.violations).toEqual([]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyEntry, ledgerViolations, type WalletTotals } from '../src/domain/ledger.js';
+import { applyEntry, childViolations, ledgerViolations, type ParentTransferTotals, type WalletTotals } from '../src/domain/ledger.js';
 
 describe('D13.2 applyEntry', () => {
   const s = { balanceCents: 1000, heldCents: 200 };
@@ -45,5 +45,27 @@ describe('D13.2–D13.3 ledgerViolations', () => {
   it('catches a hold that does not match the held column, and negative values', () => {
     const v = ledgerViolations([honest({ heldCents: 1200, sumHeld: -300, sumAll: -200 })], { fundedCents: 1000, paidOutCents: 0 });
     expect(v.map((x) => x.invariant)).toEqual(expect.arrayContaining(['held_equals_open_holds', 'available_not_negative']));
+  });
+});
+
+describe('D6.8 childViolations', () => {
+  const transfer = (over: Partial<ParentTransferTotals> = {}): ParentTransferTotals => ({ operationId: 'spawn:c', txType: 'parent_allocation', parentWalletId: 'p', sumCents: 0, entries: 2, childEntries: 1, ...over });
+  it('finds nothing in honest books: one child funded and expired, one spawn refused, one settlement returning two children’s refunds', () => {
+    expect(childViolations(
+      [{ id: 'c', closed: true, availableCents: 0 }, { id: 'd', closed: false, availableCents: 300 }],
+      [transfer(), transfer({ operationId: 'close:c', txType: 'parent_return' }), transfer({ operationId: 'settle:t', txType: 'parent_return', entries: 4, childEntries: 2 })],
+      [{ childAgentId: 'c', status: 'funded', budgetCents: 500, childWalletId: 'c', allocatedCents: 500 }, { childAgentId: 'e', status: 'refused', budgetCents: 900, childWalletId: null, allocatedCents: 0 }],
+    )).toEqual([]);
+  });
+  it.each([
+    ['an expired child with money left', [{ id: 'c', closed: true, availableCents: 1 }], [], [], 'closed_child_wallet_empty'],
+    ['a transfer that does not sum to zero', [], [transfer({ sumCents: 5 })], [], 'parent_transfer_balanced'],
+    ['a transfer with its parent side missing', [], [transfer({ entries: 1, sumCents: 0 })], [], 'parent_transfer_balanced'],
+    ['a transfer between two parents', [], [transfer({ childEntries: 0 })], [], 'parent_transfer_balanced'],
+    ['a funded child that got less than its budget', [], [], [{ childAgentId: 'c', status: 'funded' as const, budgetCents: 500, childWalletId: 'c', allocatedCents: 400 }], 'child_allocation_matches_decision'],
+    ['a funded child without a wallet', [], [], [{ childAgentId: 'c', status: 'funded' as const, budgetCents: 500, childWalletId: null, allocatedCents: 0 }], 'child_allocation_matches_decision'],
+    ['a refused child with a wallet', [], [], [{ childAgentId: 'c', status: 'refused' as const, budgetCents: 500, childWalletId: 'c', allocatedCents: 0 }], 'child_allocation_matches_decision'],
+  ])('names %s', (_name, children, transfers, allocations, invariant) => {
+    expect(childViolations(children, transfers, allocations).map((v) => v.invariant)).toEqual([invariant]);
   });
 });

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Empty, FreeObject, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
+import { WalletView } from './wallet.js';
 
 export const AccountType = Type.Union([Type.Literal('individual'), Type.Literal('organization')]);
 export const AgentType = Type.Union([Type.Literal('persistent'), Type.Literal('ephemeral'), Type.Literal('platform_managed')]);
@@ -73,6 +74,21 @@ export const CreateAgentBody = Strict({
   metadata: Type.Optional(Metadata),
 });
 export type CreateAgentBody = Static<typeof CreateAgentBody>;
+
+/** D6.8: a child's lifetime in hours and its budget's lower bound (spec "Limits"). */
+export const CHILD_LIFETIME_HOURS = { default: 24, max: 168 } as const;
+export const SPAWN_BUDGET_MIN_CENTS = 100;
+
+/** POST /v1/agents/{id}/spawn (spec, D6.8). */
+export const SpawnAgentBody = Strict({
+  name: AgentName,
+  description: Type.Optional(Description),
+  inheritDelegation: Type.Optional(Type.Boolean()),
+  delegation: Type.Optional(DelegationRules),
+  maxLifetimeHours: Type.Optional(Type.Integer({ minimum: 1, maximum: CHILD_LIFETIME_HOURS.max })),
+  budgetCents: Type.Optional(Type.Integer({ minimum: SPAWN_BUDGET_MIN_CENTS, maximum: 1_000_000_000 })),
+});
+export type SpawnAgentBody = Static<typeof SpawnAgentBody>;
 
 export const UpdateAgentBody = Strict({
   name: Type.Optional(AgentName),
@@ -170,6 +186,12 @@ export type FullAgentView = Static<typeof FullAgentView>;
 export const AgentView = Type.Union([FullAgentView, PublicAgentView]);
 export const NewAgentView = Type.Composite([FullAgentView, Type.Object({ apiKey: Type.String() })]);
 export type NewAgentView = Static<typeof NewAgentView>;
+/**
+ * D6.8 spawn answer: the child's full representation with its key, and its wallet holding the
+ * budget (null in a 202 answer, while the budget is still being moved).
+ */
+export const SpawnedAgentView = Type.Composite([NewAgentView, Type.Object({ wallet: Type.Union([WalletView, Type.Null()]) })]);
+export type SpawnedAgentView = Static<typeof SpawnedAgentView>;
 
 /** D6.1: the spec's fields plus the initial agent. */
 export const NewAccountView = Type.Object({

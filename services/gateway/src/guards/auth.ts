@@ -44,7 +44,7 @@ export class ApiKeyAuthenticator {
     const entry = await this.cache.get(hash).catch(() => undefined);
     if (entry && entry.value !== AUTH_CACHE.staleMarker) {
       const cached = principalCheck.check(JSON.parse(entry.value));
-      if (cached.ok) return cached.value;
+      if (cached.ok) return unexpired(cached.value);
     }
     const limited = await this.limiter.take('auth_failures_ip', clientIp);
     if (!limited.allowed) {
@@ -64,7 +64,7 @@ export class ApiKeyAuthenticator {
     // A lost compare-and-set means identity marked the key meanwhile; a cache that cannot be written
     // only costs a lookup next time. Either way this request is answered with what identity said.
     await store.catch(() => undefined);
-    return principal.value;
+    return unexpired(principal.value);
   }
 
   private isKnownUnknown(hash: string): boolean {
@@ -80,6 +80,12 @@ export class ApiKeyAuthenticator {
     if (this.unknownKeys.size >= NEGATIVE_CACHE_SIZE) this.unknownKeys.delete(this.unknownKeys.keys().next().value!);
     this.unknownKeys.set(hash, Date.now() + NEGATIVE_CACHE_TTL_MS);
   }
+}
+
+/** D6.8: a child's key stops at its `expiresAt`, whatever the cache holds (identity marks it expired within a second). */
+function unexpired(p: PrincipalT): PrincipalT {
+  if (p.expiresAt && Date.parse(p.expiresAt) <= Date.now()) throw unauthenticated('This child agent has expired; its API key no longer authenticates.');
+  return p;
 }
 
 /** D15.3: operator bearer token, compared in constant time. */

@@ -50,6 +50,7 @@ export const routes: RouteSpec[] = [
   agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents'),
   agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents'),
   agent('PUT', '/v1/agents/:agentId/delegation', identityOps.setAgentDelegation, 'Override delegation rules for one agent (owner agent)', 'agents'),
+  agent('POST', '/v1/agents/:agentId/spawn', identityOps.spawnAgent, 'Spawn a child agent with a budget moved from the parent’s wallet (the agent or the owner agent, D6.8)', 'agents', { successStatus: 201 }),
   agent('POST', '/v1/agents/:agentId/keys/rotate', identityOps.rotateKey, 'Revoke the current API key and issue a new one (D2.5)', 'agents', { rateGroup: 'key_rotation', body: false }),
   { method: 'GET', url: '/v1/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The agent’s DID document in the envelope (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'agents' },
   { method: 'GET', url: '/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The raw DID document a did:web resolver fetches (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'agents' },

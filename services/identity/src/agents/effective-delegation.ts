@@ -1,28 +1,36 @@
-import { AppError, type DelegationRules, type identityOps } from '@aex/contracts';
+import { AppError, type AgentStatus, type DelegationRules, type identityOps } from '@aex/contracts';
 import type { OperationHandler } from '@aex/platform';
+import type { Kysely } from 'kysely';
 import type { IdentityDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
 import { effectiveDelegation as merge, tightenDelegation } from '../domain/delegation.js';
 
 /**
- * D10.1 for the transaction service (internal operation): the rules in force for an agent — account
- * defaults overridden by the agent's own, and for a child the parent's effective rules tightened by
- * its own. Identity owns the rules; they are read at every check, so a change applies at once.
+ * D10.1 / D6.8: the rules in force for an agent — account defaults overridden by the agent's own;
+ * for a child, what it starts from (its parent's rules in force, or the account's defaults when it
+ * was spawned with `inheritDelegation: false`) tightened by its own. Read at every check, so a
+ * change of the parent's or the account's rules applies to the child at once.
  */
-export const effectiveDelegation = (deps: IdentityDeps): OperationHandler<typeof identityOps['effectiveDelegation']> => async ({ path }) => {
-  const rulesOf = async (agentId: string, depth: number): Promise<{ status: 'active' | 'deactivated' | 'expired'; rules: DelegationRules }> => {
-    const row = await deps.db
-      .selectFrom('agents as a')
-      .innerJoin('accounts as c', 'c.id', 'a.accountId')
-      .select(['a.status', 'a.delegation', 'a.parentAgentId', 'c.defaultDelegation'])
-      .where('a.id', '=', agentId)
-      .executeTakeFirst();
-    if (!row) throw new AppError('NOT_FOUND', 'No such agent.');
-    if (row.parentAgentId && depth < 4) {
-      const parent = await rulesOf(row.parentAgentId, depth + 1);
-      return { status: row.status, rules: tightenDelegation(parent.rules, row.delegation) };
-    }
-    return { status: row.status, rules: merge(row.defaultDelegation, row.delegation) };
-  };
-  const found = await rulesOf(path.agentId, 0);
-  return { data: { agentId: path.agentId, ...found } };
-};
+export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; rules: DelegationRules }> {
+  const row = await db
+    .selectFrom('agents as a')
+    .innerJoin('accounts as c', 'c.id', 'a.accountId')
+    .select(['a.status', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
+    .where('a.id', '=', agentId)
+    .executeTakeFirst();
+  if (!row) throw new AppError('NOT_FOUND', 'No such agent.');
+  if (!row.parentAgentId) return { status: row.status, rules: merge(row.defaultDelegation, row.delegation) };
+  return { status: row.status, rules: tightenDelegation(await childBase(db, row), row.delegation) };
+}
+
+/** What a child's own rules tighten (D6.8): its parent's rules in force, or the account's defaults. */
+export async function childBase(db: Kysely<Database>, child: { parentAgentId: string | null; inheritDelegation: boolean; defaultDelegation: DelegationRules }): Promise<DelegationRules> {
+  if (!child.inheritDelegation || !child.parentAgentId) return merge(child.defaultDelegation, {});
+  // Children cannot spawn (D6.8), so a parent is never a child: one level up is all there is.
+  return (await rulesInForce(db, child.parentAgentId)).rules;
+}
+
+/** Internal operation for the transaction service's D10.2 checks. */
+export const effectiveDelegation = (deps: IdentityDeps): OperationHandler<typeof identityOps['effectiveDelegation']> => async ({ path }) => ({
+  data: { agentId: path.agentId, ...(await rulesInForce(deps.db, path.agentId)) },
+});

@@ -13,6 +13,8 @@ import { awaitWallet, requestWallet } from '../wallet-saga.js';
 import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalOf } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 import { recordOperatorAction } from '../operator-audit.js';
+import { clampDelegation } from '../domain/delegation.js';
+import { childBase } from './effective-delegation.js';
 
 type Ops = typeof identityOps;
 
@@ -179,11 +181,17 @@ async function tellCatalog(deps: IdentityDeps, ctx: HandlerContext, event: Messa
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
-  await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
+  const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
+  let rules = body;
+  if (target.parentAgentId) {
+    // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
+    const account = await deps.db.selectFrom('accounts').select('defaultDelegation').where('id', '=', target.accountId).executeTakeFirstOrThrow();
+    rules = clampDelegation(await childBase(deps.db, { ...target, defaultDelegation: account.defaultDelegation }), body);
+  }
   return ctx.effect(deps.db, async (trx) => {
     const row = await trx
       .updateTable('agents')
-      .set({ delegation: JSON.stringify(body) as never, updatedAt: deps.now() })
+      .set({ delegation: JSON.stringify(rules) as never, updatedAt: deps.now() })
       .where('id', '=', path.agentId)
       .returning('delegation')
       .executeTakeFirstOrThrow();

@@ -6,7 +6,7 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { didDocument, didWebFor } from '../domain/did.js';
 import { mayEditAgent } from '../domain/ownership.js';
 import { markStale, markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
-import { findAgent, principalForKey } from './repository.js';
+import { findAgent, lookupKey, principalForKey } from './repository.js';
 
 type Ops = typeof identityOps;
 
@@ -43,10 +43,16 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
   return reply;
 };
 
-/** Internal: the principal of a key hash, or null (the gateway then answers 401). */
-export const authenticate = (deps: IdentityDeps): OperationHandler<Ops['authenticate']> => async ({ body }) => ({
-  data: await principalForKey(deps.db, body.keyHash),
-});
+/**
+ * Internal: the principal of a key hash, or null (the gateway then answers 401 and remembers the key
+ * as unknown). A child's key waiting for its budget is refused with an error instead: it is about to
+ * become valid, and a gateway must not remember it as unknown (D6.8).
+ */
+export const authenticate = (deps: IdentityDeps): OperationHandler<Ops['authenticate']> => async ({ body }) => {
+  const found = await lookupKey(deps.db, body.keyHash);
+  if (found.pending) throw new AppError('UNAUTHENTICATED', 'This child agent’s budget is still being moved; its key works once that is done.');
+  return { data: found.principal };
+};
 
 /** D6.7: the DID document, every registered key with revoked ones marked. */
 export const getDidDocument = (deps: IdentityDeps): OperationHandler<Ops['getDidDocument']> => async ({ path }) => {

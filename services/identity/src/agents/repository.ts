@@ -34,13 +34,19 @@ export interface NewAgent {
   webhookUrl?: string | null;
   delegation?: object;
   metadata?: object;
+  /** D6.8, a child: its parent, when it expires, the budget its wallet saga moves, where its rules start. */
+  child?: { parentAgentId: string; expiresAt: Date; budgetCents: number; inheritDelegation: boolean };
   now: Date;
 }
 
 /** D15.2: the score of a new agent. */
 export const INITIAL_TRUST_SCORE = 50;
 
-/** Inserts an agent with its active key, first signing key and trust score of 50 (D15.2), and its `agent.created` event. */
+/**
+ * Inserts an agent with its active key, first signing key and trust score of 50 (D15.2), and its
+ * `agent.created` event — for a child only once its budget is moved (`children.ts`): until then it
+ * exists for its account alone.
+ */
 export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: { hash: string; prefix: string }): Promise<void> {
   await trx
     .insertInto('agents')
@@ -57,8 +63,10 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
       webhookUrl: a.webhookUrl ?? null,
       delegation: JSON.stringify(a.delegation ?? {}) as never,
       metadata: JSON.stringify(a.metadata ?? {}) as never,
-      parentAgentId: null,
-      expiresAt: null,
+      parentAgentId: a.child?.parentAgentId ?? null,
+      expiresAt: a.child?.expiresAt ?? null,
+      spawnBudgetCents: a.child?.budgetCents ?? null,
+      inheritDelegation: a.child?.inheritDelegation ?? true,
       walletOpenedAt: null,
       walletRequestedAt: null,
       createdAt: a.now,
@@ -68,9 +76,14 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
   await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: a.id, keyHash: key.hash, keyPrefix: key.prefix, createdAt: a.now, revokedAt: null }).execute();
   await trx.insertInto('trustScores').values({ agentId: a.id, score: INITIAL_TRUST_SCORE, updatedAt: a.now }).execute();
   if (a.signingKeyPublic) await addSigningKey(trx, a.id, a.signingKeyPublic, a.now);
+  if (!a.child) await announceAgent(trx, { id: a.id, accountId: a.accountId, name: a.name, parentAgentId: null }, a.now);
+}
+
+/** The `agent.created` event (the catalog's replica starts from it). */
+export async function announceAgent(trx: Transaction<Database>, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId'>, now: Date): Promise<void> {
   await enqueue(trx, events.agentCreated, {
-    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: null, trustScore: INITIAL_TRUST_SCORE,
-  }, { now: a.now });
+    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: a.parentAgentId, trustScore: INITIAL_TRUST_SCORE,
+  }, { now });
 }
 
 /**
@@ -94,20 +107,39 @@ export async function activeKeyHash(db: Db, agentId: string): Promise<string | u
   return row?.keyHash;
 }
 
-/** The principal an agent authenticates as (what gateways cache); null for an expired agent (D6.5). */
-export function principalOf(a: Pick<AgentRow, 'id' | 'accountId' | 'isOwner' | 'status' | 'parentAgentId' | 'signingKeyPublic'>): Principal | null {
+type PrincipalFacts = Pick<AgentRow, 'id' | 'accountId' | 'isOwner' | 'status' | 'parentAgentId' | 'signingKeyPublic' | 'expiresAt' | 'walletOpenedAt'>;
+
+/**
+ * The principal an agent authenticates as (what gateways cache); null for an expired child — also
+ * one past its `expiresAt` that the sweep has not marked yet — and for a child whose budget is still
+ * being moved (D6.5, D6.8). The principal carries `expiresAt`, so a cached one stops at that moment.
+ */
+export function principalOf(a: PrincipalFacts, now: Date = new Date()): Principal | null {
   if (a.status === 'expired') return null;
-  return { agentId: a.id, accountId: a.accountId, isOwner: a.isOwner, status: a.status, parentAgentId: a.parentAgentId, signingKeyPublic: a.signingKeyPublic };
+  if (a.parentAgentId && (!a.walletOpenedAt || (a.expiresAt && a.expiresAt <= now))) return null;
+  return {
+    agentId: a.id, accountId: a.accountId, isOwner: a.isOwner, status: a.status, parentAgentId: a.parentAgentId, signingKeyPublic: a.signingKeyPublic,
+    expiresAt: a.expiresAt?.toISOString() ?? null,
+  };
 }
 
 /** The principal an active API key stands for; null for unknown, revoked keys and expired agents (D6.5). */
 export async function principalForKey(db: Db, keyHash: string): Promise<Principal | null> {
+  return (await lookupKey(db, keyHash)).principal;
+}
+
+/**
+ * The principal of a key, and whether it is a child's whose budget is still being moved (D6.8): such
+ * a key is refused for now but becomes valid, so nobody may remember it as unknown.
+ */
+export async function lookupKey(db: Db, keyHash: string): Promise<{ principal: Principal | null; pending: boolean }> {
   const row = await db
     .selectFrom('apiKeys')
     .innerJoin('agents', 'agents.id', 'apiKeys.agentId')
-    .select(['agents.id', 'agents.accountId', 'agents.isOwner', 'agents.status', 'agents.parentAgentId', 'agents.signingKeyPublic'])
+    .select(['agents.id', 'agents.accountId', 'agents.isOwner', 'agents.status', 'agents.parentAgentId', 'agents.signingKeyPublic', 'agents.expiresAt', 'agents.walletOpenedAt'])
     .where('apiKeys.keyHash', '=', keyHash)
     .where('apiKeys.revokedAt', 'is', null)
     .executeTakeFirst();
-  return row ? principalOf(row) : null;
+  if (!row) return { principal: null, pending: false };
+  return { principal: principalOf(row), pending: row.parentAgentId !== null && row.walletOpenedAt === null && row.status !== 'expired' };
 }

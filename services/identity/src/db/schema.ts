@@ -29,6 +29,10 @@ export interface AgentRow {
   metadata: Record<string, unknown>;
   parentAgentId: string | null;
   expiresAt: Date | null;
+  /** D6.8: the budget a child was spawned with (null for other agents). */
+  spawnBudgetCents: number | null;
+  /** D6.8: whether a child's rules start from its parent's (else from the account's defaults). */
+  inheritDelegation: boolean;
   walletOpenedAt: Date | null;
   walletRequestedAt: Date | null;
   createdAt: Date;
@@ -42,6 +46,8 @@ export interface Database extends PlatformTables {
   signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
   signingKeyOwners: { publicKey: string; agentId: string; createdAt: Date };
   trustScores: { agentId: string; score: number; updatedAt: Date };
+  /** D6.8: a spawn the wallet refused; its child was deleted. */
+  spawnRefusals: { childAgentId: string; reason: string; availableCents: number; requiredCents: number; at: Date };
   operatorActions: {
     id: string;
     action: string;

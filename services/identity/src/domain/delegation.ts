@@ -30,6 +30,21 @@ export function tightenDelegation(inherited: DelegationRules, own: DelegationRul
   return dropUndefined(out);
 }
 
+/**
+ * D6.8 "looser values are clamped": a child's own rules as stored — each value it sets no looser than
+ * what it starts from (numbers at most the inherited ones, an allow-list within the inherited one).
+ * Rules it does not set stay unset, so a later change of its parent's rules still reaches it.
+ */
+export function clampDelegation(inherited: DelegationRules, own: DelegationRules): DelegationRules {
+  const tight = tightenDelegation(inherited, own);
+  const out: DelegationRules = {};
+  for (const k of NUMERIC) if (own[k] !== undefined) out[k] = tight[k];
+  if (own.allowedCategories) out.allowedCategories = tight.allowedCategories;
+  // A block-list only ever tightens: the child's stays its own.
+  if (own.blockedCategories) out.blockedCategories = [...own.blockedCategories];
+  return out;
+}
+
 function dropUndefined(rules: DelegationRules): DelegationRules {
   return Object.fromEntries(Object.entries(rules).filter(([, v]) => v !== undefined)) as DelegationRules;
 }

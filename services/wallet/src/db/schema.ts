@@ -11,6 +11,10 @@ export interface WalletRow {
   heldCents: number;
   lifetimeEarnedCents: number;
   lifetimeSpentCents: number;
+  /** D6.8: a child's wallet points at its parent's: where its funds return. */
+  parentWalletId: string | null;
+  /** D6.8: when the child expired; from then on whatever becomes available in it returns to the parent. */
+  closedAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -44,7 +48,19 @@ export interface HoldRow {
   closedAt: Date | null;
 }
 
+/** D6.8: the wallet's one decision on a spawn's budget (a repeated command gets the same answer). */
+export interface ChildAllocationRow {
+  childAgentId: string;
+  parentWalletId: string | null;
+  budgetCents: number;
+  status: 'funded' | 'refused';
+  refusal: 'insufficient_funds' | 'no_wallet' | null;
+  availableCents: number;
+  decidedAt: Date;
+}
+
 export interface Database extends PlatformTables {
+  childAllocations: ChildAllocationRow;
   holds: HoldRow;
   wallets: WalletRow;
   ledgerEntries: LedgerEntryRow;

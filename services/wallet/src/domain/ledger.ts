@@ -133,3 +133,54 @@ export function holdViolations(holds: HoldTotals[]): Violation[] {
   }
   return out;
 }
+
+/** A child's wallet (D6.8) as the check reads it. */
+export interface ChildWalletTotals {
+  id: string;
+  closed: boolean;
+  availableCents: number;
+}
+
+/**
+ * The entries of one operation moving money between a parent and its children (`parent_allocation` or
+ * `parent_return`), grouped by the parent's wallet: `childEntries` of them in the children's wallets.
+ */
+export interface ParentTransferTotals {
+  operationId: string;
+  txType: LedgerTxType;
+  parentWalletId: string;
+  sumCents: number;
+  entries: number;
+  childEntries: number;
+}
+
+/** One spawn's decision with what its child's wallet received. */
+export interface AllocationTotals {
+  childAgentId: string;
+  status: 'funded' | 'refused';
+  budgetCents: number;
+  childWalletId: string | null;
+  allocatedCents: number;
+}
+
+/**
+ * D6.8 / D13.2 invariants of child agents: every transfer between a parent and a child is −X on one
+ * side and +X on the other; an expired child's wallet has nothing available (all of it returned);
+ * a funded spawn's child received exactly its budget, a refused one has no wallet.
+ */
+export function childViolations(children: ChildWalletTotals[], transfers: ParentTransferTotals[], allocations: AllocationTotals[]): Violation[] {
+  const out: Violation[] = [];
+  for (const c of children) {
+    if (c.closed && c.availableCents !== 0) out.push({ invariant: 'closed_child_wallet_empty', walletId: c.id, details: { availableCents: c.availableCents } });
+  }
+  for (const t of transfers) {
+    if (t.sumCents !== 0 || t.childEntries < 1 || t.entries !== 2 * t.childEntries) {
+      out.push({ invariant: 'parent_transfer_balanced', walletId: t.parentWalletId, details: { operationId: t.operationId, txType: t.txType, sumCents: t.sumCents, entries: t.entries, childEntries: t.childEntries } });
+    }
+  }
+  for (const a of allocations) {
+    const ok = a.status === 'funded' ? a.childWalletId !== null && a.allocatedCents === a.budgetCents : a.childWalletId === null;
+    if (!ok) out.push({ invariant: 'child_allocation_matches_decision', ...(a.childWalletId ? { walletId: a.childWalletId } : {}), details: { childAgentId: a.childAgentId, status: a.status, budgetCents: a.budgetCents, allocatedCents: a.allocatedCents } });
+  }
+  return out;
+}

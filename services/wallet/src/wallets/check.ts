@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { walletOperatorAction, type LedgerTxType, type walletOps } from '@aex/contracts';
 import { enqueue, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
-import { HOLD_TX_TYPES, holdViolations, ledgerViolations, type WalletTotals } from '../domain/ledger.js';
+import { childViolations, HOLD_TX_TYPES, holdViolations, ledgerViolations, type ParentTransferTotals, type WalletTotals } from '../domain/ledger.js';
 
 const holdTypes = [...HOLD_TX_TYPES];
 
@@ -49,8 +49,29 @@ export async function checkLedgerInvariants(deps: WalletDeps) {
       .select(['e.transactionId', 'e.txType', 'e.walletId'])
       .limit(20)
       .execute();
+    // D6.8: children's wallets, the transfers between parents and children, each spawn's decision.
+    const children = await trx.selectFrom('wallets').select(['id', 'closedAt', 'balanceCents', 'heldCents']).where('parentWalletId', 'is not', null).execute();
+    const transfers = await trx
+      .selectFrom('ledgerEntries as e')
+      .innerJoin('wallets as w', 'w.id', 'e.walletId')
+      .where('e.txType', 'in', ['parent_allocation', 'parent_return'])
+      .select(['e.operationId', 'e.txType', sql<string>`coalesce(w.parent_wallet_id, w.id)`.as('parentWalletId')])
+      .select([
+        sql<number>`sum(e.amount_cents)::bigint`.as('sumCents'),
+        sql<number>`count(*)::int`.as('entries'),
+        sql<number>`(count(*) filter (where w.parent_wallet_id is not null))::int`.as('childEntries'),
+      ])
+      .groupBy(['e.operationId', 'e.txType', sql`coalesce(w.parent_wallet_id, w.id)`])
+      .execute();
+    const allocations = await trx
+      .selectFrom('childAllocations as a')
+      .leftJoin('wallets as w', 'w.agentId', 'a.childAgentId')
+      .select(['a.childAgentId', 'a.status', 'a.budgetCents', 'w.id as childWalletId'])
+      .select(sql<number>`coalesce((select sum(amount_cents) from ledger_entries where wallet_id = w.id and tx_type = 'parent_allocation'), 0)::bigint`.as('allocatedCents'))
+      .execute();
     const violations = [
       ...ledgerViolations(wallets as WalletTotals[], totals),
+      ...childViolations(children.map((c) => ({ id: c.id, closed: c.closedAt !== null, availableCents: c.balanceCents - c.heldCents })), transfers as ParentTransferTotals[], allocations),
       ...holdViolations(holds.map((h) => ({ ...h, sums: Object.fromEntries(h.sums.map(([t, n]) => [t, Number(n)])) }))),
       ...orphans.map((o) => ({ invariant: 'entry_without_hold', walletId: o.walletId, details: { transactionId: o.transactionId, txType: o.txType } })),
     ];

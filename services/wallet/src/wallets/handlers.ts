@@ -36,12 +36,24 @@ function entryView(e: Selectable<LedgerEntryRow>): LedgerEntryView {
   };
 }
 
-/** D13.1 / D13.6: the agent's own wallet, or any wallet of the account for its owner agent; others see 404. */
+/**
+ * D13.1 / D13.6: the agent's own wallet, or any wallet of the account for its owner agent — and
+ * (EXT, D6.8) a child's wallet for its parent, whose money it spends; others see 404.
+ */
 async function accessibleWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow> {
   const w = await deps.db.selectFrom('wallets').selectAll().where('agentId', '=', agentId).executeTakeFirst();
-  const allowed = w && (w.agentId === caller.agentId || (caller.isOwner && w.accountId === caller.accountId));
+  let allowed = w && (w.agentId === caller.agentId || (caller.isOwner && w.accountId === caller.accountId));
+  if (w && !allowed && w.parentWalletId && w.accountId === caller.accountId) {
+    const parent = await deps.db.selectFrom('wallets').select('agentId').where('id', '=', w.parentWalletId).executeTakeFirst();
+    allowed = parent?.agentId === caller.agentId;
+  }
   if (!allowed) throw new AppError('NOT_FOUND', 'No such wallet.');
-  return w;
+  return w!;
+}
+
+/** D6.8: an expired child's wallet takes no new money and pays none out; its funds went to the parent. */
+function requireOpen(w: WalletRow): void {
+  if (w.closedAt) throw new AppError('INVALID_STATE', 'This child agent has expired: its wallet is closed and its funds returned to its parent.', { details: { status: 'closed' } });
 }
 
 function requirePayments(deps: WalletDeps) {
@@ -56,6 +68,7 @@ export const getWallet = (deps: WalletDeps): OperationHandler<Ops['getWallet']> 
 /** POST /v1/wallets/{agentId}/fund (D13.4): sandbox confirms at once. */
 export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async ({ path, body }, ctx) => {
   const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  requireOpen(wallet);
   const payments = requirePayments(deps);
   const session = await payments.createCheckout(body.amountCents);
   const now = deps.now();
@@ -88,6 +101,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
 /** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
 export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> => async ({ path, body }, ctx) => {
   const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  requireOpen(wallet);
   const payments = requirePayments(deps);
   const now = deps.now();
   const reply = await ctx.effect(deps.db, async (trx) => {

@@ -37,13 +37,11 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
   const ids = [...new Set(movements.map((m) => m.walletId))].sort();
   const held = new Set(opts.locked?.map((w) => w.id));
   const toLock = ids.filter((id) => !held.has(id));
-  const rows = [
-    ...(opts.locked ?? []),
-    ...(toLock.length > 0 ? await trx.selectFrom('wallets').selectAll().where('id', 'in', toLock).orderBy('id').forUpdate().execute() : []),
-  ];
+  const credited = movements.filter((m) => m.amountCents > 0 && toLock.includes(m.walletId)).map((m) => m.walletId);
+  const rows = [...(opts.locked ?? []), ...(toLock.length > 0 ? await lockWallets(trx, toLock, credited) : [])];
   const wallets = new Map<string, WalletRow>(rows.map((r) => [r.id, r]));
   const entries: Insertable<LedgerEntryRow>[] = [];
-  for (const m of movements) {
+  const move = (m: Movement) => {
     const w = wallets.get(m.walletId);
     if (!w) throw new Error(`wallet ${m.walletId} does not exist`);
     const next = applyEntry(w, m.txType, m.amountCents);
@@ -73,11 +71,41 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
       description: m.description,
       createdAt: now,
     });
+  };
+  for (const m of movements) move(m);
+  // D6.8: what became available in an expired child's wallet returns to its parent at once.
+  for (const w of [...wallets.values()]) {
+    const available = w.balanceCents - w.heldCents;
+    if (!w.closedAt || !w.parentWalletId || available <= 0) continue;
+    if (!wallets.has(w.parentWalletId)) {
+      // Closed after this movement's locks were chosen (a close committed in between): rare enough
+      // to lock the parent out of order; a deadlock, should one follow, is retried by the saga.
+      const parent = await trx.selectFrom('wallets').selectAll().where('id', '=', w.parentWalletId).forUpdate().executeTakeFirstOrThrow();
+      wallets.set(parent.id, parent);
+      ids.push(parent.id);
+    }
+    const description = `Returned by expired child agent ${w.agentId}`;
+    move({ walletId: w.id, txType: 'parent_return', amountCents: -available, transactionId: null, description });
+    move({ walletId: w.parentWalletId, txType: 'parent_return', amountCents: available, transactionId: null, description });
+    if (!ids.includes(w.parentWalletId)) ids.push(w.parentWalletId);
   }
   // One statement for all the entries, in the order of the movements (their `seq`).
   await trx.insertInto('ledgerEntries').values(entries).execute();
   await updateWallets(trx, ids.map((id) => wallets.get(id)!), now);
   return true;
+}
+
+/**
+ * Locks the wallets to move, in id order — with the parents of those credited that are closed
+ * children (D6.8: the credit returns to the parent in the same database transaction), so a parent is
+ * never locked after its child.
+ */
+function lockWallets(trx: Transaction<Database>, ids: string[], credited: string[]): Promise<WalletRow[]> {
+  let q = trx.selectFrom('wallets').selectAll();
+  q = credited.length === 0
+    ? q.where('id', 'in', ids)
+    : q.where(sql<boolean>`id = any(${ids}::uuid[]) or id in (select c.parent_wallet_id from wallets c where c.id = any(${credited}::uuid[]) and c.closed_at is not null)`);
+  return q.orderBy('id').forUpdate().execute();
 }
 
 /** The new balances of the wallets moved, in one statement however many there are. */

@@ -19,7 +19,7 @@ export function serveOpenWallet(deps: WalletDeps): Promise<Stoppable> {
       const now = deps.now();
       await trx
         .insertInto('wallets')
-        .values({ id: randomUUID(), kind: 'agent', agentId: cmd.agentId, accountId: cmd.accountId, balanceCents: 0, heldCents: 0, lifetimeEarnedCents: 0, lifetimeSpentCents: 0, createdAt: now, updatedAt: now })
+        .values({ id: randomUUID(), kind: 'agent', agentId: cmd.agentId, accountId: cmd.accountId, balanceCents: 0, heldCents: 0, lifetimeEarnedCents: 0, lifetimeSpentCents: 0, parentWalletId: null, closedAt: null, createdAt: now, updatedAt: now })
         .onConflict((oc) => oc.column('agentId').doNothing())
         .execute();
       const wallet = await trx.selectFrom('wallets').select('id').where('agentId', '=', cmd.agentId).executeTakeFirstOrThrow();

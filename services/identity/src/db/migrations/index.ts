@@ -6,6 +6,7 @@ import * as m0004 from './0004-signing-key-owners.js';
 import * as m0005 from './0005-outbox-claims.js';
 import * as m0006 from './0006-trust-outcomes.js';
 import * as m0007 from './0007-operator-actions.js';
+import * as m0008 from './0008-children.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0005-outbox-claims': m0005,
   '0006-trust-outcomes': m0006,
   '0007-operator-actions': m0007,
+  '0008-children': m0008,
 };

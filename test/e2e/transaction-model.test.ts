@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@aex/client';
 import type { TransactionStatus } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';
@@ -9,9 +10,9 @@ import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
 // Issue 10 item 8, issue 11 item 7: a model-based test. Random operations (create, negotiate, accept,
 // reject, withdraw, start, deliver good and bad, verify, cancel, expire; disputes opened, contested,
-// conceded, withdrawn and resolved by the operator with a partial refund or a redo) by random
-// agents, one after the
-// other, each predicted by a reference model of the exchange; the whole exchange is killed with
+// conceded, withdrawn and resolved by the operator with a partial refund or a redo; child agents
+// spawned with budgets, buying, and expiring with their purchases in flight) by random agents, one
+// after the other, each predicted by a reference model of the exchange; the whole exchange is killed with
 // SIGKILL at random moments, with a request in flight. Every mutating request carries an
 // Idempotency-Key and is repeated after a kill until its outcome is known (D5.5), which the model
 // then applies. At every restart and at the end: each transaction's status and agreed price,
@@ -26,6 +27,8 @@ const AGENTS = 4;
 const SHORT_PROVIDER = 4;
 const SHORT_CONSUMER = 5;
 const OPENING = 20_000;
+/** D6.4: active agents per account, children included (each main agent's account has its owner and it). */
+const AGENT_LIMIT = 20;
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed with MODEL_SEED. */
 function rng(seed: number) {
@@ -41,6 +44,8 @@ function rng(seed: number) {
 }
 
 interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: string; price: number }; negotiable: string; short: string }
+/** Whoever buys: the main agents (indexes 0–5, as `agents`) and the children spawned by agents 0–3 (D6.8). */
+interface Party { id: string; apiKey: string; secretKey: string; parent: number | null; expired: boolean }
 interface ModelTx {
   id: string; consumer: number; provider: number; status: TransactionStatus; price: number | null;
   offer: number; lastFrom: number; rounds: number; attempts: number; short: boolean;
@@ -53,10 +58,12 @@ const HOLDING: TransactionStatus[] = ['funds_held', 'executing', 'validation_fai
 
 class Model {
   readonly txs = new Map<string, ModelTx>();
-  readonly funded: number[] = Array(AGENTS + 2).fill(OPENING);
+  readonly parties: Party[] = [];
+  /** What moved into (+) or out of (−) each party's wallet besides transactions: funding, budgets, returns. */
+  readonly moved: number[] = [];
 
   wallet(i: number) {
-    let balance = this.funded[i]!;
+    let balance = this.moved[i]!;
     let held = 0;
     for (const t of this.txs.values()) {
       // D12.8: a partial refund pays only the rest, with the fee on the rest.
@@ -74,18 +81,35 @@ class Model {
   };
 
   active = (i: number) => [...this.txs.values()].filter((t) => (t.consumer === i || t.provider === i) && !TERMINAL.includes(t.status)).length;
+
+  /** D6.4: the agents of `parent`'s account that are active — the owner, the agent and its live children. */
+  agentsOfAccount = (parent: number) => 2 + this.parties.filter((c) => c.parent === parent && !c.expired).length;
+
+  /** D6.8: what is available in an expired child's wallet belongs to its parent (returned in the same step). */
+  sweep(): void {
+    this.parties.forEach((c, i) => {
+      const a = this.available(i);
+      if (!c.expired || c.parent === null || a <= 0) return;
+      this.moved[i]! -= a;
+      this.moved[c.parent]! += a;
+    });
+  }
 }
 
 /** What the model expects of one request: its status code and, when it succeeds, what changes. */
 interface Expectation { status: number; apply?: (answer?: { id: string } | null, details?: Record<string, unknown>) => void }
 
-describe('transactions and disputes against a reference model, with the whole exchange killed at random (issues 10, 11)', () => {
+describe('transactions, disputes and child agents against a reference model, with the whole exchange killed at random (issues 10, 11)', () => {
   let proc: ExchangeProcess;
+  let db: pg.Client;
   let url: string;
   const agents: Agent[] = [];
   const model = new Model();
   const r = rng(SEED);
-  const client = (a: Agent) => new ExchangeClient({ baseUrl: url, apiKey: a.apiKey, signingSecretKey: a.secretKey, timeoutMs: 20_000 });
+  const client = (a: { apiKey: string; secretKey: string }) => new ExchangeClient({ baseUrl: url, apiKey: a.apiKey, signingSecretKey: a.secretKey, timeoutMs: 20_000 });
+  const parties = model.parties;
+  /** How often each kind of operation got each answer: what a failing coverage check prints. */
+  const tally = new Map<string, number>();
   const admin = () => new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN, timeoutMs: 20_000 });
 
   beforeAll(async () => {
@@ -101,10 +125,17 @@ describe('transactions and disputes against a reference model, with the whole ex
       a.negotiable = unwrap(await c.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 800, minimumCents: 100, maximumCents: 3000 } }))).id;
       a.short = unwrap(await c.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 50 }, sla: { maxLatencyMs: 300, timeoutMs: 600 } }))).id;
       agents.push(a);
+      model.parties.push({ id: a.id, apiKey: a.apiKey, secretKey: a.secretKey, parent: null, expired: false });
+      model.moved.push(OPENING);
     }
+    db = new pg.Client({ connectionString: proc.db.url });
+    await db.connect();
   }, 180_000);
 
-  afterAll(async () => proc?.dispose());
+  afterAll(async () => {
+    await db?.end();
+    await proc?.dispose();
+  });
 
   /** Sends a keyed request until its outcome is known: across kills, only the first effect counts (D5.5). */
   async function outcome<T>(send: (key: string) => Promise<Outcome<T>>, killFirst: boolean): Promise<Outcome<T>> {
@@ -124,13 +155,36 @@ describe('transactions and disputes against a reference model, with the whole ex
 
   /** One random operation: its expectation from the model, the request, and the check of its answer. */
   async function step(n: number, kill: boolean): Promise<void> {
+    model.sweep();
     const live = [...model.txs.values()].filter((t) => !TERMINAL.includes(t.status) && !t.short);
-    const kind = live.length === 0 ? 'create' : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep'] as const);
+    const children = parties.map((c, i) => ({ c, i })).filter(({ c }) => c.parent !== null && !c.expired).map(({ i }) => i);
+    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild'] as const);
+    if (kind === 'expireChild') return expireChild(children);
     let exp: Expectation;
+    /** Who sends the request (an index of `parties`); null for the operator. */
+    let by: number | null;
     let send: (key: string) => Promise<Outcome<{ id: string; status: string }>>;
-    if (kind === 'create' || kind === 'expire') {
-      const c = kind === 'expire' ? SHORT_CONSUMER : r.int(AGENTS);
-      const p = kind === 'expire' ? SHORT_PROVIDER : (c + 1 + r.int(AGENTS - 1)) % AGENTS;
+    if (kind === 'spawn') {
+      // D6.8: the budget moves from the parent's wallet, or 402 and no child; the account's limit counts children.
+      const parent = r.int(AGENTS);
+      const budget = 100 + r.int(2000);
+      by = parent;
+      exp = model.agentsOfAccount(parent) >= AGENT_LIMIT ? { status: 409 }
+        : model.available(parent) < budget ? { status: 402 }
+          : {
+            status: 201,
+            apply: (child) => {
+              const v = child as unknown as { id: string; apiKey: string };
+              parties.push({ id: v.id, apiKey: v.apiKey, secretKey: '', parent, expired: false });
+              model.moved.push(budget);
+              model.moved[parent]! -= budget;
+            },
+          };
+      send = (key) => client(parties[parent]!).spawnAgent(parties[parent]!.id, { name: `child of ${parent}`, budgetCents: budget }, { idempotencyKey: key }) as never;
+    } else if (kind === 'create' || kind === 'expire') {
+      // A live child buys a third of the time (the short service only ever between agents 4 and 5).
+      const c = kind === 'expire' ? SHORT_CONSUMER : children.length > 0 && r.next() < 0.33 ? r.pick(children) : r.int(AGENTS);
+      const p = kind === 'expire' ? SHORT_PROVIDER : c >= AGENTS + 2 ? r.int(AGENTS) : (c + 1 + r.int(AGENTS - 1)) % AGENTS;
       const negotiating = kind === 'create' && r.next() < 0.35;
       const price = kind === 'expire' ? 50 : negotiating ? 200 + r.int(1500) : agents[p]!.fixed.price;
       const serviceId = kind === 'expire' ? agents[p]!.short : negotiating ? agents[p]!.negotiable : agents[p]!.fixed.id;
@@ -139,18 +193,20 @@ describe('transactions and disputes against a reference model, with the whole ex
         const id = tx?.id ?? (details?.transactionId as string);
         model.txs.set(id, { id, consumer: c, provider: p, status, price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: kind === 'expire', dispute: null, refund: 0 });
       };
+      by = c;
       exp = limited ? { status: 409 }
         : negotiating ? { status: 201, apply: add('negotiating') }
           : model.available(c) < price ? { status: 402, apply: add('failed') }
             : { status: 201, apply: add('funds_held') };
-      send = (key) => client(agents[c]!).createTransaction({ serviceId, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}) }, { idempotencyKey: key });
+      send = (key) => client(parties[c]!).createTransaction({ serviceId, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}) }, { idempotencyKey: key });
     } else {
       const t = r.pick(live);
-      const consumer = agents[t.consumer]!;
-      const provider = agents[t.provider]!;
+      const consumer = parties[t.consumer]!;
+      const provider = parties[t.provider]!;
       const set = (patch: Partial<ModelTx>) => () => Object.assign(t, patch);
+      by = t.consumer;
       if (kind === 'negotiate') {
-        const by = r.next() < 0.5 ? t.consumer : t.provider;
+        by = r.next() < 0.5 ? t.consumer : t.provider;
         const type = r.pick(['counter_offer', 'counter_offer', 'counter_offer', 'accept', 'reject', 'withdraw'] as const);
         const offer = 100 + r.int(2900);
         if (t.status !== 'negotiating') exp = { status: 409 };
@@ -158,11 +214,14 @@ describe('transactions and disputes against a reference model, with the whole ex
         else if (type === 'counter_offer') exp = { status: 200, apply: set({ offer, lastFrom: by, rounds: t.rounds + 1, ...(t.rounds + 1 >= 10 ? { status: 'cancelled' as const } : {}) }) };
         else if (type === 'accept') exp = model.available(t.consumer) < t.offer ? { status: 402 } : { status: 200, apply: set({ status: 'funds_held', price: t.offer, rounds: t.rounds + 1 }) };
         else exp = { status: 200, apply: set({ status: 'cancelled' }) };
-        send = (key) => client(agents[by]!).negotiate(t.id, { type, terms: type === 'counter_offer' ? { priceCents: offer } : {} }, { idempotencyKey: key });
+        const sender = parties[by]!;
+        send = (key) => client(sender).negotiate(t.id, { type, terms: type === 'counter_offer' ? { priceCents: offer } : {} }, { idempotencyKey: key });
       } else if (kind === 'start') {
+        by = t.provider;
         exp = t.status === 'funds_held' ? { status: 200, apply: set({ status: 'executing' }) } : { status: 409 };
         send = (key) => client(provider).startWork(t.id, { idempotencyKey: key });
       } else if (kind === 'deliver' || kind === 'badDeliver') {
+        by = t.provider;
         const can = ['funds_held', 'executing', 'validation_failed'].includes(t.status);
         const attempts = t.attempts + 1;
         exp = !can ? { status: 409 }
@@ -173,8 +232,10 @@ describe('transactions and disputes against a reference model, with the whole ex
         exp = t.status === 'delivered' ? { status: 200, apply: set({ status: 'settled' }) } : { status: 409 };
         send = (key) => client(consumer).verify(t.id, { qualityScore: 90 }, { idempotencyKey: key });
       } else if (kind === 'cancel') {
+        by = r.next() < 0.5 ? t.consumer : t.provider;
         exp = ['negotiating', 'matched', 'funds_held'].includes(t.status) ? { status: 200, apply: set({ status: 'cancelled' }) } : { status: 409 };
-        send = (key) => client(r.next() < 0.5 ? consumer : provider).cancel(t.id, { idempotencyKey: key });
+        const sender = parties[by]!;
+        send = (key) => client(sender).cancel(t.id, { idempotencyKey: key });
       } else if (kind === 'dispute') {
         // D12.1: the consumer, on delivered, once.
         exp = t.status === 'delivered' && !t.dispute
@@ -187,13 +248,17 @@ describe('transactions and disputes against a reference model, with the whole ex
         const unresolved = d.status !== 'resolved';
         const step = r.pick(['concede', 'contest', 'withdraw', 'partial', 'redo'] as const);
         const refund = 1 + r.int(t.price! - 1);
+        by = null;
         if (step === 'concede') {
+          by = t.provider;
           exp = open ? { status: 200, apply: () => Object.assign(t, { status: 'failed', dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
           send = (key) => client(provider).respondDispute(d.id, { outcome: 'consumer_wins' }, { idempotencyKey: key });
         } else if (step === 'contest') {
+          by = t.provider;
           exp = open ? { status: 200, apply: () => Object.assign(t, { dispute: { ...d, status: 'escalated' } }) } : { status: 409 };
           send = (key) => client(provider).respondDispute(d.id, { outcome: 'contest' }, { idempotencyKey: key });
         } else if (step === 'withdraw') {
+          by = t.consumer;
           exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'settled', dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
           send = (key) => client(consumer).withdrawDispute(d.id, {}, { idempotencyKey: key });
         } else if (step === 'partial') {
@@ -210,35 +275,67 @@ describe('transactions and disputes against a reference model, with the whole ex
       } else {
         // The other party tries what is not its role (D9.8): always 403, whatever the status.
         exp = { status: 403 };
-        send = (key) => (r.next() < 0.5 ? client(consumer).deliver(t.id, OUTPUT, { idempotencyKey: key }) : client(provider).verify(t.id, {}, { idempotencyKey: key }));
+        const consumerTries = r.next() < 0.5;
+        by = consumerTries ? t.consumer : t.provider;
+        send = (key) => (consumerTries ? client(consumer).deliver(t.id, OUTPUT, { idempotencyKey: key }) : client(provider).verify(t.id, {}, { idempotencyKey: key }));
       }
     }
+    // D6.8: an expired child's key no longer authenticates, whatever it asks.
+    if (by !== null && parties[by]!.expired) exp = { status: 401 };
     const o = await outcome(send, kill);
     // 202: the saga finishes on its own (D9.9) — with the outcome the model predicts, checked later.
     const status = o.status === 202 && [200, 201, 402].includes(exp.status) ? exp.status : o.status;
     const said = o.ok ? o.data.status : o.error.errors.map((e) => `${e.code} ${e.message}`).join('; ');
     expect(status, `operation ${n} (${kind}${kill ? ', killed in flight' : ''}): ${said}`).toBe(exp.status);
+    tally.set(`${kind} ${status}`, (tally.get(`${kind} ${status}`) ?? 0) + 1);
     exp.apply?.(o.ok ? o.data : null, o.ok ? undefined : o.error.errors[0]?.details);
+    if (kind === 'spawn' && o.ok) await registerKey(parties.at(-1)!);
+  }
+
+  /** A new child registers a signing key to call the signed routes (its key works once its budget is moved). */
+  async function registerKey(child: Party): Promise<void> {
+    const keys = generateSigningKey();
+    child.secretKey = keys.secretKey;
+    await eventually(async () => (await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey })).ok || null, 30_000, 100);
+  }
+
+  /** A live child's lifetime ends (its hours cannot pass in a test): the sweep expires it and its key stops. */
+  async function expireChild(children: number[]): Promise<void> {
+    if (children.length === 0) return;
+    const i = r.pick(children);
+    const child = parties[i]!;
+    await db.query(`update identity.agents set expires_at = now() where id = $1`, [child.id]);
+    await eventually(async () => (await client(child).getAgent(child.id)).status === 401 || null, 30_000, 50);
+    // Marked expired, and its available balance back with the parent, before the next prediction.
+    const parent = client(parties[child.parent!]!);
+    await eventually(async () => {
+      const seen = unwrap(await parent.getAgent(child.id)) as { status: string };
+      return seen.status === 'expired' && unwrap(await parent.getWallet(child.id)).availableCents === 0 ? true : null;
+    }, 30_000, 50);
+    child.expired = true;
+    model.sweep();
   }
 
   /** Every transaction and wallet as the model has them; the ledger check ok. */
   async function compare(label: string): Promise<void> {
     // Short transactions expire by their timer (D9.7) once their expiresAt has passed.
     for (const t of model.txs.values()) if (t.short && ['funds_held', 'executing', 'validation_failed'].includes(t.status)) t.status = 'expired';
-    const reader = (i: number) => client(agents[i]!);
+    model.sweep();
+    // Providers are main agents; a child's wallet is read by its parent (an expired child cannot read).
+    const reader = (i: number) => client(parties[parties[i]!.parent ?? i]!);
     for (const t of model.txs.values()) {
       const seen = await eventually(async () => {
-        const got = unwrap(await reader(t.consumer).getTransaction(t.id));
+        const got = unwrap(await reader(t.provider).getTransaction(t.id));
         return got.status === t.status ? got : null;
-      }, 15_000, 100).catch(async () => unwrap(await reader(t.consumer).getTransaction(t.id)));
+      }, 15_000, 100).catch(async () => unwrap(await reader(t.provider).getTransaction(t.id)));
       expect(`${label}: ${t.id} ${seen.status} ${seen.agreedPriceCents}`).toBe(`${label}: ${t.id} ${t.status} ${t.price}`);
     }
-    for (let i = 0; i < AGENTS + 2; i++) {
+    for (let i = 0; i < parties.length; i++) {
       const want = model.wallet(i);
       const w = await eventually(async () => {
-        const got = unwrap(await reader(i).getWallet(agents[i]!.id));
+        const got = unwrap(await reader(i).getWallet(parties[i]!.id));
         return got.balanceCents === want.balanceCents && got.heldCents === want.heldCents ? got : null;
-      }, 15_000, 100).catch(async () => unwrap(await reader(i).getWallet(agents[i]!.id)));
+      }, 15_000, 100).catch(async () => unwrap(await reader(i).getWallet(parties[i]!.id)));
       expect([label, i, w.balanceCents, w.heldCents]).toEqual([label, i, want.balanceCents, want.heldCents]);
     }
     const check = unwrap(await new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN }).checkLedger());
@@ -256,11 +353,17 @@ describe('transactions and disputes against a reference model, with the whole ex
     }
     await new Promise((res) => setTimeout(res, 700));
     await compare('at the end');
-    expect(model.txs.size).toBeGreaterThan(OPS / 6);
+    const seen = JSON.stringify(Object.fromEntries([...tally].sort()));
+    expect(model.txs.size, seen).toBeGreaterThan(OPS / 8);
     // The disputes went each way: opened, and resolved by the provider, the consumer and the operator.
     const disputes = [...model.txs.values()].filter((t) => t.dispute);
-    expect(disputes.length).toBeGreaterThan(OPS / 100);
-    expect(disputes.filter((t) => t.dispute!.status === 'resolved').length).toBeGreaterThan(0);
+    expect(disputes.length, seen).toBeGreaterThan(OPS / 200);
+    expect(disputes.filter((t) => t.dispute!.status === 'resolved').length, seen).toBeGreaterThan(0);
     expect(new Set([...model.txs.values()].map((t) => t.status)).size).toBeGreaterThanOrEqual(5);
+    // Children were spawned, bought, and expired (D6.8).
+    const kids = parties.filter((c) => c.parent !== null);
+    expect(kids.length, seen).toBeGreaterThan(OPS / 200);
+    expect(kids.filter((c) => c.expired).length, seen).toBeGreaterThan(0);
+    expect([...model.txs.values()].filter((t) => t.consumer >= AGENTS + 2).length, seen).toBeGreaterThan(0);
   }, 900_000);
 });

@@ -137,7 +137,7 @@ describe('health and OpenAPI', () => {
     expect((await raw('/healthz')).status).toBe(200);
     const ready = await raw('/readyz');
     expect(ready.status).toBe(200);
-    const checks = ['bus', 'identity.database', 'wallet.database', 'catalog.database', 'catalog.discovery-meaning', 'transactions.database'].map((name) => ({ name, ok: true }));
+    const checks = ['bus', 'identity.database', 'wallet.database', 'catalog.database', 'catalog.discovery-meaning', 'transactions.database', 'webhooks.database'].map((name) => ({ name, ok: true }));
     expect((await json(ready)).data).toEqual({ status: 'ready', bus: 'jetstream', checks });
   });
 

@@ -12,6 +12,7 @@ import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
 import { startTransactionService, type TransactionService } from '@aex/transactions';
+import { startWebhookService, type WebhookService } from '@aex/webhooks';
 import { checksOf, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
@@ -35,6 +36,10 @@ export interface TestExchange {
   catalog: CatalogService;
   wallet: WalletService | null;
   transactions: TransactionService | null;
+  webhooks: WebhookService | null;
+  /** Stops and starts the webhook dispatcher (a crash mid-burst; its schedule is in its rows). */
+  stopWebhooks(): Promise<void>;
+  startWebhooks(): Promise<WebhookService>;
   /** Stops and starts the transaction service (a restart mid-saga; its timers and consumers are durable). */
   stopTransactions(): Promise<void>;
   startTransactions(): Promise<TransactionService>;
@@ -86,8 +91,9 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const catalog = await startCatalogService(deps);
   const txOpts = { ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) };
   let transactions: TransactionService | null = await startTransactionService(txOpts);
+  let webhooks: WebhookService | null = await startWebhookService(deps);
   // Readiness over the services as the one-process stack has it (the wallet may be stopped by a test).
-  const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog, transactions })() });
+  const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog, transactions, webhooks })() });
   const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
   const anon = new ExchangeClient({ baseUrl: url });
 
@@ -115,6 +121,17 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     get wallet() {
       return wallet;
     },
+    get webhooks() {
+      return webhooks;
+    },
+    async stopWebhooks() {
+      await webhooks?.stop();
+      webhooks = null;
+    },
+    async startWebhooks() {
+      webhooks = await startWebhookService(deps);
+      return webhooks;
+    },
     async startWallet() {
       wallet = await startWalletService(deps);
       return wallet;
@@ -135,6 +152,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
     async stop() {
       await gateway.close();
+      await webhooks?.stop();
       await transactions?.stop();
       await catalog.stop();
       await wallet?.stop();

@@ -42,6 +42,10 @@ import type {
   NegotiateBody,
   NegotiationView,
   TransactionView,
+  ListDeliveriesQuery,
+  WebhookDeliveryView,
+  WebhookTestView,
+  WebhookView,
 } from '@aex/contracts';
 import { signRequest } from './signing.js';
 
@@ -213,7 +217,17 @@ export class ExchangeClient {
   ledger = (agentId: string, query: LedgerQuery = {}) =>
     this.request<LedgerEntryView[]>('GET', `/v1/wallets/${enc(agentId)}/transactions`, { query });
 
+  // --- webhooks (D14.2, EXT): the agent itself or its owner agent
+  getWebhook = (agentId: string) => this.request<WebhookView>('GET', `/v1/agents/${enc(agentId)}/webhook`);
+  rotateWebhookSecret = (agentId: string, o: Keyed = {}) => this.request<WebhookView>('POST', `/v1/agents/${enc(agentId)}/webhook/secret/rotate`, o);
+  webhookDeliveries = (agentId: string, query: ListDeliveriesQuery = {}) => this.request<WebhookDeliveryView[]>('GET', `/v1/agents/${enc(agentId)}/webhook/deliveries`, { query });
+  retryWebhookDelivery = (agentId: string, webhookId: string, o: Keyed = {}) =>
+    this.request<WebhookDeliveryView>('POST', `/v1/agents/${enc(agentId)}/webhook/deliveries/${enc(webhookId)}/retry`, o);
+  testWebhook = (agentId: string, o: Keyed = {}) => this.request<WebhookTestView>('POST', `/v1/agents/${enc(agentId)}/webhook/test`, o);
+
   // --- operator (D15.3)
+  webhookDeadLetters = (query: { limit?: number; offset?: number } = {}) => this.request<WebhookDeliveryView[]>('GET', '/admin/v1/webhooks/dead-letters', { query });
+  retryDeadLetter = (webhookId: string, o: Keyed = {}) => this.request<WebhookDeliveryView>('POST', `/admin/v1/webhooks/dead-letters/${enc(webhookId)}/retry`, o);
   checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
   operatorActions = (query: { limit?: number; offset?: number } = {}) => this.request<OperatorActionView[]>('GET', '/admin/v1/audit', { query });
   suspendAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`, o);

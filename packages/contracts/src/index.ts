@@ -12,5 +12,6 @@ export * from './api/identity.js';
 export * from './api/wallet.js';
 export * from './api/catalog.js';
 export * from './api/transactions.js';
+export * from './api/webhooks.js';
 export * from './api/protocol.js';
 export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';

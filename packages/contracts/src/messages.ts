@@ -37,6 +37,8 @@ const AgentFacts = {
   name: Type.String(),
   status: AgentStatus,
   parentAgentId: Type.Union([Uuid, Type.Null()]),
+  /** D14.1: where the agent's webhooks go (the webhook dispatcher keeps a replica of it). */
+  webhookUrl: Type.Optional(Type.Union([Type.String(), Type.Null()])),
 };
 
 export const events = {
@@ -114,6 +116,7 @@ export const OperatorActionData = Type.Object({
 });
 export const walletOperatorAction = event('wallet', 'wallet.operator.action', OperatorActionData);
 export const transactionsOperatorAction = event('transactions', 'transactions.operator.action', OperatorActionData);
+export const webhooksOperatorAction = event('webhooks', 'webhooks.operator.action', OperatorActionData);
 
 /** Every transaction event at once, for consumers (the webhook dispatcher). */
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';

@@ -8,6 +8,7 @@ import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
 import * as C from './api/catalog.js';
 import * as T from './api/transactions.js';
+import * as H from './api/webhooks.js';
 import { MessageEnvelope } from './messages.js';
 
 /**
@@ -138,6 +139,17 @@ export interface IdempotencyContext {
 }
 
 /** What travels over NATS for one RPC. */
+/** D14.2 (EXT) and D15.3: the webhook dispatcher's routes; the agent itself or its owner agent, or the operator. */
+export const webhooksOps = {
+  getWebhook: operation('webhooks', 'getWebhook', 'agent', parts(H.WebhookAgentPath, Empty, Type.Any()), H.WebhookView),
+  rotateWebhookSecret: effect('webhooks', 'rotateWebhookSecret', 'agent', parts(H.WebhookAgentPath, Empty, Type.Any()), H.WebhookView),
+  listDeliveries: operation('webhooks', 'listDeliveries', 'agent', parts(H.WebhookAgentPath, H.ListDeliveriesQuery, Type.Any()), Type.Array(H.WebhookDeliveryView)),
+  retryDelivery: effect('webhooks', 'retryDelivery', 'agent', parts(H.WebhookDeliveryPath, Empty, Type.Any()), H.WebhookDeliveryView),
+  testWebhook: effect('webhooks', 'testWebhook', 'agent', parts(H.WebhookAgentPath, Empty, Type.Any()), H.WebhookTestView),
+  listDeadLetters: operation('webhooks', 'listDeadLetters', 'admin', parts(Empty, H.DeadLettersQuery, Type.Any()), Type.Array(H.WebhookDeliveryView)),
+  retryDeadLetter: effect('webhooks', 'retryDeadLetter', 'admin', parts(H.WebhookIdPath, Empty, Type.Any()), H.WebhookDeliveryView),
+};
+
 export interface RpcRequest<In = unknown> {
   ctx: { requestId: string; principal: Principal | null; admin?: boolean; idempotency?: IdempotencyContext };
   input: In;

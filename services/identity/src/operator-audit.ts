@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { pagination, transactionsOperatorAction, walletOperatorAction, type identityOps, type MessageDef, type OperatorActionData, type Static } from '@aex/contracts';
+import { pagination, transactionsOperatorAction, walletOperatorAction, webhooksOperatorAction, type identityOps, type MessageDef, type OperatorActionData, type Static } from '@aex/contracts';
 import { consumeIdempotently, type OperationHandler, type Stoppable } from '@aex/platform';
 import { sql, type Kysely } from 'kysely';
 import type { IdentityDeps } from './context.js';
@@ -28,7 +28,7 @@ export async function collectOperatorActions(deps: IdentityDeps): Promise<Stoppa
       bus: deps.bus, db: deps.db, logger: deps.logger, durable: `identity-audit-${service}`, def,
       handle: (trx, a, env) => recordOperatorAction(trx, { ...a, service, id: env.id, at: new Date(env.occurredAt) }),
     });
-  const consumers = await Promise.all([from('wallet', walletOperatorAction), from('transactions', transactionsOperatorAction)]);
+  const consumers = await Promise.all([from('wallet', walletOperatorAction), from('transactions', transactionsOperatorAction), from('webhooks', webhooksOperatorAction)]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 

@@ -4,6 +4,7 @@ import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startTransactionService, type TransactionService } from '@aex/transactions';
 import { startWalletService, type WalletService } from '@aex/wallet';
+import { startWebhookService, type WebhookService } from '@aex/webhooks';
 import { checksOf, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 
 export interface Stack {
@@ -12,6 +13,7 @@ export interface Stack {
   wallet: WalletService;
   catalog: CatalogService;
   transactions: TransactionService;
+  webhooks: WebhookService;
   stop(): Promise<void>;
 }
 
@@ -21,7 +23,8 @@ export async function startStack(opts: { bus: Bus; databaseUrl: string; config: 
   const wallet = await startWalletService(opts);
   const catalog = await startCatalogService(opts);
   const transactions = await startTransactionService(opts);
-  const gateway = await buildGateway({ ...opts, checks: checksOf({ identity, wallet, catalog, transactions }) });
+  const webhooks = await startWebhookService(opts);
+  const gateway = await buildGateway({ ...opts, checks: checksOf({ identity, wallet, catalog, transactions, webhooks }) });
   await gateway.ready();
   return {
     gateway,
@@ -29,8 +32,10 @@ export async function startStack(opts: { bus: Bus; databaseUrl: string; config: 
     wallet,
     catalog,
     transactions,
+    webhooks,
     async stop() {
       await gateway.close();
+      await webhooks.stop();
       await transactions.stop();
       await catalog.stop();
       await wallet.stop();

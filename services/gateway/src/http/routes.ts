@@ -1,4 +1,4 @@
-import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, type Operation, type TSchema } from '@aex/contracts';
+import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, webhooksOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
@@ -79,10 +79,17 @@ export const routes: RouteSpec[] = [
   agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets'),
   agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),
   agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets'),
+  agent('GET', '/v1/agents/:agentId/webhook', webhooksOps.getWebhook, 'The agent’s webhook URL and signing secret (the agent or the owner agent; D14.2, EXT)', 'webhooks'),
+  agent('POST', '/v1/agents/:agentId/webhook/secret/rotate', webhooksOps.rotateWebhookSecret, 'A new webhook secret; the old one also signs for 24 h (D14.2, EXT)', 'webhooks', { body: false }),
+  agent('GET', '/v1/agents/:agentId/webhook/deliveries', webhooksOps.listDeliveries, 'The agent’s webhook deliveries with every attempt, newest first (D14.2, EXT)', 'webhooks'),
+  agent('POST', '/v1/agents/:agentId/webhook/deliveries/:webhookId/retry', webhooksOps.retryDelivery, 'Attempt a dead-lettered delivery again, same webhook-id (D14.4, EXT)', 'webhooks', { body: false }),
+  agent('POST', '/v1/agents/:agentId/webhook/test', webhooksOps.testWebhook, 'Send a signed webhook.test event now and report the receiver’s answer (D14.2, EXT)', 'webhooks', { body: false }),
   { method: 'GET', url: '/sandbox/checkout/:sessionId', op: walletOps.getCheckout, summary: 'The checkout page behind a funding checkoutUrl (D13.4)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'wallets' },
   { method: 'POST', url: '/admin/v1/agents/:agentId/suspend', op: identityOps.suspendAgent, summary: 'Suspend an agent: status deactivated (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'POST', url: '/admin/v1/disputes/:disputeId/resolve', op: transactionOps.resolveDispute, summary: 'Resolve any unresolved dispute with any outcome (operator, D12.6)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: true, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/audit', op: identityOps.listOperatorActions, summary: 'The audit log of operator actions, newest first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
+  { method: 'GET', url: '/admin/v1/webhooks/dead-letters', op: webhooksOps.listDeadLetters, summary: 'Every dead-lettered webhook delivery, most recently failed first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
+  { method: 'POST', url: '/admin/v1/webhooks/dead-letters/:webhookId/retry', op: webhooksOps.retryDeadLetter, summary: 'Attempt a dead-lettered delivery again, same webhook-id (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
 ];
 

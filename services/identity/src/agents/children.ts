@@ -175,7 +175,7 @@ export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
     for (const child of due) {
       await trx.updateTable('agents').set({ status: 'expired', updatedAt: now }).where('id', '=', child.id).execute();
       await enqueue(trx, events.agentStatusChanged, {
-        agentId: child.id, accountId: child.accountId, name: child.name, status: 'expired', parentAgentId: child.parentAgentId, previousStatus: child.status,
+        agentId: child.id, accountId: child.accountId, name: child.name, status: 'expired', parentAgentId: child.parentAgentId, webhookUrl: child.webhookUrl, previousStatus: child.status,
       }, { now });
       await enqueue(trx, childSaga.close, { childAgentId: child.id });
     }

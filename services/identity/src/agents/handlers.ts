@@ -56,8 +56,8 @@ async function loadGoverned(deps: IdentityDeps, caller: Principal, agentId: stri
   return agent;
 }
 
-const agentFacts = (a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'status' | 'parentAgentId'>) => ({
-  agentId: a.id, accountId: a.accountId, name: a.name, status: a.status, parentAgentId: a.parentAgentId,
+const agentFacts = (a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'status' | 'parentAgentId' | 'webhookUrl'>) => ({
+  agentId: a.id, accountId: a.accountId, name: a.name, status: a.status, parentAgentId: a.parentAgentId, webhookUrl: a.webhookUrl,
 });
 
 /** POST /v1/agents (D2.2 owner only, D6.4 limit of active agents). */

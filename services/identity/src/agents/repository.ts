@@ -76,13 +76,13 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
   await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: a.id, keyHash: key.hash, keyPrefix: key.prefix, createdAt: a.now, revokedAt: null }).execute();
   await trx.insertInto('trustScores').values({ agentId: a.id, score: INITIAL_TRUST_SCORE, updatedAt: a.now }).execute();
   if (a.signingKeyPublic) await addSigningKey(trx, a.id, a.signingKeyPublic, a.now);
-  if (!a.child) await announceAgent(trx, { id: a.id, accountId: a.accountId, name: a.name, parentAgentId: null }, a.now);
+  if (!a.child) await announceAgent(trx, { id: a.id, accountId: a.accountId, name: a.name, parentAgentId: null, webhookUrl: a.webhookUrl ?? null }, a.now);
 }
 
-/** The `agent.created` event (the catalog's replica starts from it). */
-export async function announceAgent(trx: Transaction<Database>, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId'>, now: Date): Promise<void> {
+/** The `agent.created` event (the catalog's and the webhook dispatcher's replicas start from it). */
+export async function announceAgent(trx: Transaction<Database>, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId' | 'webhookUrl'>, now: Date): Promise<void> {
   await enqueue(trx, events.agentCreated, {
-    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: a.parentAgentId, trustScore: INITIAL_TRUST_SCORE,
+    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: a.parentAgentId, webhookUrl: a.webhookUrl, trustScore: INITIAL_TRUST_SCORE,
   }, { now });
 }
 

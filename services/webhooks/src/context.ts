@@ -1,0 +1,18 @@
+import type { Kysely } from 'kysely';
+import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Database } from './db/schema.js';
+import type { WebhookSender } from './sender.js';
+
+export interface WebhookDeps {
+  db: Kysely<Database>;
+  bus: Bus;
+  config: ExchangeConfig;
+  logger: Logger;
+  relay: OutboxRelay;
+  sender: WebhookSender;
+  /** D14.4 delays before each attempt, from `WEBHOOK_RETRY_DELAYS_MS`. */
+  delays: number[];
+  /** Wakes the dispatcher: a delivery is due now. */
+  kick: () => void;
+  now: () => Date;
+}

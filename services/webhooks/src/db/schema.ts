@@ -1,0 +1,40 @@
+import type { AttemptErrorClass, WebhookDeliveryStatus } from '@aex/contracts';
+import type { PlatformTables } from '@aex/platform';
+
+export interface DeliveryRow {
+  webhookId: string;
+  agentId: string;
+  eventId: string;
+  eventType: string;
+  /** The exact body sent on every attempt. */
+  body: string;
+  status: WebhookDeliveryStatus;
+  attemptCount: number;
+  /** Attempts the schedule still allows (D14.4: 8; a manual retry of a dead letter: 1). */
+  attemptsLeft: number;
+  nextAttemptAt: Date | null;
+  /** While an attempt is under way: until when this dispatcher holds it (a crashed one's claim lapses). */
+  claimedUntil: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface AttemptRow {
+  webhookId: string;
+  attempt: number;
+  at: Date;
+  url: string | null;
+  address: string | null;
+  statusCode: number | null;
+  latencyMs: number;
+  errorClass: AttemptErrorClass | null;
+  error: string | null;
+  responseExcerpt: string | null;
+}
+
+export interface Database extends PlatformTables {
+  endpoints: { agentId: string; accountId: string; url: string | null; sourceAt: Date };
+  secrets: { agentId: string; secret: string; previousSecret: string | null; previousExpiresAt: Date | null; createdAt: Date };
+  deliveries: DeliveryRow;
+  attempts: AttemptRow;
+}

@@ -1,0 +1,70 @@
+import { webhooksOps } from '@aex/contracts';
+import { OutboxRelay, connectServiceDb, databaseCheck, retryDelays, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { WebhookDeps } from './context.js';
+import type { Database } from './db/schema.js';
+import { migrations } from './db/migrations/index.js';
+import { Dispatcher, type DispatcherOptions } from './dispatcher.js';
+import { startEndpointReplica } from './endpoints.js';
+import * as handlers from './handlers.js';
+import { startIntake } from './intake.js';
+import { WebhookSender } from './sender.js';
+
+export interface WebhookService extends Component {
+  deps: WebhookDeps;
+}
+
+/**
+ * Starts the webhook dispatcher (issue 12, D14): migrations, outbox relay, the replica of agents'
+ * webhook URLs, the durable consumer turning transaction events into deliveries, the dispatcher that
+ * attempts them on their schedule, and its operations.
+ */
+export async function startWebhookService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; dispatcher?: DispatcherOptions }): Promise<WebhookService> {
+  const logger = opts.logger.child({ service: 'webhooks' });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'webhooks', migrations, logger });
+  const { db, close } = serviceDb;
+  const relay = new OutboxRelay(db, opts.bus, logger);
+  const sender = new WebhookSender({ timeoutMs: opts.config.WEBHOOK_TIMEOUT_MS, allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true' });
+  const wake = { kick: () => undefined as void };
+  const deps: WebhookDeps = {
+    db, bus: opts.bus, config: opts.config, logger, relay, sender,
+    delays: retryDelays(opts.config),
+    kick: () => wake.kick(),
+    now: opts.now ?? (() => new Date()),
+  };
+  relay.start();
+  const dispatcher = new Dispatcher(deps, opts.dispatcher);
+  wake.kick = () => dispatcher.kick();
+  const replica = await startEndpointReplica(deps);
+  const intake = await startIntake(deps);
+  const server = await serveOperations({
+    bus: opts.bus,
+    service: 'webhooks',
+    ops: webhooksOps,
+    handlers: {
+      getWebhook: handlers.getWebhook(deps),
+      rotateWebhookSecret: handlers.rotateWebhookSecret(deps),
+      listDeliveries: handlers.listDeliveries(deps),
+      retryDelivery: handlers.retryDelivery(deps),
+      testWebhook: handlers.testWebhook(deps),
+      listDeadLetters: handlers.listDeadLetters(deps),
+      retryDeadLetter: handlers.retryDeadLetter(deps),
+    },
+    logger,
+    db: serviceDb,
+    config: opts.config,
+  });
+  dispatcher.kick();
+  return {
+    deps,
+    checks: async () => [await databaseCheck(db)],
+    async stop() {
+      await server.stop();
+      await intake.stop();
+      await replica.stop();
+      await dispatcher.stop();
+      sender.close();
+      await relay.stop();
+      await close();
+    },
+  };
+}

@@ -110,7 +110,7 @@ async function requeue(deps: WebhookDeps, db: Transaction<Database>, webhookId: 
   if (!row) throw new AppError('NOT_FOUND', 'No such webhook delivery.');
   if (row.status !== 'dead') throw new AppError('INVALID_STATE', `Only a dead-lettered delivery can be retried; this one is ${row.status}.`, { details: { status: row.status } });
   const now = deps.now();
-  return db.updateTable('deliveries').set({ status: 'pending', attemptsLeft: 1, nextAttemptAt: now, claimedUntil: null, updatedAt: now }).where('webhookId', '=', webhookId).returningAll().executeTakeFirstOrThrow();
+  return db.updateTable('deliveries').set({ status: 'pending', attemptsLeft: 1, nextAttemptAt: now, deferredFrom: null, claimedUntil: null, updatedAt: now }).where('webhookId', '=', webhookId).returningAll().executeTakeFirstOrThrow();
 }
 
 /** POST /v1/agents/{id}/webhook/deliveries/{webhookId}/retry. */

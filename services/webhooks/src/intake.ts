@@ -1,38 +1,111 @@
 import { randomUUID } from 'node:crypto';
-import { TRANSACTION_EVENTS_FILTER, TransactionEventData, type MessageDef } from '@aex/contracts';
-import { consumeIdempotently, type Stoppable } from '@aex/platform';
-import type { Transaction } from 'kysely';
+import { MessageEnvelope, subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
+import { ack, nak, term, type Stoppable } from '@aex/platform';
+import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { firstAttemptAt } from './domain/schedule.js';
 import { webhookIdOf } from './domain/signing.js';
 
-/** Every `transaction.<status>` event at once (a wildcard subject; each event keeps its own type). */
-const transactionEvents: MessageDef<typeof TransactionEventData> = { kind: 'event', owner: 'transactions', type: TRANSACTION_EVENTS_FILTER, data: TransactionEventData };
+const envelopeCheck = validator(MessageEnvelope);
+const dataCheck = validator(TransactionEventData);
+const CONSUMER = 'webhooks-transaction-events';
+/** Events written per database transaction at most, and how long the first waits for company. */
+const BATCH = 128;
+const BATCH_WAIT_MS = 4;
+
+interface Pending { id: string; type: string; body: string; agents: string[]; done: (err?: unknown) => void }
 
 /**
- * D14.1: each transaction event becomes one delivery per party that has a webhook URL, written in
- * the database transaction that records the event as processed — so a crash loses none, and a
- * redelivered event (or the same event handled twice) never makes a second one: deliveries are
- * unique per event and agent, and the `webhook-id` is made here once.
+ * D14.1: each `transaction.<status>` event becomes one delivery per party that has a webhook URL,
+ * written in the database transaction that records the event as processed (the idempotent
+ * consumer's rule) — so a crash loses none, and a redelivered event never makes a second one:
+ * deliveries are unique per event and agent, and the `webhook-id` is made here once. Events are
+ * written in batches (group commit): a message is acknowledged only once its batch has committed.
  */
-export function startIntake(deps: WebhookDeps): Promise<Stoppable> {
-  return consumeIdempotently({
-    bus: deps.bus,
-    db: deps.db,
-    logger: deps.logger,
-    durable: 'webhooks-transaction-events',
-    def: transactionEvents,
-    concurrency: 8,
-    afterCommit: deps.kick,
-    handle: async (trx, data, env) => {
-      const type = env.type.replace(/^transactions\./, '');
+export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
+  let queue: Pending[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let writing: Promise<void> = Promise.resolve();
+  const flush = () => {
+    clearTimeout(timer);
+    timer = undefined;
+    const batch = queue;
+    queue = [];
+    if (batch.length === 0) return;
+    writing = writing.then(async () => {
+      try {
+        await writeBatch(deps, batch);
+        for (const p of batch) p.done();
+        deps.kick();
+      } catch (err) {
+        for (const p of batch) p.done(err);
+      }
+    });
+  };
+  const consumer = await deps.bus.consume({
+    stream: 'events',
+    durable: CONSUMER,
+    filter: subjects.event(deps.bus.namespace, TRANSACTION_EVENTS_FILTER),
+    concurrency: BATCH * 2,
+    handler: async (msg) => {
+      const env = envelopeCheck.check(msg.data);
+      const data = env.ok ? dataCheck.check(env.value.data) : env;
+      if (!env.ok || !data.ok) {
+        deps.logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
+        return term('invalid payload');
+      }
+      const type = env.value.type.replace(/^transactions\./, '');
       // D14.1: the spec's payload, `data` with previousStatus and statusReason added.
-      const body = JSON.stringify({ type, timestamp: env.occurredAt, data });
-      for (const agentId of new Set([data.consumerAgentId, data.providerAgentId])) {
-        await addDelivery(deps, trx, { agentId, eventId: env.id, eventType: type, body });
+      const body = JSON.stringify({ type, timestamp: env.value.occurredAt, data: data.value });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          queue.push({ id: env.value.id, type, body, agents: [...new Set([data.value.consumerAgentId, data.value.providerAgentId])], done: (e) => (e ? reject(e) : resolve()) });
+          if (queue.length >= BATCH) flush();
+          else timer ??= setTimeout(flush, BATCH_WAIT_MS);
+        });
+        return ack();
+      } catch (err) {
+        deps.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'webhook intake failed; will retry');
+        return nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
       }
     },
+  });
+  return {
+    async stop() {
+      await consumer.stop();
+      flush();
+      await writing;
+    },
+  };
+}
+
+/**
+ * One database transaction for a batch: the events not processed before are marked processed, and
+ * theirs are the deliveries written — one per party with a URL now, due at once.
+ */
+async function writeBatch(deps: WebhookDeps, batch: Pending[]): Promise<void> {
+  const now = deps.now();
+  await deps.db.transaction().execute(async (trx) => {
+    const fresh = await trx
+      .insertInto('processedMessages')
+      .values(batch.map((p) => ({ consumer: CONSUMER, messageId: p.id })))
+      .onConflict((oc) => oc.doNothing())
+      .returning('messageId')
+      .execute();
+    const isNew = new Set(fresh.map((f) => f.messageId));
+    // A batch may hold one event twice (a redelivery racing the first): once is enough.
+    const seen = new Set<string>();
+    const rows = batch.filter((p) => isNew.has(p.id) && !seen.has(p.id) && seen.add(p.id)).flatMap((p) => p.agents.map((agent) => ({ ...p, agent })));
+    if (rows.length === 0) return;
+    await sql`
+      insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, created_at, updated_at)
+      select 'msg_' || replace(gen_random_uuid()::text, '-', ''), r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0,
+        ${deps.delays.length}::int, ${firstAttemptAt(deps.delays, now)}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
+      from unnest(${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[])
+        as r(agent_id, event_id, event_type, body)
+      join endpoints e on e.agent_id = r.agent_id and e.url is not null
+      on conflict (event_id, agent_id) do nothing`.execute(trx);
   });
 }
 
@@ -48,7 +121,7 @@ export async function addDelivery(deps: WebhookDeps, trx: Transaction<Database>,
     .insertInto('deliveries')
     .values({
       webhookId, agentId: d.agentId, eventId: d.eventId, eventType: d.eventType, body: d.body, status: 'pending',
-      attemptCount: 0, attemptsLeft: deps.delays.length, nextAttemptAt: firstAttemptAt(deps.delays, now), claimedUntil: null, createdAt: now, updatedAt: now,
+      attemptCount: 0, attemptsLeft: deps.delays.length, nextAttemptAt: firstAttemptAt(deps.delays, now), deferredFrom: null, claimedUntil: null, createdAt: now, updatedAt: now,
     })
     .onConflict((oc) => oc.columns(['eventId', 'agentId']).doNothing())
     .returning('webhookId')

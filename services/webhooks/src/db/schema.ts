@@ -13,6 +13,8 @@ export interface DeliveryRow {
   /** Attempts the schedule still allows (D14.4: 8; a manual retry of a dead letter: 1). */
   attemptsLeft: number;
   nextAttemptAt: Date | null;
+  /** Set while the delivery waits for its stuck endpoint: its due time before it was put off. */
+  deferredFrom: Date | null;
   /** While an attempt is under way: until when this dispatcher holds it (a crashed one's claim lapses). */
   claimedUntil: Date | null;
   createdAt: Date;

@@ -40,6 +40,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('attempt_count', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('attempts_left', 'integer', (c) => c.notNull())
     .addColumn('next_attempt_at', 'timestamptz')
+    // While its endpoint is stuck (every place taken for a while), a due delivery waits: its due
+    // time is kept here and given back when one of the endpoint's attempts ends.
+    .addColumn('deferred_from', 'timestamptz')
     .addColumn('claimed_until', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull())

@@ -185,7 +185,7 @@ async function main() {
     // "Alone": the healthy endpoint is the only one, but the exchange carries the same events as in
     // the other cases — the second stream goes to an agent without a webhook URL — so that what is
     // compared is the other endpoint (healthy or dead), not the event volume.
-    for (let r = 0; r < 2; r++) {
+    for (let r = 0; r < ROUNDS; r++) {
       alone.push(...(await round(silent)));
       besideHealthy.push(...(await round(other)));
       beside.push(...(await round(deadAgent)));

@@ -1,5 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap, verifyWebhook } from '@aex/client';
+import { eventually } from '@aex/platform/testing';
 import { createTestBus, createTestDatabase, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { signingMember, spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';
 
@@ -40,18 +43,28 @@ describe('services as separate processes', () => {
     for (const r of running) expect(r.output()).toMatch(/shutting down/);
   });
 
-  it('settle a purchase with every service in a process of its own (issue 10)', async () => {
-    const procEnv = { ...env, DISCOVERY_MEANING: 'false' };
+  it('settle a purchase with every service in a process of its own, its webhook delivered (issues 10, 12)', async () => {
+    const procEnv = { ...env, DISCOVERY_MEANING: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
+    const hooks: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+    const receiver = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => (hooks.push({ headers: req.headers, body }), res.end()));
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    const hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
     const identity = await spawnMain('services/identity/src/main.ts', procEnv, /identity service started/);
     const wallet = await spawnMain('services/wallet/src/main.ts', procEnv, /wallet service started/);
     const catalog = await spawnMain('services/catalog/src/main.ts', procEnv, /catalog service started/);
     const transactions = await spawnMain('services/transactions/src/main.ts', procEnv, /transactions service started/);
+    const webhooks = await spawnMain('services/webhooks/src/main.ts', procEnv, /webhooks service started/);
     const gateway = await spawnMain('services/gateway/src/main.ts', procEnv, /"url":"(http:\/\/[^"]+)"[^\n]*gateway listening/);
-    running.push(identity, wallet, catalog, transactions, gateway);
+    running.push(identity, wallet, catalog, transactions, webhooks, gateway);
 
     const anon = new ExchangeClient({ baseUrl: gateway.match[1]! });
     const [provider, consumer] = [await signingMember(anon), await signingMember(anon)];
     unwrap(await consumer.client.fund(consumer.id, 2000));
+    unwrap(await consumer.client.updateAgent(consumer.id, { webhookUrl: hookUrl }));
     const service = unwrap(await provider.client.createService({
       name: 'Echo', description: 'Answers with the text it was given.', version: '1.0.0', category: 'text',
       inputSchema: { type: 'object', required: ['text'] }, outputSchema: { type: 'object', required: ['text'] },
@@ -62,8 +75,13 @@ describe('services as separate processes', () => {
     expect(unwrap(await provider.client.deliver(unwrap(created).id, { text: 'hi' })).status).toBe('delivered');
     expect(unwrap(await consumer.client.verify(unwrap(created).id)).status).toBe('settled');
     expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(665);
+    // The consumer hears of it, signed with its secret.
+    const { secret } = unwrap(await consumer.client.getWebhook(consumer.id));
+    const settled = await eventually(async () => hooks.find((h) => h.body.includes('"transaction.settled"')), 15_000, 50);
+    expect(verifyWebhook(settled.headers as Record<string, string>, settled.body, secret!)).toMatchObject({ type: 'transaction.settled', data: { transactionId: unwrap(created).id } });
 
-    for (const r of [gateway, transactions, catalog, wallet, identity]) expect(await stopProcess(r.child)).toBe(0);
+    for (const r of [gateway, webhooks, transactions, catalog, wallet, identity]) expect(await stopProcess(r.child)).toBe(0);
+    await new Promise((r) => receiver.close(r));
   });
 
   it('runs the catalog on its own with discovery by meaning, ready on HEALTH_PORT, logging JSON without a warning (issue 9)', async () => {

@@ -1,4 +1,5 @@
-import type { AttemptErrorClass, WebhookDeliveryStatus } from '@aex/contracts';
+import type { WebhookDeliveryStatus } from '@aex/contracts';
+import type { AttemptResult } from '../sender.js';
 import type { PlatformTables } from '@aex/platform';
 
 export interface DeliveryRow {
@@ -21,18 +22,8 @@ export interface DeliveryRow {
   updatedAt: Date;
 }
 
-export interface AttemptRow {
-  webhookId: string;
-  attempt: number;
-  at: Date;
-  url: string | null;
-  address: string | null;
-  statusCode: number | null;
-  latencyMs: number;
-  errorClass: AttemptErrorClass | null;
-  error: string | null;
-  responseExcerpt: string | null;
-}
+/** One attempt as logged: what the sender reported (`sender.ts`), where it went and when. */
+export type AttemptRow = { webhookId: string; attempt: number; at: Date; url: string | null } & Omit<AttemptResult, 'ok'>;
 
 export interface Database extends PlatformTables {
   endpoints: { agentId: string; accountId: string; url: string | null; sourceAt: Date };

@@ -10,7 +10,8 @@
  * 2. Isolation: one healthy endpoint receiving events at a steady rate, alone, beside another
  *    healthy endpoint receiving as many (the same load, nothing dead), and beside a dead endpoint (it
  *    accepts connections and never answers) receiving as many; delivery latency (event published →
- *    request received) p50/p99 of the healthy endpoint in each, rounds alternated.
+ *    request received) p50/p99 of the healthy endpoint in each, rounds alternated. The receiver and
+ *    the isolation rounds' publisher run in processes of their own.
  *
  *   pnpm bench:webhooks                      4,000 deliveries, 2 × 3 isolation rounds of 8 s
  *   pnpm bench:webhooks --rounds 4           more isolation rounds (p99 steadier)
@@ -62,6 +63,41 @@ async function receiverProcess(dead = false) {
     });
   });
   return { url, arrivals, close: () => new Promise<void>((r) => (child.once('exit', () => r()), child.kill())) };
+}
+
+/**
+ * The isolation rounds' events come from a child process of its own, so that publishing them takes
+ * no time from the dispatcher's event loop: it publishes one event every 1/RATE s to `healthy`
+ * (and one to `beside`) for ROUND_SECONDS and reports when each healthy event was published.
+ */
+async function publisherProcess(namespace: string) {
+  const child = fork(fileURLToPath(import.meta.url), ['--publisher', namespace], { execArgv: ['--import', 'tsx'] });
+  await new Promise<void>((resolve) => child.once('message', () => resolve()));
+  return {
+    round: (healthy: string, beside: string, silent: string) => new Promise<[string, number][]>((resolve) => {
+      child.once('message', (m: { published: [string, number][] }) => resolve(m.published));
+      child.send({ healthy, beside, silent });
+    }),
+    close: () => new Promise<void>((r) => (child.once('exit', () => r()), child.kill())),
+  };
+}
+
+async function runPublisher(namespace: string) {
+  const { bus } = await createTestBus('jetstream', namespace);
+  process.on('message', async (m: { healthy: string; beside: string; silent: string }) => {
+    const published: [string, number][] = [];
+    const until = clock() + ROUND_SECONDS * 1000;
+    let tick = clock();
+    while (clock() < until) {
+      const at = clock();
+      published.push([await publish(bus, m.healthy, m.silent), at]);
+      await publish(bus, m.beside, m.silent);
+      tick += 1000 / RATE;
+      await sleep(Math.max(0, tick - clock()));
+    }
+    process.send!({ published });
+  });
+  process.send!({ ready: true });
 }
 
 async function runReceiver(answer: boolean) {
@@ -164,20 +200,11 @@ async function main() {
     const deadAgent = await agentAt(bus, dead.url);
     const other = await agentAt(bus, sink.url);
     await sleep(500);
-    const round = async (beside: string | null): Promise<number[]> => {
-      const published = new Map<string, number>();
-      const until = clock() + ROUND_SECONDS * 1000;
-      let tick = clock();
-      while (clock() < until) {
-        const at = clock();
-        const id = await publish(bus, healthy, silent);
-        published.set(id, at);
-        if (beside) await publish(bus, beside, silent);
-        tick += 1000 / RATE;
-        await sleep(Math.max(0, tick - clock()));
-      }
-      while ([...published.keys()].some((id) => !arrivals.has(id))) await sleep(20);
-      return [...published].map(([id, at]) => arrivals.get(id)! - at);
+    const publisher = await publisherProcess(bus.namespace);
+    const round = async (beside: string): Promise<number[]> => {
+      const published = await publisher.round(healthy, beside, silent);
+      while (published.some(([id]) => !arrivals.has(id))) await sleep(20);
+      return published.map(([id, at]) => arrivals.get(id)! - at);
     };
     const alone: number[] = [];
     const besideHealthy: number[] = [];
@@ -190,6 +217,7 @@ async function main() {
       besideHealthy.push(...(await round(other)));
       beside.push(...(await round(deadAgent)));
     }
+    await publisher.close();
     const p99Alone = quantile(alone, 0.99);
     const p99Beside = quantile(beside, 0.99);
     const increase = p99Beside / p99Alone - 1;
@@ -225,4 +253,5 @@ async function main() {
 }
 
 if (args[0] === '--receiver') await runReceiver(args[1] !== 'dead');
+else if (args[0] === '--publisher') await runPublisher(args[1]!);
 else await main();

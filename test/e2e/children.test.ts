@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, unwrap, type ExchangeClient } from '@aex/client';
+import { generateSigningKey, unwrap } from '@aex/client';
 import { AUTH_CACHE, hashApiKey, type SpawnAgentBody, type SpawnedAgentView } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
-import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
+import { ExchangeClient } from '@aex/client';
+import { exchangeProcess, expectError, signingMember, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
 
 // D6.8, D10.1, D13.2, issue 11 item 4: child agents — spawned with a budget moved atomically from
@@ -268,4 +269,30 @@ describe('the spawn saga (D6.8, D9.9)', () => {
     expect(unwrap(await parent.client.getWallet(pending.id)).balanceCents).toBe(1000);
     await ledgerOk();
   });
+});
+
+describe('expiry across a crash (D6.8, issue 11 item 7)', () => {
+  it('expires a child whose lifetime ended while the exchange was down (SIGKILL), once, its funds back with the parent', async () => {
+    const proc = await exchangeProcess();
+    try {
+      let url = await proc.start();
+      const parent = await signingMember(new ExchangeClient({ baseUrl: url }), 'parent');
+      unwrap(await parent.client.fund(parent.id, 2000));
+      const child = unwrap(await parent.client.spawnAgent(parent.id, { name: 'short-lived', budgetCents: 700 }));
+      await proc.kill();
+      const sql = new pg.Client({ connectionString: proc.db.url });
+      await sql.connect();
+      await sql.query(`update identity.agents set expires_at = now() - interval '1 second' where id = $1`, [child.id]);
+      await sql.end();
+      url = await proc.start();
+      const asParent = new ExchangeClient({ baseUrl: url, apiKey: parent.apiKey });
+      await expect.poll(async () => (unwrap(await asParent.getAgent(child.id)) as { status: string }).status, { timeout: 15_000, interval: 100 }).toBe('expired');
+      expectError(await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).getAgent(child.id), 401, 'UNAUTHENTICATED');
+      await expect.poll(async () => unwrap(await asParent.getWallet(parent.id)).balanceCents, { timeout: 15_000, interval: 100 }).toBe(2000);
+      expect(unwrap(await asParent.ledger(parent.id, { limit: 100 })).filter((e) => e.txType.startsWith('parent_')).map((e) => [e.txType, e.amountCents]))
+        .toEqual([['parent_allocation', -700], ['parent_return', 700]]);
+    } finally {
+      await proc.dispose();
+    }
+  }, 120_000);
 });

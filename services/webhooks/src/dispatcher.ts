@@ -1,11 +1,12 @@
 import { sql } from 'kysely';
 import { outsideTrace, type Stoppable } from '@aex/platform';
 import type { WebhookDeps } from './context.js';
-import type { DeliveryRow } from './db/schema.js';
+import type { Database, DeliveryRow } from './db/schema.js';
 import { afterFailure } from './domain/schedule.js';
 import { signatureHeader } from './domain/signing.js';
 import { secretsInForce } from './endpoints.js';
 import type { AttemptResult } from './sender.js';
+import { GroupCommit } from './group-commit.js';
 
 export interface DispatcherOptions {
   /** Attempts under way at once on this replica. */
@@ -25,9 +26,8 @@ export interface DispatcherOptions {
  * mid-attempt leaves a claim that lapses: the attempt is made again (at least once, same webhook-id).
  */
 export class Dispatcher implements Stoppable {
-  private readonly inFlight = new Map<string, number>();
-  /** When each agent's oldest attempt under way started (agents with attempts under way only). */
-  private readonly oldest = new Map<string, number[]>();
+  /** When each attempt under way started, by agent (agents with attempts under way only). */
+  private readonly started = new Map<string, number[]>();
   /** Agents whose waiting deliveries were put off, and when. */
   private readonly deferred = new Map<string, number>();
   private total = 0;
@@ -39,10 +39,10 @@ export class Dispatcher implements Stoppable {
   private readonly concurrency: number;
   private readonly perEndpoint: number;
   private readonly leaseMs: number;
-  private readonly recorder: Recorder;
+  private readonly recorder: GroupCommit<{ row: Attempted; r: Outcome }>;
 
   constructor(private readonly deps: WebhookDeps, opts: DispatcherOptions = {}) {
-    this.recorder = new Recorder(deps);
+    this.recorder = new GroupCommit((batch) => recordAll(deps, batch).then(() => undefined), RECORD_BATCH);
     this.concurrency = opts.concurrency ?? 128;
     this.perEndpoint = opts.perEndpoint ?? 4;
     this.leaseMs = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;
@@ -79,22 +79,22 @@ export class Dispatcher implements Stoppable {
     await this.deferStuck();
     const room = this.concurrency - this.total;
     if (room <= 0) return;
-    const rows = await this.claim(room, [...this.inFlight]);
+    const rows = await this.claim(room, [...this.started].map(([agent, starts]) => [agent, starts.length]));
     const giveBack: string[] = [];
     for (const row of rows) {
-      const n = this.inFlight.get(row.agentId) ?? 0;
-      if (n >= this.perEndpoint || this.total >= this.concurrency) {
+      const starts = this.started.get(row.agentId) ?? [];
+      if (starts.length >= this.perEndpoint || this.total >= this.concurrency) {
         giveBack.push(row.webhookId);
         continue;
       }
-      this.inFlight.set(row.agentId, n + 1);
-      this.oldest.set(row.agentId, [...(this.oldest.get(row.agentId) ?? []), performance.now()]);
+      const start = performance.now();
+      this.started.set(row.agentId, [...starts, start]);
       this.total++;
       // The place is the endpoint's while the request is on the wire; the record then commits in
       // the recorder's next batch (the row stays claimed until it has).
-      const run: Promise<void> = signAndSend(this.deps, row, row.url, row.secrets ?? [])
-        .finally(() => this.release(row.agentId))
-        .then((result) => this.recorder.add(row, result), (err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses'))
+      const run: Promise<void> = signAndSend(this.deps, row, row.url, row.secret ? secretsInForce({ ...row, secret: row.secret }, this.deps.now()) : [])
+        .finally(() => this.release(row.agentId, start))
+        .then((r) => this.recorder.add({ row, r }), (err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses'))
         .catch((err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt could not be recorded; it is made again when its claim lapses'))
         .finally(() => this.attempts.delete(run));
       this.attempts.add(run);
@@ -111,8 +111,8 @@ export class Dispatcher implements Stoppable {
    */
   private async deferStuck(): Promise<void> {
     const now = performance.now();
-    const stuck = [...this.inFlight]
-      .filter(([agent, n]) => n >= this.perEndpoint && now - (this.oldest.get(agent)?.[0] ?? now) >= STUCK_MS && now - (this.deferred.get(agent) ?? -Infinity) >= STUCK_MS)
+    const stuck = [...this.started]
+      .filter(([agent, starts]) => starts.length >= this.perEndpoint && now - starts[0]! >= STUCK_MS && now - (this.deferred.get(agent) ?? -Infinity) >= STUCK_MS)
       .map(([agent]) => agent);
     if (stuck.length === 0) return;
     for (const agent of stuck) this.deferred.set(agent, now);
@@ -124,14 +124,12 @@ export class Dispatcher implements Stoppable {
   }
 
   /** An attempt's request ended: its endpoint's place and the dispatcher's are free again. */
-  private release(agentId: string): void {
+  private release(agentId: string, start: number): void {
     this.total--;
-    const left = (this.inFlight.get(agentId) ?? 1) - 1;
-    if (left > 0) this.inFlight.set(agentId, left);
-    else this.inFlight.delete(agentId);
-    const starts = this.oldest.get(agentId)?.slice(1) ?? [];
-    if (starts.length > 0) this.oldest.set(agentId, starts);
-    else this.oldest.delete(agentId);
+    const starts = (this.started.get(agentId) ?? []).filter((s) => s !== start);
+    const left = starts.length;
+    if (left > 0) this.started.set(agentId, starts);
+    else this.started.delete(agentId);
     if (this.deferred.delete(agentId)) {
       // A place of the stuck endpoint is free: what waits for it is due again as it was.
       void this.deps.db.updateTable('deliveries').set({ nextAttemptAt: sql`deferred_from`, deferredFrom: null })
@@ -170,15 +168,16 @@ export class Dispatcher implements Stoppable {
       and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
       returning d.*,
         (select url from endpoints e where e.agent_id = d.agent_id) as url,
-        (select array_remove(array[s.secret, case when s.previous_expires_at > now() then s.previous_secret end], null)
-           from secrets s where s.agent_id = d.agent_id) as secrets`.execute(this.deps.db);
+        (select s.secret from secrets s where s.agent_id = d.agent_id) as secret,
+        (select s.previous_secret from secrets s where s.agent_id = d.agent_id) as previous_secret,
+        (select s.previous_expires_at from secrets s where s.agent_id = d.agent_id) as previous_expires_at`.execute(this.deps.db);
     return result.rows;
   }
 
 }
 
-/** A claimed delivery with where it goes now and the secrets that sign now. */
-type Claimed = DeliveryRow & { url: string | null; secrets: string[] | null };
+/** A claimed delivery with where it goes now and its agent's secrets. */
+type Claimed = DeliveryRow & { url: string | null } & { [K in 'secret' | 'previousSecret' | 'previousExpiresAt']: Database['secrets'][K] | null };
 
 /** How long all of an endpoint's places must have been taken for it to count as stuck. */
 const STUCK_MS = 1000;
@@ -258,42 +257,5 @@ export async function recordAttempt(deps: WebhookDeps, row: Attempted, r: Outcom
   return (await recordAll(deps, [{ row, r }])).get(row.webhookId) ?? null;
 }
 
-/**
- * Collects attempts' records and writes them in batches: at most every `MAX_WAIT_MS` or as soon as
- * `MAX_BATCH` are waiting. `add` resolves once its record is committed.
- */
-class Recorder {
-  private queue: { row: Attempted; r: Outcome; done: (e?: unknown) => void }[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private writing: Promise<void> = Promise.resolve();
-
-  constructor(private readonly deps: WebhookDeps) {}
-
-  add(row: Attempted, r: Outcome): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      this.queue.push({ row, r, done: (e) => (e ? reject(e) : resolve()) });
-      if (this.queue.length >= MAX_BATCH) void this.flush();
-      else this.timer ??= setTimeout(() => void this.flush(), MAX_WAIT_MS);
-    });
-  }
-
-  flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return this.writing;
-    this.writing = this.writing.then(async () => {
-      try {
-        await recordAll(this.deps, batch);
-        for (const b of batch) b.done();
-      } catch (err) {
-        for (const b of batch) b.done(err);
-      }
-    });
-    return this.writing;
-  }
-}
-
-const MAX_BATCH = 64;
-const MAX_WAIT_MS = 3;
+/** Attempts' records are written in batches of up to 64, an attempt waiting at most 3 ms. */
+const RECORD_BATCH = { max: 64, waitMs: 3 };

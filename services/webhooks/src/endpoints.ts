@@ -47,6 +47,6 @@ export async function ensureSecret(trx: Trx | WebhookDeps['db'], agentId: string
 }
 
 /** The secrets that sign now: the current one, and the replaced one for 24 h after a rotation. */
-export function secretsInForce(row: Database['secrets'], now: Date): string[] {
+export function secretsInForce(row: Pick<Database['secrets'], 'secret' | 'previousSecret' | 'previousExpiresAt'>, now: Date): string[] {
   return row.previousSecret && row.previousExpiresAt && row.previousExpiresAt > now ? [row.secret, row.previousSecret] : [row.secret];
 }

@@ -158,7 +158,7 @@ export const testWebhook = (deps: WebhookDeps): OperationHandler<Ops['testWebhoo
   let row: DeliveryRow | undefined;
   await ctx.effect(deps.db, async (trx) => {
     await ensureSecret(trx, path.agentId, now);
-    const webhookId = (await addDelivery(deps, trx, { agentId: path.agentId, eventId, eventType: 'webhook.test', body }, { always: true }))!;
+    const webhookId = (await addDelivery(deps, trx, { agentId: path.agentId, eventId, eventType: 'webhook.test', body }))!;
     // Claimed by this request for its one attempt: the dispatcher leaves it alone.
     row = await trx.updateTable('deliveries')
       .set({ attemptsLeft: 1, claimedUntil: new Date(now.getTime() + deps.config.WEBHOOK_TIMEOUT_MS + 10_000) })

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MessageEnvelope, subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
 import { ack, nak, term, type Stoppable } from '@aex/platform';
+import { GroupCommit } from './group-commit.js';
 import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from './context.js';
 import type { Database } from './db/schema.js';
@@ -14,7 +15,7 @@ const CONSUMER = 'webhooks-transaction-events';
 const BATCH = 128;
 const BATCH_WAIT_MS = 4;
 
-interface Pending { id: string; type: string; body: string; agents: string[]; done: (err?: unknown) => void }
+interface Pending { id: string; type: string; body: string; agents: string[] }
 
 /**
  * D14.1: each `transaction.<status>` event becomes one delivery per party that has a webhook URL,
@@ -24,25 +25,10 @@ interface Pending { id: string; type: string; body: string; agents: string[]; do
  * written in batches (group commit): a message is acknowledged only once its batch has committed.
  */
 export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
-  let queue: Pending[] = [];
-  let timer: NodeJS.Timeout | undefined;
-  let writing: Promise<void> = Promise.resolve();
-  const flush = () => {
-    clearTimeout(timer);
-    timer = undefined;
-    const batch = queue;
-    queue = [];
-    if (batch.length === 0) return;
-    writing = writing.then(async () => {
-      try {
-        await writeBatch(deps, batch);
-        for (const p of batch) p.done();
-        deps.kick();
-      } catch (err) {
-        for (const p of batch) p.done(err);
-      }
-    });
-  };
+  const batches = new GroupCommit<Pending>(async (batch) => {
+    await writeBatch(deps, batch);
+    deps.kick();
+  }, { max: BATCH, waitMs: BATCH_WAIT_MS });
   const consumer = await deps.bus.consume({
     stream: 'events',
     durable: CONSUMER,
@@ -59,11 +45,7 @@ export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
       // D14.1: the spec's payload, `data` with previousStatus and statusReason added.
       const body = JSON.stringify({ type, timestamp: env.value.occurredAt, data: data.value });
       try {
-        await new Promise<void>((resolve, reject) => {
-          queue.push({ id: env.value.id, type, body, agents: [...new Set([data.value.consumerAgentId, data.value.providerAgentId])], done: (e) => (e ? reject(e) : resolve()) });
-          if (queue.length >= BATCH) flush();
-          else timer ??= setTimeout(flush, BATCH_WAIT_MS);
-        });
+        await batches.add({ id: env.value.id, type, body, agents: [...new Set([data.value.consumerAgentId, data.value.providerAgentId])] });
         return ack();
       } catch (err) {
         deps.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'webhook intake failed; will retry');
@@ -74,8 +56,7 @@ export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
   return {
     async stop() {
       await consumer.stop();
-      flush();
-      await writing;
+      await batches.flush();
     },
   };
 }
@@ -100,21 +81,18 @@ async function writeBatch(deps: WebhookDeps, batch: Pending[]): Promise<void> {
     if (rows.length === 0) return;
     await sql`
       insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, created_at, updated_at)
-      select 'msg_' || replace(gen_random_uuid()::text, '-', ''), r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0,
+      select r.webhook_id, r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0,
         ${deps.delays.length}::int, ${firstAttemptAt(deps.delays, now)}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
-      from unnest(${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[])
-        as r(agent_id, event_id, event_type, body)
+      from unnest(${rows.map(() => webhookIdOf(randomUUID()))}::text[], ${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[],
+        ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[])
+        as r(webhook_id, agent_id, event_id, event_type, body)
       join endpoints e on e.agent_id = r.agent_id and e.url is not null
       on conflict (event_id, agent_id) do nothing`.execute(trx);
   });
 }
 
-/** A delivery of one event to one agent, if the agent has a webhook URL now; its first attempt due at once. */
-export async function addDelivery(deps: WebhookDeps, trx: Transaction<Database>, d: { agentId: string; eventId: string; eventType: string; body: string }, opts: { always?: boolean } = {}): Promise<string | null> {
-  if (!opts.always) {
-    const endpoint = await trx.selectFrom('endpoints').select('url').where('agentId', '=', d.agentId).executeTakeFirst();
-    if (!endpoint?.url) return null;
-  }
+/** One delivery of one event to one agent (the test route's), its first attempt due at once. */
+export async function addDelivery(deps: WebhookDeps, trx: Transaction<Database>, d: { agentId: string; eventId: string; eventType: string; body: string }): Promise<string | null> {
   const now = deps.now();
   const webhookId = webhookIdOf(randomUUID());
   const inserted = await trx

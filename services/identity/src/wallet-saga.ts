@@ -4,7 +4,7 @@ import { sql, type Transaction } from 'kysely';
 import type { AgentRow, Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
 import { requestChildWallet } from './agents/children.js';
-import { startPeriodic } from './periodic.js';
+import { pollUntil, startPeriodic } from './periodic.js';
 
 /**
  * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an
@@ -36,15 +36,11 @@ export function recordWalletOpened(deps: IdentityDeps): Promise<Stoppable> {
 
 /** Waits until the wallet of `agentId` is confirmed, up to `ms`; true when it is. */
 export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  let interval = 5;
-  for (;;) {
+  const confirmed = await pollUntil(async () => {
     const row = await deps.db.selectFrom('agents').select('walletOpenedAt').where('id', '=', agentId).executeTakeFirst();
-    if (row?.walletOpenedAt) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((r) => setTimeout(r, interval));
-    interval = Math.min(interval * 2, 50);
-  }
+    return row?.walletOpenedAt ? true : undefined;
+  }, ms);
+  return confirmed ?? false;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import {
   AppError, childSaga, CHILD_LIFETIME_HOURS, events, walletOps,
   type identityOps, type MessageData, type WalletView,
@@ -8,12 +8,12 @@ import { callOperation, consumeIdempotently, enqueue, requireActive, requireAgen
 import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
-import { clampDelegation } from '../domain/delegation.js';
 import { mayGovernAgent } from '../domain/ownership.js';
 import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
-import { childBase } from './effective-delegation.js';
-import { announceAgent, findAgent, insertAgent, principalOf } from './repository.js';
+import { clampForChild } from './effective-delegation.js';
+import { agentFacts, announceAgent, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView } from './views.js';
+import { pollUntil } from '../periodic.js';
 
 type Trx = Transaction<Database>;
 const HOUR_MS = 3_600_000;
@@ -47,21 +47,15 @@ export const spawnAgent = (deps: IdentityDeps): OperationHandler<typeof identity
     throw new AppError('INVALID_STATE', 'The parent’s wallet is still being opened; spawn again in a moment.', { details: { status: parent.status, wallet: 'opening' } });
   }
   const inheritDelegation = body.inheritDelegation ?? true;
-  const account = await deps.db.selectFrom('accounts').select('defaultDelegation').where('id', '=', parent.accountId).executeTakeFirstOrThrow();
-  // Looser values than the rules it starts from are clamped (D6.8); the stored rules are what applies.
-  const base = await childBase(deps.db, { parentAgentId: parent.id, inheritDelegation, defaultDelegation: account.defaultDelegation });
-  const delegation = clampDelegation(base, body.delegation ?? {});
+  // Looser values than the rules it starts from are clamped (D6.8).
+  const delegation = await clampForChild(deps.db, { accountId: parent.accountId, parentAgentId: parent.id, inheritDelegation }, body.delegation ?? {});
   const now = deps.now();
   const id = randomUUID();
   const key = issueApiKey();
   const budgetCents = body.budgetCents ?? 0;
   const expiresAt = new Date(now.getTime() + (body.maxLifetimeHours ?? CHILD_LIFETIME_HOURS.default) * HOUR_MS);
-  const limit = deps.config.MAX_AGENTS_PER_ACCOUNT;
   const created = await ctx.effect(deps.db, async (trx) => {
-    // D6.4: the limit counts active agents, children included; one spawn or creation at a time per account.
-    await trx.selectFrom('accounts').select('id').where('id', '=', parent.accountId).forUpdate().executeTakeFirstOrThrow();
-    const { n } = await trx.selectFrom('agents').select(sql<number>`count(*)::int`.as('n')).where('accountId', '=', parent.accountId).where('status', '=', 'active').executeTakeFirstOrThrow();
-    if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents, children included.`, { details: { limit } });
+    await takeAgentPlace(trx, parent.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
     await insertAgent(trx, {
       id, accountId: parent.accountId, isOwner: false, name: body.name, agentType: 'ephemeral', description: body.description, delegation, now,
       child: { parentAgentId: parent.id, expiresAt, budgetCents, inheritDelegation },
@@ -109,19 +103,14 @@ type SpawnState =
 
 /** Waits up to `ms` for the wallet's decision on a spawned child. */
 async function awaitSpawn(deps: IdentityDeps, childId: string, ms: number): Promise<SpawnState> {
-  const deadline = Date.now() + ms;
-  let interval = 5;
-  for (;;) {
+  const decided = await pollUntil(async (): Promise<SpawnState | undefined> => {
     const agent = await findAgent(deps.db, childId);
     if (agent?.walletOpenedAt) return { state: 'funded', agent };
-    if (!agent) {
-      const refusal = await deps.db.selectFrom('spawnRefusals').select('availableCents').where('childAgentId', '=', childId).executeTakeFirst();
-      if (refusal) return { state: 'refused', availableCents: refusal.availableCents };
-    }
-    if (Date.now() >= deadline) return { state: 'pending' };
-    await new Promise((r) => setTimeout(r, interval));
-    interval = Math.min(interval * 2, 50);
-  }
+    if (agent) return undefined;
+    const refusal = await deps.db.selectFrom('spawnRefusals').select('availableCents').where('childAgentId', '=', childId).executeTakeFirst();
+    return refusal ? { state: 'refused', availableCents: refusal.availableCents } : undefined;
+  }, ms);
+  return decided ?? { state: 'pending' };
 }
 
 /** Identity's side of the wallet's decisions: a funded child is announced, a refused one removed. */
@@ -174,9 +163,7 @@ export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
       .execute();
     for (const child of due) {
       await trx.updateTable('agents').set({ status: 'expired', updatedAt: now }).where('id', '=', child.id).execute();
-      await enqueue(trx, events.agentStatusChanged, {
-        agentId: child.id, accountId: child.accountId, name: child.name, status: 'expired', parentAgentId: child.parentAgentId, webhookUrl: child.webhookUrl, previousStatus: child.status,
-      }, { now });
+      await enqueue(trx, events.agentStatusChanged, { ...agentFacts({ ...child, status: 'expired' }), previousStatus: child.status }, { now });
       await enqueue(trx, childSaga.close, { childAgentId: child.id });
     }
     if (due.length === 0) return { expired: 0, hashes: [] };

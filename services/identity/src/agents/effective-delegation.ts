@@ -3,7 +3,7 @@ import type { OperationHandler } from '@aex/platform';
 import type { Kysely } from 'kysely';
 import type { IdentityDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
-import { effectiveDelegation as merge, tightenDelegation } from '../domain/delegation.js';
+import { clampDelegation, effectiveDelegation as merge, tightenDelegation } from '../domain/delegation.js';
 
 /**
  * D10.1 / D6.8: the rules in force for an agent — account defaults overridden by the agent's own;
@@ -28,6 +28,12 @@ export async function childBase(db: Kysely<Database>, child: { parentAgentId: st
   if (!child.inheritDelegation || !child.parentAgentId) return merge(child.defaultDelegation, {});
   // Children cannot spawn (D6.8), so a parent is never a child: one level up is all there is.
   return (await rulesInForce(db, child.parentAgentId)).rules;
+}
+
+/** D6.8: a child's own rules as stored — clamped to what it starts from (the account's defaults read here). */
+export async function clampForChild(db: Kysely<Database>, child: { accountId: string; parentAgentId: string; inheritDelegation: boolean }, own: DelegationRules): Promise<DelegationRules> {
+  const account = await db.selectFrom('accounts').select('defaultDelegation').where('id', '=', child.accountId).executeTakeFirstOrThrow();
+  return clampDelegation(await childBase(db, { ...child, defaultDelegation: account.defaultDelegation }), own);
 }
 
 /** Internal operation for the transaction service's D10.2 checks. */

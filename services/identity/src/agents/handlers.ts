@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
 import { AppError, catalogOps, events, signingKeyProofMessage, type identityOps, type MessageEnvelope, type Principal } from '@aex/contracts';
 import { callOperation, enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
@@ -10,11 +9,10 @@ import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
 import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
-import { activeKeyHash, addSigningKey, findAgent, insertAgent, principalOf } from './repository.js';
+import { activeKeyHash, addSigningKey, agentFacts, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 import { recordOperatorAction } from '../operator-audit.js';
-import { clampDelegation } from '../domain/delegation.js';
-import { childBase } from './effective-delegation.js';
+import { clampForChild } from './effective-delegation.js';
 
 type Ops = typeof identityOps;
 
@@ -56,10 +54,6 @@ async function loadGoverned(deps: IdentityDeps, caller: Principal, agentId: stri
   return agent;
 }
 
-const agentFacts = (a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'status' | 'parentAgentId' | 'webhookUrl'>) => ({
-  agentId: a.id, accountId: a.accountId, name: a.name, status: a.status, parentAgentId: a.parentAgentId, webhookUrl: a.webhookUrl,
-});
-
 /** POST /v1/agents (D2.2 owner only, D6.4 limit of active agents). */
 export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAgent']> => async ({ body }, ctx) => {
   const caller = requireAgent(ctx);
@@ -71,13 +65,9 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   const now = deps.now();
   const id = randomUUID();
   const key = issueApiKey();
-  const limit = deps.config.MAX_AGENTS_PER_ACCOUNT;
   let agent: AgentRecord | undefined;
   const created = await ctx.effect(deps.db, async (trx) => {
-    // Serialise agent creation per account so two requests cannot both take the last place.
-    await trx.selectFrom('accounts').select('id').where('id', '=', caller.accountId).forUpdate().executeTakeFirstOrThrow();
-    const { n } = await trx.selectFrom('agents').select(sql<number>`count(*)::int`.as('n')).where('accountId', '=', caller.accountId).where('status', '=', 'active').executeTakeFirstOrThrow();
-    if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents.`, { details: { limit } });
+    await takeAgentPlace(trx, caller.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
     await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
     await requestWallet(trx, { id, accountId: caller.accountId });
     agent = (await findAgent(trx, id))!;
@@ -182,12 +172,8 @@ async function tellCatalog(deps: IdentityDeps, ctx: HandlerContext, event: Messa
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
-  let rules = body;
-  if (target.parentAgentId) {
-    // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
-    const account = await deps.db.selectFrom('accounts').select('defaultDelegation').where('id', '=', target.accountId).executeTakeFirstOrThrow();
-    rules = clampDelegation(await childBase(deps.db, { ...target, defaultDelegation: account.defaultDelegation }), body);
-  }
+  // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
+  const rules = target.parentAgentId ? await clampForChild(deps.db, { ...target, parentAgentId: target.parentAgentId }, body) : body;
   return ctx.effect(deps.db, async (trx) => {
     const row = await trx
       .updateTable('agents')

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, events, type Principal } from '@aex/contracts';
 import { enqueue } from '@aex/platform';
 import type { AgentRow, Database } from '../db/schema.js';
@@ -38,6 +38,21 @@ export interface NewAgent {
   child?: { parentAgentId: string; expiresAt: Date; budgetCents: number; inheritDelegation: boolean };
   now: Date;
 }
+
+/**
+ * D6.4: takes a place among the account's active agents (children included) or refuses with 409
+ * LIMIT_REACHED. The account row is locked first, so two requests cannot both take the last place.
+ */
+export async function takeAgentPlace(trx: Transaction<Database>, accountId: string, limit: number): Promise<void> {
+  await trx.selectFrom('accounts').select('id').where('id', '=', accountId).forUpdate().executeTakeFirstOrThrow();
+  const { n } = await trx.selectFrom('agents').select(sql<number>`count(*)::int`.as('n')).where('accountId', '=', accountId).where('status', '=', 'active').executeTakeFirstOrThrow();
+  if (n >= limit) throw new AppError('LIMIT_REACHED', `An account may have at most ${limit} active agents, children included.`, { details: { limit } });
+}
+
+/** What agent events say of an agent (the replicas of the catalog and the webhook dispatcher keep it). */
+export const agentFacts = (a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'status' | 'parentAgentId' | 'webhookUrl'>) => ({
+  agentId: a.id, accountId: a.accountId, name: a.name, status: a.status, parentAgentId: a.parentAgentId, webhookUrl: a.webhookUrl,
+});
 
 /** D15.2: the score of a new agent. */
 export const INITIAL_TRUST_SCORE = 50;
@@ -81,9 +96,7 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
 
 /** The `agent.created` event (the catalog's and the webhook dispatcher's replicas start from it). */
 export async function announceAgent(trx: Transaction<Database>, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId' | 'webhookUrl'>, now: Date): Promise<void> {
-  await enqueue(trx, events.agentCreated, {
-    agentId: a.id, accountId: a.accountId, name: a.name, status: 'active', parentAgentId: a.parentAgentId, webhookUrl: a.webhookUrl, trustScore: INITIAL_TRUST_SCORE,
-  }, { now });
+  await enqueue(trx, events.agentCreated, { ...agentFacts({ ...a, status: 'active' }), trustScore: INITIAL_TRUST_SCORE }, { now });
 }
 
 /**

@@ -18,6 +18,10 @@ export interface VerifyOptions {
 const fromBase64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const toBase64 = (b: Uint8Array) => btoa(String.fromCharCode(...b));
 
+/** HMAC-SHA256 of `{id}.{timestamp}.{body}`, keyed with the base64 part of a `whsec_` secret. */
+const mac = (secret: string, id: string, timestamp: string | number, body: string) =>
+  hmac(sha256, fromBase64(secret.startsWith('whsec_') ? secret.slice(6) : secret), new TextEncoder().encode(`${id}.${timestamp}.${body}`));
+
 /** Equal in time that does not depend on where they differ. */
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   if (a.length !== b.length) return false;
@@ -45,8 +49,7 @@ export function verifyWebhook(headers: Record<string, string | string[] | undefi
   if (!/^\d+$/.test(timestamp)) throw new WebhookVerificationError('webhook-timestamp is not a Unix time in seconds');
   const now = Math.floor((opts.now?.() ?? new Date()).getTime() / 1000);
   if (Math.abs(now - Number(timestamp)) > (opts.toleranceSeconds ?? 300)) throw new WebhookVerificationError('webhook-timestamp is too far from now');
-  const key = fromBase64(secret.startsWith('whsec_') ? secret.slice(6) : secret);
-  const expected = hmac(sha256, key, new TextEncoder().encode(`${id}.${timestamp}.${body}`));
+  const expected = mac(secret, id, timestamp, body);
   const ok = signatures.split(' ').some((s) => {
     const [version, value] = s.split(',', 2);
     if (version !== 'v1' || !value) return false;
@@ -62,6 +65,5 @@ export function verifyWebhook(headers: Record<string, string | string[] | undefi
 
 /** The signature the exchange puts in `webhook-signature` (for receivers' tests). */
 export function signWebhook(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const key = fromBase64(secret.startsWith('whsec_') ? secret.slice(6) : secret);
-  return `v1,${toBase64(hmac(sha256, key, new TextEncoder().encode(`${id}.${timestampSeconds}.${body}`)))}`;
+  return `v1,${toBase64(mac(secret, id, timestampSeconds, body))}`;
 }

@@ -187,10 +187,12 @@ describe('dead letters and retries (D14.4, D15.3)', () => {
     expectError(await (await ex.addAgent(consumer.owner)).client.retryWebhookDelivery(consumer.agentId, dead.webhookId), 403, 'FORBIDDEN');
     expectError(await consumer.client.retryWebhookDelivery(consumer.agentId, `msg_${'0'.repeat(32)}`), 404, 'NOT_FOUND');
     r.setStatus(200);
+    // The purchase's other events may still be on their own schedules: only the retry carries this id.
+    const before = r.got.length;
     const retried = unwrap(await consumer.client.retryWebhookDelivery(consumer.agentId, dead.webhookId));
     expect(retried).toMatchObject({ webhookId: dead.webhookId, status: 'pending' });
     await eventually(async () => unwrap(await consumer.client.webhookDeliveries(consumer.agentId, { status: 'delivered' })).some((d) => d.webhookId === dead.webhookId) || null, 10_000, 50);
-    expect(r.got.at(-1)!.headers['webhook-id']).toBe(dead.webhookId);
+    expect(r.got.slice(before).filter((g) => g.headers['webhook-id'] === dead.webhookId)).toHaveLength(1);
     expectError(await consumer.client.retryWebhookDelivery(consumer.agentId, dead.webhookId), 409, 'INVALID_STATE');
   });
 

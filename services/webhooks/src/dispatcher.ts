@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { outsideTrace, type Stoppable } from '@aex/platform';
 import type { WebhookDeps } from './context.js';
 import type { Database, DeliveryRow } from './db/schema.js';
@@ -17,20 +17,48 @@ export interface DispatcherOptions {
   pollMs?: number;
 }
 
+/** A place of an endpoint taken for a fresh delivery before its row is written (the intake's hand-off). */
+export interface Place {
+  readonly agentId: string;
+  readonly start: number;
+}
+
+/** What the intake hands the dispatcher: fresh deliveries go out without a claim round. */
+export interface Handoff {
+  /** How long a claim holds a delivery (ms). */
+  readonly lease: number;
+  reserve(agentId: string): Place | null;
+  launch(place: Place, row: Claimed): void;
+  giveUp(place: Place): void;
+  waitingFor(agentIds: Iterable<string>): void;
+}
+
 /**
- * Delivers what is due (D14.3–D14.4). Each round claims due deliveries for a lease — at most
- * `perEndpoint` per agent, none of an agent already at its limit — so a slow or dead endpoint
- * takes only its own places and never holds up the others (no head-of-line blocking); attempts run
- * concurrently up to `concurrency`. Each attempt's outcome and the delivery's next state commit
- * together; the schedule lives in the rows, so it survives restarts, and a dispatcher that dies
- * mid-attempt leaves a claim that lapses: the attempt is made again (at least once, same webhook-id).
+ * Delivers what is due (D14.3–D14.4), each endpoint at most `perEndpoint` attempts at once on this
+ * replica, so a slow or dead endpoint takes only its own places and never holds up the others (no
+ * head-of-line blocking); attempts run concurrently up to `concurrency`.
+ *
+ * A fresh delivery whose endpoint has a free place is written already claimed by the intake and
+ * sent at once (`reserve`, then `launch`): the common case costs no claim. The rest — retries coming
+ * due, deliveries whose endpoint was full, what another replica left — are claimed in rounds: due
+ * deliveries claimed for a lease, at most the free places of each agent, none of an agent at its
+ * limit. A round runs when something may be waiting for a place that has just come free, and on a
+ * poll. Each attempt's outcome and the delivery's next state commit together; the schedule lives in
+ * the rows, so it survives restarts, and a dispatcher that dies mid-attempt leaves a claim that
+ * lapses: the attempt is made again (at least once, same webhook-id).
  */
-export class Dispatcher implements Stoppable {
+export class Dispatcher implements Stoppable, Handoff {
   /** When each attempt under way started, by agent (agents with attempts under way only). */
   private readonly started = new Map<string, number[]>();
   /** Agents whose waiting deliveries were put off, and when. */
   private readonly deferred = new Map<string, number>();
+  /** Agents that may have due deliveries unclaimed: a place of theirs coming free starts a round. */
+  private readonly waiting = new Set<string>();
+  /** The last round filled every free place: more may be due. */
+  private moreDue = true;
   private total = 0;
+  /** Attempts started so far: handed over by the intake as written, and claimed by rounds. */
+  readonly counts = { handedOff: 0, claimed: 0 };
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | null = null;
   private again = false;
@@ -38,14 +66,15 @@ export class Dispatcher implements Stoppable {
   private readonly attempts = new Set<Promise<void>>();
   private readonly concurrency: number;
   private readonly perEndpoint: number;
-  private readonly leaseMs: number;
+  /** How long a claim holds a delivery: the attempt's deadline and room to record it (ms). */
+  readonly lease: number;
   private readonly recorder: GroupCommit<{ row: Attempted; r: Outcome }>;
 
   constructor(private readonly deps: WebhookDeps, opts: DispatcherOptions = {}) {
     this.recorder = new GroupCommit((batch) => recordAll(deps, batch).then(() => undefined), RECORD_BATCH);
     this.concurrency = opts.concurrency ?? 128;
     this.perEndpoint = opts.perEndpoint ?? 4;
-    this.leaseMs = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;
+    this.lease = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;
     this.timer = outsideTrace(() => setInterval(() => this.kick(), opts.pollMs ?? 250));
   }
 
@@ -75,29 +104,100 @@ export class Dispatcher implements Stoppable {
     await this.recorder.flush();
   }
 
+  /**
+   * A place of `agentId`'s endpoint for a delivery about to be written, if one is free and none of
+   * the agent's deliveries waits before it (those go first, in order, through a round).
+   */
+  reserve(agentId: string): Place | null {
+    if (this.stopped || this.total >= this.concurrency || this.waiting.has(agentId)) return null;
+    const starts = this.started.get(agentId) ?? [];
+    if (starts.length >= this.perEndpoint) return null;
+    return this.take(agentId);
+  }
+
+  /** The delivery was written claimed in `place`: its attempt starts now. */
+  launch(place: Place, row: Claimed): void {
+    this.counts.handedOff++;
+    this.attempt(place, row);
+  }
+
+  /** No delivery was written for `place` (an event seen before, an agent without a URL). */
+  giveUp(place: Place): void {
+    this.free(place);
+  }
+
+  /** Deliveries of these agents were written unclaimed, due now: a round takes them. */
+  waitingFor(agentIds: Iterable<string>): void {
+    let room = false;
+    for (const agentId of agentIds) {
+      this.waiting.add(agentId);
+      room ||= (this.started.get(agentId)?.length ?? 0) < this.perEndpoint;
+    }
+    if (room && this.total < this.concurrency) this.kick();
+  }
+
+  private take(agentId: string): Place {
+    const start = performance.now();
+    this.started.set(agentId, [...(this.started.get(agentId) ?? []), start]);
+    this.total++;
+    return { agentId, start };
+  }
+
+  private free({ agentId, start }: Place): void {
+    this.total--;
+    const starts = (this.started.get(agentId) ?? []).filter((s) => s !== start);
+    if (starts.length > 0) this.started.set(agentId, starts);
+    else this.started.delete(agentId);
+  }
+
+  /** Sends one attempt in `place`; the place is the endpoint's while the request is on the wire. */
+  private attempt(place: Place, row: Claimed): void {
+    // The record then commits in the recorder's next batch (the row stays claimed until it has).
+    const run: Promise<void> = signAndSend(this.deps, row, row.url, row.secret ? secretsInForce({ ...row, secret: row.secret }, this.deps.now()) : [])
+      .finally(() => this.release(place))
+      .then((r) => this.recorder.add({ row, r }), (err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses'))
+      .catch((err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt could not be recorded; it is made again when its claim lapses'))
+      .finally(() => this.attempts.delete(run));
+    this.attempts.add(run);
+  }
+
   private async drain(): Promise<void> {
     await this.deferStuck();
     const room = this.concurrency - this.total;
-    if (room <= 0) return;
-    const rows = await this.claim(room, [...this.started].map(([agent, starts]) => [agent, starts.length]));
+    if (room <= 0) {
+      this.moreDue = true;
+      return;
+    }
+    const inFlight = new Map([...this.started].map(([agent, starts]) => [agent, starts.length]));
+    // What this round may find for the agents thought to be waiting: those it does not fill up are
+    // waiting no more (what the intake notes meanwhile is added back).
+    const asked = [...this.waiting];
+    this.waiting.clear();
+    let rows: Claimed[];
+    try {
+      rows = await this.claim(room, [...inFlight]);
+    } catch (err) {
+      for (const agent of asked) this.waiting.add(agent);
+      throw err;
+    }
+    this.moreDue = rows.length >= room;
+    const claimed = new Map<string, number>();
     const giveBack: string[] = [];
     for (const row of rows) {
       const starts = this.started.get(row.agentId) ?? [];
       if (starts.length >= this.perEndpoint || this.total >= this.concurrency) {
+        // Places taken by the intake while the claim ran.
         giveBack.push(row.webhookId);
+        this.waiting.add(row.agentId);
         continue;
       }
-      const start = performance.now();
-      this.started.set(row.agentId, [...starts, start]);
-      this.total++;
-      // The place is the endpoint's while the request is on the wire; the record then commits in
-      // the recorder's next batch (the row stays claimed until it has).
-      const run: Promise<void> = signAndSend(this.deps, row, row.url, row.secret ? secretsInForce({ ...row, secret: row.secret }, this.deps.now()) : [])
-        .finally(() => this.release(row.agentId, start))
-        .then((r) => this.recorder.add({ row, r }), (err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses'))
-        .catch((err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt could not be recorded; it is made again when its claim lapses'))
-        .finally(() => this.attempts.delete(run));
-      this.attempts.add(run);
+      claimed.set(row.agentId, (claimed.get(row.agentId) ?? 0) + 1);
+      this.counts.claimed++;
+      this.attempt(this.take(row.agentId), row);
+    }
+    for (const agent of asked) {
+      const free = this.perEndpoint - (inFlight.get(agent) ?? 0);
+      if (free <= 0 || (claimed.get(agent) ?? 0) >= free) this.waiting.add(agent);
     }
     if (giveBack.length > 0) await this.deps.db.updateTable('deliveries').set({ claimedUntil: null }).where('webhookId', 'in', giveBack).execute();
   }
@@ -124,20 +224,18 @@ export class Dispatcher implements Stoppable {
   }
 
   /** An attempt's request ended: its endpoint's place and the dispatcher's are free again. */
-  private release(agentId: string, start: number): void {
-    this.total--;
-    const starts = (this.started.get(agentId) ?? []).filter((s) => s !== start);
-    const left = starts.length;
-    if (left > 0) this.started.set(agentId, starts);
-    else this.started.delete(agentId);
+  private release(place: Place): void {
+    this.free(place);
+    const { agentId } = place;
     if (this.deferred.delete(agentId)) {
       // A place of the stuck endpoint is free: what waits for it is due again as it was.
       void this.deps.db.updateTable('deliveries').set({ nextAttemptAt: sql`deferred_from`, deferredFrom: null })
         .where('agentId', '=', agentId).where('status', '=', 'pending').where('deferredFrom', 'is not', null).execute()
-        .then(() => this.kick(), (err) => this.deps.logger.warn({ err, agentId }, 'could not give back the due times of a stuck endpoint\'s deliveries; the next attempt of it does'));
+        .then(() => this.waitingFor([agentId]), (err) => this.deps.logger.warn({ err, agentId }, 'could not give back the due times of a stuck endpoint\'s deliveries; the next attempt of it does'));
+      return;
     }
-    // Under load a claim waits until enough places are free: one claim per many attempts.
-    if (this.concurrency - this.total >= Math.min(CLAIM_MIN_ROOM, this.concurrency) || left === 0) this.kick();
+    // Under load a round waits until enough places are free: one claim per many attempts.
+    if (this.waiting.has(agentId) || (this.moreDue && this.concurrency - this.total >= Math.min(CLAIM_MIN_ROOM, this.concurrency))) this.kick();
   }
 
   /**
@@ -147,37 +245,47 @@ export class Dispatcher implements Stoppable {
   private async claim(limit: number, inFlight: [agent: string, attempts: number][]): Promise<Claimed[]> {
     const busy = inFlight.filter(([, n]) => n >= this.perEndpoint).map(([agent]) => agent);
     const result = await sql<Claimed>`
-      update deliveries d set claimed_until = now() + make_interval(secs => ${this.leaseMs / 1000})
-      where d.webhook_id in (
-        select c.webhook_id from (
-          select webhook_id, next_attempt_at, agent_id, row_number() over (partition by agent_id order by next_attempt_at) as place
-          from (
-            select webhook_id, agent_id, next_attempt_at from deliveries
-            where status = 'pending' and next_attempt_at <= now()
-              and (claimed_until is null or claimed_until < now())
-              and agent_id <> all(${busy}::uuid[])
-            order by next_attempt_at
-            limit ${SCAN_LIMIT}
-          ) due
-        ) c
-        left join unnest(${inFlight.map(([a]) => a)}::uuid[], ${inFlight.map(([, n]) => n)}::int[]) as f(agent_id, n) on f.agent_id = c.agent_id
-        where c.place <= ${this.perEndpoint} - coalesce(f.n, 0)
-        order by c.next_attempt_at
-        limit ${limit}
+      with claimed as (
+        update deliveries d set claimed_until = now() + make_interval(secs => ${this.lease / 1000})
+        where d.webhook_id in (
+          select c.webhook_id from (
+            select webhook_id, next_attempt_at, agent_id, row_number() over (partition by agent_id order by next_attempt_at) as place
+            from (
+              select webhook_id, agent_id, next_attempt_at from deliveries
+              where status = 'pending' and next_attempt_at <= now()
+                and (claimed_until is null or claimed_until < now())
+                and agent_id <> all(${busy}::uuid[])
+              order by next_attempt_at
+              limit ${SCAN_LIMIT}
+            ) due
+          ) c
+          left join unnest(${inFlight.map(([a]) => a)}::uuid[], ${inFlight.map(([, n]) => n)}::int[]) as f(agent_id, n) on f.agent_id = c.agent_id
+          where c.place <= ${this.perEndpoint} - coalesce(f.n, 0)
+          order by c.next_attempt_at
+          limit ${limit}
+        )
+        and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
+        returning d.webhook_id, d.agent_id, d.body, d.attempt_count, d.attempts_left
       )
-      and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
-      returning d.*,
-        (select url from endpoints e where e.agent_id = d.agent_id) as url,
-        (select s.secret from secrets s where s.agent_id = d.agent_id) as secret,
-        (select s.previous_secret from secrets s where s.agent_id = d.agent_id) as previous_secret,
-        (select s.previous_expires_at from secrets s where s.agent_id = d.agent_id) as previous_expires_at`.execute(this.deps.db);
+      ${withWhereTo(sql`claimed`)}`.execute(this.deps.db);
     return result.rows;
   }
 
 }
 
 /** A claimed delivery with where it goes now and its agent's secrets. */
-type Claimed = DeliveryRow & { url: string | null } & { [K in 'secret' | 'previousSecret' | 'previousExpiresAt']: Database['secrets'][K] | null };
+export type Claimed = Pick<DeliveryRow, 'webhookId' | 'agentId' | 'body' | 'attemptCount' | 'attemptsLeft'> & { url: string | null }
+  & { [K in 'secret' | 'previousSecret' | 'previousExpiresAt']: Database['secrets'][K] | null };
+
+/**
+ * The deliveries of the common table `rows` (`webhook_id, agent_id, body, attempt_count,
+ * attempts_left`) with where each goes now and its agent's secrets: what an attempt needs.
+ */
+export function withWhereTo(rows: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`
+    select w.webhook_id, w.agent_id, w.body, w.attempt_count, w.attempts_left, e.url, s.secret, s.previous_secret, s.previous_expires_at
+    from ${rows} w left join endpoints e on e.agent_id = w.agent_id left join secrets s on s.agent_id = w.agent_id`;
+}
 
 /** How long all of an endpoint's places must have been taken for it to count as stuck. */
 const STUCK_MS = 1000;
@@ -224,32 +332,34 @@ function nextState(deps: WebhookDeps, row: Attempted, r: Outcome, now: Date) {
 }
 
 /**
- * Attempts and the deliveries' next states, written together in one database transaction for a
- * batch of attempts (group commit: one round of statements for many attempts). Each is recorded only
- * by the holder of the attempt (`attempt_count` unchanged since the claim), so an attempt made twice
- * after a lapsed claim is logged once.
+ * Attempts and the deliveries' next states, written together in one statement for a batch of
+ * attempts (group commit: one round trip for many attempts). Each is recorded only by the holder of
+ * the attempt (`attempt_count` unchanged since the claim), so an attempt made twice after a lapsed
+ * claim is logged once.
  */
 async function recordAll(deps: WebhookDeps, batch: { row: Attempted; r: Outcome }[]): Promise<Map<string, DeliveryRow['status']>> {
   const now = deps.now();
   const values = batch.map(({ row, r }) => {
     const n = nextState(deps, row, r, now);
-    return sql`(${row.webhookId}::text, ${row.attemptCount}::int, ${n.status}::text, ${n.attemptsLeft}::int, ${n.nextAttemptAt}::timestamptz)`;
+    return sql`(${row.webhookId}::text, ${row.attemptCount}::int, ${n.status}::text, ${n.attemptsLeft}::int, ${n.nextAttemptAt}::timestamptz,
+      ${new Date(now.getTime() - r.latencyMs)}::timestamptz, ${r.url}::text, ${r.address}::text, ${r.statusCode}::int, ${r.latencyMs}::int,
+      ${r.errorClass}::text, ${r.error}::text, ${r.responseExcerpt}::text)`;
   });
-  return deps.db.transaction().execute(async (trx) => {
-    const updated = await sql<{ webhookId: string; status: DeliveryRow['status'] }>`
+  const updated = await sql<{ webhookId: string; status: DeliveryRow['status'] }>`
+    with v (webhook_id, seen, status, left_after, next_at, at, url, address, status_code, latency_ms, error_class, error, response_excerpt) as (
+      values ${sql.join(values)}
+    ), updated as (
       update deliveries d set status = v.status, attempt_count = v.seen + 1, attempts_left = v.left_after,
         next_attempt_at = v.next_at, deferred_from = null, claimed_until = null, updated_at = ${now}
-      from (values ${sql.join(values)}) as v(webhook_id, seen, status, left_after, next_at)
-      where d.webhook_id = v.webhook_id and d.attempt_count = v.seen
-      returning d.webhook_id, d.status`.execute(trx);
-    const done = new Map(updated.rows.map((u) => [u.webhookId, u.status]));
-    const attempts = batch.filter(({ row }) => done.has(row.webhookId)).map(({ row, r }) => ({
-      webhookId: row.webhookId, attempt: row.attemptCount + 1, at: new Date(now.getTime() - r.latencyMs), url: r.url, address: r.address,
-      statusCode: r.statusCode, latencyMs: r.latencyMs, errorClass: r.errorClass, error: r.error, responseExcerpt: r.responseExcerpt,
-    }));
-    if (attempts.length > 0) await trx.insertInto('attempts').values(attempts).execute();
-    return done;
-  });
+      from v where d.webhook_id = v.webhook_id and d.attempt_count = v.seen
+      returning d.webhook_id, d.status
+    ), logged as (
+      insert into attempts (webhook_id, attempt, at, url, address, status_code, latency_ms, error_class, error, response_excerpt)
+      select v.webhook_id, v.seen + 1, v.at, v.url, v.address, v.status_code, v.latency_ms, v.error_class, v.error, v.response_excerpt
+      from v join updated u on u.webhook_id = v.webhook_id
+    )
+    select webhook_id, status from updated`.execute(deps.db);
+  return new Map(updated.rows.map((u) => [u.webhookId, u.status]));
 }
 
 /** One attempt's record, on its own (the test route answers with it). */

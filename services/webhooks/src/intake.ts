@@ -4,6 +4,7 @@ import { ack, nak, term, type Stoppable } from '@aex/platform';
 import { GroupCommit } from './group-commit.js';
 import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from './context.js';
+import { withWhereTo, type Claimed, type Handoff } from './dispatcher.js';
 import type { Database } from './db/schema.js';
 import { firstAttemptAt } from './domain/schedule.js';
 import { webhookIdOf } from './domain/signing.js';
@@ -24,11 +25,8 @@ interface Pending { id: string; type: string; body: string; agents: string[] }
  * deliveries are unique per event and agent, and the `webhook-id` is made here once. Events are
  * written in batches (group commit): a message is acknowledged only once its batch has committed.
  */
-export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
-  const batches = new GroupCommit<Pending>(async (batch) => {
-    await writeBatch(deps, batch);
-    deps.kick();
-  }, { max: BATCH, waitMs: BATCH_WAIT_MS });
+export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promise<Stoppable> {
+  const batches = new GroupCommit<Pending>((batch) => writeBatch(deps, dispatcher, batch), { max: BATCH, waitMs: BATCH_WAIT_MS });
   const consumer = await deps.bus.consume({
     stream: 'events',
     durable: CONSUMER,
@@ -62,33 +60,55 @@ export async function startIntake(deps: WebhookDeps): Promise<Stoppable> {
 }
 
 /**
- * One database transaction for a batch: the events not processed before are marked processed, and
- * theirs are the deliveries written — one per party with a URL now, due at once.
+ * One statement for a batch (atomic, one round trip): the events not processed before are marked
+ * processed, and theirs are the deliveries written — one per party with a URL now, due at once.
+ * A delivery whose endpoint has a free place on this replica is written claimed and handed to the
+ * dispatcher as the statement returns; the others wait for its next round.
  */
-async function writeBatch(deps: WebhookDeps, batch: Pending[]): Promise<void> {
+async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending[]): Promise<void> {
   const now = deps.now();
-  await deps.db.transaction().execute(async (trx) => {
-    const fresh = await trx
-      .insertInto('processedMessages')
-      .values(batch.map((p) => ({ consumer: CONSUMER, messageId: p.id })))
-      .onConflict((oc) => oc.doNothing())
-      .returning('messageId')
-      .execute();
-    const isNew = new Set(fresh.map((f) => f.messageId));
-    // A batch may hold one event twice (a redelivery racing the first): once is enough.
-    const seen = new Set<string>();
-    const rows = batch.filter((p) => isNew.has(p.id) && !seen.has(p.id) && seen.add(p.id)).flatMap((p) => p.agents.map((agent) => ({ ...p, agent })));
-    if (rows.length === 0) return;
-    await sql`
-      insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, created_at, updated_at)
-      select r.webhook_id, r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0,
-        ${deps.delays.length}::int, ${firstAttemptAt(deps.delays, now)}::timestamptz, ${now}::timestamptz, ${now}::timestamptz
-      from unnest(${rows.map(() => webhookIdOf(randomUUID()))}::text[], ${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[],
-        ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[])
-        as r(webhook_id, agent_id, event_id, event_type, body)
-      join endpoints e on e.agent_id = r.agent_id and e.url is not null
-      on conflict (event_id, agent_id) do nothing`.execute(trx);
-  });
+  const dueAt = firstAttemptAt(deps.delays, now);
+  // A batch may hold one event twice (a redelivery racing the first): once is enough.
+  const events = [...new Map(batch.map((p) => [p.id, p])).values()];
+  const rows = events.flatMap((p) => p.agents.map((agent) => ({ ...p, agent, webhookId: webhookIdOf(randomUUID()) })));
+  const places = new Map(dueAt <= now ? rows.flatMap((r) => {
+    const place = dispatcher.reserve(r.agent);
+    return place ? [[r.webhookId, place] as const] : [];
+  }) : []);
+  let written: Claimed[];
+  try {
+    ({ rows: written } = await sql<Claimed>`
+      with fresh as (
+        insert into processed_messages (consumer, message_id)
+        select ${CONSUMER}, id from unnest(${events.map((p) => p.id)}::uuid[]) as id
+        on conflict do nothing
+        returning message_id
+      ), written as (
+        insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, claimed_until, created_at, updated_at)
+        select r.webhook_id, r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0, ${deps.delays.length}::int, ${dueAt}::timestamptz,
+          case when r.claimed then now() + make_interval(secs => ${dispatcher.lease / 1000}) end, ${now}::timestamptz, ${now}::timestamptz
+        from unnest(${rows.map((r) => r.webhookId)}::text[], ${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[],
+          ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => places.has(r.webhookId))}::bool[])
+          as r(webhook_id, agent_id, event_id, event_type, body, claimed)
+        join fresh f on f.message_id = r.event_id
+        join endpoints e on e.agent_id = r.agent_id and e.url is not null
+        on conflict (event_id, agent_id) do nothing
+        returning webhook_id, agent_id, body, attempt_count, attempts_left
+      )
+      ${withWhereTo(sql`written`)}`.execute(deps.db));
+  } catch (err) {
+    for (const place of places.values()) dispatcher.giveUp(place);
+    throw err;
+  }
+  const waiting = new Set<string>();
+  for (const row of written) {
+    const place = places.get(row.webhookId);
+    places.delete(row.webhookId);
+    if (place) dispatcher.launch(place, row);
+    else waiting.add(row.agentId);
+  }
+  for (const place of places.values()) dispatcher.giveUp(place);
+  if (waiting.size > 0) dispatcher.waitingFor(waiting);
 }
 
 /** One delivery of one event to one agent (the test route's), its first attempt due at once. */

@@ -11,6 +11,7 @@ import { WebhookSender } from './sender.js';
 
 export interface WebhookService extends Component {
   deps: WebhookDeps;
+  dispatcher: Dispatcher;
 }
 
 /**
@@ -35,7 +36,7 @@ export async function startWebhookService(opts: { bus: Bus; databaseUrl: string;
   const dispatcher = new Dispatcher(deps, opts.dispatcher);
   wake.kick = () => dispatcher.kick();
   const replica = await startEndpointReplica(deps);
-  const intake = await startIntake(deps);
+  const intake = await startIntake(deps, dispatcher);
   const server = await serveOperations({
     bus: opts.bus,
     service: 'webhooks',
@@ -56,6 +57,7 @@ export async function startWebhookService(opts: { bus: Bus; databaseUrl: string;
   dispatcher.kick();
   return {
     deps,
+    dispatcher,
     checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { events, subjects, transactionEvent, webhooksOps, type MessageDef, type Static } from '@aex/contracts';
 import { callOrThrow, loadConfig, type Bus } from '@aex/platform';
-import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { createTestBus, createTestDatabase, eventually, testLogger } from '@aex/platform/testing';
 import { startWebhookService, type WebhookService } from '../src/index.js';
+import type { DispatcherOptions } from '../src/dispatcher.js';
 import { WebhookSender } from '../src/sender.js';
 
 // Issue 12 items 1–5 on real Postgres, JetStream and local receivers: transaction events become one
@@ -42,38 +43,47 @@ async function receiver(behave: Behaviour = (_q, res) => res.end('ok')) {
   };
 }
 
-let database: TestDatabase;
+/** A dispatcher of its own: database, JetStream namespace and service. */
+async function startDispatcher(env: Record<string, string>, dispatcher: DispatcherOptions) {
+  const database = await createTestDatabase();
+  const { bus, dispose } = await createTestBus('jetstream');
+  const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', ...env });
+  const service = await startWebhookService({ bus, databaseUrl: database.url, config, logger: testLogger(), dispatcher });
+  return {
+    bus, service,
+    async stop() {
+      await service.stop();
+      await dispose();
+      await database.drop();
+    },
+  };
+}
+type Exchange = Awaited<ReturnType<typeof startDispatcher>>;
+
+let main: Exchange;
 let bus: Bus;
-let dispose: () => Promise<void>;
 let service: WebhookService;
 const receivers: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  ({ bus, dispose } = await createTestBus('jetstream'));
-  const config = loadConfig({}, {
-    BUS_NAMESPACE: bus.namespace, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_TIMEOUT_MS: '3000',
-    WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50',
-  });
-  service = await startWebhookService({ bus, databaseUrl: database.url, config, logger: testLogger(), dispatcher: { pollMs: 50 } });
+  main = await startDispatcher({ WEBHOOK_TIMEOUT_MS: '3000', WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50' }, { pollMs: 50 });
+  ({ bus, service } = main);
 });
 afterAll(async () => {
   for (const r of receivers) await r.close();
-  await service?.stop();
-  await dispose?.();
-  await database?.drop();
+  await main?.stop();
 });
 
-async function publish<M extends MessageDef>(def: M, data: Static<M['data']>, id: string = randomUUID(), msgId: string = id): Promise<string> {
-  await bus.publish(subjects.event(bus.namespace, def.type), { id, type: def.type, occurredAt: new Date().toISOString(), data }, { msgId });
+async function publish<M extends MessageDef>(def: M, data: Static<M['data']>, id: string = randomUUID(), msgId: string = id, on: Exchange = main): Promise<string> {
+  await on.bus.publish(subjects.event(on.bus.namespace, def.type), { id, type: def.type, occurredAt: new Date().toISOString(), data }, { msgId });
   return id;
 }
 
 /** An agent whose webhooks go to `url`, known to the dispatcher's replica, with its secret. */
-async function agentAt(url: string): Promise<{ agentId: string; secret: string }> {
+async function agentAt(url: string, on: Exchange = main): Promise<{ agentId: string; secret: string }> {
   const agentId = randomUUID();
-  await publish(events.agentCreated, { agentId, accountId: randomUUID(), name: 'a', status: 'active', parentAgentId: null, webhookUrl: url, trustScore: 50 });
-  const row = await eventually(() => service.deps.db.selectFrom('secrets').select('secret').where('agentId', '=', agentId).executeTakeFirst());
+  await publish(events.agentCreated, { agentId, accountId: randomUUID(), name: 'a', status: 'active', parentAgentId: null, webhookUrl: url, trustScore: 50 }, undefined, undefined, on);
+  const row = await eventually(() => on.service.deps.db.selectFrom('secrets').select('secret').where('agentId', '=', agentId).executeTakeFirst());
   return { agentId, secret: row.secret };
 }
 
@@ -107,6 +117,16 @@ describe('deliveries (issue 12 items 1–3)', () => {
     }
     expect(a.got[0]!.headers['webhook-id']).not.toBe(b.got[0]!.headers['webhook-id']);
     expect(await statusOf(consumer.agentId)).toEqual(['delivered']);
+  });
+
+  it('sends a fresh delivery whose endpoint has a free place as it is written, with no claim round', async () => {
+    const r = await receiver();
+    receivers.push(r);
+    const agent = await agentAt(r.url);
+    const before = { ...service.dispatcher.counts };
+    await publish(transactionEvent('funds_held'), { ...txData(agent.agentId, randomUUID()), status: 'funds_held' });
+    await eventually(async () => (await statusOf(agent.agentId))[0] === 'delivered');
+    expect(service.dispatcher.counts.handedOff - before.handedOff).toBe(1);
   });
 
   it('makes no delivery for a party without a webhook URL', async () => {
@@ -236,6 +256,53 @@ describe('isolation (issue 12 item 4)', () => {
     expect(attempted).toEqual([]);
     await dead.close();
   }, 30_000);
+});
+
+describe('hand-off from the intake to the dispatcher', () => {
+  it('sends fresh deliveries as they are written, with no poll: one place per endpoint, a burst goes out one at a time and all of it arrives', async () => {
+    const quiet = await startDispatcher({ WEBHOOK_TIMEOUT_MS: '3000' }, { pollMs: 3_600_000, perEndpoint: 1 });
+    try {
+      let open = 0;
+      let most = 0;
+      // The first answer takes long enough for the whole burst to be written meanwhile.
+      const slow = await receiver((_q, res, n) => {
+        most = Math.max(most, ++open);
+        setTimeout(() => (open--, res.end('ok')), n === 1 ? 300 : 20);
+      });
+      receivers.push(slow);
+      const agent = await agentAt(slow.url, quiet);
+      await Promise.all(Array.from({ length: 8 }, () => publish(transactionEvent('funds_held'), { ...txData(agent.agentId, randomUUID()), status: 'funds_held' }, undefined, undefined, quiet)));
+      // No poll runs within the test: the first goes out as it is written, each later one when the
+      // endpoint's place comes free.
+      await eventually(async () => slow.got.length === 8, 10_000);
+      expect(most).toBe(1);
+      expect(quiet.service.dispatcher.counts).toEqual({ handedOff: 1, claimed: 7 });
+      expect(new Set(slow.got.map((g) => g.headers['webhook-id'])).size).toBe(8);
+      for (const g of slow.got) new Webhook(agent.secret).verify(g.body, g.headers as Record<string, string>);
+      await eventually(async () => {
+        const rows = await quiet.service.deps.db.selectFrom('deliveries').select(['status', 'claimedUntil']).where('agentId', '=', agent.agentId).execute();
+        return rows.length === 8 && rows.every((r) => r.status === 'delivered' && r.claimedUntil === null);
+      });
+    } finally {
+      await quiet.stop();
+    }
+  }, 30_000);
+
+  it('does not send a first attempt that D14.4 schedules later before it is due', async () => {
+    const later = await startDispatcher({ WEBHOOK_RETRY_DELAYS_MS: '400,50,50,50,50,50,50,50' }, { pollMs: 50 });
+    try {
+      const r = await receiver();
+      receivers.push(r);
+      const agent = await agentAt(r.url, later);
+      const sent = Date.now();
+      await publish(transactionEvent('funds_held'), { ...txData(agent.agentId, randomUUID()), status: 'funds_held' }, undefined, undefined, later);
+      await eventually(async () => r.got.length === 1, 10_000);
+      expect(r.got[0]!.at - sent).toBeGreaterThanOrEqual(400);
+      expect(later.service.dispatcher.counts).toEqual({ handedOff: 0, claimed: 1 });
+    } finally {
+      await later.stop();
+    }
+  });
 });
 
 describe('connect-time address checks (D14.5, issue 12 item 5)', () => {

@@ -27,7 +27,10 @@ export interface Place {
 export interface Handoff {
   /** How long a claim holds a delivery (ms). */
   readonly lease: number;
+  /** How far a stuck endpoint's waiting deliveries are put off (ms). */
+  readonly putOff: number;
   reserve(agentId: string): Place | null;
+  isStuck(agentId: string): boolean;
   launch(place: Place, row: Claimed): void;
   giveUp(place: Place): void;
   waitingFor(agentIds: Iterable<string>): void;
@@ -61,6 +64,13 @@ export class Dispatcher implements Stoppable, Handoff {
   readonly counts = { handedOff: 0, claimed: 0 };
   private timer: NodeJS.Timeout | undefined;
   private draining: Promise<void> | null = null;
+  /**
+   * The stuck endpoints' bookkeeping (putting off, giving back), one statement at a time: two of them
+   * never lock one endpoint's rows in different orders, and a give-back is never overtaken by a
+   * put-off decided before it.
+   */
+  private bookkept: Promise<void> = Promise.resolve();
+  private deferPending = false;
   private again = false;
   private stopped = false;
   private readonly attempts = new Set<Promise<void>>();
@@ -68,6 +78,8 @@ export class Dispatcher implements Stoppable, Handoff {
   private readonly perEndpoint: number;
   /** How long a claim holds a delivery: the attempt's deadline and room to record it (ms). */
   readonly lease: number;
+  /** How far a stuck endpoint's waiting deliveries are put off (ms). */
+  readonly putOff: number;
   private readonly recorder: GroupCommit<{ row: Attempted; r: Outcome }>;
 
   constructor(private readonly deps: WebhookDeps, opts: DispatcherOptions = {}) {
@@ -75,6 +87,7 @@ export class Dispatcher implements Stoppable, Handoff {
     this.concurrency = opts.concurrency ?? 128;
     this.perEndpoint = opts.perEndpoint ?? 4;
     this.lease = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;
+    this.putOff = Math.max(deps.config.WEBHOOK_TIMEOUT_MS, PUT_OFF_MIN_MS);
     this.timer = outsideTrace(() => setInterval(() => this.kick(), opts.pollMs ?? 250));
   }
 
@@ -100,6 +113,7 @@ export class Dispatcher implements Stoppable, Handoff {
     this.stopped = true;
     clearInterval(this.timer);
     await this.draining;
+    await this.bookkept;
     await Promise.allSettled([...this.attempts]);
     await this.recorder.flush();
   }
@@ -124,6 +138,11 @@ export class Dispatcher implements Stoppable, Handoff {
   /** No delivery was written for `place` (an event seen before, an agent without a URL). */
   giveUp(place: Place): void {
     this.free(place);
+  }
+
+  /** The agent's endpoint is stuck: its new deliveries are written put off, for its own places to take. */
+  isStuck(agentId: string): boolean {
+    return this.deferred.has(agentId);
   }
 
   /** Deliveries of these agents were written unclaimed, due now: a round takes them. */
@@ -154,15 +173,27 @@ export class Dispatcher implements Stoppable, Handoff {
   private attempt(place: Place, row: Claimed): void {
     // The record then commits in the recorder's next batch (the row stays claimed until it has).
     const run: Promise<void> = signAndSend(this.deps, row, row.url, row.secret ? secretsInForce({ ...row, secret: row.secret }, this.deps.now()) : [])
-      .finally(() => this.release(place))
-      .then((r) => this.recorder.add({ row, r }), (err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses'))
+      .then((r) => {
+        this.release(place, r.ok);
+        return this.recorder.add({ row, r });
+      }, (err) => {
+        this.release(place, false);
+        this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt failed unexpectedly; it is made again when its claim lapses');
+      })
       .catch((err) => this.deps.logger.error({ err, webhookId: row.webhookId }, 'webhook attempt could not be recorded; it is made again when its claim lapses'))
       .finally(() => this.attempts.delete(run));
     this.attempts.add(run);
   }
 
   private async drain(): Promise<void> {
-    await this.deferStuck();
+    // Off the round's path: a stuck endpoint's bookkeeping never delays the others' claims.
+    if (!this.deferPending) {
+      this.deferPending = true;
+      this.bookkeeping(() => {
+        this.deferPending = false;
+        return this.deferStuck();
+      }, 'could not put off a stuck endpoint\'s deliveries; the next round tries again');
+    }
     const room = this.concurrency - this.total;
     if (room <= 0) {
       this.moreDue = true;
@@ -204,10 +235,11 @@ export class Dispatcher implements Stoppable, Handoff {
 
   /**
    * An endpoint is stuck when every one of its places has been taken for `STUCK_MS` (a dead or very
-   * slow receiver). Its other due deliveries then wait — their due time moves to when its attempts
-   * will have timed out, the time they had is kept — so that they are not read again by every
-   * claim: a dead endpoint's backlog costs the others nothing. The first attempt of it that ends
-   * gives them their due time back. At most once per `STUCK_MS` per endpoint.
+   * slow receiver). Its other due deliveries are then put off — their due time moves `putOff` ahead,
+   * the time they had is kept — and so are its new ones as the intake writes them: no round reads a
+   * stuck endpoint's backlog, which costs the others nothing. Its own places, as they come free, take
+   * its oldest deliveries (`refill`); its first success gives the rest their due time back. Should
+   * this replica die, what it put off comes due again after `putOff`.
    */
   private async deferStuck(): Promise<void> {
     const now = performance.now();
@@ -218,24 +250,71 @@ export class Dispatcher implements Stoppable, Handoff {
     for (const agent of stuck) this.deferred.set(agent, now);
     await sql`
       update deliveries set deferred_from = coalesce(deferred_from, next_attempt_at),
-        next_attempt_at = now() + make_interval(secs => ${this.deps.config.WEBHOOK_TIMEOUT_MS / 1000})
+        next_attempt_at = now() + make_interval(secs => ${this.putOff / 1000})
       where agent_id = any(${stuck}::uuid[]) and status = 'pending' and next_attempt_at <= now()
         and (claimed_until is null or claimed_until < now())`.execute(this.deps.db);
   }
 
-  /** An attempt's request ended: its endpoint's place and the dispatcher's are free again. */
-  private release(place: Place): void {
+  private bookkeeping(step: () => Promise<void>, failure: string): void {
+    this.bookkept = this.bookkept.then(step).catch((err) => this.deps.logger.warn({ err }, failure));
+  }
+
+  /** An attempt's request ended (`ok`: with a 2xx): its endpoint's place and the dispatcher's are free again. */
+  private release(place: Place, ok: boolean): void {
     this.free(place);
     const { agentId } = place;
-    if (this.deferred.delete(agentId)) {
-      // A place of the stuck endpoint is free: what waits for it is due again as it was.
-      void this.deps.db.updateTable('deliveries').set({ nextAttemptAt: sql`deferred_from`, deferredFrom: null })
-        .where('agentId', '=', agentId).where('status', '=', 'pending').where('deferredFrom', 'is not', null).execute()
-        .then(() => this.waitingFor([agentId]), (err) => this.deps.logger.warn({ err, agentId }, 'could not give back the due times of a stuck endpoint\'s deliveries; the next attempt of it does'));
+    if (this.deferred.has(agentId)) {
+      if (ok) {
+        // The endpoint answers again: what was put off is due again as it was.
+        this.deferred.delete(agentId);
+        this.bookkeeping(async () => {
+          await this.deps.db.updateTable('deliveries').set({ nextAttemptAt: sql`deferred_from`, deferredFrom: null })
+            .where('agentId', '=', agentId).where('status', '=', 'pending').where('deferredFrom', 'is not', null).execute();
+          this.waitingFor([agentId]);
+        }, 'could not give back the due times of a stuck endpoint\'s deliveries; they come due when put off ends');
+      } else {
+        void this.refill(agentId).catch((err) => this.deps.logger.warn({ err, agentId }, 'could not claim a stuck endpoint\'s next deliveries; they come due when put off ends'));
+      }
       return;
     }
     // Under load a round waits until enough places are free: one claim per many attempts.
     if (this.waiting.has(agentId) || (this.moreDue && this.concurrency - this.total >= Math.min(CLAIM_MIN_ROOM, this.concurrency))) this.kick();
+  }
+
+  /**
+   * A stuck endpoint's places that came free are given to its own oldest waiting deliveries (put off
+   * or due), claimed by one query on its rows alone: its backlog is never made due all at once, so no
+   * round reads it. The places are taken before the query, so places freed together never claim more.
+   */
+  private async refill(agentId: string): Promise<void> {
+    const places: Place[] = [];
+    while ((this.started.get(agentId)?.length ?? 0) < this.perEndpoint && this.total < this.concurrency && !this.stopped) places.push(this.take(agentId));
+    if (places.length === 0) return;
+    let rows: Claimed[] = [];
+    try {
+      ({ rows } = await sql<Claimed>`
+        with claimed as (
+          update deliveries d set claimed_until = now() + make_interval(secs => ${this.lease / 1000})
+          where d.webhook_id in (
+            select webhook_id from deliveries
+            where agent_id = ${agentId} and status = 'pending' and (claimed_until is null or claimed_until < now())
+              and (deferred_from is not null or next_attempt_at <= now())
+            order by coalesce(deferred_from, next_attempt_at)
+            limit ${places.length}
+            for update skip locked
+          )
+          returning d.webhook_id, d.agent_id, d.body, d.attempt_count, d.attempts_left
+        )
+        ${withWhereTo(sql`claimed`)}`.execute(this.deps.db));
+    } finally {
+      for (const place of places.slice(rows.length)) this.free(place);
+    }
+    rows.forEach((row, i) => {
+      this.counts.claimed++;
+      this.attempt(places[i]!, row);
+    });
+    // Nothing of it waits any more: the endpoint is no longer treated as stuck.
+    if (rows.length === 0 && !this.started.has(agentId)) this.deferred.delete(agentId);
   }
 
   /**
@@ -289,6 +368,9 @@ export function withWhereTo(rows: RawBuilder<unknown>): RawBuilder<unknown> {
 
 /** How long all of an endpoint's places must have been taken for it to count as stuck. */
 const STUCK_MS = 1000;
+
+/** A stuck endpoint's deliveries are put off at least this far (ms): rarely read again while it stays stuck. */
+const PUT_OFF_MIN_MS = 60_000;
 
 /** Free places that make an ended attempt start a claim at once (else the next kick or poll does). */
 const CLAIM_MIN_ROOM = 16;

@@ -63,7 +63,8 @@ export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promi
  * One statement for a batch (atomic, one round trip): the events not processed before are marked
  * processed, and theirs are the deliveries written — one per party with a URL now, due at once.
  * A delivery whose endpoint has a free place on this replica is written claimed and handed to the
- * dispatcher as the statement returns; the others wait for its next round.
+ * dispatcher as the statement returns; one whose endpoint is stuck is written put off, for the
+ * endpoint's own places to take in order; the others wait for the dispatcher's next round.
  */
 async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending[]): Promise<void> {
   const now = deps.now();
@@ -75,6 +76,8 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
     const place = dispatcher.reserve(r.agent);
     return place ? [[r.webhookId, place] as const] : [];
   }) : []);
+  const putOff = rows.map((r) => !places.has(r.webhookId) && dispatcher.isStuck(r.agent));
+  const putOffIds = new Set(rows.filter((_, i) => putOff[i]).map((r) => r.webhookId));
   let written: Claimed[];
   try {
     ({ rows: written } = await sql<Claimed>`
@@ -84,12 +87,14 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
         on conflict do nothing
         returning message_id
       ), written as (
-        insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, claimed_until, created_at, updated_at)
-        select r.webhook_id, r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0, ${deps.delays.length}::int, ${dueAt}::timestamptz,
+        insert into deliveries (webhook_id, agent_id, event_id, event_type, body, status, attempt_count, attempts_left, next_attempt_at, deferred_from, claimed_until, created_at, updated_at)
+        select r.webhook_id, r.agent_id, r.event_id, r.event_type, r.body, 'pending', 0, ${deps.delays.length}::int,
+          case when r.put_off then now() + make_interval(secs => ${dispatcher.putOff / 1000}) else ${dueAt}::timestamptz end,
+          case when r.put_off then ${dueAt}::timestamptz end,
           case when r.claimed then now() + make_interval(secs => ${dispatcher.lease / 1000}) end, ${now}::timestamptz, ${now}::timestamptz
         from unnest(${rows.map((r) => r.webhookId)}::text[], ${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[],
-          ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => places.has(r.webhookId))}::bool[])
-          as r(webhook_id, agent_id, event_id, event_type, body, claimed)
+          ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => places.has(r.webhookId))}::bool[], ${putOff}::bool[])
+          as r(webhook_id, agent_id, event_id, event_type, body, claimed, put_off)
         join fresh f on f.message_id = r.event_id
         join endpoints e on e.agent_id = r.agent_id and e.url is not null
         on conflict (event_id, agent_id) do nothing
@@ -105,7 +110,7 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
     const place = places.get(row.webhookId);
     places.delete(row.webhookId);
     if (place) dispatcher.launch(place, row);
-    else waiting.add(row.agentId);
+    else if (!putOffIds.has(row.webhookId)) waiting.add(row.agentId);
   }
   for (const place of places.values()) dispatcher.giveUp(place);
   if (waiting.size > 0) dispatcher.waitingFor(waiting);

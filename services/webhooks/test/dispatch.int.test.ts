@@ -258,6 +258,51 @@ describe('isolation (issue 12 item 4)', () => {
   }, 30_000);
 });
 
+describe('a stuck endpoint (issue 12 item 4)', () => {
+  it('gives its freed places to its own oldest deliveries, never more than 4 at once, and drains its backlog once it answers again', async () => {
+    const stuck = await startDispatcher({ WEBHOOK_TIMEOUT_MS: '1500', WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50' }, { pollMs: 50 });
+    try {
+      let answering = false;
+      let open = 0;
+      let most = 0;
+      const r = await receiver((_q, res) => {
+        if (!answering) {
+          most = Math.max(most, ++open);
+          res.on('close', () => open--);
+          return;
+        }
+        res.end('ok');
+      });
+      receivers.push(r);
+      const agent = await agentAt(r.url, stuck);
+      await Promise.all(Array.from({ length: 12 }, () => publish(transactionEvent('funds_held'), { ...txData(agent.agentId, randomUUID()), status: 'funds_held' }, undefined, undefined, stuck)));
+      await eventually(async () => r.got.length === 4);
+      // After a second with every place taken, the rest is put off, its due time kept.
+      await eventually(async () => {
+        const rows = await stuck.service.deps.db.selectFrom('deliveries').select('deferredFrom').where('agentId', '=', agent.agentId).where('deferredFrom', 'is not', null).execute();
+        return rows.length === 8 || null;
+      }, 5000);
+      const first = new Set(r.got.map((g) => g.headers['webhook-id']));
+      // The first four time out; their places go to four of the put-off ones (due before the retries).
+      await eventually(async () => r.got.length >= 8, 10_000);
+      expect(r.got.slice(4, 8).filter((g) => first.has(g.headers['webhook-id']))).toEqual([]);
+      // The four still waiting stay put off: the backlog is never made due all at once.
+      const waiting = await stuck.service.deps.db.selectFrom('deliveries').select('deferredFrom')
+        .where('agentId', '=', agent.agentId).where('attemptCount', '=', 0).where('claimedUntil', 'is', null).execute();
+      expect(waiting.map((w) => w.deferredFrom !== null)).toEqual([true, true, true, true]);
+      answering = true;
+      await eventually(async () => {
+        const rows = await stuck.service.deps.db.selectFrom('deliveries').select('status').where('agentId', '=', agent.agentId).execute();
+        return rows.length === 12 && rows.every((x) => x.status === 'delivered');
+      }, 15_000);
+      expect(most).toBeLessThanOrEqual(4);
+      expect(new Set(r.got.map((g) => g.headers['webhook-id'])).size).toBe(12);
+    } finally {
+      await stuck.stop();
+    }
+  }, 40_000);
+});
+
 describe('hand-off from the intake to the dispatcher', () => {
   it('sends fresh deliveries as they are written, with no poll: one place per endpoint, a burst goes out one at a time and all of it arrives', async () => {
     const quiet = await startDispatcher({ WEBHOOK_TIMEOUT_MS: '3000' }, { pollMs: 3_600_000, perEndpoint: 1 });

@@ -1,4 +1,4 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001-initial.js';
-
-export const migrations: Record<string, Migration> = { '0001-initial': m0001 };
+import * as m0002 from './0002-pending-by-agent.js';
+export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-pending-by-agent': m0002 };

@@ -70,6 +70,7 @@ export class Dispatcher implements Stoppable, Handoff {
    * put-off decided before it.
    */
   private bookkept: Promise<void> = Promise.resolve();
+  private readonly refills = new Set<Promise<void>>();
   private deferPending = false;
   private again = false;
   private stopped = false;
@@ -114,6 +115,7 @@ export class Dispatcher implements Stoppable, Handoff {
     clearInterval(this.timer);
     await this.draining;
     await this.bookkept;
+    await Promise.allSettled([...this.refills]);
     await Promise.allSettled([...this.attempts]);
     await this.recorder.flush();
   }
@@ -255,7 +257,9 @@ export class Dispatcher implements Stoppable, Handoff {
         and (claimed_until is null or claimed_until < now())`.execute(this.deps.db);
   }
 
+  /** Once stopped, none is begun: what was put off comes due when its put-off ends. */
   private bookkeeping(step: () => Promise<void>, failure: string): void {
+    if (this.stopped) return;
     this.bookkept = this.bookkept.then(step).catch((err) => this.deps.logger.warn({ err }, failure));
   }
 
@@ -273,7 +277,10 @@ export class Dispatcher implements Stoppable, Handoff {
           this.waitingFor([agentId]);
         }, 'could not give back the due times of a stuck endpoint\'s deliveries; they come due when put off ends');
       } else {
-        void this.refill(agentId).catch((err) => this.deps.logger.warn({ err, agentId }, 'could not claim a stuck endpoint\'s next deliveries; they come due when put off ends'));
+        const refill: Promise<void> = this.refill(agentId)
+          .catch((err) => this.deps.logger.warn({ err, agentId }, 'could not claim a stuck endpoint\'s next deliveries; they come due when put off ends'))
+          .finally(() => this.refills.delete(refill));
+        this.refills.add(refill);
       }
       return;
     }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@aex/client';
 import { ERROR_STATUS } from '@aex/contracts';
@@ -80,6 +81,20 @@ describe('D1 envelope, request ids and error model', () => {
     const res = await raw('/v1/accounts', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ pad: 'x'.repeat(5000) }) });
     expect(res.status).toBe(413);
     expect((await json(res)).errors?.[0]?.code).toBe('PAYLOAD_TOO_LARGE');
+  });
+
+  it('answers 413 to a large upload only after reading it, so the client gets the answer, not a reset', async () => {
+    const body = JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) });
+    const upload = () => new Promise<{ status: number | undefined; code: string | undefined }>((resolve, reject) => {
+      const req = http.request(`${ex.url}/v1/accounts`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode, code: (JSON.parse(text) as { errors: { code: string }[] }).errors[0]?.code }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    for (let i = 0; i < 10; i++) expect(await upload()).toEqual({ status: 413, code: 'PAYLOAD_TOO_LARGE' });
   });
 
   it('drops __proto__ keys instead of polluting prototypes, then validates the rest', async () => {

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -55,8 +56,11 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   });
   acceptJsonBodies(app);
 
-  function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
+  async function sendError(req: FastifyRequest, reply: FastifyReply, err: unknown) {
     const appErr = toAppError(err, req.log as unknown as Logger);
+    // A body refused before it was read (413) is read to its end and dropped first, within bounds:
+    // a socket closed with unread data is reset, and the client would lose the answer mid-upload.
+    if (appErr.status === 413 && !req.raw.complete) await discardBody(req.raw, Math.max(DISCARD_MIN_BYTES, 8 * config.BODY_LIMIT_BYTES), DISCARD_MS);
     const res = errorResponse(appErr.status, appErr.entries, req.id);
     if (err instanceof RateLimitedError) reply.headers(err.decision.headers);
     reply.headers(res.headers);
@@ -119,4 +123,27 @@ function answerMalformedHttp(err: Error & { code?: string }, socket: Socket): vo
   socket.end(
     `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
   );
+}
+
+/** At least this much of a refused body is read and dropped before the 413 (and for at most `DISCARD_MS`). */
+const DISCARD_MIN_BYTES = 16 * 1024 * 1024;
+const DISCARD_MS = 5000;
+
+/** Reads the rest of a request body and drops it, stopping after `maxBytes` or `maxMs`. */
+function discardBody(req: IncomingMessage, maxBytes: number, maxMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => {
+      clearTimeout(timer);
+      req.off('data', onData).off('end', done).off('error', done).off('close', done);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      seen += chunk.length;
+      if (seen > maxBytes) done();
+    };
+    const timer = setTimeout(done, maxMs);
+    req.on('data', onData).once('end', done).once('error', done).once('close', done);
+    req.resume();
+  });
 }

@@ -299,20 +299,13 @@ export class Dispatcher implements Stoppable, Handoff {
     if (places.length === 0) return;
     let rows: Claimed[] = [];
     try {
-      ({ rows } = await sql<Claimed>`
-        with claimed as (
-          update deliveries d set claimed_until = now() + make_interval(secs => ${this.lease / 1000})
-          where d.webhook_id in (
-            select webhook_id from deliveries
-            where agent_id = ${agentId} and status = 'pending' and (claimed_until is null or claimed_until < now())
-              and (deferred_from is not null or next_attempt_at <= now())
-            order by coalesce(deferred_from, next_attempt_at)
-            limit ${places.length}
-            for update skip locked
-          )
-          returning d.webhook_id, d.agent_id, d.body, d.attempt_count, d.attempts_left
-        )
-        ${withWhereTo(sql`claimed`)}`.execute(this.deps.db));
+      rows = await this.claimRows(sql`
+        select webhook_id from deliveries
+        where agent_id = ${agentId} and status = 'pending' and (claimed_until is null or claimed_until < now())
+          and (deferred_from is not null or next_attempt_at <= now())
+        order by coalesce(deferred_from, next_attempt_at)
+        limit ${places.length}
+        for update skip locked`);
     } finally {
       for (const place of places.slice(rows.length)) this.free(place);
     }
@@ -325,36 +318,44 @@ export class Dispatcher implements Stoppable, Handoff {
   }
 
   /**
-   * Claims due deliveries, at most `perEndpoint` of each agent, oldest due first. The claim is an
-   * UPDATE whose condition is checked again on the row it locks, so two dispatchers never hold one.
+   * Claims due deliveries, at most `perEndpoint` of each agent, oldest due first.
    */
   private async claim(limit: number, inFlight: [agent: string, attempts: number][]): Promise<Claimed[]> {
     const busy = inFlight.filter(([, n]) => n >= this.perEndpoint).map(([agent]) => agent);
-    const result = await sql<Claimed>`
-      with claimed as (
+    return this.claimRows(sql`
+      select c.webhook_id from (
+        select webhook_id, next_attempt_at, agent_id, row_number() over (partition by agent_id order by next_attempt_at) as place
+        from (
+          select webhook_id, agent_id, next_attempt_at from deliveries
+          where status = 'pending' and next_attempt_at <= now()
+            and (claimed_until is null or claimed_until < now())
+            and agent_id <> all(${busy}::uuid[])
+          order by next_attempt_at
+          limit ${SCAN_LIMIT}
+        ) due
+      ) c
+      left join unnest(${inFlight.map(([a]) => a)}::uuid[], ${inFlight.map(([, n]) => n)}::int[]) as f(agent_id, n) on f.agent_id = c.agent_id
+      where c.place <= ${this.perEndpoint} - coalesce(f.n, 0)
+      order by c.next_attempt_at
+      limit ${limit}`);
+  }
+
+  /**
+   * Claims the deliveries `ids` selects for a lease, with what their attempts need. The selection
+   * runs once (a materialized common table: a LIMIT inside `IN (…)` may be evaluated again and claim
+   * more), and the condition is checked again on each row the UPDATE locks, so two dispatchers never
+   * hold one.
+   */
+  private async claimRows(ids: RawBuilder<unknown>): Promise<Claimed[]> {
+    const { rows } = await sql<Claimed>`
+      with chosen as materialized (${ids}), claimed as (
         update deliveries d set claimed_until = now() + make_interval(secs => ${this.lease / 1000})
-        where d.webhook_id in (
-          select c.webhook_id from (
-            select webhook_id, next_attempt_at, agent_id, row_number() over (partition by agent_id order by next_attempt_at) as place
-            from (
-              select webhook_id, agent_id, next_attempt_at from deliveries
-              where status = 'pending' and next_attempt_at <= now()
-                and (claimed_until is null or claimed_until < now())
-                and agent_id <> all(${busy}::uuid[])
-              order by next_attempt_at
-              limit ${SCAN_LIMIT}
-            ) due
-          ) c
-          left join unnest(${inFlight.map(([a]) => a)}::uuid[], ${inFlight.map(([, n]) => n)}::int[]) as f(agent_id, n) on f.agent_id = c.agent_id
-          where c.place <= ${this.perEndpoint} - coalesce(f.n, 0)
-          order by c.next_attempt_at
-          limit ${limit}
-        )
-        and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
+        where d.webhook_id in (select webhook_id from chosen)
+          and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
         returning d.webhook_id, d.agent_id, d.body, d.attempt_count, d.attempts_left
       )
       ${withWhereTo(sql`claimed`)}`.execute(this.deps.db);
-    return result.rows;
+    return rows;
   }
 
 }

@@ -76,8 +76,7 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
     const place = dispatcher.reserve(r.agent);
     return place ? [[r.webhookId, place] as const] : [];
   }) : []);
-  const putOff = rows.map((r) => !places.has(r.webhookId) && dispatcher.isStuck(r.agent));
-  const putOffIds = new Set(rows.filter((_, i) => putOff[i]).map((r) => r.webhookId));
+  const putOff = new Set(rows.filter((r) => !places.has(r.webhookId) && dispatcher.isStuck(r.agent)).map((r) => r.webhookId));
   let written: Claimed[];
   try {
     ({ rows: written } = await sql<Claimed>`
@@ -93,7 +92,7 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
           case when r.put_off then ${dueAt}::timestamptz end,
           case when r.claimed then now() + make_interval(secs => ${dispatcher.lease / 1000}) end, ${now}::timestamptz, ${now}::timestamptz
         from unnest(${rows.map((r) => r.webhookId)}::text[], ${rows.map((r) => r.agent)}::uuid[], ${rows.map((r) => r.id)}::uuid[],
-          ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => places.has(r.webhookId))}::bool[], ${putOff}::bool[])
+          ${rows.map((r) => r.type)}::text[], ${rows.map((r) => r.body)}::text[], ${rows.map((r) => places.has(r.webhookId))}::bool[], ${rows.map((r) => putOff.has(r.webhookId))}::bool[])
           as r(webhook_id, agent_id, event_id, event_type, body, claimed, put_off)
         join fresh f on f.message_id = r.event_id
         join endpoints e on e.agent_id = r.agent_id and e.url is not null
@@ -110,7 +109,7 @@ async function writeBatch(deps: WebhookDeps, dispatcher: Handoff, batch: Pending
     const place = places.get(row.webhookId);
     places.delete(row.webhookId);
     if (place) dispatcher.launch(place, row);
-    else if (!putOffIds.has(row.webhookId)) waiting.add(row.agentId);
+    else if (!putOff.has(row.webhookId)) waiting.add(row.agentId);
   }
   for (const place of places.values()) dispatcher.giveUp(place);
   if (waiting.size > 0) dispatcher.waitingFor(waiting);

@@ -1,5 +1,6 @@
 import type { Bus } from './bus/types.js';
 import { loadConfig, type ExchangeConfig } from './config.js';
+import { connectServiceDb, type ServiceDbOptions } from './db/connect.js';
 import { busCheck, serveHealth } from './health.js';
 import { createLogger, type Logger } from './logger.js';
 import { connectBus, required, runMain, stopOnSignals, type Component } from './runtime.js';
@@ -33,5 +34,21 @@ export async function runService(name: string, start: (opts: { bus: Bus; databas
       await service.stop();
       await bus.close();
     });
+  });
+}
+
+/**
+ * A service's `migrate.ts`, what the Helm chart's migrations Job runs before an install or upgrade:
+ * its schema (and role, when the login may create one) brought to the latest migration, then exit 0.
+ * A service also migrates at start, under the same lock, so a Job that did not run loses nothing.
+ */
+export async function runMigrations(name: string, database: Pick<ServiceDbOptions, 'schema' | 'migrations' | 'extensions'>): Promise<void> {
+  await runMain(async () => {
+    const config = loadConfig();
+    const databaseUrl = required(config, 'DATABASE_URL', `the ${name} migrations`);
+    const logger = createLogger(`${name}-migrations`, config.LOG_LEVEL, config.LOG_FORMAT);
+    const serviceDb = await connectServiceDb({ url: databaseUrl, ...database, logger, poolSize: 1 });
+    await serviceDb.close();
+    logger.info({ schema: database.schema }, `${name} migrations done`);
   });
 }

@@ -16,10 +16,13 @@ export interface CatalogService extends Component {
   discovery: Discovery;
 }
 
+/** The catalog service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'catalog', migrations, extensions: ['pg_trgm'] };
+
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
 export async function startCatalogService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<CatalogService> {
   const logger = opts.logger.child({ service: 'catalog' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'catalog', migrations, logger, extensions: ['pg_trgm'] });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();

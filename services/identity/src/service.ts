@@ -20,6 +20,9 @@ export interface IdentityService extends Component {
   deps: IdentityDeps;
 }
 
+/** The identity service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'identity', migrations };
+
 /** Starts identity: migrations, outbox relay, saga consumer, and its operations on the bus. */
 export async function startIdentityService(opts: {
   bus: Bus;
@@ -35,7 +38,7 @@ export async function startIdentityService(opts: {
   childExpiryEveryMs?: number;
 }): Promise<IdentityService> {
   const logger = opts.logger.child({ service: 'identity' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'identity', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });

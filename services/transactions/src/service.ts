@@ -16,13 +16,16 @@ export interface TransactionService extends Component {
   deps: TransactionDeps;
 }
 
+/** The transactions service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'transactions', migrations };
+
 /**
  * Starts the transaction-and-negotiation service (issue 10): migrations, outbox relay, the saga's
  * consumers of the wallet's answers, the durable timers, and its operations.
  */
 export async function startTransactionService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; timerPollMs?: number }): Promise<TransactionService> {
   const logger = opts.logger.child({ service: 'transactions' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'transactions', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));

@@ -14,10 +14,13 @@ export interface WalletService extends Component {
   deps: WalletDeps;
 }
 
+/** The wallet service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'wallet', migrations };
+
 /** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
 export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {
   const logger = opts.logger.child({ service: 'wallet' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'wallet', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), now: opts.now ?? (() => new Date()) };

@@ -14,6 +14,9 @@ export interface WebhookService extends Component {
   dispatcher: Dispatcher;
 }
 
+/** The webhooks service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'webhooks', migrations };
+
 /**
  * Starts the webhook dispatcher (issue 12, D14): migrations, outbox relay, the replica of agents'
  * webhook URLs, the durable consumer turning transaction events into deliveries, the dispatcher that
@@ -21,7 +24,7 @@ export interface WebhookService extends Component {
  */
 export async function startWebhookService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; dispatcher?: DispatcherOptions }): Promise<WebhookService> {
   const logger = opts.logger.child({ service: 'webhooks' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, schema: 'webhooks', migrations, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const sender = new WebhookSender({ timeoutMs: opts.config.WEBHOOK_TIMEOUT_MS, allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true' });

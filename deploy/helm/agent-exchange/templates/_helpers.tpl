@@ -89,9 +89,14 @@ app.kubernetes.io/component: {{ .name }}
 {{- $_ := include "aex.publicBaseUrl" . -}}
 {{- end -}}
 
-{{/* The command that starts one service, or its migrations (`script`: main or migrate). */}}
+{{/* The command that starts one service, or its migrations (`script`: main or migrate); `live`:
+     restart on source changes (development.liveUpdate). */}}
 {{- define "aex.command" -}}
 - node
+{{- if and .live (eq .script "main") }}
+- --watch-path=/app/services
+- --watch-path=/app/packages
+{{- end }}
 - --import
 - tsx
 - --import
@@ -119,7 +124,7 @@ seccompProfile:
 
 {{- define "aex.containerSecurityContext" -}}
 allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
+readOnlyRootFilesystem: {{ not .Values.development.liveUpdate }}
 runAsNonRoot: true
 capabilities:
   drop: ["ALL"]

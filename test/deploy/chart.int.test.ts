@@ -122,7 +122,9 @@ describe('the Helm chart (issue 13)', () => {
       if (service === 'gateway') expect(dbRef).toBeUndefined();
       else expect(dbRef).toEqual({ name: 'exchange-secrets', key: `${service.toUpperCase()}_DATABASE_URL` });
       expect(c!.env?.find((e) => e.name === 'OTEL_SERVICE_NAME')?.value).toBe(`agent-exchange-${service}`);
-      expect(c!.env?.find((e) => e.name === 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef).toEqual({ name: 'exchange-secrets', key: 'ADMIN_TOKEN' });
+      // Only the gateway checks the operator token; the other services never see it.
+      const token = c!.env?.find((e) => e.name === 'ADMIN_TOKEN')?.valueFrom?.secretKeyRef;
+      expect(token).toEqual(service === 'gateway' ? { name: 'exchange-secrets', key: 'ADMIN_TOKEN' } : undefined);
     }
     const noToken = await render('minimal-values.yaml');
     for (const d of ofKind<Workload>(noToken, 'Deployment')) expect(d.spec.template.spec.containers[0]!.env?.some((e) => e.name === 'ADMIN_TOKEN')).toBe(false);
@@ -218,6 +220,7 @@ describe('the Helm chart (issue 13)', () => {
     ['a payments provider that does not exist', { 'config.PAYMENTS_PROVIDER': 'stripe' }, /PAYMENTS_PROVIDER/],
     ['a public address that is not http(s)', { 'config.PUBLIC_BASE_URL': 'ftp://exchange.example.com' }, /PUBLIC_BASE_URL/],
     ['an operator token under 16 characters', { adminToken: 'short' }, /adminToken/],
+    ['a pod label that would change which pods a Service selects', { 'podLabels.app\\.kubernetes\\.io/component': 'gateway' }, /podLabels/],
     ['zero replicas', { 'services.wallet.replicas': 0 }, /replicas/],
     ['a service the chart does not know', { 'services.billing.replicas': 1 }, /billing/],
     ['a D16 setting out of bounds in one service\'s env', { 'services.identity.env.RPC_TIMEOUT_MS': 5 }, /RPC_TIMEOUT_MS/],

@@ -9,6 +9,7 @@
  *   pnpm bench:discovery --quality       quality only
  *   pnpm bench:discovery --misses        also list the needs whose first match is wrong
  *   pnpm bench:discovery --services 2000 speed with another catalog size
+ *   pnpm bench:discovery --json out.json figures also written as JSON (what `pnpm bench` tabulates)
  */
 import pg from 'pg';
 import { ExchangeClient, unwrap } from '@aex/client';
@@ -16,12 +17,15 @@ import type { CreateServiceBody, DiscoverBody, ListServicesQuery } from '@aex/co
 import { loadConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
 import { startStack, type Stack } from '@aex/stack';
+import { row, writeReport, type Row } from '../report.js';
 import { EVAL_QUERIES, type EvalQuery } from './eval-queries.js';
 import { EVAL_SERVICES, type EvalService } from './eval-services.js';
 import { HELDOUT_QUERIES } from './heldout-queries.js';
 import { HELDOUT_SERVICES } from './heldout-services.js';
 
 const args = process.argv.slice(2);
+/** What `pnpm bench` tabulates (`--json out.json`). */
+const reportRows: Row[] = [];
 const qualityOnly = args.includes('--quality');
 const serviceCount = Number(args[args.indexOf('--services') + 1] ?? 10_000) || 10_000;
 /** Issue 9: targets on the held-out set; the tuning set must not drop below its figures before it. */
@@ -83,6 +87,7 @@ if (!qualityOnly) {
     await speed(ex);
   });
 }
+writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'discovery', reportRows, { services: serviceCount, quality: results.map((r) => ({ set: r.set.name, exchange: r.exchange, baseline: r.baseline })) });
 
 // ---------------------------------------------------------------------------------------------
 
@@ -190,6 +195,10 @@ function summary(): void {
   }
   const [tuning, heldOut] = results;
   if (heldOut) {
+    reportRows.push(
+      row({ case: 'held-out recall@3', value: heldOut.exchange.recallAt3, unit: '', baseline: heldOut.baseline.recallAt3, baselineName: 'keyword baseline', target: `≥ ${TARGETS.recallAt3}`, met: heldOut.exchange.recallAt3 >= TARGETS.recallAt3 }),
+      row({ case: 'held-out recall@1', value: heldOut.exchange.recallAt1, unit: '', baseline: heldOut.baseline.recallAt1, baselineName: 'keyword baseline', target: `≥ ${TARGETS.recallAt1}`, met: heldOut.exchange.recallAt1 >= TARGETS.recallAt1 }),
+    );
     const met = (v: number, t: number) => (v >= t ? 'met' : 'MISSED');
     console.log(`targets on the held-out set: recall@3 ≥ ${TARGETS.recallAt3} ${met(heldOut.exchange.recallAt3, TARGETS.recallAt3)}; recall@1 ≥ ${TARGETS.recallAt1} ${met(heldOut.exchange.recallAt1, TARGETS.recallAt1)}`);
   }
@@ -289,6 +298,10 @@ async function speed(ex: Exchange): Promise<void> {
   console.log(`ratio to baseline p95: discover ×${ratio(discover.p95, baseline.p95)}, list ×${ratio(list.p95, baseline.p95)}`);
   console.log(`target p95 ≤ ${TARGETS.p95Ms} ms: discover ${discover.p95 <= TARGETS.p95Ms ? 'met' : 'MISSED'}, list ${list.p95 <= TARGETS.p95Ms ? 'met' : 'MISSED'}`);
   console.log(`process memory (whole exchange in one process): rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  reportRows.push(
+    row({ case: `discover p95, ${serviceCount} services`, value: discover.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${TARGETS.p95Ms} ms`, met: discover.p95 <= TARGETS.p95Ms }),
+    row({ case: `list p95, ${serviceCount} services`, value: list.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${TARGETS.p95Ms} ms`, met: list.p95 <= TARGETS.p95Ms }),
+  );
 }
 
 async function timeIt(n: number, fn: (i: number) => Promise<void>): Promise<{ n: number; p50: number; p95: number; p99: number }> {

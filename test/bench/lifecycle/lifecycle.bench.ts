@@ -8,6 +8,7 @@
  *   pnpm bench:lifecycle                    400 lifecycles
  *   pnpm bench:lifecycle --lifecycles 1000
  *   pnpm bench:lifecycle --concurrency 1    one lifecycle at a time: latency without queueing
+ *   pnpm bench:lifecycle --json out.json    figures also written as JSON (what `pnpm bench` tabulates)
  *
  * The load comes from outside: a child process of its own signs and sends the requests, so its CPU
  * (Ed25519 signing in JavaScript, the HTTP client) is not taken from the exchange's event loop.
@@ -21,6 +22,7 @@ import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
 import { loadConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
 import { startStack } from '@aex/stack';
+import { row, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
 const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
@@ -84,6 +86,13 @@ async function main() {
     console.log(`    p50 / p95 / p99:  ${fmt(quantile(exchange.paced.create, 0.5))} / ${fmt(quantile(exchange.paced.create, 0.95))} / ${fmt(quantile(exchange.paced.create, 0.99))} ms`);
     const ok = ratio >= TARGETS.ratio && quantile(exchange.create, 0.99) <= TARGETS.createP99Ms;
     console.log(`\n${ok ? 'targets met' : 'targets missed'}`);
+    const createP99 = quantile(exchange.create, 0.99);
+    const ceilingP50 = quantile(ceiling.lifecycle, 0.5);
+    writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'lifecycle', [
+      row({ case: `settled lifecycles, ${CONCURRENCY} callers`, value: exchange.perSecond, unit: '/s', baseline: ceiling.perSecond, baselineName: 'node-postgres writes', target: `ratio ≥ ${TARGETS.ratio}`, met: ratio >= TARGETS.ratio }),
+      row({ case: 'create p99 (saturated)', value: createP99, unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: createP99 <= TARGETS.createP99Ms }),
+      row({ case: 'create p99 at half rate', value: quantile(exchange.paced.create, 0.99), unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: '', met: null }),
+    ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond }, ceiling: { perSecond: ceiling.perSecond } });
   } finally {
     await stack.stop();
     await dispose();

@@ -23,7 +23,6 @@
  *   pnpm bench:webhooks --json out.json      figures also written as JSON
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { fork, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
@@ -33,6 +32,7 @@ import { events, subjects, transactionEvent } from '@aex/contracts';
 import { loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
 import { startWebhookService } from '@aex/webhooks';
+import { row, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
 const arg = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -283,18 +283,18 @@ async function main() {
     console.log(`  p99 increase, dead beside vs alone:               ${(increase * 100).toFixed(1)} %   (target ≤ ${TARGETS.p99Increase * 100} %; pooled ${(pooledIncrease * 100).toFixed(1)} %)`);
     const ok = perSecond >= TARGETS.perSecond && increase <= TARGETS.p99Increase;
     console.log(`\n${ok ? 'targets met' : 'targets missed'}`);
-    const json = arg('--json');
-    if (json) {
-      writeFileSync(json, JSON.stringify({
-        benchmark: 'webhooks', at: new Date().toISOString(),
+    writeReport(arg('--json'), 'webhooks', [
+      row({ case: `deliveries (${DELIVERIES}, ${AGENTS} agents)`, value: perSecond, unit: '/s', baseline, baselineName: 'node:http POSTs', target: `≥ ${TARGETS.perSecond} /s`, met: perSecond >= TARGETS.perSecond }),
+      row({ case: 'healthy p99 beside a dead endpoint', value: p99(beside), unit: 'ms', baseline: p99(alone), baselineName: 'alone', lowerIsBetter: true, target: `ratio ≤ ${1 + TARGETS.p99Increase}`, met: increase <= TARGETS.p99Increase }),
+      row({ case: 'healthy p99 beside a healthy endpoint (control)', value: p99(besideHealthy), unit: 'ms', baseline: p99(alone), baselineName: 'alone', lowerIsBetter: true, target: '', met: null }),
+    ], {
         throughput: { perSecond, baseline, ratio: perSecond / baseline, deliveries: DELIVERIES },
         attempts: { handedOff, claimed },
         isolation: Object.assign(Object.fromEntries(([['alone', alone], ['besideHealthy', besideHealthy], ['beside', beside]] as const).map(([name, rounds]) => [name, {
           p50: quantile(pooled(rounds), 0.5), p99: p99(rounds), roundsP99: roundsP99(rounds), pooledP99: quantile(pooled(rounds), 0.99),
         }])), { increase, pooledIncrease }),
         targets: TARGETS, ok,
-      }, null, 2));
-    }
+    });
   } finally {
     await service.stop();
     await sink.close();

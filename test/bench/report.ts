@@ -1,0 +1,43 @@
+import { writeFileSync } from 'node:fs';
+
+/**
+ * One figure of a benchmark next to its baseline measured in the same run (issue 14). `ratio` is
+ * value ÷ baseline: for a rate, higher is better; for a latency (`lowerIsBetter`), lower is.
+ */
+export interface Row {
+  case: string;
+  value: number;
+  unit: string;
+  baseline: number;
+  baselineName: string;
+  ratio: number;
+  lowerIsBetter?: boolean;
+  /** The issue's target, as text, and whether this run met it (null: no target for this figure). */
+  target: string;
+  met: boolean | null;
+}
+
+export const row = (r: Omit<Row, 'ratio'>): Row => ({ ...r, ratio: r.value / r.baseline });
+
+/** Writes a benchmark's rows (what `pnpm bench` tabulates) and its own details as JSON. */
+export function writeReport(file: string | undefined, bench: string, rows: Row[], detail: unknown): void {
+  if (!file) return;
+  writeFileSync(file, JSON.stringify({ bench, at: new Date().toISOString(), rows, detail }, null, 2));
+}
+
+const num = (n: number) => n.toFixed(Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2);
+
+/** The rows as an aligned text table. */
+export function table(rows: (Row & { bench?: string })[]): string {
+  const head = ['case', 'exchange', 'baseline', 'ratio', 'target', ''];
+  const cells = rows.map((r) => [
+    r.bench ? `${r.bench}: ${r.case}` : r.case,
+    `${num(r.value)} ${r.unit}`,
+    `${num(r.baseline)} ${r.unit} (${r.baselineName})`,
+    `${r.ratio.toFixed(3)}${r.lowerIsBetter ? ' ↓' : ''}`,
+    r.target,
+    r.met === null ? '' : r.met ? 'met' : 'MISSED',
+  ]);
+  const widths = head.map((_, c) => Math.max(...[head, ...cells].map((r) => r[c]!.length)));
+  return [head, ...cells].map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd()).join('\n');
+}

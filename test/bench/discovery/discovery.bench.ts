@@ -14,9 +14,9 @@
 import pg from 'pg';
 import { ExchangeClient, unwrap } from '@aex/client';
 import type { CreateServiceBody, DiscoverBody, ListServicesQuery } from '@aex/contracts';
-import { loadConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
-import { startStack, type Stack } from '@aex/stack';
+import type { ExchangeConfig } from '@aex/platform';
+import type { Stack } from '@aex/stack';
+import { withBenchExchange } from '../exchange.js';
 import { row, writeReport, type Row } from '../report.js';
 import { EVAL_QUERIES, type EvalQuery } from './eval-queries.js';
 import { EVAL_SERVICES, type EvalService } from './eval-services.js';
@@ -42,35 +42,25 @@ const SETS: LabelledSet[] = [
   { name: 'held-out set (never used to choose anything)', services: HELDOUT_SERVICES, queries: HELDOUT_QUERIES },
 ];
 
-const unlimited = '1000000';
 
 /** An exchange of its own (database, NATS namespace, every service, the gateway) for one part of the bench. */
 interface Exchange {
   stack: Stack;
-  config: ReturnType<typeof loadConfig>;
+  config: ExchangeConfig;
   anon: ExchangeClient;
   sql: pg.Client;
 }
 
 async function withExchange(run: (ex: Exchange) => Promise<void>): Promise<void> {
-  const db = await createTestDatabase();
-  const { bus, dispose } = await createTestBus('jetstream');
-  const config = loadConfig({}, {
-    PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
-    RATE_LIMIT_READ_PER_MIN: unlimited, RATE_LIMIT_WRITE_PER_MIN: unlimited, RATE_LIMIT_DISCOVERY_PER_MIN: unlimited, RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: unlimited,
+  await withBenchExchange(async ({ stack, config, db, url }) => {
+    const sql = new pg.Client({ connectionString: db.url });
+    await sql.connect();
+    try {
+      await run({ stack, config, anon: new ExchangeClient({ baseUrl: url }), sql });
+    } finally {
+      await sql.end();
+    }
   });
-  const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });
-  const url = await stack.gateway.listen({ host: '127.0.0.1', port: 0 });
-  const sql = new pg.Client({ connectionString: db.url });
-  await sql.connect();
-  try {
-    await run({ stack, config, anon: new ExchangeClient({ baseUrl: url }), sql });
-  } finally {
-    await sql.end();
-    await stack.stop();
-    await dispose();
-    await db.drop();
-  }
 }
 
 const results: { set: LabelledSet; exchange: Ranking; baseline: Ranking }[] = [];

@@ -22,9 +22,7 @@ import autocannon, { type Options, type Result } from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { ExchangeClient, unwrap } from '@aex/client';
-import { loadConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
-import { startStack } from '@aex/stack';
+import { withBenchExchange } from '../exchange.js';
 import { row, table, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
@@ -54,16 +52,7 @@ function load(opts: Options): Promise<Figures> {
 }
 
 async function main(): Promise<void> {
-  const db = await createTestDatabase();
-  const { bus, dispose } = await createTestBus('jetstream');
-  const unlimited = '100000000';
-  const config = loadConfig({}, {
-    PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
-    RATE_LIMIT_READ_PER_MIN: unlimited, RATE_LIMIT_WRITE_PER_MIN: unlimited, RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: unlimited,
-  });
-  const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });
-  const url = await stack.gateway.listen({ host: '127.0.0.1', port: 0 });
-  try {
+  await withBenchExchange(async ({ url, db }) => {
     const anon = new ExchangeClient({ baseUrl: url });
     const member = async (i: number) => {
       const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: `bench-${i}-${randomUUID()}@example.com`, displayName: `Bench ${i}`, agent: { name: 'owner' } }));
@@ -109,11 +98,7 @@ async function main(): Promise<void> {
     const failures = [read, baseline, fundOne, fundMany].reduce((n, x) => n + x.errors + x.non2xx, 0);
     if (failures > 0) console.log(`\n  ${failures} requests failed or answered non-2xx: the figures count 2xx answers only`);
     writeReport(arg('--json'), 'gateway', rows, { durationSeconds: DURATION, read, readBaseline: baseline, fundOne, fundMany, fundingBaseline: direct, failures });
-  } finally {
-    await stack.stop();
-    await dispose();
-    await db.drop();
-  }
+  });
 }
 
 /** The writes of one sandbox funding, issued directly by `concurrency` clients for `seconds`. */

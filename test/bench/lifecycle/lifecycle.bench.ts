@@ -19,9 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
-import { loadConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger } from '@aex/platform/testing';
-import { startStack } from '@aex/stack';
+import { withBenchExchange } from '../exchange.js';
 import { row, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
@@ -58,17 +56,7 @@ if (args[0] === '--load') {
 }
 
 async function main() {
-  const db = await createTestDatabase();
-  const { bus, dispose } = await createTestBus('jetstream');
-  const unlimited = '1000000';
-  const config = loadConfig({}, {
-    PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
-    RATE_LIMIT_READ_PER_MIN: unlimited, RATE_LIMIT_WRITE_PER_MIN: unlimited, RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: unlimited,
-  });
-  const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });
-  const url = await stack.gateway.listen({ host: '127.0.0.1', port: 0 });
-
-  try {
+  await withBenchExchange(async ({ url, db }) => {
     const exchange = await fromAnotherProcess(url);
     const ceiling = await directWrites(db.url);
     const ratio = exchange.perSecond / ceiling.perSecond;
@@ -93,11 +81,7 @@ async function main() {
       row({ case: 'create p99 (saturated)', value: createP99, unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: createP99 <= TARGETS.createP99Ms }),
       row({ case: 'create p99 at half rate', value: quantile(exchange.paced.create, 0.99), unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: '', met: null }),
     ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond }, ceiling: { perSecond: ceiling.perSecond } });
-  } finally {
-    await stack.stop();
-    await dispose();
-    await db.drop();
-  }
+  });
 }
 
 function fromAnotherProcess(url: string): Promise<LoadResult> {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from '@aex/platform';
 import { repoRoot, type KubeObject } from './helm.js';
 
 // Runs what the chart renders as local processes: each container's command and environment, as a
@@ -30,6 +30,9 @@ type Workload = KubeObject & { spec: { template: { spec: { containers: Container
 
 /** The image's working directory and install path (checked against the Dockerfile by the tests). */
 export const IMAGE_ROOT = '/app';
+
+/** A path of the image, alone or as a flag's value (`--watch-path=/app/services`): this checkout's here. */
+const inImage = new RegExp(`^(--[\\w-]+=)?${IMAGE_ROOT}(/|$)`);
 
 /** One container of a rendered workload, ready to run here. */
 export interface ContainerRun {
@@ -62,17 +65,6 @@ const dataOf = (o: KubeObject): Record<string, string> => {
   return data;
 };
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /**
  * The containers of every rendered workload of `kind`, with their environment resolved from the
  * rendered ConfigMaps and Secrets (and `externalSecrets`). A reference to a missing object or key is
@@ -82,12 +74,15 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
   const stores = new Map<string, Record<string, string>>();
   for (const o of objects) if (o.kind === 'ConfigMap' || o.kind === 'Secret') stores.set(`${o.kind}/${o.metadata.name}`, dataOf(o));
   for (const [name, data] of Object.entries(externalSecrets)) if (!stores.has(`Secret/${name}`)) stores.set(`Secret/${name}`, data);
-  const lookup = (kindOf: 'ConfigMap' | 'Secret', name: string, key: string | undefined, where: string) => {
-    const store = stores.get(`${kindOf}/${name}`);
-    if (!store) throw new Error(`${where}: ${kindOf} ${name} does not exist`);
-    if (key === undefined) return store;
-    if (!(key in store)) throw new Error(`${where}: ${kindOf} ${name} has no key ${key}`);
-    return store[key]!;
+  const store = (kindOf: 'ConfigMap' | 'Secret', name: string, where: string) => {
+    const found = stores.get(`${kindOf}/${name}`);
+    if (!found) throw new Error(`${where}: ${kindOf} ${name} does not exist`);
+    return found;
+  };
+  const value = (kindOf: 'ConfigMap' | 'Secret', ref: { name: string; key: string }, where: string) => {
+    const found = store(kindOf, ref.name, where)[ref.key];
+    if (found === undefined) throw new Error(`${where}: ${kindOf} ${ref.name} has no key ${ref.key}`);
+    return found;
   };
   const runs: ContainerRun[] = [];
   for (const w of objects.filter((o) => o.kind === kind) as Workload[]) {
@@ -95,13 +90,13 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
       const where = `${w.metadata.name}/${c.name}`;
       const env: Record<string, string> = {};
       for (const from of c.envFrom ?? []) {
-        if (from.configMapRef) Object.assign(env, lookup('ConfigMap', from.configMapRef.name, undefined, where));
-        if (from.secretRef) Object.assign(env, lookup('Secret', from.secretRef.name, undefined, where));
+        if (from.configMapRef) Object.assign(env, store('ConfigMap', from.configMapRef.name, where));
+        if (from.secretRef) Object.assign(env, store('Secret', from.secretRef.name, where));
       }
       for (const e of c.env ?? []) {
         if (e.value !== undefined) env[e.name] = e.value;
-        else if (e.valueFrom?.secretKeyRef) env[e.name] = lookup('Secret', e.valueFrom.secretKeyRef.name, e.valueFrom.secretKeyRef.key, where) as string;
-        else if (e.valueFrom?.configMapKeyRef) env[e.name] = lookup('ConfigMap', e.valueFrom.configMapKeyRef.name, e.valueFrom.configMapKeyRef.key, where) as string;
+        else if (e.valueFrom?.secretKeyRef) env[e.name] = value('Secret', e.valueFrom.secretKeyRef, where);
+        else if (e.valueFrom?.configMapKeyRef) env[e.name] = value('ConfigMap', e.valueFrom.configMapKeyRef, where);
         else throw new Error(`${where}: env ${e.name} has neither a value nor a reference this harness knows`);
       }
       const ports: Record<string, number> = {};
@@ -111,8 +106,6 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
         for (const [k, v] of Object.entries(env)) if (v === String(p.containerPort) && /PORT$/.test(k)) env[k] = String(local);
       }
       const command = [...(c.command ?? []), ...(c.args ?? [])];
-      // A path of the image, alone or as a flag's value (`--watch-path=/app/services`), is this checkout's.
-      const inImage = new RegExp(`^(--[\\w-]+=)?${IMAGE_ROOT}(/|$)`);
       const argv = command.map((a) => (a === 'node' ? process.execPath : a.replace(inImage, (_m, flag: string | undefined, slash: string) => `${flag ?? ''}${repoRoot}${slash}`)));
       if (argv.length === 0) throw new Error(`${where}: no command (the image's CMD starts the gateway only)`);
       const probe = c.readinessProbe?.httpGet;

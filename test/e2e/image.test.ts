@@ -4,8 +4,8 @@ import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TEST_NATS_URL, uniqueSuffix } from '@aex/platform/testing';
 import type { Launcher } from '../deploy/boot.js';
-import { repoRoot } from '../deploy/helm.js';
-import { boot, Cleanups, isolated, render, smoke, stopAll } from './kube-kit.js';
+import { render, repoRoot } from '../deploy/helm.js';
+import { boot, Cleanups, isolated, smoke, stopAll } from './kube-kit.js';
 
 // Issue 13: the image is built from deploy/Dockerfile with buildah on a Node 20 base made here with
 // debootstrap (no registry is reachable), and the chart's rendered containers run in it with podman,

@@ -4,7 +4,7 @@ import { expect } from 'vitest';
 import { ExchangeClient, unwrap } from '@aex/client';
 import { createTestBus, createTestDatabase, eventually, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { containersOf, ready, start, terminate, type Launcher, type RunningContainer } from '../deploy/boot.js';
-import { template, type KubeObject } from '../deploy/helm.js';
+import type { KubeObject } from '../deploy/helm.js';
 import { signingMember } from './harness.js';
 
 // Shared by kubernetes.test.ts (the rendered chart as local processes) and image.test.ts (the
@@ -36,12 +36,6 @@ export async function isolated(cleanups: Cleanups): Promise<{ db: TestDatabase; 
     await db.drop();
   });
   return { db, namespace };
-}
-
-export async function render(valueFile: string, set: Record<string, string | number | boolean>): Promise<KubeObject[]> {
-  const r = await template({ valueFiles: [valueFile], set });
-  if (!r.ok) throw new Error(r.error);
-  return r.objects;
 }
 
 /** The Job first (every container must exit 0), then every Deployment until its readiness probe passes. */

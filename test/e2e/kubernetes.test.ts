@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_NATS_URL } from '@aex/platform/testing';
 import { containersOf, imageWorkdir, IMAGE_ROOT, ready, start } from '../deploy/boot.js';
-import { repoRoot } from '../deploy/helm.js';
-import { boot, Cleanups, collector, isolated, render, smoke, stopAll } from './kube-kit.js';
+import { render, repoRoot } from '../deploy/helm.js';
+import { boot, Cleanups, collector, isolated, smoke, stopAll } from './kube-kit.js';
 
 // Issue 13: what the Helm chart renders is what runs. The migrations Job's containers and every
 // Deployment's container are started from the rendered command and environment (test/deploy/boot.ts

@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { freePort } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
 import { exchangeProcess, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
@@ -20,14 +21,6 @@ import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 // where an attempt was cut by a kill (the at-least-once contract).
 
 const PURCHASES = 24;
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as AddressInfo;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** A nats-server of this test's own (the shared one cannot be killed), on a fixed port and store. */
 function natsServer(port: number, store: string) {

@@ -9,5 +9,6 @@ export * from './reply-budget.js';
 export * from './idempotency/records.js';
 export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';
+export * from './net/free-port.js';
 export * from './health.js';
 export * from './service-main.js';

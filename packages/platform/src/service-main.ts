@@ -42,7 +42,8 @@ export async function runService(name: string, start: (opts: { bus: Bus; databas
  * its schema (and role, when the login may create one) brought to the latest migration, then exit 0.
  * A service also migrates at start, under the same lock, so a Job that did not run loses nothing.
  */
-export async function runMigrations(name: string, database: Pick<ServiceDbOptions, 'schema' | 'migrations' | 'extensions'>): Promise<void> {
+export async function runMigrations(database: Pick<ServiceDbOptions, 'schema' | 'migrations' | 'extensions'>): Promise<void> {
+  const name = database.schema;
   await runMain(async () => {
     const config = loadConfig();
     const databaseUrl = required(config, 'DATABASE_URL', `the ${name} migrations`);

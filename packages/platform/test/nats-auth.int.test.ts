@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NatsBus } from '../src/bus/nats-bus.js';
+import { freePort } from '../src/net/free-port.js';
 import { eventually } from '../src/testing/index.js';
 
 // Issue 13: a NATS server with authorization, as a platform team runs it so that only the exchange's
@@ -15,12 +15,7 @@ describe('the bus on a NATS server that requires a user and password', () => {
   const store = mkdtempSync(join(tmpdir(), 'aex-nats-auth-'));
 
   beforeAll(async () => {
-    port = await new Promise<number>((resolve) => {
-      const s = createServer().listen(0, '127.0.0.1', () => {
-        const p = (s.address() as { port: number }).port;
-        s.close(() => resolve(p));
-      });
-    });
+    port = await freePort();
     server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '--user', 'exchange', '--pass', 'pa:ss@word', '-js', '-sd', store], { stdio: 'ignore' });
     await eventually(async () => {
       const bus = await NatsBus.connect(`nats://exchange:${encodeURIComponent('pa:ss@word')}@127.0.0.1:${port}`, 'tauth', 'probe').catch(() => null);

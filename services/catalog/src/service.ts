@@ -3,7 +3,7 @@ import { ValidatorCache } from '@aex/schemas';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { migrations } from './db/migrations/index.js';
+import { database } from './db/migrations/index.js';
 import * as services from './services/handlers.js';
 import { listServices } from './services/listing.js';
 import { applyAgentEvent, startProviderReplica } from './providers/replica.js';
@@ -15,9 +15,6 @@ export interface CatalogService extends Component {
   deps: CatalogDeps;
   discovery: Discovery;
 }
-
-/** The catalog service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
-export const database = { schema: 'catalog', migrations, extensions: ['pg_trgm'] };
 
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
 export async function startCatalogService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<CatalogService> {

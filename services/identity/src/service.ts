@@ -3,7 +3,7 @@ import { AUTH_CACHE, identityOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { migrations } from './db/migrations/index.js';
+import { database } from './db/migrations/index.js';
 import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
 import * as keys from './agents/keys.js';
@@ -19,9 +19,6 @@ import { startPeriodic } from './periodic.js';
 export interface IdentityService extends Component {
   deps: IdentityDeps;
 }
-
-/** The identity service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
-export const database = { schema: 'identity', migrations };
 
 /** Starts identity: migrations, outbox relay, saga consumer, and its operations on the bus. */
 export async function startIdentityService(opts: {

@@ -1,22 +1,9 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { Logger } from '@aex/platform';
-
-/** A free TCP port on loopback. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+import { freePort, type Logger } from '@aex/platform';
 
 export interface Started {
   url: string;

@@ -2,7 +2,7 @@ import { transactionOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { migrations } from './db/migrations/index.js';
+import { database } from './db/migrations/index.js';
 import { PinnedContracts } from './pinned-contracts.js';
 import { SagaSignals } from './saga-signals.js';
 import * as disputes from './transactions/disputes.js';
@@ -15,9 +15,6 @@ import { startTimers } from './transactions/timers.js';
 export interface TransactionService extends Component {
   deps: TransactionDeps;
 }
-
-/** The transactions service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
-export const database = { schema: 'transactions', migrations };
 
 /**
  * Starts the transaction-and-negotiation service (issue 10): migrations, outbox relay, the saga's

@@ -1,5 +1,5 @@
 import { runMigrations } from '@aex/platform';
-import { database } from './service.js';
+import { database } from './db/migrations/index.js';
 
 // The wallet schema migrated, then exit: the Helm chart's migrations Job (deploy/helm/agent-exchange).
-await runMigrations('wallet', database);
+await runMigrations(database);

@@ -2,7 +2,7 @@ import { walletOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { migrations } from './db/migrations/index.js';
+import { database } from './db/migrations/index.js';
 import { processorFor } from './payments/processor.js';
 import * as wallets from './wallets/handlers.js';
 import { checkLedger } from './wallets/check.js';
@@ -13,9 +13,6 @@ import { serveChildren } from './wallets/children.js';
 export interface WalletService extends Component {
   deps: WalletDeps;
 }
-
-/** The wallet service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
-export const database = { schema: 'wallet', migrations };
 
 /** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
 export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {

@@ -2,7 +2,7 @@ import { webhooksOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, retryDelays, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WebhookDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { migrations } from './db/migrations/index.js';
+import { database } from './db/migrations/index.js';
 import { Dispatcher, type DispatcherOptions } from './dispatcher.js';
 import { startEndpointReplica } from './endpoints.js';
 import * as handlers from './handlers.js';
@@ -13,9 +13,6 @@ export interface WebhookService extends Component {
   deps: WebhookDeps;
   dispatcher: Dispatcher;
 }
-
-/** The webhooks service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
-export const database = { schema: 'webhooks', migrations };
 
 /**
  * Starts the webhook dispatcher (issue 12, D14): migrations, outbox relay, the replica of agents'

@@ -42,21 +42,20 @@ app.kubernetes.io/component: {{ .name }}
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret holding NATS_URL, DATABASE_URL and ADMIN_TOKEN: the user's, or the chart's own. */}}
-{{- define "aex.secretName" -}}
-{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.existingSecret -}}
-{{- end -}}
-{{- define "aex.natsSecretName" -}}
-{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.nats.existingSecret -}}
-{{- end -}}
-{{- define "aex.postgresSecretName" -}}
-{{- default (printf "%s-secrets" (include "aex.fullname" .)) .Values.postgres.existingSecret -}}
-{{- end -}}
-{{- define "aex.natsSecretKey" -}}
-{{- if .Values.nats.existingSecret }}{{ .Values.nats.existingSecretKey }}{{ else }}NATS_URL{{ end -}}
-{{- end -}}
-{{- define "aex.postgresSecretKey" -}}
-{{- if .Values.postgres.existingSecret }}{{ .Values.postgres.existingSecretKey }}{{ else }}DATABASE_URL{{ end -}}
+{{/*
+  A secretKeyRef to one value: key `key` of the platform team's Secret `existing` when set, else key
+  `ownKey` of the chart's own Secret (`own`, default <fullname>-secrets).
+  Call with (dict "root" $ "existing" … "key" … "ownKey" … ["own" …]).
+*/}}
+{{- define "aex.secretKeyRef" -}}
+secretKeyRef:
+  {{- if .existing }}
+  name: {{ .existing }}
+  key: {{ .key }}
+  {{- else }}
+  name: {{ default (printf "%s-secrets" (include "aex.fullname" .root)) .own }}
+  key: {{ .ownKey }}
+  {{- end }}
 {{- end -}}
 
 {{/* PUBLIC_BASE_URL: given, or https://<ingress host>; a deployment without one is refused. */}}
@@ -104,13 +103,11 @@ app.kubernetes.io/component: {{ .name }}
 - {{ printf "/app/services/%s/src/%s.ts" .name .script }}
 {{- end -}}
 
-{{/* DATABASE_URL of one service: its own key of the user's Secret, or the shared one. */}}
+{{/* DATABASE_URL of one service: its own key of the platform team's Secret, or the shared URL. */}}
 {{- define "aex.databaseEnv" -}}
 - name: DATABASE_URL
   valueFrom:
-    secretKeyRef:
-      name: {{ include "aex.postgresSecretName" .root }}
-      key: {{ default (include "aex.postgresSecretKey" .root) .svc.databaseSecretKey }}
+    {{- include "aex.secretKeyRef" (dict "root" .root "existing" .root.Values.postgres.existingSecret "key" (default .root.Values.postgres.existingSecretKey .svc.databaseSecretKey) "ownKey" "DATABASE_URL" "own" .own) | nindent 4 }}
 {{- end -}}
 
 {{- define "aex.podSecurityContext" -}}

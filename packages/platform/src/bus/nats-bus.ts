@@ -14,6 +14,9 @@ import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 
 const decoder = new TextDecoder();
 
+const nanos = (ms: number) => ms * 1_000_000;
+const DAY_MS = 86_400_000;
+
 /**
  * NATS_URL as connect options: one URL or several, comma-separated; credentials in a URL
  * (`nats://user:password@host:4222`, or `nats://token@host:4222`) become the connection's user and
@@ -36,8 +39,6 @@ export function natsServers(url: string): { servers: string[]; user?: string; pa
   if (servers.length === 0) throw new Error('NATS_URL names no server');
   return { servers, ...auth };
 }
-const nanos = (ms: number) => ms * 1_000_000;
-const DAY_MS = 86_400_000;
 
 function toNatsHeaders(h: MsgHeaders | undefined): MsgHdrs | undefined {
   const entries = Object.entries(h ?? {});

@@ -4,3 +4,6 @@ import * as m0002 from './0002-idempotency-keys.js';
 import * as m0003 from './0003-outbox-claims.js';
 
 export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0003-outbox-claims': m0003 };
+
+/** The catalog service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'catalog', migrations, extensions: ['pg_trgm'] };

@@ -18,3 +18,6 @@ export const migrations: Record<string, Migration> = {
   '0007-operator-actions': m0007,
   '0008-children': m0008,
 };
+
+/** The identity service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'identity', migrations };

@@ -5,3 +5,6 @@ import * as m0003 from './0003-review-window.js';
 import * as m0004 from './0004-disputes.js';
 
 export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-outbox-claims': m0002, '0003-review-window': m0003, '0004-disputes': m0004 };
+
+/** The transactions service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'transactions', migrations };

@@ -7,3 +7,6 @@ import * as m0005 from './0005-hold-refunds.js';
 import * as m0006 from './0006-children.js';
 
 export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-idempotency-keys': m0002, '0003-holds': m0003, '0004-outbox-claims': m0004, '0005-hold-refunds': m0005, '0006-children': m0006 };
+
+/** The wallet service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
+export const database = { schema: 'wallet', migrations };

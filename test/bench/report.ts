@@ -17,7 +17,8 @@ export interface Row {
   met: boolean | null;
 }
 
-export const row = (r: Omit<Row, 'ratio'>): Row => ({ ...r, ratio: r.value / r.baseline });
+/** A baseline of 0 (a latency below the load tool's 1 ms resolution) has no ratio: NaN, shown as "—", null in JSON. */
+export const row = (r: Omit<Row, 'ratio'>): Row => ({ ...r, ratio: r.baseline > 0 ? r.value / r.baseline : Number.NaN });
 
 /** Writes a benchmark's rows (what `pnpm bench` tabulates) and its own details as JSON. */
 export function writeReport(file: string | undefined, bench: string, rows: Row[], detail: unknown): void {
@@ -34,7 +35,7 @@ export function table(rows: (Row & { bench?: string })[]): string {
     r.bench ? `${r.bench}: ${r.case}` : r.case,
     `${num(r.value)} ${r.unit}`,
     `${num(r.baseline)} ${r.unit} (${r.baselineName})`,
-    `${r.ratio.toFixed(3)}${r.lowerIsBetter ? ' ↓' : ''}`,
+    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(3)}${r.lowerIsBetter ? ' ↓' : ''}` : '—',
     r.target,
     r.met === null ? '' : r.met ? 'met' : 'MISSED',
   ]);

@@ -29,3 +29,28 @@ export const AUTH_CACHE = {
   ttlMs: 60_000,
   staleMarker: 'stale',
 } as const;
+
+/**
+ * What every gateway replica keeps in its own memory — principals and agent views, answered without
+ * a round trip (issue 14, D2.5; docs/gateway-caches.md). A replica is listed in the `registry` KV
+ * bucket while it lives and renews its entry every `heartbeatMs`; it uses its memory only within
+ * `leaseMs` of a renewal the registry accepted. Identity tells every listed replica what changed on
+ * `forgetSubject` and waits for each one's acknowledgement before it answers the change; a replica
+ * that does not acknowledge within `ackTimeoutMs` is fenced (its entry deleted, so its next renewal
+ * fails and it empties its memory) and identity waits out its lease.
+ */
+export const GATEWAY_CACHES = {
+  registry: (ns: string) => names.bucket(ns, 'gateways'),
+  forgetSubject: (ns: string, replicaId: string) => `${ns}.gateway.${replicaId}.forget`,
+  heartbeatMs: 1_000,
+  leaseMs: 3_000,
+  /** An entry nobody renews (a replica that died) leaves the registry after this. */
+  registryTtlMs: 30_000,
+  ackTimeoutMs: 1_000,
+} as const;
+
+/** What identity tells the gateways to forget: principals by API-key hash, cached answers by agent. */
+export interface CacheInvalidation {
+  keyHashes: string[];
+  agentIds: string[];
+}

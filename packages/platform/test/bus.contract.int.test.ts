@@ -167,6 +167,21 @@ describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
     const kv = await bus.kv(name, { ttlMs: 1000 });
     await kv.put('k', 'v');
     expect((await kv.get('k'))?.value).toBe('v');
+    expect(await kv.keys()).toEqual(['k']);
     await eventually(async () => (await kv.get('k')) === null, 5000, 200);
+    expect(await kv.keys()).toEqual([]);
+  });
+
+  it('KV keys lists the keys holding a value, without deleted ones', async () => {
+    const name = `${bus.namespace}_keys`;
+    buckets.push(name);
+    const kv = await bus.kv(name);
+    expect(await kv.keys()).toEqual([]);
+    await kv.put('a', '1');
+    await kv.put('b', '2');
+    await kv.put('a', '3');
+    await kv.put('c', '4');
+    await kv.delete('b');
+    expect((await kv.keys()).sort()).toEqual(['a', 'c']);
   });
 });

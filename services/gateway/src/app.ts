@@ -4,6 +4,8 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '@aex/contracts';
 import { busCheck, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { LocalCache } from './caches/local-cache.js';
+import { CacheMembership } from './caches/membership.js';
 import { ApiKeyAuthenticator } from './guards/auth.js';
 import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
 import { errorResponse, successBody, toAppError } from './http/envelope.js';
@@ -30,7 +32,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const { bus, config } = opts;
-  const guards = await createGuards(bus, config);
+  const membership = await CacheMembership.start(bus, opts.logger.child({ service: 'gateway' }));
+  const guards = await createGuards(bus, config, membership);
 
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
@@ -53,6 +56,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   });
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+  });
+  app.addHook('onClose', async () => {
+    await guards.limiter.stop();
+    await membership.stop();
   });
   acceptJsonBodies(app);
 
@@ -90,7 +97,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   return app;
 }
 
-async function createGuards(bus: Bus, config: ExchangeConfig): Promise<Guards> {
+/** Agent views kept per replica (docs/gateway-caches.md); short-lived, as a bound on what a lost invalidation costs. */
+const LOCAL_VIEWS = { maxEntries: 50_000, ttlMs: 30_000 };
+
+async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheMembership): Promise<Guards> {
   const limiter = await RateLimiter.create(bus, {
     read: config.RATE_LIMIT_READ_PER_MIN,
     write: config.RATE_LIMIT_WRITE_PER_MIN,
@@ -100,8 +110,8 @@ async function createGuards(bus: Bus, config: ExchangeConfig): Promise<Guards> {
     public_ip: config.RATE_LIMIT_PUBLIC_PER_MIN_PER_IP,
     auth_failures_ip: config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP,
   });
-  const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS);
-  return { auth, limiter };
+  const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
+  return { auth, limiter, views: new LocalCache<string>(membership, LOCAL_VIEWS) };
 }
 
 /**

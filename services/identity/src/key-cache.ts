@@ -1,5 +1,6 @@
 import { AUTH_CACHE, type Principal } from '@aex/contracts';
 import type { KvStore, Logger } from '@aex/platform';
+import type { IdentityDeps } from './context.js';
 
 /**
  * D2.5: makes every gateway replica forget the cached principal of these keys. A `stale` marker
@@ -10,8 +11,19 @@ export async function markStale(cache: KvStore, hashes: string[]): Promise<void>
   for (const h of hashes) await cache.put(h, AUTH_CACHE.staleMarker);
 }
 
+/**
+ * After a commit that changed agents or their keys: the shared cache's markers for the keys, then
+ * every gateway replica forgets the keys' principals and its cached answers about the agents
+ * (gateway-caches.ts). Awaited before the change is answered, so the next request sees it anywhere.
+ */
+export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | 'gateways'>, what: { keyHashes?: string[]; agentIds?: string[] }, logger: Logger): Promise<void> {
+  const keyHashes = what.keyHashes ?? [];
+  if (keyHashes.length > 0) await markStaleAfterCommit(deps.authCache, keyHashes, logger);
+  await deps.gateways.forget({ keyHashes, agentIds: what.agentIds ?? [] });
+}
+
 /** After a commit: retried until it lands, because a missed marker keeps a principal cached up to the TTL. */
-export async function markStaleAfterCommit(cache: KvStore, hashes: string[], logger: Logger): Promise<void> {
+async function markStaleAfterCommit(cache: KvStore, hashes: string[], logger: Logger): Promise<void> {
   for (let attempt = 0; attempt < 8; attempt++) {
     try {
       await markStale(cache, hashes);

@@ -3,6 +3,7 @@ import { AUTH_CACHE, identityOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
+import { GatewayCaches } from './gateway-caches.js';
 import { database } from './db/migrations/index.js';
 import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
@@ -40,7 +41,8 @@ export async function startIdentityService(opts: {
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
   const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
-  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, webhookPolicy, now: opts.now ?? (() => new Date()) };
+  const gateways = await GatewayCaches.open(opts.bus, logger);
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, gateways, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);
@@ -76,19 +78,22 @@ export async function startIdentityService(opts: {
     db: serviceDb,
     config: opts.config,
   });
+  let stopped: Promise<void> | undefined;
   return {
     deps,
     checks: async () => [await databaseCheck(db)],
-    async stop() {
-      await server.stop();
-      await redrive.stop();
-      await expiry.stop();
-      await walletOpened.stop();
-      await children.stop();
-      await trust.stop();
-      await audit.stop();
-      await relay.stop();
-      await close();
-    },
+    // Once: a second call (a test that stopped it early, then its teardown) waits for the first.
+    stop: () =>
+      (stopped ??= (async () => {
+        await server.stop();
+        await redrive.stop();
+        await expiry.stop();
+        await walletOpened.stop();
+        await children.stop();
+        await trust.stop();
+        await audit.stop();
+        await relay.stop();
+        await close();
+      })()),
   };
 }

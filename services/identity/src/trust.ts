@@ -18,7 +18,11 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     logger: deps.logger,
     durable: 'identity-trust-outcomes',
     def: transactionOutcome,
-    afterCommit: () => deps.relay.kick(),
+    afterCommit: async (e) => {
+      deps.relay.kick();
+      // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md).
+      await deps.gateways.forget({ keyHashes: [], agentIds: [e.providerAgentId] });
+    },
     handle: async (trx, e) => {
       const current = await trx.selectFrom('trustScores').select('score').where('agentId', '=', e.providerAgentId).forUpdate().executeTakeFirst();
       if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);

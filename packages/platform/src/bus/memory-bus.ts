@@ -230,6 +230,10 @@ export class MemoryBus implements Bus {
         guard();
         store.entries.delete(key);
       },
+      async keys() {
+        guard();
+        return [...store.entries.keys()].filter((k) => live(k) !== undefined);
+      },
     };
   }
 

@@ -261,6 +261,11 @@ export class NatsBus implements Bus {
       async delete(key) {
         await kv.delete(key);
       },
+      async keys() {
+        const found: string[] = [];
+        for await (const k of await kv.keys()) found.push(k);
+        return found;
+      },
     };
   }
 

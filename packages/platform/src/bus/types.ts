@@ -53,6 +53,8 @@ export interface KvStore {
   update(key: string, value: string, revision: number): Promise<number>;
   put(key: string, value: string): Promise<number>;
   delete(key: string): Promise<void>;
+  /** The keys that hold a value now (deleted and expired ones left out). */
+  keys(): Promise<string[]>;
 }
 
 export interface Stoppable {

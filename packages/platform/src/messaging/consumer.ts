@@ -16,8 +16,8 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
   def: M;
   /** Runs inside the transaction that also records the message id: effect and dedupe commit together. */
   handle: (trx: Transaction<DB>, data: Static<M['data']>, envelope: Envelope) => Promise<void>;
-  /** Called after the commit (e.g. to kick the outbox relay). */
-  afterCommit?: () => void;
+  /** Called after the commit (e.g. to kick the outbox relay), and awaited before the message is acknowledged. */
+  afterCommit?: (data: Static<M['data']>) => void | Promise<void>;
   concurrency?: number;
 }
 
@@ -62,7 +62,7 @@ export async function consumeIdempotently<M extends MessageDef, DB>(opts: Idempo
       }
       try {
         const applied = await applyOnce(opts.db, opts.durable, env.value as Envelope, (trx, e) => opts.handle(trx, data.value as Static<M['data']>, e));
-        if (applied) opts.afterCommit?.();
+        if (applied) await opts.afterCommit?.(data.value as Static<M['data']>);
         return ack();
       } catch (err) {
         if (isAppError(err)) {

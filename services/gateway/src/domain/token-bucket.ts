@@ -31,30 +31,47 @@ export interface BatchTake {
  * Pure: the caller stores the state and passes the clock.
  */
 export function takeTokens(previous: BucketState | null, perMinute: number, nowMs: number, n: number): BatchTake {
-  const capacity = perMinute;
-  const refillPerMs = perMinute / 60_000;
-  const elapsed = previous ? Math.max(0, nowMs - previous.atMs) : 0;
-  const available = previous ? Math.min(capacity, previous.tokens + elapsed * refillPerMs) : capacity;
+  const available = previous ? tokensAt(previous, perMinute, nowMs) : perMinute;
   const granted = Math.max(0, Math.min(n, Math.floor(available)));
   const state = { tokens: available - granted, atMs: nowMs };
   const results: TakeResult[] = [];
   for (let i = 0; i < n; i++) {
     const allowed = i < granted;
     // What the bucket held right after this request: honest RateLimit-Remaining for each.
-    const tokens = allowed ? available - (i + 1) : state.tokens;
-    results.push({
-      allowed,
-      state,
-      limit: capacity,
-      remaining: Math.floor(tokens),
-      resetSeconds: Math.ceil((capacity - tokens) / refillPerMs / 1000),
-      retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / refillPerMs / 1000)),
-    });
+    results.push(takeResult(allowed, allowed ? available - (i + 1) : state.tokens, state, perMinute));
   }
   return { state, granted, results };
+}
+
+/** The answer to one take, given the tokens the bucket holds right after it. */
+export function takeResult(allowed: boolean, tokens: number, state: BucketState, perMinute: number): TakeResult {
+  const refillPerMs = perMinute / 60_000;
+  return {
+    allowed,
+    state,
+    limit: perMinute,
+    remaining: Math.floor(tokens),
+    resetSeconds: Math.ceil((perMinute - tokens) / refillPerMs / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / refillPerMs / 1000)),
+  };
+}
+
+/** The bucket's tokens at `nowMs`, refilled since `state` was counted. */
+export function tokensAt(state: BucketState, perMinute: number, nowMs: number): number {
+  return Math.min(perMinute, state.tokens + Math.max(0, nowMs - state.atMs) * (perMinute / 60_000));
 }
 
 /** One request's take (a batch of one). */
 export function takeToken(previous: BucketState | null, perMinute: number, nowMs: number): TakeResult {
   return takeTokens(previous, perMinute, nowMs, 1).results[0]!;
+}
+
+/**
+ * How many tokens a replica may hold back for its coming requests (a lease, docs/gateway-caches.md):
+ * what it expects to need, but only out of the upper half of the bucket and at most a tenth of it —
+ * so a lease never makes another replica refuse a request while the bucket is below half, where
+ * every token is still taken from the shared store one batch at a time.
+ */
+export function spareTokens(tokens: number, perMinute: number, wanted: number): number {
+  return Math.max(0, Math.min(Math.floor(wanted), Math.floor(tokens - perMinute / 2), Math.floor(perMinute / 10)));
 }

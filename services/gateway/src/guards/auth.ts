@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
 import { callOperation, type Bus, type KvStore } from '@aex/platform';
+import { LocalCache } from '../caches/local-cache.js';
+import { agentTag, keyTag, type CacheMembership } from '../caches/membership.js';
 import { RateLimitedError, type RateLimiter } from './rate-limit.js';
 
 const principalCheck = validator(Principal);
@@ -9,11 +11,15 @@ const unauthenticated = (message: string) => new AppError('UNAUTHENTICATED', mes
 /** Unknown key hashes remembered by one gateway replica (no key can become valid: keys are random). */
 const NEGATIVE_CACHE_SIZE = 10_000;
 const NEGATIVE_CACHE_TTL_MS = 10 * 60_000;
+/** Principals held in the replica's own memory (docs/gateway-caches.md). */
+const LOCAL_PRINCIPALS = { maxEntries: 100_000, ttlMs: AUTH_CACHE.ttlMs };
 
 /**
- * API-key authentication (D2) with the shared key cache (D2.5, docs/auth-cache.md): a KV hit is used
- * as is; a miss or a `stale` marker asks identity, and the answer is cached with compare-and-set
- * against the revision read first — so a marker written by a concurrent revocation always wins.
+ * API-key authentication (D2) with two caches (D2.5). The replica's own memory answers without a
+ * round trip; identity makes every replica forget a principal before it answers the change
+ * (docs/gateway-caches.md). Behind it, the shared KV cache (docs/auth-cache.md): a hit is used as
+ * is; a miss or a `stale` marker asks identity, and the answer is cached with compare-and-set against
+ * the revision read first — so a marker written by a concurrent revocation always wins.
  *
  * Keys that are not cached cost identity a database query, so guessing is bounded twice: an unknown
  * key hash is remembered locally (answered 401 without asking again), and every lookup of an
@@ -23,16 +29,20 @@ const NEGATIVE_CACHE_TTL_MS = 10 * 60_000;
  */
 export class ApiKeyAuthenticator {
   private readonly unknownKeys = new Map<string, number>();
+  private readonly local: LocalCache<PrincipalT>;
 
   private constructor(
     private readonly bus: Bus,
     private readonly cache: KvStore,
     private readonly limiter: RateLimiter,
     private readonly timeoutMs: number,
-  ) {}
+    membership: CacheMembership,
+  ) {
+    this.local = new LocalCache(membership, LOCAL_PRINCIPALS);
+  }
 
-  static async create(bus: Bus, limiter: RateLimiter, timeoutMs: number): Promise<ApiKeyAuthenticator> {
-    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), limiter, timeoutMs);
+  static async create(bus: Bus, limiter: RateLimiter, timeoutMs: number, membership: CacheMembership): Promise<ApiKeyAuthenticator> {
+    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), limiter, timeoutMs, membership);
   }
 
   async authenticate(authorization: string | undefined, requestId: string, clientIp: string): Promise<PrincipalT> {
@@ -41,10 +51,17 @@ export class ApiKeyAuthenticator {
     const key = match[1]!;
     if (!API_KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
     const hash = hashApiKey(key);
+    const known = this.local.get(hash);
+    if (known) return unexpired(known);
+    const fill = this.local.begin();
+    const remember = (p: PrincipalT) => fill(hash, [keyTag(hash), agentTag(p.agentId)], p);
     const entry = await this.cache.get(hash).catch(() => undefined);
     if (entry && entry.value !== AUTH_CACHE.staleMarker) {
       const cached = principalCheck.check(JSON.parse(entry.value));
-      if (cached.ok) return unexpired(cached.value);
+      if (cached.ok) {
+        remember(cached.value);
+        return unexpired(cached.value);
+      }
     }
     const limited = await this.limiter.take('auth_failures_ip', clientIp);
     if (!limited.allowed) {
@@ -64,6 +81,7 @@ export class ApiKeyAuthenticator {
     // A lost compare-and-set means identity marked the key meanwhile; a cache that cannot be written
     // only costs a lookup next time. Either way this request is answered with what identity said.
     await store.catch(() => undefined);
+    remember(principal.value);
     return unexpired(principal.value);
   }
 

@@ -1,6 +1,6 @@
 import { AppError, names } from '@aex/contracts';
 import { KvConflictError, type Bus, type KvStore } from '@aex/platform';
-import { takeTokens, type TakeResult } from '../domain/token-bucket.js';
+import { spareTokens, takeResult, takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
 
 export type RateGroup = 'read' | 'write' | 'discovery' | 'key_rotation' | 'accounts_ip' | 'public_ip' | 'auth_failures_ip';
 
@@ -16,6 +16,24 @@ interface Waiter {
 
 /** A lost compare-and-set is retried this often: only other replicas can win it (see below). */
 const MAX_ROUNDS = 64;
+/** How long a replica holds tokens it took ahead (a lease); unspent ones then go back to the store. */
+const LEASE_MS = 250;
+
+/** Tokens this replica took from the shared bucket ahead of its requests, spent locally. */
+interface Lease {
+  tokens: number;
+  /** The shared bucket right after the lease was taken. */
+  shared: BucketState;
+  limit: number;
+  expiresAt: number;
+}
+
+/** Takes of one bucket in the current and the previous lease period: what a new lease should hold. */
+interface Demand {
+  since: number;
+  count: number;
+  previous: number;
+}
 
 /**
  * D4: token buckets shared by every gateway replica in a KV bucket, updated with compare-and-set.
@@ -25,19 +43,42 @@ const MAX_ROUNDS = 64;
  * round is lost at most R−1 times in a row — so contention never turns into a refusal: a request is
  * refused (429) only when the bucket truly holds no token. Fails closed: when the KV cannot be read
  * or written, 503 RATE_LIMITER_UNAVAILABLE.
+ *
+ * A bucket taken often is not asked on every request (issue 14): with each batch, the replica also
+ * takes as many tokens as the bucket had requests in the last quarter second — only out of the upper
+ * half of the bucket, at most a tenth of it (`spareTokens`) — and spends them locally for up to
+ * `LEASE_MS`; what it has not spent then goes back. Below half a bucket every token is taken from the
+ * store as before, so a refusal is exact where it matters; docs/gateway-caches.md has the argument.
  */
 export class RateLimiter {
   private readonly queues = new Map<string, Waiter[]>();
+  private readonly leases = new Map<string, Lease>();
+  private readonly demand = new Map<string, Demand>();
+  private readonly sweeper: NodeJS.Timeout;
 
-  private constructor(private readonly kv: KvStore, private readonly limits: Record<RateGroup, number>, private readonly clock: () => number) {}
+  private constructor(private readonly kv: KvStore, private readonly limits: Record<RateGroup, number>, private readonly clock: () => number) {
+    this.sweeper = setInterval(() => this.sweep(), LEASE_MS);
+    this.sweeper.unref();
+  }
 
   static async create(bus: Bus, limits: Record<RateGroup, number>, clock: () => number = Date.now): Promise<RateLimiter> {
     // An entry untouched for 2 minutes is a full bucket again, so the TTL loses nothing.
     return new RateLimiter(await bus.kv(names.bucket(bus.namespace, 'rate_limits'), { ttlMs: 120_000 }), limits, clock);
   }
 
+  /** Gives every unspent leased token back to the store. */
+  async stop(): Promise<void> {
+    clearInterval(this.sweeper);
+    const held = [...this.leases.entries()];
+    this.leases.clear();
+    await Promise.all(held.map(([key, lease]) => this.giveBack(key, lease.limit, lease.tokens)));
+  }
+
   take(group: RateGroup, subject: string): Promise<LimitDecision> {
     const key = bucketKey(group, subject);
+    this.count(key, this.clock());
+    const local = this.fromLease(key);
+    if (local) return Promise.resolve(local);
     return new Promise((resolve, reject) => {
       const queue = this.queues.get(key);
       if (queue) {
@@ -53,9 +94,13 @@ export class RateLimiter {
   private async drain(key: string, limit: number): Promise<void> {
     const queue = this.queues.get(key)!;
     while (queue.length > 0) {
+      // Requests that queued while a lease was being taken are served from it first.
+      let local: LimitDecision | undefined;
+      while (queue.length > 0 && (local = this.fromLease(key))) queue.shift()!.resolve(local);
+      if (queue.length === 0) break;
       const batch = queue.splice(0);
       try {
-        const results = await this.takeBatch(key, limit, batch.length);
+        const results = await this.takeBatch(key, limit, batch.length, this.demand.get(key)?.previous ?? 0);
         batch.forEach((w, i) => w.resolve(withHeaders(results[i]!)));
       } catch (err) {
         for (const w of batch) w.reject(err);
@@ -66,14 +111,19 @@ export class RateLimiter {
 
   /** Gives one token back (a take that turned out not to count); best effort, never above capacity. */
   async refund(group: RateGroup, subject: string): Promise<void> {
-    const key = bucketKey(group, subject);
-    const limit = this.limits[group];
+    await this.giveBack(bucketKey(group, subject), this.limits[group], 1);
+  }
+
+  /** Puts `n` tokens back into the store; best effort, never above capacity. */
+  private async giveBack(key: string, limit: number, n: number): Promise<void> {
+    if (n < 1) return;
     for (let round = 0; round < MAX_ROUNDS; round++) {
       const entry = await this.kv.get(key).catch(() => null);
       if (!entry) return; // expired: the bucket is full anyway
-      const now = takeTokens(JSON.parse(entry.value) as TakeResult['state'], limit, this.clock(), 0).state;
+      const now = this.clock();
+      const state = { tokens: Math.min(limit, tokensAt(JSON.parse(entry.value) as BucketState, limit, now) + n), atMs: now };
       try {
-        await this.kv.update(key, JSON.stringify({ tokens: Math.min(limit, now.tokens + 1), atMs: now.atMs }), entry.revision);
+        await this.kv.update(key, JSON.stringify(state), entry.revision);
         return;
       } catch (err) {
         if (!(err instanceof KvConflictError)) return;
@@ -81,17 +131,25 @@ export class RateLimiter {
     }
   }
 
-  private async takeBatch(key: string, limit: number, n: number): Promise<TakeResult[]> {
+  /**
+   * One compare-and-set for `n` waiting requests, and for a lease of up to `wanted` more tokens
+   * when the bucket can spare them.
+   */
+  private async takeBatch(key: string, limit: number, n: number, wanted: number): Promise<TakeResult[]> {
     try {
       for (let round = 0; round < MAX_ROUNDS; round++) {
         const entry = await this.kv.get(key);
-        const batch = takeTokens(entry ? (JSON.parse(entry.value) as TakeResult['state']) : null, limit, this.clock(), n);
+        const now = this.clock();
+        const batch = takeTokens(entry ? (JSON.parse(entry.value) as BucketState) : null, limit, now, n);
         // A batch that takes nothing changes nothing worth writing: the bucket only refills with time.
         if (batch.granted === 0) return batch.results;
+        const spare = spareTokens(batch.state.tokens, limit, wanted);
+        const shared = { tokens: batch.state.tokens - spare, atMs: now };
         try {
-          const value = JSON.stringify(batch.state);
+          const value = JSON.stringify(shared);
           if (entry) await this.kv.update(key, value, entry.revision);
           else await this.kv.create(key, value);
+          if (spare > 0) this.addLease(key, { tokens: spare, shared, limit, expiresAt: now + LEASE_MS });
           return batch.results;
         } catch (err) {
           if (!(err instanceof KvConflictError)) throw err;
@@ -104,6 +162,56 @@ export class RateLimiter {
     }
     // Sixty-four rounds lost to other replicas: the store is not keeping up, which is an outage.
     throw unavailable();
+  }
+
+  /** One token from this replica's lease of the bucket, when it holds one; an ended lease goes back. */
+  private fromLease(key: string): LimitDecision | undefined {
+    const lease = this.leases.get(key);
+    if (!lease) return undefined;
+    const now = this.clock();
+    if (lease.expiresAt > now && lease.tokens >= 1) {
+      lease.tokens--;
+      // What the store holds now (refilled since) and what this replica still holds count as remaining.
+      const tokens = Math.min(lease.limit, tokensAt(lease.shared, lease.limit, now) + lease.tokens);
+      return withHeaders(takeResult(true, tokens, lease.shared, lease.limit));
+    }
+    this.endLease(key, lease);
+    return undefined;
+  }
+
+  private addLease(key: string, lease: Lease): void {
+    const old = this.leases.get(key);
+    if (old) this.endLease(key, old);
+    this.leases.set(key, lease);
+  }
+
+  private endLease(key: string, lease: Lease): void {
+    if (this.leases.get(key) === lease) this.leases.delete(key);
+    const unspent = Math.floor(lease.tokens);
+    lease.tokens = 0;
+    void this.giveBack(key, lease.limit, unspent);
+  }
+
+  private count(key: string, now: number): void {
+    const d = this.demand.get(key);
+    if (!d) {
+      this.demand.set(key, { since: now, count: 1, previous: 0 });
+      return;
+    }
+    if (now - d.since >= LEASE_MS) {
+      // A period with no take in between counts as nothing taken.
+      d.previous = now - d.since < 2 * LEASE_MS ? d.count : 0;
+      d.since = now;
+      d.count = 0;
+    }
+    d.count++;
+  }
+
+  /** Ends leases past their time (their tokens go back) and forgets buckets nobody takes from. */
+  private sweep(): void {
+    const now = this.clock();
+    for (const [key, lease] of this.leases) if (lease.expiresAt <= now) this.endLease(key, lease);
+    for (const [key, d] of this.demand) if (now - d.since >= 2 * LEASE_MS) this.demand.delete(key);
   }
 }
 

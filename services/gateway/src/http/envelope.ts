@@ -15,6 +15,11 @@ export function successBody(data: unknown, requestId: string | Meta, pagination?
   return JSON.stringify(env);
 }
 
+/** The same envelope around `data` already serialized (a cached answer): the same bytes `successBody` gives. */
+export function successBodyOfJson(dataJson: string, requestId: string): string {
+  return `{"data":${dataJson},"meta":${JSON.stringify(metaOf(requestId))},"errors":null}`;
+}
+
 export interface ErrorResponse {
   status: number;
   body: string;

@@ -3,10 +3,11 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { AppError, validator, type ErrorEntry, type IdempotencyContext, type Principal, type TSchema } from '@aex/contracts';
 import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { checkSignature } from '../domain/signature.js';
+import type { LocalCache } from '../caches/local-cache.js';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
-import { errorResponse, successBody, toAppError, type Meta } from './envelope.js';
+import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
 import { valuesProblem } from './input-hygiene.js';
 import { protocolView } from './protocol.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
@@ -15,6 +16,8 @@ import type { RouteSpec } from './routes.js';
 export interface Guards {
   auth: ApiKeyAuthenticator;
   limiter: RateLimiter;
+  /** Answers of `localCache` routes, as the JSON of their `data` (docs/gateway-caches.md). */
+  views: LocalCache<string>;
 }
 
 interface Answer {
@@ -57,7 +60,7 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
 
     let answer: Answer;
     try {
-      answer = await execute(spec, check, req, principal, idempotency, bus, config);
+      answer = await execute(spec, check, req, principal, idempotency, guards.views, bus, config);
     } catch (err) {
       const appErr = toAppError(err, req.log as unknown as Logger);
       answer = errorResponse(appErr.status, appErr.entries, req.id);
@@ -85,11 +88,19 @@ function idempotencyOf(spec: RouteSpec, req: FastifyRequest, principal: Principa
 }
 
 async function execute(
-  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, idempotency: IdempotencyContext | undefined, bus: Bus, config: ExchangeConfig,
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, idempotency: IdempotencyContext | undefined, views: LocalCache<string>, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
+  const cached = spec.localCache && principal ? spec.localCache(input as { path: Record<string, string> }, principal) : undefined;
+  if (cached) {
+    const hit = views.get(cached.key);
+    if (hit !== undefined) return { status: spec.successStatus, body: successBodyOfJson(hit, req.id) };
+  }
+  const fill = cached ? views.begin() : undefined;
   const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(idempotency ? { idempotency } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  // Only a plain answer is kept: no stored replay, no pagination, no meta of its own.
+  if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;
   const replayed: Record<string, string> = reply.replayed ? { 'idempotent-replayed': 'true' } : {};
   if (!reply.ok) {

@@ -1,5 +1,6 @@
 import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, webhooksOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
+import { agentTag } from '../caches/membership.js';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 
@@ -26,6 +27,11 @@ export interface RouteSpec {
   /** D6.7: the raw DID document, not the envelope. */
   raw?: 'did+json';
   tag: string;
+  /**
+   * Answers the replica may keep in memory (docs/gateway-caches.md): the cache key of a request's
+   * answer — everything the answer depends on — and the tags identity names when it changes.
+   */
+  localCache?: (input: { path: Record<string, string> }, caller: { accountId: string }) => { key: string; tags: string[] };
 }
 
 const agent = (method: Method, url: string, op: Operation, summary: string, tag: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({
@@ -46,7 +52,11 @@ export const routes: RouteSpec[] = [
   agent('PUT', '/v1/accounts/:accountId/delegation', identityOps.setAccountDelegation, 'Set the account’s default delegation rules (owner agent)', 'accounts'),
   agent('POST', '/v1/agents', identityOps.createAgent, 'Create an agent of the caller’s account (owner agent, D6.4)', 'agents', { successStatus: 201 }),
   agent('GET', '/v1/agents/:agentId/trust', identityOps.getTrust, 'How the agent’s trust score was reached: the outcomes it counts (D15.2, EXT)', 'agents'),
-  agent('GET', '/v1/agents/:agentId', identityOps.getAgent, 'Read an agent: full for the own account, public profile otherwise (D2.3)', 'agents'),
+  agent('GET', '/v1/agents/:agentId', identityOps.getAgent, 'Read an agent: full for the own account, public profile otherwise (D2.3)', 'agents', {
+    // Identity's answer depends on the agent and on whether the caller is of its account (D2.3); it
+    // names the agent whenever anything the answer shows changes.
+    localCache: ({ path }, caller) => ({ key: `agent:${path.agentId}:${caller.accountId}`, tags: [agentTag(path.agentId!)] }),
+  }),
   agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents'),
   agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents'),
   agent('PUT', '/v1/agents/:agentId/delegation', identityOps.setAgentDelegation, 'Override delegation rules for one agent (owner agent)', 'agents'),

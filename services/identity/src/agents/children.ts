@@ -9,7 +9,7 @@ import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAgent } from '../domain/ownership.js';
-import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
 import { clampForChild } from './effective-delegation.js';
 import { agentFacts, announceAgent, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView } from './views.js';
@@ -118,7 +118,14 @@ export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable>
   const base = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick() };
   const consumers = await Promise.all([
     consumeIdempotently({ ...base, durable: 'identity-child-funded', def: childSaga.funded, handle: (trx, e) => childFunded(deps, trx, e) }),
-    consumeIdempotently({ ...base, durable: 'identity-child-refused', def: childSaga.refused, handle: (trx, e) => childRefused(deps, trx, e) }),
+    consumeIdempotently({
+      ...base, durable: 'identity-child-refused', def: childSaga.refused, handle: (trx, e) => childRefused(deps, trx, e),
+      // The child is gone: gateways drop its profile and its key's principal (tagged with the agent).
+      afterCommit: async (e) => {
+        deps.relay.kick();
+        await deps.gateways.forget({ keyHashes: [], agentIds: [e.childAgentId] });
+      },
+    }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
@@ -148,7 +155,7 @@ async function childRefused(deps: IdentityDeps, trx: Trx, e: MessageData<typeof 
  */
 export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
   const now = deps.now();
-  const { expired, hashes } = await deps.db.transaction().execute(async (trx) => {
+  const { expired, hashes, ids } = await deps.db.transaction().execute(async (trx) => {
     const due = await trx
       .selectFrom('agents')
       .selectAll()
@@ -166,12 +173,12 @@ export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
       await enqueue(trx, events.agentStatusChanged, { ...agentFacts({ ...child, status: 'expired' }), previousStatus: child.status }, { now });
       await enqueue(trx, childSaga.close, { childAgentId: child.id });
     }
-    if (due.length === 0) return { expired: 0, hashes: [] };
+    if (due.length === 0) return { expired: 0, hashes: [], ids: [] };
     const keys = await trx.selectFrom('apiKeys').select('keyHash').where('agentId', 'in', due.map((c) => c.id)).where('revokedAt', 'is', null).execute();
-    return { expired: due.length, hashes: keys.map((k) => k.keyHash) };
+    return { expired: due.length, hashes: keys.map((k) => k.keyHash), ids: due.map((c) => c.id) };
   });
   if (expired === 0) return 0;
   deps.relay.kick();
-  await markStaleAfterCommit(deps.authCache, hashes, deps.logger);
+  await forgetAfterCommit(deps, { keyHashes: hashes, agentIds: ids }, deps.logger);
   return expired;
 }

@@ -7,7 +7,7 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { signingKeyProblem, verifySigningKeyProof } from '../domain/signing-keys.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
-import { markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
 import { activeKeyHash, addSigningKey, agentFacts, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
@@ -114,8 +114,8 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
     return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
   deps.relay.kick();
-  // The cached principal carries the signing key: gateways must re-read it.
-  if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
+  // The cached principal carries the signing key, the cached profile everything: gateways must re-read them.
+  await forgetAfterCommit(deps, { keyHashes: hash ? [hash] : [], agentIds: [path.agentId] }, ctx.logger);
   return reply;
 };
 
@@ -150,7 +150,7 @@ async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: stri
     return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
   deps.relay.kick();
-  if (hash) await markStaleAfterCommit(deps.authCache, [hash], ctx.logger);
+  await forgetAfterCommit(deps, { keyHashes: hash ? [hash] : [], agentIds: [agentId] }, ctx.logger);
   if (changed) await tellCatalog(deps, ctx, changed);
   return reply;
 }
@@ -174,7 +174,7 @@ export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['se
   const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
   // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
   const rules = target.parentAgentId ? await clampForChild(deps.db, { ...target, parentAgentId: target.parentAgentId }, body) : body;
-  return ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const row = await trx
       .updateTable('agents')
       .set({ delegation: JSON.stringify(rules) as never, updatedAt: deps.now() })
@@ -183,4 +183,7 @@ export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['se
       .executeTakeFirstOrThrow();
     return { data: row.delegation };
   });
+  // The full profile shows the rules (D2.3).
+  await forgetAfterCommit(deps, { agentIds: [path.agentId] }, ctx.logger);
+  return reply;
 };

@@ -5,7 +5,7 @@ import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { didDocument, didWebFor } from '../domain/did.js';
 import { mayEditAgent } from '../domain/ownership.js';
-import { markStale, markStaleAfterCommit, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, markStale, warmKeyCache } from '../key-cache.js';
 import { findAgent, lookupKey, principalForKey } from './repository.js';
 
 type Ops = typeof identityOps;
@@ -35,10 +35,14 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
     } catch {
       throw new AppError('SERVICE_UNAVAILABLE', 'The key cache is unreachable; the key was not rotated.');
     }
+    // Before the commit too, as the marker: should this process die before telling them afterwards,
+    // no gateway still holds the old key's principal (docs/gateway-caches.md).
+    await deps.gateways.forget({ keyHashes: oldHashes, agentIds: [] });
     return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
   });
   deps.relay.kick();
-  await markStaleAfterCommit(deps.authCache, oldHashes, ctx.logger);
+  // The profile shows the key's prefix; the old key's principal must go everywhere (D2.5).
+  await forgetAfterCommit(deps, { keyHashes: oldHashes, agentIds: [path.agentId] }, ctx.logger);
   await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));
   return reply;
 };

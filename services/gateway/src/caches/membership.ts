@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { GATEWAY_CACHES, type CacheInvalidation } from '@aex/contracts';
+import { KvConflictError, type Bus, type KvStore, type Logger, type Stoppable } from '@aex/platform';
+
+/** What a replica's caches are told: forget these (by tag), or everything. */
+export type Forget = { tags: string[] } | 'all';
+
+export const keyTag = (keyHash: string) => `key:${keyHash}`;
+export const agentTag = (agentId: string) => `agent:${agentId}`;
+
+/**
+ * This replica's place among the gateways whose memory identity keeps true (D2.5, docs/gateway-caches.md).
+ *
+ * - It is listed in the registry while it lives and renews its entry every second with
+ *   compare-and-set on the revision it wrote last.
+ * - Its caches may be used only within `leaseMs` of the moment a renewal that the registry accepted
+ *   was *sent* (`usable()`): a replica cut off from NATS stops answering from memory within the lease.
+ * - Identity asks it to forget what changed and waits for the answer. A replica that did not answer
+ *   is fenced: identity deletes its entry, waits out the lease, then answers. The fenced replica's
+ *   next renewal then fails; it empties its caches before it lists itself again.
+ * - `epoch` changes whenever anything is forgotten: a cache fill that began before it is not stored,
+ *   so a lookup that raced a change cannot put the old answer back (local-cache.ts).
+ */
+export class CacheMembership {
+  readonly replicaId = randomUUID();
+  private epochValue = 0;
+  private leaseUntil = 0;
+  private revision = 0;
+  private renewing = false;
+  private stopped = false;
+  private readonly listeners: Array<(f: Forget) => void> = [];
+  private timer: NodeJS.Timeout | undefined;
+  private sub: Stoppable | undefined;
+
+  private constructor(
+    private readonly bus: Bus,
+    private readonly registry: KvStore,
+    private readonly logger: Logger,
+    private readonly clock: () => number,
+  ) {}
+
+  static async start(bus: Bus, logger: Logger, clock: () => number = () => performance.now()): Promise<CacheMembership> {
+    const registry = await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
+    const m = new CacheMembership(bus, registry, logger, clock);
+    // Listening before listed: once identity can see this replica, it can reach it.
+    m.sub = await bus.serve(GATEWAY_CACHES.forgetSubject(bus.namespace, m.replicaId), `gateway-${m.replicaId}`, async (data) => {
+      m.forget(parseInvalidation(data));
+      return { ok: true };
+    });
+    await m.register();
+    m.timer = setInterval(() => void m.renew(), GATEWAY_CACHES.heartbeatMs);
+    m.timer.unref();
+    return m;
+  }
+
+  get epoch(): number {
+    return this.epochValue;
+  }
+
+  /** Whether cached answers may be used now: within the lease of the last accepted renewal. */
+  usable(): boolean {
+    return !this.stopped && this.clock() < this.leaseUntil;
+  }
+
+  onForget(listener: (f: Forget) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Leaves the registry (identity stops asking) and stops using the caches. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.forget('all');
+    await this.registry.delete(this.replicaId).catch(() => undefined);
+    await this.sub?.stop().catch(() => undefined);
+  }
+
+  private forget(f: Forget): void {
+    this.epochValue++;
+    for (const l of this.listeners) l(f);
+  }
+
+  private entry(): string {
+    return JSON.stringify({ replicaId: this.replicaId });
+  }
+
+  private async register(): Promise<void> {
+    const sentAt = this.clock();
+    this.revision = await this.registry.put(this.replicaId, this.entry());
+    this.leaseUntil = sentAt + GATEWAY_CACHES.leaseMs;
+  }
+
+  private async renew(): Promise<void> {
+    if (this.renewing || this.stopped) return;
+    this.renewing = true;
+    const sentAt = this.clock();
+    try {
+      this.revision = await this.registry.update(this.replicaId, this.entry(), this.revision);
+      this.leaseUntil = sentAt + GATEWAY_CACHES.leaseMs;
+    } catch (err) {
+      if (err instanceof KvConflictError) {
+        // Fenced by identity (or the entry expired while this replica could not renew): what is in
+        // memory may have missed a change. Forget it all, then list this replica again.
+        this.leaseUntil = 0;
+        this.forget('all');
+        this.logger.warn({ replicaId: this.replicaId }, 'gateway caches fenced: emptied, registering again');
+        await this.register().catch(() => undefined);
+      }
+      // Any other failure: the registry is unreachable, and the lease runs out by itself.
+    } finally {
+      this.renewing = false;
+    }
+  }
+}
+
+/** Anything but a well-formed invalidation empties every cache: forgetting too much is always safe. */
+function parseInvalidation(data: unknown): Forget {
+  const d = data as Partial<CacheInvalidation> | null;
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  if (!d || typeof d !== 'object' || !strings(d.keyHashes) || !strings(d.agentIds)) return 'all';
+  return { tags: [...d.keyHashes.map(keyTag), ...d.agentIds.map(agentTag)] };
+}

@@ -1,0 +1,165 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { GATEWAY_CACHES, names } from '@aex/contracts';
+import type { Bus } from '@aex/platform';
+import { createTestBus, testLogger } from '@aex/platform/testing';
+import { LocalCache } from '../src/caches/local-cache.js';
+import { agentTag, CacheMembership, keyTag } from '../src/caches/membership.js';
+import { RateLimiter } from '../src/guards/rate-limit.js';
+
+// Issue 14: the replica's own memory (docs/gateway-caches.md) and the limiter's leases, on real
+// NATS JetStream. Identity's side (telling every replica, fencing a silent one) is exercised through
+// whole exchanges in test/e2e/gateway-caches.test.ts.
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function bus(): Promise<Bus> {
+  const t = await createTestBus('jetstream');
+  cleanups.push(() => t.dispose());
+  return t.bus;
+}
+
+async function member(b: Bus, clock?: () => number) {
+  const m = await CacheMembership.start(b, testLogger(), clock);
+  cleanups.push(() => m.stop());
+  return m;
+}
+
+/** What identity sends to one replica. */
+const tell = (b: Bus, m: CacheMembership, what: unknown) => b.request(GATEWAY_CACHES.forgetSubject(b.namespace, m.replicaId), what, { timeoutMs: 2000 });
+
+describe('a replica’s own memory (issue 14, D2.5)', () => {
+  it('forgets the entries tagged with what identity names, and only those', async () => {
+    const b = await bus();
+    const m = await member(b);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 60_000 });
+    cache.begin()('k1', [keyTag('h1'), agentTag('a1')], 'one');
+    cache.begin()('k2', [keyTag('h2'), agentTag('a2')], 'two');
+    cache.begin()('v1', [agentTag('a1')], 'profile of a1');
+    expect(await tell(b, m, { keyHashes: [], agentIds: ['a1'] })).toEqual({ ok: true });
+    expect(cache.get('k1')).toBeUndefined();
+    expect(cache.get('v1')).toBeUndefined();
+    expect(cache.get('k2')).toBe('two');
+    await tell(b, m, { keyHashes: ['h2'], agentIds: [] });
+    expect(cache.get('k2')).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('does not store what a lookup read before a change it was told of', async () => {
+    const b = await bus();
+    const m = await member(b);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 60_000 });
+    const fill = cache.begin();
+    await tell(b, m, { keyHashes: ['unrelated'], agentIds: [] });
+    fill('k', [keyTag('h')], 'read before the change');
+    expect(cache.get('k')).toBeUndefined();
+    cache.begin()('k', [keyTag('h')], 'read after');
+    expect(cache.get('k')).toBe('read after');
+  });
+
+  it('forgets everything on an invalidation it cannot read', async () => {
+    const b = await bus();
+    const m = await member(b);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 60_000 });
+    cache.begin()('k', [keyTag('h')], 'v');
+    await tell(b, m, { keyHashes: 'not a list' });
+    expect(cache.get('k')).toBeUndefined();
+  });
+
+  it('answers from memory only within the lease of its last accepted renewal', async () => {
+    const b = await bus();
+    let now = 1_000_000;
+    const m = await member(b, () => now);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 600_000 }, () => now);
+    cache.begin()('k', [keyTag('h')], 'v');
+    expect(cache.get('k')).toBe('v');
+    // No renewal is accepted in this (manual) time: the lease runs out, and with it the memory.
+    now += GATEWAY_CACHES.leaseMs;
+    expect(m.usable()).toBe(false);
+    expect(cache.get('k')).toBeUndefined();
+  });
+
+  it('empties its memory when fenced, then lists itself again', async () => {
+    const b = await bus();
+    const m = await member(b);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 60_000 });
+    cache.begin()('k', [keyTag('h')], 'v');
+    const registry = await b.kv(GATEWAY_CACHES.registry(b.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
+    await registry.delete(m.replicaId);
+    await expect.poll(async () => (await registry.get(m.replicaId)) !== null, { timeout: 3 * GATEWAY_CACHES.heartbeatMs, interval: 50 }).toBe(true);
+    expect(cache.size).toBe(0);
+    expect(m.usable()).toBe(true);
+  });
+
+  it('bounds its memory: entries expire, and the oldest go first when full', async () => {
+    const b = await bus();
+    let now = 0;
+    const m = await member(b);
+    const cache = new LocalCache<string>(m, { maxEntries: 2, ttlMs: 1000 }, () => now);
+    for (const k of ['a', 'b', 'c']) cache.begin()(k, [keyTag(k)], k);
+    expect([cache.get('a'), cache.get('b'), cache.get('c')]).toEqual([undefined, 'b', 'c']);
+    now += 1000;
+    expect(cache.get('b')).toBeUndefined();
+  });
+});
+
+describe('D4 token buckets taken ahead in leases (issue 14)', () => {
+  const limits = { read: 1000, write: 10, discovery: 5, key_rotation: 5, accounts_ip: 5, public_ip: 5, auth_failures_ip: 5 };
+
+  async function sharedTokens(b: Bus, key: string): Promise<number> {
+    const kv = await b.kv(names.bucket(b.namespace, 'rate_limits'), { ttlMs: 120_000 });
+    const e = await kv.get(key);
+    return e ? (JSON.parse(e.value) as { tokens: number }).tokens : Number.NaN;
+  }
+
+  it('takes what the last quarter second asked for ahead, spends it locally, and gives back what is left', async () => {
+    const b = await bus();
+    let now = 1_700_000_000_000;
+    const limiter = await RateLimiter.create(b, limits, () => now);
+    cleanups.push(() => limiter.stop());
+    for (let i = 0; i < 20; i++) expect((await limiter.take('read', 'hot')).allowed).toBe(true);
+    expect(await sharedTokens(b, 'read.hot')).toBe(980);
+    now += 250; // a new period: the last one asked for 20
+    expect((await limiter.take('read', 'hot')).allowed).toBe(true);
+    // One for this request, twenty more leased; the refill of 250 ms (~4 tokens) counted too.
+    const afterLease = await sharedTokens(b, 'read.hot');
+    expect(afterLease).toBeCloseTo(980 + (1000 / 60_000) * 250 - 21, 6);
+    const local = [];
+    for (let i = 0; i < 12; i++) local.push(await limiter.take('read', 'hot'));
+    expect(local.every((r) => r.allowed)).toBe(true);
+    expect(await sharedTokens(b, 'read.hot')).toBe(afterLease); // spent without the store
+    // Remaining counts what the replica still holds: it falls by one per request.
+    expect(local.map((r) => r.remaining)).toEqual(Array.from({ length: 12 }, (_, i) => Math.floor(afterLease + 19 - i)));
+    // Past the lease, the eight not spent go back to the store (with 300 ms of refill).
+    now += 300;
+    await expect.poll(() => sharedTokens(b, 'read.hot'), { timeout: 2000 }).toBeCloseTo(afterLease + 8 + (1000 / 60_000) * 300, 6);
+  });
+
+  it('leases nothing from a bucket below half: each token is taken from the store', async () => {
+    const b = await bus();
+    let now = 1_700_000_000_000;
+    const limiter = await RateLimiter.create(b, limits, () => now);
+    cleanups.push(() => limiter.stop());
+    for (let i = 0; i < 6; i++) await limiter.take('write', 'low');
+    now += 250;
+    expect((await limiter.take('write', 'low')).allowed).toBe(true);
+    // 10 − 7 + refill (0.04): nothing held back.
+    expect(await sharedTokens(b, 'write.low')).toBeCloseTo(3 + (10 / 60_000) * 250, 6);
+  });
+
+  it('never serves more than the bucket across two replicas holding leases', async () => {
+    const b = await bus();
+    let now = 1_700_000_000_000;
+    const clock = () => now;
+    const replicas = await Promise.all([RateLimiter.create(b, { ...limits, read: 600 }, clock), RateLimiter.create(b, { ...limits, read: 600 }, clock)]);
+    for (const r of replicas) cleanups.push(() => r.stop());
+    for (let i = 0; i < 40; i++) await replicas[i % 2]!.take('read', 'shared');
+    now += 250; // both now lease ahead
+    const burst = await Promise.all(Array.from({ length: 1200 }, (_, i) => replicas[i % 2]!.take('read', 'shared')));
+    const allowed = 40 + burst.filter((r) => r.allowed).length;
+    // The capacity and the refill of those 250 ms (2.5 tokens), nothing more — and nothing less.
+    expect(allowed).toBe(600 + 2);
+  });
+});

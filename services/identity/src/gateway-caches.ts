@@ -1,0 +1,54 @@
+import { GATEWAY_CACHES, type CacheInvalidation } from '@aex/contracts';
+import type { Bus, KvStore, Logger } from '@aex/platform';
+
+/**
+ * Identity's side of the gateways' own memory (D2.5, docs/gateway-caches.md): after a change
+ * commits, every gateway replica listed in the registry is told what to forget, and the change is
+ * answered only when each one has confirmed. A replica that does not confirm is fenced — its entry
+ * deleted, so its next renewal fails and it empties its memory — and the lease it may still be
+ * answering under is waited out. Either way no replica answers from the old state once the change
+ * has been answered.
+ */
+export class GatewayCaches {
+  private constructor(
+    private readonly bus: Bus,
+    private readonly registry: KvStore,
+    private readonly logger: Logger,
+    private readonly sleep: (ms: number) => Promise<void>,
+  ) {}
+
+  static async open(bus: Bus, logger: Logger, sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))): Promise<GatewayCaches> {
+    return new GatewayCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger, sleep);
+  }
+
+  async forget(what: CacheInvalidation): Promise<void> {
+    if (what.keyHashes.length === 0 && what.agentIds.length === 0) return;
+    let replicas: string[];
+    try {
+      replicas = await this.registry.keys();
+    } catch (err) {
+      // The registry is out of reach, so no replica can renew its lease either: wait one out.
+      this.logger.error({ err }, 'gateway registry unreachable; waiting out the gateways’ lease');
+      await this.sleep(GATEWAY_CACHES.leaseMs);
+      return;
+    }
+    const silent = (
+      await Promise.all(
+        replicas.map(async (id) => {
+          try {
+            await this.bus.request(GATEWAY_CACHES.forgetSubject(this.bus.namespace, id), what, { timeoutMs: GATEWAY_CACHES.ackTimeoutMs });
+            return undefined;
+          } catch {
+            return id;
+          }
+        }),
+      )
+    ).filter((id): id is string => id !== undefined);
+    if (silent.length === 0) return;
+    // Deleted after the silence: a renewal accepted before the delete was sent before it, so one
+    // lease from now every such replica has stopped answering from memory.
+    await Promise.all(silent.map((id) => this.registry.delete(id).catch((err: unknown) => this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica'))));
+    this.logger.warn({ replicas: silent }, 'gateway replicas did not confirm a cache invalidation; fenced, waiting out their lease');
+    await this.sleep(GATEWAY_CACHES.leaseMs);
+  }
+}

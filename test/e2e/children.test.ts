@@ -3,7 +3,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningKey, unwrap } from '@aex/client';
 import { AUTH_CACHE, hashApiKey, type SpawnAgentBody, type SpawnedAgentView } from '@aex/contracts';
-import { eventually } from '@aex/platform/testing';
+import { buildGateway } from '@aex/gateway';
+import { eventually, testLogger } from '@aex/platform/testing';
 import { ExchangeClient } from '@aex/client';
 import { exchangeProcess, expectError, signingMember, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
@@ -212,9 +213,18 @@ describe('expiry of a child (D6.8)', () => {
     const cached = JSON.parse((await cache.get(hash))!.value) as { expiresAt: string };
     expect(cached.expiresAt).toBe(child.view.expiresAt);
     await cache.put(hash, JSON.stringify({ ...cached, expiresAt: new Date(Date.now() - 1000).toISOString() }));
-    const r = await child.client.getAgent(child.agentId);
-    expectError(r, 401, 'UNAUTHENTICATED');
-    expect(!r.ok && r.error.message).toMatch(/expired/);
+    // A replica that starts now finds that principal in the shared cache, then in its own memory
+    // (docs/gateway-caches.md): the key is refused from both.
+    const replica = await buildGateway({ bus: ex.bus, config: ex.config, logger: testLogger() });
+    try {
+      const viaReplica = new ExchangeClient({ baseUrl: await replica.listen({ host: '127.0.0.1', port: 0 }), apiKey: child.apiKey });
+      for (const r of [await viaReplica.getAgent(child.agentId), await viaReplica.getAgent(child.agentId)]) {
+        expectError(r, 401, 'UNAUTHENTICATED');
+        expect(!r.ok && r.error.message).toMatch(/expired/);
+      }
+    } finally {
+      await replica.close();
+    }
   });
 
   it('returns what was held for the child’s transactions to the parent as they end; a settled one pays the seller', async () => {

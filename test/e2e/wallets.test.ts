@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import { ADMIN_TOKEN, expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
@@ -73,6 +74,42 @@ describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
     const m = await ex.signUp();
     expect(unwrap(await m.client.fund(m.agentId, 500)).funded).toBe(true);
     expect(unwrap(await m.client.fund(m.agentId, 1_000_000)).newBalanceCents).toBe(1_000_500);
+  });
+  it('writes concurrent fundings together (group commit, issue 14), each with its own entry, session, event and answer', async () => {
+    const [a, b] = [await ex.signUp(), await ex.signUp()];
+    const keyed = await ex.signUp();
+    const calls = Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? b : a));
+    const [answers, keyedAnswer] = await Promise.all([
+      Promise.all(calls.map((m) => m.client.fund(m.agentId, 500))),
+      // One with an Idempotency-Key alongside: recorded with its own effect (D5.5), outside the batches.
+      keyed.client.fund(keyed.agentId, 700, { idempotencyKey: randomUUID() }),
+    ]);
+    expect(unwrap(keyedAnswer).newBalanceCents).toBe(700);
+    const funded = answers.map((r) => unwrap(r));
+    // Each answer is the balance right after its own entry: 500, 1000, … in some order, per wallet.
+    const balancesOf = (m: Member) => funded.filter((_, i) => calls[i] === m).map((f) => f.newBalanceCents).sort((x, y) => x! - y!);
+    expect(balancesOf(a)).toEqual(Array.from({ length: 20 }, (_, i) => 500 * (i + 1)));
+    expect(balancesOf(b)).toEqual(Array.from({ length: 10 }, (_, i) => 500 * (i + 1)));
+    expect(unwrap(await a.client.getWallet(a.agentId)).balanceCents).toBe(10_000);
+    const sessions = funded.map((f) => f.sessionId);
+    expect(new Set(sessions).size).toBe(30);
+    const sql = new pg.Client({ connectionString: ex.databaseUrl });
+    await sql.connect();
+    try {
+      const entries = await sql.query<{ operation_id: string; tx: string }>(
+        'select e.operation_id, e.xmin::text as tx from wallet.ledger_entries e where e.operation_id = any($1) order by e.seq', [sessions],
+      );
+      expect(entries.rows.map((e) => e.operation_id).sort()).toEqual([...sessions].sort());
+      // Fewer database transactions than fundings: they were committed in groups.
+      expect(new Set(entries.rows.map((e) => e.tx)).size).toBeLessThan(30);
+      const paid = await sql.query('select id from wallet.funding_sessions where id = any($1) and status = $2', [sessions, 'paid']);
+      expect(paid.rowCount).toBe(30);
+      const evts = await sql.query("select payload->'data'->>'sessionId' as s from wallet.outbox where type = 'wallet.wallet.funded' and payload->'data'->>'sessionId' = any($1)", [sessions]);
+      expect(evts.rows.map((e: { s: string }) => e.s).sort()).toEqual([...sessions].sort());
+    } finally {
+      await sql.end();
+    }
+    expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });
 });
 

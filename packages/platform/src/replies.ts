@@ -29,3 +29,12 @@ export type EffectRunner = <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) =>
 export function toRpcReply<T>(r: Reply<T>): RpcReply {
   return { ok: true, status: r.status ?? 200, data: r.data, ...(r.pagination ? { pagination: r.pagination } : {}) };
 }
+
+/**
+ * The reply of an effect committed by a group commit (db/group-commit.ts) instead of `ctx.effect`:
+ * allowed only for a request without an Idempotency-Key, which has no key to record with its effect.
+ */
+export function groupCommitted<T>(ctx: { keyed: boolean }, r: Reply<T>): EffectReply<T> {
+  if (ctx.keyed) throw new Error('A request with an Idempotency-Key makes its effect through ctx.effect (D5.5).');
+  return r as EffectReply<T>;
+}

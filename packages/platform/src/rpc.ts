@@ -10,7 +10,7 @@ import type { Logger } from './logger.js';
 import { encodeReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
 
-export { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
+export { groupCommitted, toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
 
 export interface HandlerContext {
   requestId: string;
@@ -19,6 +19,8 @@ export interface HandlerContext {
   logger: Logger;
   /** The one way a handler changes state (D5.5): see `EffectRunner`. */
   effect: EffectRunner;
+  /** Whether the request carries an Idempotency-Key (then its effect must be made by `effect`). */
+  keyed: boolean;
   /** Bytes the reply's data may take on the bus; lists longer than this are cut (see reply-budget.ts). */
   replyBudgetBytes: number;
 }
@@ -91,7 +93,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
         const input = check.check(req.input);
         if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, logger: log, replyBudgetBytes: budget };
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, keyed: req.ctx.idempotency !== undefined, logger: log, replyBudgetBytes: budget };
         if (op.auth === 'agent') requireAgent(base as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
         return await records.run(req.ctx.idempotency, requestId, async (effect) => {

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, GroupCommit, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { PaymentProcessor } from './payments/processor.js';
+import type { Funding } from './wallets/fundings.js';
 
 export interface WalletDeps {
   db: Kysely<Database>;
@@ -10,5 +11,7 @@ export interface WalletDeps {
   logger: Logger;
   relay: OutboxRelay;
   payments: PaymentProcessor | null;
+  /** Confirmed fundings without an Idempotency-Key, written by group commit (wallets/fundings.ts). */
+  fundings: GroupCommit<Funding, number>;
   now: () => Date;
 }

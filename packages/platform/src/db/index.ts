@@ -1,2 +1,3 @@
 export * from './connect.js';
 export * from './platform-tables.js';
+export * from './group-commit.js';

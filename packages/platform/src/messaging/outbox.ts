@@ -23,6 +23,19 @@ export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: St
   return envelope;
 }
 
+/** `enqueue` of several messages of one type in one statement (a group commit's events). */
+export async function enqueueMany<M extends MessageDef>(trx: AnyDb, def: M, items: Array<Static<M['data']>>, opts: { now?: Date } = {}): Promise<MessageEnvelope[]> {
+  if (items.length === 0) return [];
+  const occurredAt = (opts.now ?? new Date()).toISOString();
+  const headers = JSON.stringify(injectTrace({}));
+  const envelopes: MessageEnvelope[] = items.map((data) => ({ id: randomUUID(), type: def.type, occurredAt, data }));
+  await (trx as Kysely<PlatformTables>)
+    .insertInto('outbox')
+    .values(envelopes.map((e) => ({ id: e.id, kind: def.kind, type: def.type, payload: JSON.stringify(e), headers: headers as never, publishedAt: null })))
+    .execute();
+  return envelopes;
+}
+
 /**
  * Publishes committed outbox rows. A relay claims a batch for a short lease in one statement
  * (FOR UPDATE SKIP LOCKED inside it, so replicas relay side by side), publishes it with no database

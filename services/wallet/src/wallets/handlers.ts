@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import { AppError, events, pagination, type LedgerEntryView, type Principal, type WalletView, type walletOps } from '@aex/contracts';
-import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import { enqueue, groupCommitted, requireAgent, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import type { LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyMovements } from './movements.js';
@@ -71,6 +71,12 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   requireOpen(wallet);
   const payments = requirePayments(deps);
   const session = await payments.createCheckout(body.amountCents);
+  const checkoutUrl = `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`;
+  if (session.confirmed && !ctx.keyed) {
+    // No key to record with the effect: written with the fundings arriving alongside (fundings.ts).
+    const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name });
+    return groupCommitted(ctx, { data: { checkoutUrl, sessionId: session.sessionId, funded: true, amountCents: body.amountCents, newBalanceCents } });
+  }
   const now = deps.now();
   const reply = await ctx.effect(deps.db, async (trx) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
@@ -86,7 +92,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
     }
     return {
       data: {
-        checkoutUrl: `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`,
+        checkoutUrl,
         sessionId: session.sessionId,
         funded: session.confirmed,
         amountCents: body.amountCents,

@@ -11,6 +11,8 @@ export interface Movement {
   amountCents: number;
   description: string;
   transactionId?: string | null;
+  /** This movement's own operation, when one call applies several (a group commit of fundings). */
+  operationId?: string;
 }
 
 export interface MovementOptions {
@@ -27,12 +29,12 @@ export interface MovementOptions {
  * The only way money moves (ARCHITECTURE "Money"): ledger entries plus wallet updates in the caller's
  * transaction, wallets locked FOR UPDATE in id order (no deadlocks between concurrent movements).
  * `operationId` makes it idempotent: when the operation was already applied, nothing changes and
- * `false` is returned.
+ * `null` is returned; else the ledger entries written, in order.
  */
-export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, opts: MovementOptions = {}): Promise<boolean> {
+export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, opts: MovementOptions = {}): Promise<Insertable<LedgerEntryRow>[] | null> {
   if (!opts.onceByCaller) {
     const done = await trx.selectFrom('ledgerEntries').select('id').where('operationId', '=', operationId).limit(1).executeTakeFirst();
-    if (done) return false;
+    if (done) return null;
   }
   const ids = [...new Set(movements.map((m) => m.walletId))].sort();
   const held = new Set(opts.locked?.map((w) => w.id));
@@ -62,7 +64,7 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
     entries.push({
       id: randomUUID(),
       walletId: w.id,
-      operationId,
+      operationId: m.operationId ?? operationId,
       transactionId: m.transactionId ?? null,
       txType: m.txType,
       amountCents: m.amountCents,
@@ -92,7 +94,7 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
   // One statement for all the entries, in the order of the movements (their `seq`).
   await trx.insertInto('ledgerEntries').values(entries).execute();
   await updateWallets(trx, ids.map((id) => wallets.get(id)!), now);
-  return true;
+  return entries;
 }
 
 /**

@@ -43,7 +43,7 @@ try {
     console.log(`\n━━ ${name} ━━`);
     const file = join(scratch, `${name}.json`);
     const code = await new Promise<number | null>((done) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(here, BENCHES[name]!), '--json', file], { cwd: root, stdio: 'inherit' });
+      const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', join(here, BENCHES[name]!), '--json', file], { cwd: root, stdio: 'inherit' });
       child.once('exit', (c) => done(c));
     });
     try {

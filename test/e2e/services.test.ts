@@ -298,6 +298,39 @@ describe('GET /v1/services (D7.5)', () => {
 
   it('needs authentication', async () => expectError(await ex.anon.listServices(), 401, 'UNAUTHENTICATED'));
 
+  it('lists from memory exactly what the tables say, in the same order, page by page (issue 14)', async () => {
+    const cat = `mem-${randomUUID().slice(0, 8)}`;
+    const providers = await Promise.all(Array.from({ length: 8 }, () => ex.signUp()));
+    for (let i = 0; i < 24; i++) {
+      const price = [5, 300, 900, 300][i % 4]!;
+      const latency = [50, 800, 5000][i % 3]!;
+      unwrap(await providers[i % 8]!.client.createService(body({ category: cat, name: `S${i}`, tags: i % 2 ? ['odd', 'n'] : ['n'], pricing: { model: 'fixed', basePriceCents: price }, sla: { maxLatencyMs: latency, timeoutMs: 6000 } })));
+    }
+    const sql = new pg.Client({ connectionString: ex.databaseUrl });
+    await sql.connect();
+    try {
+      // The order D7.5 defines, computed by Postgres over the tables.
+      const ORDER: Record<string, string> = {
+        composite_rank: `(0.5 * p.trust_score / 100.0 + 0.3 * greatest(0, 1 - ln(greatest(1, s.price_cents)) / ln(1000000)) + 0.2 * greatest(0, 1 - ln(greatest(1, s.max_latency_ms)) / ln(86400000))) desc`,
+        price_asc: 's.price_cents asc', price_desc: 's.price_cents desc', trust_score: 'p.trust_score desc', created_at: 's.created_at desc',
+      };
+      const expected = async (sortBy: string, where: string, limit: number, offset: number) => (await sql.query<{ name: string }>(
+        `select s.name from catalog.services s join catalog.providers p on p.agent_id = s.agent_id
+         where s.category = $1 and s.status = 'active' and p.status = 'active' ${where}
+         order by ${ORDER[sortBy]}, s.created_at desc, s.id limit ${limit} offset ${offset}`, [cat])).rows.map((r) => r.name);
+      for (const sortBy of Object.keys(ORDER)) {
+        for (const [query, where] of [[{}, ''], [{ tags: 'odd' }, `and s.tags @> '{odd}'`], [{ maxPriceCents: 300, maxLatencyMs: 800 }, 'and s.price_cents <= 300 and s.max_latency_ms <= 800']] as const) {
+          for (const [limit, offset] of [[5, 0], [5, 5], [7, 20], [100, 0]] as const) {
+            const got = await stranger.client.listServices({ category: cat, sortBy, limit, offset, ...query });
+            expect(unwrap(got).map((x) => x.name), `${sortBy} ${JSON.stringify(query)} ${limit}/${offset}`).toEqual(await expected(sortBy, where, limit, offset));
+          }
+        }
+      }
+    } finally {
+      await sql.end();
+    }
+  });
+
   it('drops a deactivated provider’s services from listing and discovery within a second (D6.5)', async () => {
     const doomed = await ex.signUp();
     const s = unwrap(await doomed.client.createService(body({ category, name: 'Doomed', description: 'Quantum flux capacitor calibration for time travellers.' })));

@@ -37,7 +37,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       getService: services.getService(deps),
       updateService: services.updateService(deps),
       deleteService: services.deleteService(deps),
-      listServices: listServices(deps),
+      listServices: listServices(deps, discovery.index),
       discover: discovery.handler,
       getContract: services.getContract(deps),
       applyAgentEvent: applyAgentEvent(deps),

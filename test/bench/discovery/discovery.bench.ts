@@ -9,6 +9,8 @@
  *   pnpm bench:discovery --quality       quality only
  *   pnpm bench:discovery --misses        also list the needs whose first match is wrong
  *   pnpm bench:discovery --services 2000 speed with another catalog size
+ *   pnpm bench:discovery --large 0       without growing the catalog to 100,000 services after
+ *   pnpm bench:discovery --speed         speed only
  *   pnpm bench:discovery --json out.json figures also written as JSON (what `pnpm bench` tabulates)
  */
 import pg from 'pg';
@@ -28,8 +30,12 @@ const args = process.argv.slice(2);
 const reportRows: Row[] = [];
 const qualityOnly = args.includes('--quality');
 const serviceCount = Number(args[args.indexOf('--services') + 1] ?? 10_000) || 10_000;
+/** Issue 14: the catalog grown to this size (copies written straight to its tables) and measured again; 0 skips it. */
+const largeCount = args.includes('--large') ? Number(args[args.indexOf('--large') + 1]) : 100_000;
 /** Issue 9: targets on the held-out set; the tuning set must not drop below its figures before it. */
 const TARGETS = { recallAt1: 0.75, recallAt3: 0.9, p95Ms: 50 };
+/** Issue 14: p95 at the large size. */
+const LARGE_P95_MS = 100;
 const TUNING_BEFORE = { recallAt1: 0.77, recallAt3: 0.91 };
 
 interface LabelledSet {
@@ -64,13 +70,13 @@ async function withExchange(run: (ex: Exchange) => Promise<void>): Promise<void>
 }
 
 const results: { set: LabelledSet; exchange: Ranking; baseline: Ranking }[] = [];
-for (const set of SETS) {
+for (const set of args.includes('--speed') ? [] : SETS) {
   await withExchange(async (ex) => {
     const ids = await registerCatalog(ex, set.services);
     results.push(await quality(ex, set, ids));
   });
 }
-summary();
+if (results.length > 0) summary();
 if (!qualityOnly) {
   await withExchange(async (ex) => {
     await registerCatalog(ex, EVAL_SERVICES);
@@ -262,8 +268,44 @@ async function speed(ex: Exchange): Promise<void> {
   };
   await Promise.all(Array.from({ length: 8 }, worker));
   console.log(`seeded in ${((Date.now() - started) / 1000).toFixed(1)} s (${ex.stack.catalog.discovery.index.services.size} services in the index)`);
+  const rssAtSize = await measure(ex, providers[0]!, serviceCount, TARGETS.p95Ms);
+  if (largeCount > serviceCount) {
+    await grow(ex, largeCount);
+    const rssLarge = await measure(ex, providers[0]!, largeCount, LARGE_P95_MS);
+    const perService = (rssLarge - rssAtSize) / (largeCount - serviceCount);
+    console.log(`memory per service (rss growth from ${serviceCount} to ${largeCount} ÷ services added): ${(perService / 1024).toFixed(1)} KiB`);
+    reportRows.push(row({ case: 'memory per indexed service', value: perService / 1024, unit: 'KiB', baseline: Number.NaN, baselineName: 'none', lowerIsBetter: true, target: 'stated', met: null }));
+  }
+}
 
-  const client = providers[0]!;
+/**
+ * Grows the catalog to `size` services by copying those already there straight in the tables
+ * (their embeddings too, so the encoder need not run 90,000 times), then waits until the index holds them.
+ */
+async function grow(ex: Exchange, size: number): Promise<void> {
+  const started = Date.now();
+  const { rows } = await ex.sql.query<{ column_name: string }>(
+    `select column_name from information_schema.columns where table_schema = 'catalog' and table_name = 'services' and is_generated = 'NEVER' and column_default is null and column_name not in ('id', 'name')`,
+  );
+  const cols = rows.map((r) => r.column_name).join(', ');
+  const have = ex.stack.catalog.discovery.index.services.size;
+  const copies = Math.ceil((size - have) / have);
+  for (let g = 1; g <= copies; g++) {
+    const room = size - ex.stack.catalog.discovery.index.services.size;
+    await ex.sql.query(`insert into catalog.services (id, name, ${cols}) select gen_random_uuid(), name || ' copy ${g}', ${cols} from catalog.services where name not like '% copy %' limit ${Math.min(room, have)}`);
+    await waitFor(() => ex.stack.catalog.discovery.index.services.size >= Math.min(size, have * (g + 1)));
+  }
+  // What autovacuum would do soon after such a bulk write: fresh statistics for the planner.
+  await ex.sql.query('analyze catalog.services');
+  console.log(`\ngrew the catalog to ${ex.stack.catalog.discovery.index.services.size} services in ${((Date.now() - started) / 1000).toFixed(1)} s (copies written to the tables, indexed by the catalog's poll)`);
+}
+
+async function waitFor(done: () => boolean): Promise<void> {
+  while (!done()) await new Promise((r) => setTimeout(r, 200));
+}
+
+/** Discover and list latency through the gateway at the catalog's current size; returns the process's rss. */
+async function measure(ex: Exchange, client: ExchangeClient, size: number, targetMs: number): Promise<number> {
   const anyId = unwrap(await client.listServices({ limit: 1 }))[0]!.id;
   const discoverBodies: DiscoverBody[] = EVAL_QUERIES.map((q, i) => ({
     need: q.need,
@@ -279,19 +321,22 @@ async function speed(ex: Exchange): Promise<void> {
   const baseline = await timeIt(EVAL_QUERIES.length * rounds, async () => void unwrap(await client.getService(anyId)));
   const discover = await timeIt(EVAL_QUERIES.length * rounds, async (i) => void unwrap(await client.discover(discoverBodies[i % discoverBodies.length]!)));
   const list = await timeIt(EVAL_QUERIES.length * rounds, async (i) => void unwrap(await client.listServices(listQueries[i % listQueries.length]!)));
+  // With --expose-gc (as pnpm runs it), garbage is collected first so rss is what stays.
+  (globalThis as { gc?: () => void }).gc?.();
   const mem = process.memoryUsage();
-  console.log(`\nLatency through the gateway, ${serviceCount} services, sequential requests (ms)`);
+  console.log(`\nLatency through the gateway, ${size} services, sequential requests (ms)`);
   console.log('operation                               n      p50     p95     p99');
   for (const [name, t] of [['GET /v1/services/{id} (baseline)', baseline], ['POST /v1/services/discover', discover], ['GET /v1/services (filters, sorts)', list]] as const) {
     console.log(`${name.padEnd(38)} ${String(t.n).padStart(4)}  ${t.p50.toFixed(1).padStart(6)}  ${t.p95.toFixed(1).padStart(6)}  ${t.p99.toFixed(1).padStart(6)}`);
   }
   console.log(`ratio to baseline p95: discover ×${ratio(discover.p95, baseline.p95)}, list ×${ratio(list.p95, baseline.p95)}`);
-  console.log(`target p95 ≤ ${TARGETS.p95Ms} ms: discover ${discover.p95 <= TARGETS.p95Ms ? 'met' : 'MISSED'}, list ${list.p95 <= TARGETS.p95Ms ? 'met' : 'MISSED'}`);
+  console.log(`target p95 ≤ ${targetMs} ms: discover ${discover.p95 <= targetMs ? 'met' : 'MISSED'}, list ${list.p95 <= targetMs ? 'met' : 'MISSED'}`);
   console.log(`process memory (whole exchange in one process): rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
   reportRows.push(
-    row({ case: `discover p95, ${serviceCount} services`, value: discover.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${TARGETS.p95Ms} ms`, met: discover.p95 <= TARGETS.p95Ms }),
-    row({ case: `list p95, ${serviceCount} services`, value: list.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${TARGETS.p95Ms} ms`, met: list.p95 <= TARGETS.p95Ms }),
+    row({ case: `discover p95, ${size} services`, value: discover.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${targetMs} ms`, met: discover.p95 <= targetMs }),
+    row({ case: `list p95, ${size} services`, value: list.p95, unit: 'ms', baseline: baseline.p95, baselineName: 'GET /v1/services/{id}', lowerIsBetter: true, target: `≤ ${targetMs} ms`, met: list.p95 <= targetMs }),
   );
+  return mem.rss;
 }
 
 async function timeIt(n: number, fn: (i: number) => Promise<void>): Promise<{ n: number; p50: number; p95: number; p99: number }> {

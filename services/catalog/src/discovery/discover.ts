@@ -78,7 +78,6 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const caughtUp = index.catchUp();
   const scored = hasNeed ? await index.scorer.relevance(body.need!, caughtUp) : undefined;
   await caughtUp;
-  const relevance = scored?.scores;
   const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
   const category = body.category?.toLowerCase();
 
@@ -86,30 +85,45 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const keep = limit + RECHECK_EXTRA;
   const best: Candidate[] = [];
   let total = 0;
-  // With a need, only the services relevant to it can match: iterate those, not the whole index.
-  const pool: Iterable<IndexedService> = relevance ? servicesOf(index, relevance) : index.services.values();
-  for (const s of pool) {
+  // The best score a service could get with its relevance and preference: input and output fitting fully.
+  const ceilingParts = { ...(body.inputAvailable ? { input: 1 } : {}), ...(wantedOutput ? { output: 1 } : {}) };
+  const ceiling = (need: number, pref: number) => compatibilityScore({ need, ...ceilingParts }, pref);
+  const consider = (s: IndexedService, need: number | undefined): void => {
     const provider = index.providers.get(s.agentId);
-    if (!provider || provider.status !== 'active') continue;
-    if (category !== undefined && s.category !== category) continue;
-    if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) continue;
-    if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) continue;
-    const parts: Candidate['parts'] = {};
-    if (relevance) {
-      parts.need = relevance.get(s.id) ?? 0;
-      if (parts.need === 0) continue;
+    if (!provider || provider.status !== 'active') return;
+    if (category !== undefined && s.category !== category) return;
+    if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) return;
+    if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) return;
+    const pref = preferenceOf(urgency, provider.trustScore, s.cheapness, s.speed);
+    // With a need, every service related to it that passes the filters matches (its score is at
+    // least 0.6 × relevance × 0.85 > 0): it is counted, and fully scored only when the best its
+    // input and output could make of it would still enter the short list (issue 14: at 100,000
+    // services a need relates tens of thousands).
+    if (need !== undefined && best.length === keep && ceiling(need, pref) < best[keep - 1]!.score) {
+      total += 1;
+      return;
     }
+    const parts: Candidate['parts'] = need === undefined ? {} : { need };
     if (body.inputAvailable) parts.input = inputCompatibility(s.inputSig, body.inputAvailable);
     if (wantedOutput) parts.output = outputCompatibility(s.outputSig, wantedOutput);
-    const score = compatibilityScore(parts, preferenceOf(urgency, provider.trustScore, s.cheapness, s.speed));
-    if (score <= 0) continue;
+    const score = compatibilityScore(parts, pref);
+    if (score <= 0) return;
     total += 1;
-    if (best.length === keep && byScore(best[keep - 1]!, { score, service: s }) <= 0) continue;
+    if (best.length === keep && byScore(best[keep - 1]!, { score, service: s }) <= 0) return;
     const c = { service: s, parts, score };
     let at = best.length;
     while (at > 0 && byScore(best[at - 1]!, c) > 0) at--;
     best.splice(at, 0, c);
     if (best.length > keep) best.pop();
+  };
+  if (scored) {
+    // With a need, only the services related to it can match: those, not the whole index.
+    for (let i = 0; i < scored.ids.length; i++) {
+      const s = index.services.get(scored.ids[i]!);
+      if (s) consider(s, scored.values[i]!);
+    }
+  } else {
+    for (const s of index.services.values()) consider(s, undefined);
   }
 
   const { matches, dropped } = await recheck(deps, body, best, urgency);
@@ -145,13 +159,6 @@ function meaningWarnings(deps: CatalogDeps, failure: string | undefined): Discov
 
 /** Room kept in a discover answer for everything but the matches. */
 const ANSWER_FRAME_BYTES = 1024;
-
-function* servicesOf(index: DiscoveryIndex, relevance: Map<string, number>): Iterable<IndexedService> {
-  for (const id of relevance.keys()) {
-    const s = index.services.get(id);
-    if (s) yield s;
-  }
-}
 
 function byScore(a: { score: number; service: { id: string } }, b: { score: number; service: { id: string } }): number {
   return b.score - a.score || (a.service.id < b.service.id ? -1 : 1);

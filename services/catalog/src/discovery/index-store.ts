@@ -10,7 +10,12 @@ import { embeddingText, fromBytes, toBytes, type SentenceEncoder } from './sente
 export interface IndexedService {
   id: string;
   agentId: string;
+  /** Lower-cased (discovery compares without case). */
   category: string;
+  /** As written (listing filters on it exactly, D7.5). */
+  categoryExact: string;
+  tags: string[];
+  createdAtMs: number;
   priceCents: number;
   budgetFloorCents: number;
   maxLatencyMs: number;
@@ -140,7 +145,7 @@ export class DiscoveryIndex {
   private async loadServices(ids: string[]): Promise<void> {
     const rows = await this.db
       .selectFrom('services')
-      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'revision', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel',
+      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'revision', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel', 'createdAt',
         sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
@@ -152,7 +157,7 @@ export class DiscoveryIndex {
         continue;
       }
       this.services.set(s.id, {
-        id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
+        id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), categoryExact: s.category, tags: s.tags, createdAtMs: s.createdAt.getTime(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
         maxLatencyMs: s.maxLatencyMs, cheapness: cheapness(s.priceCents), speed: speed(s.maxLatencyMs), inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
         revision: s.revision, inputSchema: s.inputSchema, outputSchema: s.outputSchema,
       });

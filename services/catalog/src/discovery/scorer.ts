@@ -33,10 +33,18 @@ export interface RelevanceScorer {
 }
 
 export interface Relevance {
-  scores: Map<string, number>;
+  /**
+   * The related documents and their relevance, side by side (no map: at 100,000 services a query
+   * relates tens of thousands, and hashing them cost more than scoring them; issue 14).
+   */
+  ids: string[];
+  values: number[];
   /** Set when meaning should have counted but could not (the encoder failed): why. */
   meaningError?: string;
 }
+
+/** A relevance as a map by id (for callers that look up a few). */
+export const relevanceMap = (r: Relevance): Map<string, number> => new Map(r.ids.map((id, i) => [id, r.values[i]!]));
 
 /**
  * How much a match in each class counts: E = related words of the key terms (expansion), D = schemas,
@@ -61,6 +69,9 @@ const RARE_BROADER_BOOST = 1.5;
 
 /** Below this a service only brushes the need (a faint relation of one word): not a match. */
 export const MIN_RELEVANCE = 0.05;
+
+/** The share of the embedding rows the encoder's worker compares (this thread the rest), measured at 100,000 services. */
+const WORKER_SHARE = 0.42;
 
 /** Share of relevance that comes from topical closeness in word-vector space (the rest is lexical). */
 const SEMANTIC_SHARE = 0.3;
@@ -174,13 +185,14 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     try {
       const ids = this.slotIds.slice();
       if (!encoder || encoder.problem) {
-        const scores = this.answer(ids, this.lexicalRelevance(concepts), null);
-        return encoder?.problem ? { scores, meaningError: encoder.problem } : { scores };
+        const found = this.answer(ids, this.lexicalRelevance(concepts), null);
+        return encoder?.problem ? { ...found, meaningError: encoder.problem } : found;
       }
       const d = encoder.dims;
       const rows = Math.min(ids.length, Math.floor(this.docVecs.length / d));
-      // The worker compares the first half of the rows while this thread compares the second half.
-      const split = encoder.embedAndScan ? Math.floor(rows / 2) : 0;
+      // The worker compares the first rows while this thread compares the rest.
+      // Less than half to the worker: it embeds the need before it scans, this thread only waits for that.
+      const split = encoder.embedAndScan ? Math.floor(rows * WORKER_SHARE) : 0;
       const pending = encoder.embedAndScan
         ? encoder.embedAndScan(corrected, 0, split)
         : { vector: encoder.embed([corrected]).then((v) => v[0]!), partial: Promise.resolve(new Float32Array(0)) };
@@ -191,9 +203,9 @@ export class LexicalSemanticScorer implements RelevanceScorer {
         const lower = await pending.partial;
         for (let slot = 0; slot < lower.length; slot++) semantic[slot] = ids[slot] === null ? 0 : closeness(lower[slot]!);
       } catch (err) {
-        return { scores: this.answer(ids, lexical, null), meaningError: (err as Error).message };
+        return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
       }
-      return { scores: this.answer(ids, lexical, semantic) };
+      return this.answer(ids, lexical, semantic);
     } finally {
       this.reading -= 1;
       if (this.reading === 0) this.compactIfDue();
@@ -201,24 +213,23 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   }
 
   /**
-   * Lexical and semantic scores (by slot, of the pinned `ids`) blended into relevance by id, for the
-   * documents still indexed now: one removed while the query ran is not returned.
+   * Lexical and semantic scores (by slot, of the pinned `ids`) blended into relevance, for the
+   * documents still in their slot now: one removed (or written again) while the query ran is left out.
+   * A service close in meaning that shares no word with the need counts by its meaning alone.
    */
-  private answer(ids: (string | null)[], lexical: Map<number, number>, semantic: Float32Array | null): Map<string, number> {
-    const out = new Map<string, number>();
-    const put = (slot: number, r: number) => {
-      const id = ids[slot];
-      if (id && r >= MIN_RELEVANCE && this.slotOf.has(id)) out.set(id, r);
-    };
-    if (!semantic) {
-      for (const [slot, lex] of lexical) put(slot, lex);
-      return out;
-    }
-    for (const [slot, lex] of lexical) put(slot, (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * (semantic[slot] ?? 0));
-    // Services close in meaning that share no word with the need.
+  private answer(ids: (string | null)[], lexical: Float64Array, semantic: Float32Array | null): Relevance {
+    const out: Relevance = { ids: [], values: [] };
     const alone = MIN_RELEVANCE / SEMANTIC_SHARE;
-    for (let slot = 0; slot < semantic.length; slot++) {
-      if (semantic[slot]! >= alone && !lexical.has(slot)) put(slot, SEMANTIC_SHARE * semantic[slot]!);
+    for (let slot = 0; slot < ids.length; slot++) {
+      const lex = lexical[slot]!;
+      const sem = semantic ? (semantic[slot] ?? 0) : 0;
+      const r = lex > 0 ? (semantic ? (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * sem : lex) : sem >= alone ? SEMANTIC_SHARE * sem : 0;
+      if (r < MIN_RELEVANCE) continue;
+      const id = ids[slot];
+      if (id && this.slotIds[slot] === id) {
+        out.ids.push(id);
+        out.values.push(r);
+      }
     }
     return out;
   }
@@ -249,52 +260,56 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return out;
   }
 
-  /** Lexical relevance by slot. */
-  private lexicalRelevance(concepts: Concept[]): Map<number, number> {
-    const result = new Map<number, number>();
+  /** A zeroed array of at least `n` slots, reused by every query (lexicalRelevance leaves it zeroed). */
+  private scratchArray = new Float64Array(0);
+  private scratch(n: number): Float64Array {
+    if (this.scratchArray.length < n) this.scratchArray = new Float64Array(Math.max(n, 2 * this.scratchArray.length));
+    return this.scratchArray;
+  }
+
+  /** Lexical relevance by slot (0: no match). */
+  private lexicalRelevance(concepts: Concept[]): Float64Array {
     const known = concepts.filter((c) => c.variants.size > 0);
-    if (known.length === 0) return result;
+    if (known.length === 0) return new Float64Array(this.slotIds.length);
     // A concept the catalog has no word for still dilutes every score a little (the need asked for it).
     const meanWeight = known.reduce((s, c) => s + c.weight, 0) / known.length;
     const weights = concepts.map((c) => (c.variants.size > 0 ? c.weight : 0.5 * meanWeight));
     const total = weights.reduce((s, w) => s + w, 0);
 
-    // Best match per (document slot, concept) in one flat array: postings of common words touch
-    // thousands of documents, and typed-array indexing keeps that to microseconds.
-    const k = concepts.length;
-    const best = new Float64Array(this.slotIds.length * k);
-    const seen = new Uint8Array(this.slotIds.length);
-    const touched: number[] = [];
+    // Concept by concept: the best match of each slot goes into a scratch array (zero again after
+    // each concept), then adds to the slot's sum and coverage. Postings of common words touch tens
+    // of thousands of documents; typed arrays keep that to a few milliseconds at 100,000 services.
+    const n = this.slotIds.length;
+    const sum = new Float64Array(n);
+    const covered = new Float64Array(n);
+    const cur = this.scratch(n);
     concepts.forEach((c, i) => {
+      const touched: number[] = [];
       for (const [lex, w] of c.variants) {
         const slots = this.postingSlots[lex]!;
         const classes = this.postingClasses[lex]!;
         for (let j = 0; j < slots.length; j++) {
           const slot = slots[j]!;
           const s = w * FIELD_FACTOR[classes[j]!]!;
-          const at = slot * k + i;
-          if (s <= best[at]!) continue;
-          if (!seen[slot]) {
-            seen[slot] = 1;
-            touched.push(slot);
-          }
-          best[at] = s;
+          if (s <= cur[slot]!) continue;
+          if (cur[slot] === 0) touched.push(slot);
+          cur[slot] = s;
         }
       }
-    });
-    for (const slot of touched) {
-      if (this.slotIds[slot] === null) continue;
-      let sum = 0;
-      let covered = 0;
-      for (let i = 0; i < k; i++) {
-        const m = best[slot * k + i]!;
-        sum += weights[i]! * m;
-        if (m >= COVERED) covered += weights[i]!;
+      const wi = weights[i]!;
+      for (const slot of touched) {
+        const m = cur[slot]!;
+        sum[slot] = sum[slot]! + wi * m;
+        if (m >= COVERED) covered[slot] = covered[slot]! + wi;
+        cur[slot] = 0;
       }
-      // Coordination: a service that covers more of the need's concepts beats one that matches a
-      // single concept strongly (and every other one only through faint relations).
-      result.set(slot, (sum / total) * (1 - COORDINATION + COORDINATION * (covered / total)));
+    });
+    // Coordination: a service that covers more of the need's concepts beats one that matches a
+    // single concept strongly (and every other one only through faint relations).
+    for (let slot = 0; slot < n; slot++) {
+      if (sum[slot]! > 0) sum[slot] = (sum[slot]! / total) * (1 - COORDINATION + COORDINATION * (covered[slot]! / total));
     }
+    const result = sum;
     return result;
   }
 

@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
-import { pagination, type catalogOps, type ServiceSort } from '@aex/contracts';
+import { pagination, type catalogOps, type ListServicesQuery, type ServiceSort } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
-import { compositeRankSql } from '../domain/rank.js';
+import type { DiscoveryIndex, IndexedService } from '../discovery/index-store.js';
+import { blend, compositeRankSql, RANK_WEIGHTS } from '../domain/rank.js';
 import { listItemView } from './views.js';
 
 type Ops = typeof catalogOps;
@@ -16,6 +17,49 @@ const ORDER: Record<ServiceSort, ReturnType<typeof sql>> = {
   created_at: sql`s.created_at desc`,
 };
 
+const COLUMNS = [
+  's.id', 's.agentId', 's.name', 's.description', 's.version', 's.category', 's.subcategory', 's.tags', 's.pricing', 's.sla',
+  's.capabilities', 's.metadata', 's.status', 's.createdAt', 's.updatedAt', 'p.trustScore', 'p.name as providerName',
+] as const;
+
+/** One listed service's sort key, smaller first (descending sorts negated); ties go by createdAt desc, then id. */
+const SORT_KEY: Record<ServiceSort, (s: IndexedService, trustScore: number) => number> = {
+  composite_rank: (s, trust) => -blend(RANK_WEIGHTS, trust, s.cheapness, s.speed),
+  price_asc: (s) => s.priceCents,
+  price_desc: (s) => -s.priceCents,
+  trust_score: (_s, trust) => -trust,
+  created_at: (s) => -s.createdAtMs,
+};
+
+/**
+ * The ids of one page and the total, from the index. The page is found without sorting everything:
+ * the keys of all matches are sorted as numbers (native), which gives the key of the last place of
+ * the page; only the matches up to that key are sorted with the tie-breaks.
+ */
+export function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: string[], offset: number, limit: number): { ids: string[]; total: number } {
+  const keyOf = SORT_KEY[(query.sortBy ?? 'composite_rank') as ServiceSort];
+  const matches: IndexedService[] = [];
+  const keys: number[] = [];
+  for (const s of index.services.values()) {
+    const p = index.providers.get(s.agentId);
+    if (!p || p.status !== 'active') continue;
+    if (query.category !== undefined && s.categoryExact !== query.category) continue;
+    if (query.maxPriceCents !== undefined && s.priceCents > query.maxPriceCents) continue;
+    if (query.minTrustScore !== undefined && p.trustScore < query.minTrustScore) continue;
+    if (query.maxLatencyMs !== undefined && s.maxLatencyMs > query.maxLatencyMs) continue;
+    if (tags.length > 0 && !tags.every((t) => s.tags.includes(t))) continue;
+    matches.push(s);
+    keys.push(keyOf(s, p.trustScore));
+  }
+  const wanted = offset + limit;
+  if (offset >= matches.length) return { ids: [], total: matches.length };
+  const bound = wanted < matches.length ? Float64Array.from(keys).sort()[wanted - 1]! : Number.POSITIVE_INFINITY;
+  const chosen: { s: IndexedService; key: number }[] = [];
+  for (let i = 0; i < matches.length; i++) if (keys[i]! <= bound) chosen.push({ s: matches[i]!, key: keys[i]! });
+  chosen.sort((a, b) => a.key - b.key || b.s.createdAtMs - a.s.createdAtMs || (a.s.id < b.s.id ? -1 : a.s.id > b.s.id ? 1 : 0));
+  return { ids: chosen.slice(offset, wanted).map((c) => c.s.id), total: matches.length };
+}
+
 /** "a, b,,c" → ["a", "b", "c"]: the services listed carry all of them (D7.5). */
 export function parseTags(tags: string | undefined): string[] {
   return tags === undefined ? [] : [...new Set(tags.split(',').map((t) => t.trim()).filter(Boolean))];
@@ -24,13 +68,27 @@ export function parseTags(tags: string | undefined): string[] {
 /**
  * GET /v1/services (D7.5): active services of active providers, filtered and sorted, with an exact
  * total. With `agentId` of the caller itself, its paused services are listed too (EXT).
+ *
+ * The whole catalog is filtered and sorted in the discovery index's memory (issue 14: a count and a
+ * sort over every row cost Postgres ~100 ms at 100,000 services), caught up first like discover, so
+ * every write answered before the request is in it; only the page's rows are read from the tables.
+ * One provider's services (`agentId`) come from the tables, by their index.
  */
-export const listServices = (deps: CatalogDeps): OperationHandler<Ops['listServices']> => async ({ query }, ctx) => {
+export const listServices = (deps: CatalogDeps, index: DiscoveryIndex): OperationHandler<Ops['listServices']> => async ({ query }, ctx) => {
   const caller = requireAgent(ctx);
   const limit = query.limit ?? 20;
   const offset = query.offset ?? 0;
   const tags = parseTags(query.tags);
   const own = query.agentId !== undefined && query.agentId === caller.agentId;
+  if (query.agentId === undefined) {
+    await index.catchUp();
+    const { ids, total } = listFromIndex(index, query, tags, offset, limit);
+    const rows = ids.length === 0 ? [] : await deps.db.selectFrom('services as s').innerJoin('providers as p', 'p.agentId', 's.agentId').select(COLUMNS).where('s.id', 'in', ids).execute();
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    // A service paused since the index looked is left out of the page (the next request sees it gone).
+    const page = ids.map((id) => byId.get(id)).filter((r) => r !== undefined);
+    return { data: page.map((r) => listItemView(r)), pagination: pagination(total, limit, offset) };
+  }
 
   let q = deps.db.selectFrom('services as s').innerJoin('providers as p', 'p.agentId', 's.agentId');
   q = own
@@ -44,10 +102,7 @@ export const listServices = (deps: CatalogDeps): OperationHandler<Ops['listServi
   if (query.maxLatencyMs !== undefined) q = q.where('s.maxLatencyMs', '<=', query.maxLatencyMs);
 
   const [rows, count] = await Promise.all([
-    q.select([
-      's.id', 's.agentId', 's.name', 's.description', 's.version', 's.category', 's.subcategory', 's.tags', 's.pricing', 's.sla',
-      's.capabilities', 's.metadata', 's.status', 's.createdAt', 's.updatedAt', 'p.trustScore', 'p.name as providerName',
-    ])
+    q.select(COLUMNS)
       .orderBy(ORDER[(query.sortBy ?? 'composite_rank') as ServiceSort])
       .orderBy('s.createdAt', 'desc')
       .orderBy('s.id')

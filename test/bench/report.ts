@@ -26,7 +26,8 @@ export function writeReport(file: string | undefined, bench: string, rows: Row[]
   writeFileSync(file, JSON.stringify({ bench, at: new Date().toISOString(), rows, detail }, null, 2));
 }
 
-const num = (n: number) => n.toFixed(Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2);
+/** A figure as text; none (NaN, or null once read back from JSON) as "—". */
+const num = (n: number | null) => (n === null || !Number.isFinite(n) ? '—' : n.toFixed(Math.abs(n) >= 100 ? 0 : Math.abs(n) >= 10 ? 1 : 2));
 
 /** The rows as an aligned text table. */
 export function table(rows: (Row & { bench?: string })[]): string {
@@ -34,8 +35,8 @@ export function table(rows: (Row & { bench?: string })[]): string {
   const cells = rows.map((r) => [
     r.bench ? `${r.bench}: ${r.case}` : r.case,
     `${num(r.value)} ${r.unit}`,
-    `${num(r.baseline)} ${r.unit} (${r.baselineName})`,
-    Number.isFinite(r.ratio) ? `${r.ratio.toFixed(3)}${r.lowerIsBetter ? ' ↓' : ''}` : '—',
+    Number.isFinite(r.baseline) ? `${num(r.baseline)} ${r.unit} (${r.baselineName})` : '—',
+    r.ratio !== null && Number.isFinite(r.ratio) ? `${r.ratio.toFixed(3)}${r.lowerIsBetter ? ' ↓' : ''}` : '—',
     r.target,
     r.met === null ? '' : r.met ? 'met' : 'MISSED',
   ]);

@@ -57,10 +57,11 @@ try {
   rmSync(scratch, { recursive: true, force: true });
 }
 
-console.log('\n━━ every figure, each next to its baseline from the same run (ratio = exchange ÷ baseline; ↓: lower is better) ━━\n');
-console.log(table(reports.flatMap((r) => r.rows.map((row) => ({ ...row, bench: r.bench })))));
+// The figures are written before they are shown, so nothing measured is lost to the table.
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), node: process.version, reports, failed }, null, 2));
+console.log('\n━━ every figure, each next to its baseline from the same run (ratio = exchange ÷ baseline; ↓: lower is better) ━━\n');
+console.log(table(reports.flatMap((r) => r.rows.map((row) => ({ ...row, bench: r.bench })))));
 console.log(`\nwritten to ${out}`);
 if (failed.length > 0) {
   console.error(`failed: ${failed.join(', ')}`);

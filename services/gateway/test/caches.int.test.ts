@@ -1,25 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { GATEWAY_CACHES, names } from '@aex/contracts';
 import type { Bus } from '@aex/platform';
-import { createTestBus, testLogger } from '@aex/platform/testing';
+import { testLogger } from '@aex/platform/testing';
 import { LocalCache } from '../src/caches/local-cache.js';
 import { agentTag, CacheMembership, keyTag } from '../src/caches/membership.js';
 import { RateLimiter } from '../src/guards/rate-limit.js';
+import { bus, cleanups } from './bus-kit.js';
 
 // Issue 14: the replica's own memory (docs/gateway-caches.md) and the limiter's leases, on real
 // NATS JetStream. Identity's side (telling every replica, fencing a silent one) is exercised through
 // whole exchanges in test/e2e/gateway-caches.test.ts.
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function bus(): Promise<Bus> {
-  const t = await createTestBus('jetstream');
-  cleanups.push(() => t.dispose());
-  return t.bus;
-}
 
 async function member(b: Bus, clock?: () => number) {
   const m = await CacheMembership.start(b, testLogger(), clock);

@@ -1,22 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig, type Bus } from '@aex/platform';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '@aex/platform';
 import { createTestBus, testLogger } from '@aex/platform/testing';
 import { buildGateway } from '../src/app.js';
 import { RateLimiter } from '../src/guards/rate-limit.js';
+import { bus } from './bus-kit.js';
 
 // The gateway's shared guards on real JetStream KV: limits shared by replicas, exact under bursts
 // (coalesced compare-and-set), and failing closed (D4.4).
-
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function bus(): Promise<Bus> {
-  const t = await createTestBus('jetstream');
-  cleanups.push(() => t.dispose());
-  return t.bus;
-}
 
 const limits = { read: 5, write: 5, discovery: 5, key_rotation: 5, accounts_ip: 5, public_ip: 5, auth_failures_ip: 5 };
 

@@ -46,7 +46,11 @@ export const GATEWAY_CACHES = {
   leaseMs: 3_000,
   /** An entry nobody renews (a replica that died) leaves the registry after this. */
   registryTtlMs: 30_000,
-  ackTimeoutMs: 1_000,
+  /**
+   * As long as a lease: a replica that is only slow (a loaded machine can stall an event loop for a
+   * second) is waited for rather than fenced; one that is gone fails at once (NATS: no responders).
+   */
+  ackTimeoutMs: 3_000,
 } as const;
 
 /** What identity tells the gateways to forget: principals by API-key hash, cached answers by agent. */

@@ -71,6 +71,8 @@ export class CacheMembership {
     this.stopped = true;
     clearInterval(this.timer);
     this.forget('all');
+    // A renewal under way lands before the delete, or fails after it without listing again.
+    while (this.renewing) await new Promise((r) => setTimeout(r, 5));
     await this.registry.delete(this.replicaId).catch(() => undefined);
     await this.sub?.stop().catch(() => undefined);
   }
@@ -98,6 +100,8 @@ export class CacheMembership {
       this.revision = await this.registry.update(this.replicaId, this.entry(), this.revision);
       this.leaseUntil = sentAt + GATEWAY_CACHES.leaseMs;
     } catch (err) {
+      // Stopping: the entry was deleted on purpose, and nothing is listed again.
+      if (this.stopped) return;
       if (err instanceof KvConflictError) {
         // Fenced by identity (or the entry expired while this replica could not renew): what is in
         // memory may have missed a change. Forget it all, then list this replica again.

@@ -6,7 +6,10 @@ import { schemaText, searchText, vocabularyOf, words } from '../src/domain/searc
 import { combineMatch, compatibilityScore, preference, PREFERENCE_SHARE } from '../src/discovery/discover.js';
 import { editDistance } from '../src/discovery/lexicon.js';
 import { needTokens } from '../src/discovery/need.js';
-import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, relevanceMap, type ScorableDocument } from '../src/discovery/scorer.js';
+import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, type Relevance, type ScorableDocument } from '../src/discovery/scorer.js';
+
+/** A relevance as a map by id, to look up a few. */
+const relevanceMap = (r: Relevance): Map<string, number> => new Map(r.ids.map((id, i) => [id, r.values[i]!]));
 import { WordNet } from '../src/discovery/thesaurus.js';
 import { embeddingText, fromBytes, toBytes, UniversalSentenceEncoder } from '../src/discovery/sentence-encoder.js';
 import type { Lexicon } from '../src/discovery/lexicon.js';

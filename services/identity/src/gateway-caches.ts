@@ -14,11 +14,10 @@ export class GatewayCaches {
     private readonly bus: Bus,
     private readonly registry: KvStore,
     private readonly logger: Logger,
-    private readonly sleep: (ms: number) => Promise<void>,
   ) {}
 
-  static async open(bus: Bus, logger: Logger, sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))): Promise<GatewayCaches> {
-    return new GatewayCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger, sleep);
+  static async open(bus: Bus, logger: Logger): Promise<GatewayCaches> {
+    return new GatewayCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger);
   }
 
   async forget(what: CacheInvalidation): Promise<void> {
@@ -29,7 +28,7 @@ export class GatewayCaches {
     } catch (err) {
       // The registry is out of reach, so no replica can renew its lease either: wait one out.
       this.logger.error({ err }, 'gateway registry unreachable; waiting out the gateways’ lease');
-      await this.sleep(GATEWAY_CACHES.leaseMs);
+      await sleep(GATEWAY_CACHES.leaseMs);
       return;
     }
     const silent = (
@@ -49,6 +48,8 @@ export class GatewayCaches {
     // lease from now every such replica has stopped answering from memory.
     await Promise.all(silent.map((id) => this.registry.delete(id).catch((err: unknown) => this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica'))));
     this.logger.warn({ replicas: silent }, 'gateway replicas did not confirm a cache invalidation; fenced, waiting out their lease');
-    await this.sleep(GATEWAY_CACHES.leaseMs);
+    await sleep(GATEWAY_CACHES.leaseMs);
   }
 }
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -3,6 +3,7 @@ import { consumeIdempotently, enqueue, requireAgent, type OperationHandler, type
 import { sql } from 'kysely';
 import type { IdentityDeps } from './context.js';
 import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
+import { forgetAfterCommit } from './key-cache.js';
 
 /**
  * D15.2: a provider's trust score is recomputed when a transaction it provided ends. Each outcome is
@@ -21,7 +22,7 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     afterCommit: async (e) => {
       deps.relay.kick();
       // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md).
-      await deps.gateways.forget({ keyHashes: [], agentIds: [e.providerAgentId] });
+      await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
     },
     handle: async (trx, e) => {
       const current = await trx.selectFrom('trustScores').select('score').where('agentId', '=', e.providerAgentId).forUpdate().executeTakeFirst();

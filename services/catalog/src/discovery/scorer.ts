@@ -43,8 +43,6 @@ export interface Relevance {
   meaningError?: string;
 }
 
-/** A relevance as a map by id (for callers that look up a few). */
-export const relevanceMap = (r: Relevance): Map<string, number> => new Map(r.ids.map((id, i) => [id, r.values[i]!]));
 
 /**
  * How much a match in each class counts: E = related words of the key terms (expansion), D = schemas,

@@ -36,7 +36,7 @@ const SORT_KEY: Record<ServiceSort, (s: IndexedService, trustScore: number) => n
  * the keys of all matches are sorted as numbers (native), which gives the key of the last place of
  * the page; only the matches up to that key are sorted with the tie-breaks.
  */
-export function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: string[], offset: number, limit: number): { ids: string[]; total: number } {
+function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: string[], offset: number, limit: number): { ids: string[]; total: number } {
   const keyOf = SORT_KEY[(query.sortBy ?? 'composite_rank') as ServiceSort];
   const matches: IndexedService[] = [];
   const keys: number[] = [];

@@ -123,7 +123,7 @@ export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable>
       // The child is gone: gateways drop its profile and its key's principal (tagged with the agent).
       afterCommit: async (e) => {
         deps.relay.kick();
-        await deps.gateways.forget({ keyHashes: [], agentIds: [e.childAgentId] });
+        await forgetAfterCommit(deps, { agentIds: [e.childAgentId] }, deps.logger);
       },
     }),
   ]);

@@ -9,6 +9,8 @@ import {
   createPlatformTablesV1,
   createPlatformTablesV3,
   enqueue,
+  HAND_OFF_LEASE_MS,
+  inTransaction,
   OutboxRelay,
   scheduleTimer,
   cancelTimer,
@@ -179,6 +181,124 @@ describe('outbox relay', () => {
     await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 9 }));
     relay.kick();
     await eventually(async () => got.length === 1);
+  });
+});
+
+describe('outbox hand-off (issue 14)', () => {
+  /** A relay whose drain only runs when asked (its poll an hour away). */
+  const handingRelay = (over: Bus = bus) => {
+    const relay = new OutboxRelay(db, over, logger, 3_600_000);
+    relay.start();
+    stoppables.push(relay);
+    return relay;
+  };
+  const rowOf = (id: string) => db.selectFrom('outbox').select(['publishedAt', 'claimedUntil']).where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('publishes a tracked transaction’s rows right after its commit, in order, and marks them, with no drain', async () => {
+    const got = await collect(`handoff-${randomUUID().slice(0, 8)}`);
+    const relay = handingRelay();
+    const ids = await inTransaction(db, async (trx) => {
+      const sent = [];
+      for (let i = 0; i < 5; i++) sent.push((await enqueue(trx, pinged, { value: i })).id);
+      // Written only by the flush before the commit: nothing of it is in the table yet.
+      expect(await trx.selectFrom('outbox').select('id').where('id', 'in', sent).execute()).toEqual([]);
+      return sent;
+    });
+    await eventually(async () => got.length === 5);
+    expect(got.map((m) => (m.data as { id: string }).id)).toEqual(ids);
+    await eventually(async () => (await rowOf(ids[4]!)).publishedAt !== null);
+    // Nothing was left for a drain.
+    expect(await relay.drain()).toBe(0);
+  });
+
+  it('writes the rows claimed for the hand-off, so a drain leaves them until their lease has passed', async () => {
+    const relay = handingRelay();
+    let id = '';
+    await inTransaction(db, async (trx) => {
+      id = (await enqueue(trx, pinged, { value: 1 })).id;
+      // The relay stops before the commit (a crash between commit and publish, as far as the row goes).
+      await relay.stop();
+    });
+    const row = await rowOf(id);
+    expect(row.publishedAt).toBeNull();
+    expect(row.claimedUntil!.getTime() - Date.now()).toBeGreaterThan(HAND_OFF_LEASE_MS - 2_000);
+    const got = await collect(`lapsed-${randomUUID().slice(0, 8)}`);
+    const other = new OutboxRelay(db, bus, logger);
+    expect(await other.drain()).toBe(0);
+    await db.updateTable('outbox').set({ claimedUntil: new Date(Date.now() - 1) }).where('id', '=', id).execute();
+    expect(await other.drain()).toBe(1);
+    await eventually(async () => got.length === 1);
+  });
+
+  it('publishes nothing of a transaction that rolled back', async () => {
+    const got = await collect(`handoff-rb-${randomUUID().slice(0, 8)}`);
+    handingRelay();
+    await inTransaction(db, async (trx) => {
+      await enqueue(trx, pinged, { value: 1 });
+      throw new Error('rolled back');
+    }).catch(() => undefined);
+    const { id } = await inTransaction(db, (trx) => enqueue(trx, pinged, { value: 2 }));
+    await eventually(async () => got.length === 1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got.map((m) => (m.data as { id: string }).id)).toEqual([id]);
+    expect(await db.selectFrom('outbox').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).toEqual({ n: 1 });
+  });
+
+  it('gives rows JetStream refused back to the drain at once', async () => {
+    const got = await collect(`handoff-refused-${randomUUID().slice(0, 8)}`);
+    let refuse = true;
+    const flaky: Bus = Object.create(bus, {
+      publish: { value: async (...args: Parameters<Bus['publish']>) => (refuse ? Promise.reject(new Error('jetstream down')) : bus.publish(...args)) },
+    });
+    const relay = handingRelay(flaky);
+    const { id } = await inTransaction(db, (trx) => enqueue(trx, pinged, { value: 3 }));
+    await eventually(async () => (await rowOf(id)).claimedUntil === null);
+    refuse = false;
+    // The drain the refusal asked for may have run while JetStream still refused: one more is enough.
+    await relay.drain();
+    await eventually(async () => got.length === 1);
+    await eventually(async () => (await rowOf(id)).publishedAt !== null);
+  });
+});
+
+describe('a consumer’s record and messages in one statement (issue 14)', () => {
+  it('rolls back the effect of a message applied before, and acknowledges a repetition its handler refuses', async () => {
+    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    relay.start();
+    stoppables.push(relay);
+    const durable = `once-${randomUUID().slice(0, 8)}`;
+    let calls = 0;
+    const applied: number[] = [];
+    const errors: unknown[] = [];
+    const watched = Object.assign(Object.create(logger) as typeof logger, { error: (...args: unknown[]) => void errors.push(args) });
+    stoppables.push(await consumeIdempotently({
+      bus, db, logger: watched, durable, def: pinged,
+      handle: async (trx, data, env) => {
+        calls++;
+        await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute();
+        // A handler that refuses the state its own first application made.
+        if ((await trx.selectFrom('effects').select('value').where('messageId', '=', env.id).execute()).length > 1) throw new AppError('INVALID_STATE', 'already done');
+        if (data.value < 100) await enqueue(trx, pinged, { value: data.value + 100 });
+      },
+      afterCommit: (data) => void applied.push(data.value),
+    }));
+    const id = randomUUID();
+    const envelope = { id, type: pinged.type, occurredAt: new Date().toISOString(), data: { value: 5 } };
+    await bus.publish(subjects.event(bus.namespace, pinged.type), envelope, { msgId: id });
+    // Applied, and its own message (105) sent and applied in turn.
+    await eventually(async () => applied.length === 2);
+    // The same message again (another stream id): its handler runs and refuses, all of it rolled back.
+    await bus.publish(subjects.event(bus.namespace, pinged.type), envelope, { msgId: randomUUID() });
+    await eventually(async () => calls >= 3);
+    await new Promise((r) => setTimeout(r, 400));
+    expect(applied.sort((a, b) => a - b)).toEqual([5, 105]);
+    expect(await db.selectFrom('effects').select('value').where('messageId', '=', id).execute()).toEqual([{ value: 5 }]);
+    expect(await db.selectFrom('processedMessages').select('consumer').where('messageId', '=', id).execute()).toEqual([{ consumer: durable }]);
+    // One message sent by the first application only, and no error logged as a rejection.
+    const sent = await db.selectFrom('outbox').select('payload').execute();
+    expect(sent.filter((r) => (r.payload as { data: { value: number } }).data.value === 105)).toHaveLength(1);
+    expect(calls).toBe(3);
+    expect(errors).toEqual([]);
   });
 });
 

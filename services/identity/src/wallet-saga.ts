@@ -1,5 +1,5 @@
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, enqueue, inTransaction, type Stoppable } from '@aex/platform';
 import { sql, type Transaction } from 'kysely';
 import type { AgentRow, Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
@@ -49,7 +49,7 @@ export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: numbe
  * the rows are claimed with SKIP LOCKED, and the wallet side is idempotent per agent.
  */
 export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number): Promise<number> {
-  const n = await deps.db.transaction().execute(async (trx) => {
+  const n = await inTransaction(deps.db, async (trx) => {
     const due = await trx
       .selectFrom('agents')
       .select(['id', 'accountId', 'parentAgentId', 'spawnBudgetCents'])

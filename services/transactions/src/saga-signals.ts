@@ -1,10 +1,13 @@
 import { EventEmitter } from 'node:events';
+import type { TransactionRow } from './db/schema.js';
 
 /**
  * Tells requests waiting on a transaction (D9.9: up to SAGA_WAIT_MS) that the saga moved it, so they
- * read its row once instead of polling. A signal may come before the move is committed (consumers
- * signal after each commit, for every transaction they touched), so a waiter always re-reads; and the
- * move may be applied by another replica, so waiters still look every `fallbackMs` on their own.
+ * do not poll. Two kinds of signal:
+ * - a bare one (`touch` then `flush`): may come before the move is committed (consumers flush after
+ *   each commit, for every transaction any of them touched), so its waiter reads the row again;
+ * - one with the row as its own commit left it (`committed`), which the waiter takes as it is.
+ * The move may also be applied by another replica, so waiters still read every `fallbackMs` on their own.
  */
 export class SagaSignals {
   private readonly emitter = new EventEmitter();
@@ -26,16 +29,58 @@ export class SagaSignals {
     for (const id of ids) this.emitter.emit(id);
   }
 
-  /** Resolves at the next signal for the transaction, after `ms`, whichever comes first. */
-  next(transactionId: string, ms: number): Promise<void> {
+  /** After the commit that left the transaction as `row`: its waiters get the row itself. */
+  committed(row: TransactionRow): void {
+    this.emitter.emit(row.id, row);
+  }
+
+  /**
+   * Listens for the transaction's signals from now on. Opened before the commit that starts a saga
+   * step, it misses none of the signals of that step; `close` it when done.
+   */
+  watch(transactionId: string): SagaWatch {
+    return new SagaWatch(this.emitter, transactionId);
+  }
+}
+
+/** The signals of one transaction since its watch opened (`SagaSignals.watch`). */
+export class SagaWatch {
+  /** A signal not yet taken by `next`, with the latest row signalled since. */
+  private pending: { row: TransactionRow | undefined } | null = null;
+  private wake: (() => void) | null = null;
+  private readonly listener = (row?: TransactionRow) => {
+    this.pending = { row: row ?? this.pending?.row };
+    this.wake?.();
+  };
+
+  constructor(private readonly emitter: EventEmitter, private readonly transactionId: string) {
+    emitter.on(transactionId, this.listener);
+  }
+
+  /**
+   * The next signal (at once when one came since the last call), or null after `ms` without one.
+   * Its `row` is the transaction as a commit left it, when the signal carried it.
+   */
+  next(ms: number): Promise<{ row: TransactionRow | undefined } | null> {
+    const take = () => {
+      const signal = this.pending;
+      this.pending = null;
+      return signal;
+    };
+    if (this.pending) return Promise.resolve(take());
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.emitter.off(transactionId, done);
-        resolve();
+        this.wake = null;
+        resolve(take());
       };
-      const timer = setTimeout(done, Math.max(0, Math.min(ms, this.fallbackMs)));
-      this.emitter.on(transactionId, done);
+      const timer = setTimeout(done, Math.max(0, ms));
+      this.wake = done;
     });
+  }
+
+  close(): void {
+    this.emitter.off(this.transactionId, this.listener);
+    this.wake?.();
   }
 }

@@ -19,12 +19,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
-import { withBenchExchange } from '../exchange.js';
+import { withBenchExchange, withBenchProcesses } from '../exchange.js';
 import { row, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
 const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
 const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
+/** `--processes`: every service in a process of its own (as deployed), not the whole exchange in this one. */
+const PROCESSES = args.includes('--processes');
 const TARGETS = { ratio: 0.15, createP99Ms: 100 };
 const INPUT = { payload: 'hello world' };
 const OUTPUT = { digest: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9' };
@@ -56,7 +58,8 @@ if (args[0] === '--load') {
 }
 
 async function main() {
-  await withBenchExchange(async ({ url, db }) => {
+  const exchangeRun = PROCESSES ? withBenchProcesses : withBenchExchange;
+  await exchangeRun(async ({ url, db }) => {
     const exchange = await fromAnotherProcess(url);
     const ceiling = await directWrites(db.url);
     const ratio = exchange.perSecond / ceiling.perSecond;
@@ -114,7 +117,7 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
       pricing: { model: 'fixed', basePriceCents: 100 }, sla: { maxLatencyMs: 60_000, timeoutMs: 600_000 },
     })).id,
   })));
-  const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * (LIFECYCLES + 32))));
+  const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * (32 + LIFECYCLES + Math.max(100, LIFECYCLES)))));
   const create: number[] = [];
   const deliver: number[] = [];
   const verify: number[] = [];

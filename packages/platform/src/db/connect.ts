@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import type { Logger } from '../logger.js';
+import { PreparingClient } from './prepared.js';
 
 // int8 (bigint) columns hold cents: parse them to numbers, refusing anything beyond the safe range
 // (STYLE.md 10: money is integers, never silently rounded).
@@ -52,10 +53,10 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   const role = await provisionSchema(opts.url, opts.schema, opts.extensions ?? []);
   const searchPath = opts.extensions?.length ? `${opts.schema},public` : opts.schema;
   const options = [`-c search_path=${searchPath}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
-  const db = kyselyOn<DB>(opts, new pg.Pool({ connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` }));
+  const db = kyselyOn<DB>(opts, new pg.Pool({ Client: PreparingClient, connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` }));
   // A claim left open by a handler that hangs is ended by Postgres itself after this long.
   const claimOptions = `${options} -c idle_in_transaction_session_timeout=${CLAIM_IDLE_LIMIT_MS}`;
-  const claims = kyselyOn<DB>(opts, new pg.Pool({ connectionString: opts.url, max: 5, options: claimOptions, application_name: `aex-${opts.schema}-keyed` }));
+  const claims = kyselyOn<DB>(opts, new pg.Pool({ Client: PreparingClient, connectionString: opts.url, max: 5, options: claimOptions, application_name: `aex-${opts.schema}-keyed` }));
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => opts.migrations },

@@ -4,6 +4,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import { outsideTrace } from '../bus/tracing.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
 import type { IdempotencyRecordsOptions } from './records.js';
+import { inTransaction, trackOutbox } from '../messaging/outbox.js';
 import { sealReply } from './reply-cipher.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -59,18 +60,23 @@ export class KeyedRun {
     this.inEffect = true;
     try {
       await sql`savepoint effect`.execute(this.trx);
+      // What the effect writes to the outbox is published as soon as it commits (`inTransaction`).
+      const handOff = trackOutbox(this.trx, db as unknown as AnyDb);
       let reply: Reply<T>;
       try {
         reply = await fn(this.trx as unknown as Transaction<DB>);
       } catch (err) {
         // The effect is undone; the claim stays, to store the refusal as this key's answer.
         await sql`rollback to savepoint effect`.execute(this.trx);
+        handOff?.discard();
         throw err;
       }
+      await handOff?.flush();
       const answer = this.stamp(toRpcReply(reply));
       await this.store(this.trx, answer);
       this.state = 'unknown';
       await this.trx.commit().execute();
+      handOff?.committed();
       this.state = 'effected';
       this.committed = answer;
       return reply as EffectReply<T>;
@@ -86,7 +92,7 @@ export class KeyedRun {
    */
   private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> {
     let refusal: unknown;
-    const reply = await db.transaction().execute(async (trx) => {
+    const reply = await inTransaction(db, async (trx) => {
       await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
       let answer: RpcReply;
       let made: Reply<T> | undefined;

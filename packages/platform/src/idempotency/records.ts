@@ -4,6 +4,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
+import { inTransaction } from '../messaging/outbox.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 
@@ -150,4 +151,4 @@ type Claim =
   | { kind: 'stored'; fingerprint: string; reply: Buffer | null }
   | { kind: 'busy' };
 
-const plainEffect: EffectRunner = async (db, fn) => (await db.transaction().execute(fn)) as EffectReply<never>;
+const plainEffect: EffectRunner = async (db, fn) => (await inTransaction(db, fn)) as EffectReply<never>;

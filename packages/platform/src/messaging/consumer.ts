@@ -4,10 +4,11 @@ import { ack, nak, term, type Bus, type Stoppable } from '../bus/types.js';
 import { subjects } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
+import { AlreadyApplied, inTransaction, recordApplied } from './outbox.js';
 
 const envelopeCheck = validator(MessageEnvelope);
 
-export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
+export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   bus: Bus;
   db: Kysely<DB>;
   logger: Logger;
@@ -15,9 +16,12 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
   durable: string;
   def: M;
   /** Runs inside the transaction that also records the message id: effect and dedupe commit together. */
-  handle: (trx: Transaction<DB>, data: Static<M['data']>, envelope: Envelope) => Promise<void>;
-  /** Called after the commit (e.g. to kick the outbox relay), and awaited before the message is acknowledged. */
-  afterCommit?: (data: Static<M['data']>) => void | Promise<void>;
+  handle: (trx: Transaction<DB>, data: Static<M['data']>, envelope: Envelope) => Promise<R>;
+  /**
+   * Called after the commit with what `handle` returned (e.g. to kick the outbox relay), and awaited
+   * before the message is acknowledged.
+   */
+  afterCommit?: (data: Static<M['data']>, result: R) => void | Promise<void>;
   concurrency?: number;
 }
 
@@ -27,17 +31,25 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB> {
  * (ahead of its delivery through JetStream, which then finds it applied). True when it was applied now.
  */
 export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, envelope: Envelope) => Promise<void>): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const inserted = await (trx as unknown as Transaction<PlatformTables>)
-      .insertInto('processedMessages')
-      .values({ consumer, messageId: envelope.id })
-      .onConflict((oc) => oc.doNothing())
-      .returning('messageId')
-      .executeTakeFirst();
-    if (!inserted) return false;
-    await handle(trx, envelope);
+  try {
+    await inTransaction(db, async (trx) => {
+      await handle(trx, envelope);
+      // Last, with the step's outbox rows (one statement): a message applied before rolls all back.
+      await recordApplied(trx as unknown as Kysely<PlatformTables>, consumer, envelope.id);
+    });
     return true;
-  });
+  } catch (err) {
+    if (err instanceof AlreadyApplied) return false;
+    // A handler may refuse what it already did (a repeated message meeting the state it made): a
+    // message applied before is acknowledged, whatever its repetition made of it.
+    if (await appliedBefore(db, consumer, envelope.id)) return false;
+    throw err;
+  }
+}
+
+async function appliedBefore<DB>(db: Kysely<DB>, consumer: string, messageId: string): Promise<boolean> {
+  const row = await (db as unknown as Kysely<PlatformTables>).selectFrom('processedMessages').select('messageId').where('consumer', '=', consumer).where('messageId', '=', messageId).executeTakeFirst().catch(() => undefined);
+  return row !== undefined;
 }
 
 /**
@@ -45,7 +57,7 @@ export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: 
  * message id is inserted in the same database transaction as the effect, so a redelivery finds it
  * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
  */
-export async function consumeIdempotently<M extends MessageDef, DB>(opts: IdempotentConsumerOptions<M, DB>): Promise<Stoppable> {
+export async function consumeIdempotently<M extends MessageDef, DB, R = void>(opts: IdempotentConsumerOptions<M, DB, R>): Promise<Stoppable> {
   const dataCheck = validator(opts.def.data);
   const subject = opts.def.kind === 'event' ? subjects.event(opts.bus.namespace, opts.def.type) : subjects.command(opts.bus.namespace, opts.def.type);
   return opts.bus.consume({
@@ -61,8 +73,11 @@ export async function consumeIdempotently<M extends MessageDef, DB>(opts: Idempo
         return term('invalid payload');
       }
       try {
-        const applied = await applyOnce(opts.db, opts.durable, env.value as Envelope, (trx, e) => opts.handle(trx, data.value as Static<M['data']>, e));
-        if (applied) await opts.afterCommit?.(data.value as Static<M['data']>);
+        let result: R | undefined;
+        const applied = await applyOnce(opts.db, opts.durable, env.value as Envelope, async (trx, e) => {
+          result = await opts.handle(trx, data.value as Static<M['data']>, e);
+        });
+        if (applied) await opts.afterCommit?.(data.value as Static<M['data']>, result as R);
         return ack();
       } catch (err) {
         if (isAppError(err)) {

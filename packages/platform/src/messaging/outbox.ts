@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type IsolationLevel, type Kysely, type Transaction } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
-import type { Bus } from '../bus/types.js';
+import type { Bus, MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
@@ -9,16 +9,168 @@ import type { Logger } from '../logger.js';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 
+/** An outbox row as its writer knows it: what the hand-off publishes after the commit. */
+interface Written {
+  id: string;
+  kind: 'event' | 'command';
+  type: string;
+  envelope: MessageEnvelope;
+  headers: MsgHeaders;
+}
+
+/** What a tracked transaction has written so far, and the message it consumes, if any. */
+interface Tracked {
+  rows: Written[];
+  /** How many of `rows` are in the database already (a flush before a savepoint, `position`). */
+  inserted: number;
+  /** An idempotent consumer's message: recorded by the flush, in the statement of the rows. */
+  consumed?: { consumer: string; messageId: string };
+}
+
+/** The message of a tracked consumer's transaction was applied before (its processed id exists). */
+export class AlreadyApplied extends Error {
+  constructor(readonly consumer: string, readonly messageId: string) {
+    super(`message ${messageId} already applied by ${consumer}`);
+  }
+}
+
+/**
+ * How long a row written by a tracked transaction (`inTransaction`) stays claimed for its hand-off.
+ * The relay of any replica publishes it once this has passed without the hand-off marking it (the
+ * writer crashed between its commit and JetStream's acknowledgement).
+ */
+export const HAND_OFF_LEASE_MS = 5_000;
+/** How long handed-off rows gather before one statement marks them published. */
+const MARK_GATHER_MS = 20;
+
+/** What each tracked transaction has written, in order. */
+const handOffs = new WeakMap<object, Tracked>();
+/** The relay serving each service database. */
+const relays = new WeakMap<object, OutboxRelay>();
+/** Rows written outside any tracked transaction: a kick of the relay drains only when this moved. */
+let untrackedWrites = 0;
+
+
+/** What a tracked transaction wrote; `flush()` before its commit, `committed()` after it. */
+export interface OutboxHandOff {
+  /** The transaction rolled back to a savepoint taken before anything was written: forget it all. */
+  discard(): void;
+  /** Writes what is pending, in one statement with the consumed message's id (before the commit). */
+  flush(): Promise<void>;
+  /** After the commit: the relay publishes the rows now, without waiting for its next drain. */
+  committed(): void;
+}
+
+/**
+ * Tracks what `trx` writes to the outbox, when a running relay serves `db`: the rows are written
+ * already claimed (for `HAND_OFF_LEASE_MS`), so no drain takes them, and `committed()` has them
+ * published at once. Undefined without a running relay (the rows are then left to a drain).
+ */
+export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
+  const relay = relays.get(db);
+  if (!relay?.running) return undefined;
+  const tracked: Tracked = { rows: [], inserted: 0 };
+  handOffs.set(trx, tracked);
+  return {
+    discard: () => {
+      tracked.rows = [];
+      tracked.inserted = 0;
+      delete tracked.consumed;
+    },
+    flush: () => flushTracked(trx, tracked),
+    committed: () => {
+      handOffs.delete(trx);
+      if (tracked.rows.length > 0) relay.handOff(tracked.rows);
+    },
+  };
+}
+
+/**
+ * A tracked transaction's pending rows (and the id of the message it consumes) in one statement, the
+ * last before its commit: a saga step's messages cost one round trip however many it sends.
+ * Throws `AlreadyApplied` (the transaction must roll back) when the message's id was recorded before.
+ */
+async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
+  const rows = tracked.rows.slice(tracked.inserted);
+  const consumed = tracked.consumed;
+  delete tracked.consumed;
+  tracked.inserted = tracked.rows.length;
+  if (rows.length === 0 && !consumed) return;
+  const insertRows = sql`insert into outbox (id, kind, type, payload, headers, claimed_until)
+    select id, kind, type, payload, headers, now() + make_interval(secs => ${HAND_OFF_LEASE_MS / 1000})
+    from unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.type)}::text[],
+      ${rows.map((r) => JSON.stringify(r.envelope))}::jsonb[], ${rows.map((r) => JSON.stringify(r.headers))}::jsonb[]) as r(id, kind, type, payload, headers)`;
+  if (!consumed) {
+    await insertRows.execute(trx);
+    return;
+  }
+  const { rows: [fresh] } = await sql<{ fresh: number }>`
+    with recorded as (
+      insert into processed_messages (consumer, message_id) values (${consumed.consumer}, ${consumed.messageId})
+      on conflict do nothing returning 1),
+    written as (${insertRows})
+    select count(*)::int as fresh from recorded`.execute(trx);
+  if (fresh?.fresh !== 1) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+}
+
+/**
+ * Records that `consumer` applied the message `messageId` in this transaction; throws `AlreadyApplied`
+ * (the transaction must roll back) when it was recorded before. In a tracked transaction the record
+ * is made by the flush before the commit, with the outbox rows, in one statement; else at once.
+ */
+export async function recordApplied(trx: AnyDb, consumer: string, messageId: string): Promise<void> {
+  const tracked = handOffs.get(trx);
+  if (tracked) {
+    tracked.consumed = { consumer, messageId };
+    return;
+  }
+  const inserted = await (trx as Kysely<PlatformTables>)
+    .insertInto('processedMessages')
+    .values({ consumer, messageId })
+    .onConflict((oc) => oc.doNothing())
+    .returning('messageId')
+    .executeTakeFirst();
+  if (!inserted) throw new AlreadyApplied(consumer, messageId);
+}
+
+/**
+ * `db.transaction().execute(fn)`, after which what `fn` wrote to the outbox is published at once by
+ * the service's relay (issue 14: a saga's hop waits for no claim round). Every service transaction
+ * that may write to the outbox runs through here.
+ */
+export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
+  let handOff: OutboxHandOff | undefined;
+  const builder = isolation ? db.transaction().setIsolationLevel(isolation) : db.transaction();
+  const result = await builder.execute(async (trx) => {
+    handOff = trackOutbox(trx, db);
+    const value = await fn(trx);
+    await handOff?.flush();
+    return value;
+  });
+  handOff?.committed();
+  return result;
+}
+
+
 /**
  * Writes an event or command to the outbox in the caller's transaction (ARCHITECTURE "Messaging").
- * It is published only if that transaction commits; the relay publishes it with `Nats-Msg-Id` = id.
+ * It is published only if that transaction commits: by the hand-off right after the commit when the
+ * transaction is tracked (`inTransaction`), else by the relay's drain; `Nats-Msg-Id` = id either way.
  */
 export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: Static<M['data']>, opts: { id?: string; now?: Date } = {}): Promise<MessageEnvelope> {
   const id = opts.id ?? randomUUID();
   const envelope: MessageEnvelope = { id, type: def.type, occurredAt: (opts.now ?? new Date()).toISOString(), data };
+  const headers = injectTrace({});
+  const tracked = handOffs.get(trx);
+  if (tracked) {
+    // Written by the flush before the commit, with the transaction's other rows.
+    tracked.rows.push({ id, kind: def.kind, type: def.type, envelope, headers });
+    return envelope;
+  }
+  untrackedWrites++;
   await (trx as Kysely<PlatformTables>)
     .insertInto('outbox')
-    .values({ id, kind: def.kind, type: def.type, payload: JSON.stringify(envelope), headers: JSON.stringify(injectTrace({})) as never, publishedAt: null })
+    .values({ id, kind: def.kind, type: def.type, payload: JSON.stringify(envelope), headers: JSON.stringify(headers) as never, publishedAt: null })
     .execute();
   return envelope;
 }
@@ -27,44 +179,73 @@ export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: St
 export async function enqueueMany<M extends MessageDef>(trx: AnyDb, def: M, items: Array<Static<M['data']>>, opts: { now?: Date } = {}): Promise<MessageEnvelope[]> {
   if (items.length === 0) return [];
   const occurredAt = (opts.now ?? new Date()).toISOString();
-  const headers = JSON.stringify(injectTrace({}));
+  const headers = injectTrace({});
   const envelopes: MessageEnvelope[] = items.map((data) => ({ id: randomUUID(), type: def.type, occurredAt, data }));
+  const tracked = handOffs.get(trx);
+  if (tracked) {
+    tracked.rows.push(...envelopes.map((envelope) => ({ id: envelope.id, kind: def.kind, type: def.type, envelope, headers })));
+    return envelopes;
+  }
+  untrackedWrites++;
   await (trx as Kysely<PlatformTables>)
     .insertInto('outbox')
-    .values(envelopes.map((e) => ({ id: e.id, kind: def.kind, type: def.type, payload: JSON.stringify(e), headers: headers as never, publishedAt: null })))
+    .values(envelopes.map((e) => ({ id: e.id, kind: def.kind, type: def.type, payload: JSON.stringify(e), headers: JSON.stringify(headers) as never, publishedAt: null })))
     .execute();
   return envelopes;
 }
 
 /**
- * Publishes committed outbox rows. A relay claims a batch for a short lease in one statement
- * (FOR UPDATE SKIP LOCKED inside it, so replicas relay side by side), publishes it with no database
- * lock held, and marks what JetStream acknowledged in a second statement. A crash before marking
- * leaves the rows claimed until the lease ends; they are then published again, which JetStream drops
- * as a duplicate (same msg id inside its window) and consumers drop by processed id after it.
+ * Publishes committed outbox rows, two ways:
+ * - **Hand-off** (the usual way): a tracked transaction's rows (`inTransaction`) were written already
+ *   claimed; right after the commit the relay publishes them and marks them published, the marks of
+ *   many hand-offs in one statement. A saga's hop thus costs one publish, not a claim round.
+ * - **Drain** (the safety net): a relay claims a batch of unclaimed rows (or rows whose claim lapsed)
+ *   for a short lease in one statement (FOR UPDATE SKIP LOCKED inside it, so replicas relay side by
+ *   side), publishes it with no database lock held, and marks what JetStream acknowledged in a second
+ *   statement. It runs every `pollMs`, and on a kick after a commit that wrote untracked rows.
+ * A crash before marking leaves the rows claimed until the lease ends; they are then published
+ * again, which JetStream drops as a duplicate (same msg id inside its window) and consumers drop by
+ * processed id after it.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
-  private running = false;
+  /** Whether hand-offs are taken and drains run (between `start` and `stop`). */
+  running = false;
   private draining: Promise<void> | null = null;
   private again = false;
   private lastCleanup = 0;
+  /** `untrackedWrites` at this relay's last kick. */
+  private kickedAt = -1;
+  private readonly handingOff = new Set<Promise<void>>();
+  private toMark: string[] = [];
+  private marking: Promise<void> | null = null;
 
   constructor(
     private readonly db: AnyDb,
     private readonly bus: Bus,
     private readonly logger: Logger,
-    private readonly pollMs = 250,
+    private readonly pollMs = 1_000,
     private readonly leaseMs = 5_000,
-  ) {}
+  ) {
+    relays.set(db, this);
+  }
 
   start(): void {
     this.running = true;
     this.schedule(0);
   }
 
-  /** Publish now (called after a commit that enqueued something). */
+  /**
+   * Called after a commit that enqueued something: drains now when rows were written outside a
+   * tracked transaction since the last kick (tracked ones are handed off already).
+   */
   kick(): void {
+    if (!this.running || this.kickedAt === untrackedWrites) return;
+    this.kickedAt = untrackedWrites;
+    this.drainSoon();
+  }
+
+  private drainSoon(): void {
     if (!this.running) return;
     if (this.draining) {
       this.again = true;
@@ -73,6 +254,51 @@ export class OutboxRelay {
     // Not through a timer: the drain starts in this turn, so a hop of a saga waits for no clock.
     clearTimeout(this.timer);
     void this.tick();
+  }
+
+  /** Publishes a tracked transaction's rows after its commit (`trackOutbox`). */
+  handOff(rows: Written[]): void {
+    // A commit that ends after `stop` began: its rows are published by a drain once their lease passes.
+    if (!this.running) return;
+    const sending = this.publishHandedOff(rows).catch((err) => this.logger.warn({ err }, 'outbox hand-off failed; the relay publishes the rows after their lease'));
+    this.handingOff.add(sending);
+    void sending.finally(() => this.handingOff.delete(sending));
+  }
+
+  private async publishHandedOff(rows: Written[]): Promise<void> {
+    // Sent in order, their acknowledgements awaited together.
+    const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.envelope, { msgId: row.id, headers: row.headers })));
+    this.toMark.push(...rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id));
+    void this.markPublished();
+    const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
+    if (failed.length === 0) return;
+    // Given back at once, for the next drain rather than after the lease.
+    this.logger.warn({ err: (sent.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason, rows: failed.length }, 'outbox hand-off not acknowledged; left to the relay');
+    await sql`update outbox set claimed_until = null where id = any(${failed}::uuid[])`.execute(this.db);
+    this.drainSoon();
+  }
+
+  /** Marks handed-off rows published, as many as have gathered in one statement, one statement at a time. */
+  private markPublished(): Promise<void> {
+    if (this.marking) return this.marking;
+    this.marking = (async () => {
+      // A moment for the hand-offs of other commits to join: one statement marks them all.
+      await new Promise((resolve) => setTimeout(resolve, MARK_GATHER_MS));
+      while (this.toMark.length > 0) {
+        const ids = this.toMark.splice(0, 1_000);
+        // A failed mark only means the rows are published again after their lease (dropped as duplicates).
+        await sql`update outbox set published_at = now() where id = any(${ids}::uuid[])`.execute(this.db)
+          .catch((err) => this.logger.warn({ err, rows: ids.length }, 'outbox rows published but not marked; they are sent again after their lease'));
+      }
+    })().finally(() => {
+      this.marking = null;
+      if (this.toMark.length > 0) void this.markPublished();
+    });
+    return this.marking;
+  }
+
+  private subjectOf(row: { kind: 'event' | 'command'; type: string }): string {
+    return row.kind === 'event' ? subjects.event(this.bus.namespace, row.type) : subjects.command(this.bus.namespace, row.type);
   }
 
   private schedule(ms: number): void {
@@ -110,16 +336,13 @@ export class OutboxRelay {
       const rows = claimed.rows.sort((a, b) => Number(a.seq) - Number(b.seq));
       if (rows.length === 0) break;
       // Sent in order, their acknowledgements awaited together: one round trip to JetStream, not one per row.
-      const sent = await Promise.allSettled(rows.map((row) => {
-        const subject = row.kind === 'event' ? subjects.event(this.bus.namespace, row.type) : subjects.command(this.bus.namespace, row.type);
-        return this.bus.publish(subject, row.payload, { msgId: row.id, headers: row.headers });
-      }));
+      const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.payload, { msgId: row.id, headers: row.headers })));
       const published = rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id);
       const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
-      if (published.length > 0) await db.updateTable('outbox').set({ publishedAt: sql<Date>`now()` }).where('id', 'in', published).execute();
+      if (published.length > 0) await sql`update outbox set published_at = now() where id = any(${published}::uuid[])`.execute(db);
       if (failed.length > 0) {
         // Given back at once, to be tried again by the next drain rather than after the lease.
-        await db.updateTable('outbox').set({ claimedUntil: null }).where('id', 'in', failed).execute();
+        await sql`update outbox set claimed_until = null where id = any(${failed}::uuid[])`.execute(db);
         throw (sent.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
       }
       total += rows.length;
@@ -135,6 +358,8 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
+    await Promise.all(this.handingOff);
+    await this.marking;
     await this.draining;
   }
 }

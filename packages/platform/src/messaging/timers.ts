@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
+import { inTransaction } from './outbox.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -75,7 +76,7 @@ export class TimerRunner<DB> {
     const db = this.db as unknown as Kysely<PlatformTables>;
     let claimed: { id: string; kind: string } | undefined;
     try {
-      return await db.transaction().execute(async (trx) => {
+      return await inTransaction(db, async (trx) => {
         const row = await trx
           .selectFrom('timers')
           .selectAll()

@@ -4,7 +4,7 @@ import {
   AppError, childSaga, CHILD_LIFETIME_HOURS, events, walletOps,
   type identityOps, type MessageData, type WalletView,
 } from '@aex/contracts';
-import { callOperation, consumeIdempotently, enqueue, requireActive, requireAgent, type OperationHandler, type Stoppable } from '@aex/platform';
+import { callOperation, consumeIdempotently, enqueue, inTransaction, requireActive, requireAgent, type OperationHandler, type Stoppable } from '@aex/platform';
 import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -155,7 +155,7 @@ async function childRefused(deps: IdentityDeps, trx: Trx, e: MessageData<typeof 
  */
 export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
   const now = deps.now();
-  const { expired, hashes, ids } = await deps.db.transaction().execute(async (trx) => {
+  const { expired, hashes, ids } = await inTransaction(deps.db, async (trx) => {
     const due = await trx
       .selectFrom('agents')
       .selectAll()

@@ -49,6 +49,8 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   }
   const id = randomUUID();
   const now = deps.now();
+  // Listening before the commit: the wallet's answer may come before this request looks for it.
+  const watch = negotiating ? undefined : deps.signals.watch(id);
   const created = await ctx.effect(deps.db, async (trx) => {
     let t = await trx
       .insertInto('transactions')
@@ -111,10 +113,13 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId }, id);
     await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now, excluding: id });
     return { status: 202, data: transactionView(t) };
+  }).catch((err: unknown) => {
+    watch?.close();
+    throw err;
   });
   deps.relay.kick();
   if (negotiating) return { ...created, status: 201 };
-  const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
+  const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested', watch);
   if (t.hold === 'refused') {
     return refuseAfterEffect(ctx, deps.db, new AppError('INSUFFICIENT_FUNDS', `The available balance is too low to hold ${price.cents} cents for this transaction.`, { details: { transactionId: t.id, requiredCents: price.cents } }));
   }
@@ -200,6 +205,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   requireRole(seen, caller, 'consumer', 'verify');
   assertAction('verify', seen.status);
   const now = deps.now();
+  const watch = deps.signals.watch(seen.id);
   const asked = await ctx.effect(deps.db, async (trx) => {
     const t = (await lockTransaction(trx, seen.id))!;
     assertAction('verify', t.status);
@@ -217,9 +223,12 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
       return { status: 202, data: transactionView(next) };
     }
     return { status: 202, data: transactionView(t) };
+  }).catch((err: unknown) => {
+    watch.close();
+    throw err;
   });
   deps.relay.kick();
-  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling');
+  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
   return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
 };
 

@@ -3,7 +3,7 @@ import { cancelTimer, enqueue, scheduleTimer, type EffectReply, type HandlerCont
 import type { Kysely, Transaction, Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
-import type { SagaSignals } from '../saga-signals.js';
+import type { SagaSignals, SagaWatch } from '../saga-signals.js';
 
 type Trx = Transaction<Database>;
 
@@ -114,15 +114,25 @@ export async function scheduleExpiry(trx: Trx, id: string, at: Date): Promise<vo
 }
 
 /**
- * Waits until `done` holds for the transaction's row or `ms` pass; returns the last row read. The
- * row is read again whenever the saga signals the transaction (and every `signals.fallbackMs`).
+ * Waits until `done` holds for the transaction's row or `ms` pass; returns the last row seen. A
+ * signal of the saga brings the row as committed, or has it read again; without one it is read every
+ * `signals.fallbackMs` (the move may be made by another replica). Given a `watch` opened before the
+ * commit that started the step, no signal can have been missed, so the row is not read first.
  */
-export async function awaitRow(db: Kysely<Database>, signals: SagaSignals, id: string, ms: number, done: (t: TransactionRow) => boolean): Promise<TransactionRow> {
+export async function awaitRow(db: Kysely<Database>, signals: SagaSignals, id: string, ms: number, done: (t: TransactionRow) => boolean, watch?: SagaWatch): Promise<TransactionRow> {
   const deadline = Date.now() + ms;
-  for (;;) {
-    const signalled = signals.next(id, deadline - Date.now());
-    const row = await db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
-    if (done(row) || Date.now() >= deadline) return row;
-    await signalled;
+  const listening = watch ?? signals.watch(id);
+  const read = () => db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  try {
+    let row = watch ? undefined : await read();
+    for (;;) {
+      if (row && (done(row) || Date.now() >= deadline)) return row;
+      const left = deadline - Date.now();
+      if (left <= 0) return row ?? (await read());
+      const signal = await listening.next(Math.min(left, signals.fallbackMs));
+      row = signal?.row ?? (await read());
+    }
+  } finally {
+    listening.close();
   }
 }

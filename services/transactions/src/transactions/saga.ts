@@ -3,7 +3,7 @@ import { walletSaga, type MessageData, type MessageDef, type Static } from '@aex
 import { cancelTimer, consumeIdempotently, type Stoppable } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
-import type { Database } from '../db/schema.js';
+import type { Database, TransactionRow } from '../db/schema.js';
 import { platformFee } from '../domain/pricing.js';
 import { lastMessage, lockTransaction, move, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
 
@@ -16,12 +16,16 @@ type Trx = Transaction<Database>;
  * nothing. The request that asked may already have answered 202: these run whether or not it waits.
  */
 export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
-  const afterCommit = () => {
+  const afterCommit = (_: unknown, moved: TransactionRow | undefined) => {
     deps.relay.kick();
     deps.signals.flush();
+    if (moved) deps.signals.committed(moved);
   };
-  /** A consumer of one answer; the waiting request of its transaction is woken after the commit. */
-  const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<void>) =>
+  /**
+   * A consumer of one answer; the waiting request of its transaction is woken after the commit, with
+   * the row as the commit left it when the answer moved the transaction.
+   */
+  const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<TransactionRow | undefined>) =>
     consumeIdempotently({
       bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8, durable, def,
       handle: (trx, e) => {
@@ -44,9 +48,9 @@ export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
  * transaction moves `negotiating → matched → funds_held` (both events, D9.7). A hold placed for a
  * transaction that ended meanwhile is already being returned (`move` sent the return).
  */
-async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdPlaced>): Promise<void> {
+async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdPlaced>): Promise<TransactionRow | undefined> {
   let t = await lockTransaction(trx, e.transactionId);
-  if (!t || t.hold !== 'requested' || e.attempt !== t.holdAttempt) return;
+  if (!t || t.hold !== 'requested' || e.attempt !== t.holdAttempt) return undefined;
   const now = deps.now();
   const heldAt = new Date(e.at);
   const expiresAt = new Date(heldAt.getTime() + t.sla.timeoutMs);
@@ -61,8 +65,9 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
     t = await move(trx, t, 'matched', { agreedPriceCents: price, platformFeeCents: platformFee(price), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }, now);
   }
   if (t.status !== 'initiated' && t.status !== 'matched') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
-  await move(trx, t, 'funds_held', { hold: 'held', fundsHeldAt: heldAt, expiresAt }, now);
+  const held = await move(trx, t, 'funds_held', { hold: 'held', fundsHeldAt: heldAt, expiresAt }, now);
   await scheduleExpiry(trx, t.id, expiresAt);
+  return held;
 }
 
 /**
@@ -71,32 +76,31 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
  * latest offer still expiring when it would have. A refusal of a hold already being returned
  * (the transaction ended before the wallet saw the hold) means nothing was ever held.
  */
-async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdRefused>): Promise<void> {
+async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdRefused>): Promise<TransactionRow | undefined> {
   const t = await lockTransaction(trx, e.transactionId);
-  if (!t) return;
+  if (!t) return undefined;
   const now = deps.now();
   if (t.hold === 'returning') {
     await trx.updateTable('transactions').set({ hold: 'returned', updatedAt: now }).where('id', '=', t.id).execute();
-    return;
+    return undefined;
   }
-  if (t.hold !== 'requested' || e.attempt !== t.holdAttempt) return;
-  if (t.status === 'initiated') {
-    await move(trx, t, 'failed', { hold: 'refused', statusReason: e.reason }, now);
-    return;
-  }
+  if (t.hold !== 'requested' || e.attempt !== t.holdAttempt) return undefined;
+  if (t.status === 'initiated') return move(trx, t, 'failed', { hold: 'refused', statusReason: e.reason }, now);
   await trx.updateTable('transactions').set({ hold: 'refused', pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null, updatedAt: now }).where('id', '=', t.id).execute();
   const last = await lastMessage(trx, t.id);
   if (last?.expiresAt) await scheduleOfferExpiry(trx, t.id, last.round, last.expiresAt);
+  return undefined;
 }
 
-async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdReturned>): Promise<void> {
+async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdReturned>): Promise<undefined> {
   await trx.updateTable('transactions').set({ hold: 'returned', updatedAt: deps.now() }).where('id', '=', e.transactionId).where('hold', '=', 'returning').execute();
+  return undefined;
 }
 
 /** Settlement done: a verified transaction becomes `settled` (D9.7). */
-async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<void> {
+async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<TransactionRow | undefined> {
   const t = await lockTransaction(trx, e.transactionId);
-  if (!t || t.hold !== 'settling') return;
+  if (!t || t.hold !== 'settling') return undefined;
   // The reason the settlement was asked for (`review_window_ended`, or none for a verify) stays.
-  await move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), statusReason: t.statusReason }, deps.now());
+  return move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), statusReason: t.statusReason }, deps.now());
 }

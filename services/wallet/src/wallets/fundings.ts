@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { events } from '@aex/contracts';
-import { enqueueMany, GroupCommit, type OutboxRelay } from '@aex/platform';
+import { enqueueMany, GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { applyMovements } from './movements.js';
 
@@ -31,7 +31,7 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
   return new GroupCommit<Funding, number>(
     async (fundings) => {
       const at = now();
-      const balances = await db.transaction().execute(async (trx) => {
+      const balances = await inTransaction(db, async (trx) => {
         // The movement (which locks the wallets FOR UPDATE) comes before the session rows: inserting
         // a row first would take a key-share lock on its wallet and deadlock concurrent fundings.
         const entries = (await applyMovements(trx, `fundings:${randomUUID()}`, fundings.map((f) => ({

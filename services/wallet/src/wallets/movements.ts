@@ -91,9 +91,7 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
     move({ walletId: w.parentWalletId, txType: 'parent_return', amountCents: available, transactionId: null, description });
     if (!ids.includes(w.parentWalletId)) ids.push(w.parentWalletId);
   }
-  // One statement for all the entries, in the order of the movements (their `seq`).
-  await trx.insertInto('ledgerEntries').values(entries).execute();
-  await updateWallets(trx, ids.map((id) => wallets.get(id)!), now);
+  await writeMovements(trx, entries, ids.map((id) => wallets.get(id)!), now);
   return entries;
 }
 
@@ -110,21 +108,22 @@ function lockWallets(trx: Transaction<Database>, ids: string[], credited: string
   return q.orderBy('id').forUpdate().execute();
 }
 
-/** The new balances of the wallets moved, in one statement however many there are. */
-async function updateWallets(trx: Transaction<Database>, rows: WalletRow[], now: Date): Promise<void> {
-  if (rows.length === 1) {
-    const w = rows[0]!;
-    await trx
-      .updateTable('wallets')
-      .set({ balanceCents: w.balanceCents, heldCents: w.heldCents, lifetimeEarnedCents: w.lifetimeEarnedCents, lifetimeSpentCents: w.lifetimeSpentCents, updatedAt: now })
-      .where('id', '=', w.id)
-      .execute();
-    return;
-  }
-  const values = sql.join(rows.map((w) => sql`(${w.id}::uuid, ${w.balanceCents}::bigint, ${w.heldCents}::bigint, ${w.lifetimeEarnedCents}::bigint, ${w.lifetimeSpentCents}::bigint)`));
+/**
+ * The entries, in the order of the movements (their `seq`), and the new balances of the wallets
+ * moved: one statement however many there are (issue 14: one round trip, the wallets' locks held
+ * the shorter for it).
+ */
+async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date): Promise<void> {
+  const column = <K extends keyof Insertable<LedgerEntryRow>>(key: K) => entries.map((e) => e[key] ?? null);
   await sql`
+    with entries as (
+      insert into ledger_entries (id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, balance_after_cents, available_after_cents, description, created_at)
+      select * from unnest(${column('id')}::uuid[], ${column('walletId')}::uuid[], ${column('operationId')}::text[], ${column('transactionId')}::uuid[],
+        ${column('txType')}::text[], ${column('amountCents')}::bigint[], ${column('balanceAfterCents')}::bigint[], ${column('availableAfterCents')}::bigint[],
+        ${column('description')}::text[], ${column('createdAt')}::timestamptz[]))
     update wallets as w set balance_cents = v.balance, held_cents = v.held, lifetime_earned_cents = v.earned,
       lifetime_spent_cents = v.spent, updated_at = ${now}
-    from (values ${values}) as v(id, balance, held, earned, spent)
+    from unnest(${rows.map((w) => w.id)}::uuid[], ${rows.map((w) => w.balanceCents)}::bigint[], ${rows.map((w) => w.heldCents)}::bigint[],
+      ${rows.map((w) => w.lifetimeEarnedCents)}::bigint[], ${rows.map((w) => w.lifetimeSpentCents)}::bigint[]) as v(id, balance, held, earned, spent)
     where w.id = v.id`.execute(trx);
 }

@@ -53,6 +53,11 @@ export const ConfigSchema = Type.Object({
    * ranking is then lexical, and discover answers say so in `warnings`.
    */
   DISCOVERY_MEANING: Bool(true),
+  /**
+   * Statements prepared once per connection (issue 14). `false` for a connection pooler that cannot
+   * keep them, such as PgBouncer before 1.21 in transaction mode.
+   */
+  DATABASE_PREPARED_STATEMENTS: Bool(true),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   /** `auto`: human-readable when the output is a terminal, JSON lines otherwise. */
   LOG_FORMAT: Type.Union([Type.Literal('auto'), Type.Literal('json'), Type.Literal('pretty')], { default: 'auto' }),

@@ -48,7 +48,7 @@ export async function runMigrations(database: Pick<ServiceDbOptions, 'schema' | 
     const config = loadConfig();
     const databaseUrl = required(config, 'DATABASE_URL', `the ${name} migrations`);
     const logger = createLogger(`${name}-migrations`, config.LOG_LEVEL, config.LOG_FORMAT);
-    const serviceDb = await connectServiceDb({ url: databaseUrl, ...database, logger, poolSize: 1 });
+    const serviceDb = await connectServiceDb({ url: databaseUrl, ...database, logger, poolSize: 1, preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'true' });
     await serviceDb.close();
     logger.info({ schema: database.schema }, `${name} migrations done`);
   });

@@ -53,6 +53,19 @@ describe('prepared statements', () => {
     });
   });
 
+  it('prepares nothing when turned off (DATABASE_PREPARED_STATEMENTS=false, a pooler that cannot keep them)', async () => {
+    const plain = await connectServiceDb<Db>({ url: database.url, schema: 'preptest', migrations, poolSize: 1, preparedStatements: false });
+    try {
+      await plain.db.transaction().execute(async (trx) => {
+        expect(await trx.selectFrom('items').select('label').where('id', '=', 1).executeTakeFirst()).toEqual({ label: 'one' });
+        const { rows } = await sql<{ name: string }>`select name from pg_prepared_statements`.execute(trx);
+        expect(rows).toEqual([]);
+      });
+    } finally {
+      await plain.close();
+    }
+  });
+
   it('keeps errors per call: a failing prepared statement leaves the connection usable', async () => {
     const bad = (label: string | null) => db.insertInto('items').values({ id: 9, label: label as string }).execute();
     await expect(bad(null)).rejects.toThrow(/null value/);

@@ -19,7 +19,7 @@ export interface CatalogService extends Component {
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
 export async function startCatalogService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<CatalogService> {
   const logger = opts.logger.child({ service: 'catalog' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();

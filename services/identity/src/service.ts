@@ -36,7 +36,7 @@ export async function startIdentityService(opts: {
   childExpiryEveryMs?: number;
 }): Promise<IdentityService> {
   const logger = opts.logger.child({ service: 'identity' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });

@@ -22,7 +22,7 @@ export interface TransactionService extends Component {
  */
 export async function startTransactionService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; timerPollMs?: number }): Promise<TransactionService> {
   const logger = opts.logger.child({ service: 'transactions' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));

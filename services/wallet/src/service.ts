@@ -18,7 +18,7 @@ export interface WalletService extends Component {
 /** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
 export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {
   const logger = opts.logger.child({ service: 'wallet' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const now = opts.now ?? (() => new Date());

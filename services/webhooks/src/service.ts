@@ -21,7 +21,7 @@ export interface WebhookService extends Component {
  */
 export async function startWebhookService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; dispatcher?: DispatcherOptions }): Promise<WebhookService> {
   const logger = opts.logger.child({ service: 'webhooks' });
-  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger });
+  const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const sender = new WebhookSender({ timeoutMs: opts.config.WEBHOOK_TIMEOUT_MS, allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true' });

@@ -23,6 +23,8 @@ export interface ServiceDbOptions {
    * connecting user may; a deployment whose DBA installed them elsewhere finds them through `public`.
    */
   extensions?: string[];
+  /** Statements prepared once per connection (`PreparingClient`); default true (D16 `DATABASE_PREPARED_STATEMENTS`). */
+  preparedStatements?: boolean;
 }
 
 export interface ServiceDb<DB> {
@@ -53,10 +55,11 @@ export async function connectServiceDb<DB>(opts: ServiceDbOptions): Promise<Serv
   const role = await provisionSchema(opts.url, opts.schema, opts.extensions ?? []);
   const searchPath = opts.extensions?.length ? `${opts.schema},public` : opts.schema;
   const options = [`-c search_path=${searchPath}`, role ? `-c role=${role}` : ''].filter(Boolean).join(' ');
-  const db = kyselyOn<DB>(opts, new pg.Pool({ Client: PreparingClient, connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` }));
+  const Client = opts.preparedStatements === false ? pg.Client : PreparingClient;
+  const db = kyselyOn<DB>(opts, new pg.Pool({ Client, connectionString: opts.url, max: opts.poolSize ?? 10, options, application_name: `aex-${opts.schema}` }));
   // A claim left open by a handler that hangs is ended by Postgres itself after this long.
   const claimOptions = `${options} -c idle_in_transaction_session_timeout=${CLAIM_IDLE_LIMIT_MS}`;
-  const claims = kyselyOn<DB>(opts, new pg.Pool({ Client: PreparingClient, connectionString: opts.url, max: 5, options: claimOptions, application_name: `aex-${opts.schema}-keyed` }));
+  const claims = kyselyOn<DB>(opts, new pg.Pool({ Client, connectionString: opts.url, max: 5, options: claimOptions, application_name: `aex-${opts.schema}-keyed` }));
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => opts.migrations },

@@ -31,7 +31,7 @@ export function preparedName(text: string, paramCount: number): string | undefin
  * (`begin`, `commit`, DDL) keep the simple protocol.
  *
  * Not for a pool behind a transaction-mode PgBouncer older than 1.21, which cannot keep prepared
- * statements: README "Configuration" (`DATABASE_PREPARED_STATEMENTS=false`).
+ * statements: `DATABASE_PREPARED_STATEMENTS=false` (D16, README "Configuration") uses plain clients.
  */
 export class PreparingClient extends pg.Client {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any

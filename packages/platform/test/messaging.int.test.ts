@@ -409,6 +409,51 @@ describe('durable timers', () => {
   });
 });
 
+describe('timers of a tracked transaction (issue 14)', () => {
+  const handingRelay = () => {
+    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    relay.start();
+    stoppables.push(relay);
+  };
+
+  it('writes the timer changes with the messages just before the commit, the last change of each kind and key counting', async () => {
+    handingRelay();
+    const past = new Date(Date.now() - 1000);
+    const later = new Date(Date.now() + 3_600_000);
+    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'test', key: 'old', fireAt: past }));
+    await inTransaction(db, async (trx) => {
+      await scheduleTimer(trx, { kind: 'test', key: 'a', fireAt: later, payload: { n: 1 } });
+      await scheduleTimer(trx, { kind: 'test', key: 'b', fireAt: later });
+      await cancelTimer(trx, 'test', 'b');
+      await cancelTimer(trx, ['test', 'other'], 'old');
+      await scheduleTimer(trx, { kind: 'test', key: 'old', fireAt: later, payload: { again: true } });
+      await scheduleTimer(trx, { kind: 'other', key: 'c', fireAt: later });
+      await cancelTimer(trx, ['other'], 'c');
+      await enqueue(trx, pinged, { value: 1 });
+      expect(await trx.selectFrom('timers').select('key').where('key', 'in', ['a', 'b', 'c']).execute()).toEqual([]);
+    });
+    const rows = await db.selectFrom('timers').select(['kind', 'key', 'payload', 'fireAt', 'firedAt']).orderBy('key').execute();
+    expect(rows).toEqual([
+      { kind: 'test', key: 'a', payload: { n: 1 }, fireAt: later, firedAt: null },
+      { kind: 'test', key: 'old', payload: { again: true }, fireAt: later, firedAt: null },
+    ]);
+  });
+
+  it('rolls timer changes back with the transaction, and lets a timer’s handler schedule its own kind and key again', async () => {
+    handingRelay();
+    await inTransaction(db, async (trx) => {
+      await scheduleTimer(trx, { kind: 'test', key: 'never', fireAt: new Date() });
+      throw new Error('rolled back');
+    }).catch(() => undefined);
+    expect(await db.selectFrom('timers').select('key').execute()).toEqual([]);
+    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'again', key: 'k', fireAt: new Date(Date.now() - 1000) }));
+    const next = new Date(Date.now() + 3_600_000);
+    const runner = new TimerRunner(db, { again: async (trx, t) => scheduleTimer(trx, { kind: 'again', key: t.key, fireAt: next }) }, logger);
+    expect(await runner.fireDue()).toBe(1);
+    expect(await db.selectFrom('timers').select(['fireAt', 'firedAt']).execute()).toEqual([{ fireAt: next, firedAt: null }]);
+  });
+});
+
 describe('per-service schema and role', () => {
   it('runs as its own role that cannot read another service’s schema', async () => {
     const other = await connectServiceDb<Db>({ url: database.url, schema: 'othersvc', migrations });

@@ -18,9 +18,14 @@ interface Written {
   headers: MsgHeaders;
 }
 
+/** A timer change a tracked transaction makes: the last one of each (kind, key) is what counts. */
+export type TimerChange = { kind: string; key: string } & ({ op: 'schedule'; fireAt: Date; payload: unknown } | { op: 'cancel' });
+
 /** What a tracked transaction has written so far, and the message it consumes, if any. */
 interface Tracked {
   rows: Written[];
+  /** Timer changes to write with the rows, by kind and key. */
+  timers: Map<string, TimerChange>;
   /** How many of `rows` are in the database already (a flush before a savepoint, `position`). */
   inserted: number;
   /** An idempotent consumer's message: recorded by the flush, in the statement of the rows. */
@@ -69,11 +74,12 @@ export interface OutboxHandOff {
 export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
   const relay = relays.get(db);
   if (!relay?.running) return undefined;
-  const tracked: Tracked = { rows: [], inserted: 0 };
+  const tracked: Tracked = { rows: [], timers: new Map(), inserted: 0 };
   handOffs.set(trx, tracked);
   return {
     discard: () => {
       tracked.rows = [];
+      tracked.timers.clear();
       tracked.inserted = 0;
       delete tracked.consumed;
     },
@@ -86,31 +92,62 @@ export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
 }
 
 /**
- * A tracked transaction's pending rows (and the id of the message it consumes) in one statement, the
- * last before its commit: a saga step's messages cost one round trip however many it sends.
- * Throws `AlreadyApplied` (the transaction must roll back) when the message's id was recorded before.
+ * A tracked transaction's pending rows, timer changes and the id of the message it consumes, in one
+ * statement, the last before its commit: a saga step's messages and timers cost one round trip
+ * however many there are. Throws `AlreadyApplied` (the transaction must roll back) when the
+ * message's id was recorded before.
  */
 async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
   const rows = tracked.rows.slice(tracked.inserted);
   const consumed = tracked.consumed;
+  const timers = [...tracked.timers.values()];
   delete tracked.consumed;
+  tracked.timers.clear();
   tracked.inserted = tracked.rows.length;
-  if (rows.length === 0 && !consumed) return;
-  const insertRows = sql`insert into outbox (id, kind, type, payload, headers, claimed_until)
-    select id, kind, type, payload, headers, now() + make_interval(secs => ${HAND_OFF_LEASE_MS / 1000})
-    from unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.type)}::text[],
-      ${rows.map((r) => JSON.stringify(r.envelope))}::jsonb[], ${rows.map((r) => JSON.stringify(r.headers))}::jsonb[]) as r(id, kind, type, payload, headers)`;
-  if (!consumed) {
-    await insertRows.execute(trx);
-    return;
-  }
-  const { rows: [fresh] } = await sql<{ fresh: number }>`
-    with recorded as (
+  const parts = [];
+  if (consumed) {
+    parts.push(sql`recorded as (
       insert into processed_messages (consumer, message_id) values (${consumed.consumer}, ${consumed.messageId})
-      on conflict do nothing returning 1),
-    written as (${insertRows})
-    select count(*)::int as fresh from recorded`.execute(trx);
-  if (fresh?.fresh !== 1) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+      on conflict do nothing returning 1)`);
+  }
+  if (rows.length > 0) {
+    parts.push(sql`written as (
+      insert into outbox (id, kind, type, payload, headers, claimed_until)
+      select id, kind, type, payload, headers, now() + make_interval(secs => ${HAND_OFF_LEASE_MS / 1000})
+      from unnest(${rows.map((r) => r.id)}::uuid[], ${rows.map((r) => r.kind)}::text[], ${rows.map((r) => r.type)}::text[],
+        ${rows.map((r) => JSON.stringify(r.envelope))}::jsonb[], ${rows.map((r) => JSON.stringify(r.headers))}::jsonb[]) as r(id, kind, type, payload, headers))`);
+  }
+  const scheduled = timers.filter((t) => t.op === 'schedule');
+  if (scheduled.length > 0) {
+    // `scheduleTimer`'s upsert, for all of them (each (kind, key) once: the last change counts).
+    parts.push(sql`scheduled as (
+      insert into timers (id, kind, key, fire_at, payload, last_error, fired_at)
+      select id, kind, key, fire_at, payload, null, null
+      from unnest(${scheduled.map(() => randomUUID())}::uuid[], ${scheduled.map((t) => t.kind)}::text[], ${scheduled.map((t) => t.key)}::text[], ${scheduled.map((t) => t.fireAt)}::timestamptz[],
+        ${scheduled.map((t) => JSON.stringify(t.payload ?? {}))}::jsonb[]) as t(id, kind, key, fire_at, payload)
+      on conflict (kind, key) do update set fire_at = excluded.fire_at, payload = excluded.payload, fired_at = null, attempts = 0, last_error = null)`);
+  }
+  const cancelled = timers.filter((t) => t.op === 'cancel');
+  if (cancelled.length > 0) {
+    parts.push(sql`cancelled as (
+      delete from timers using unnest(${cancelled.map((t) => t.kind)}::text[], ${cancelled.map((t) => t.key)}::text[]) as c(kind, key)
+      where timers.kind = c.kind and timers.key = c.key and timers.fired_at is null)`);
+  }
+  if (parts.length === 0) return;
+  const fresh = consumed ? sql`(select count(*)::int from recorded)` : sql`1`;
+  const { rows: [result] } = await sql<{ fresh: number }>`with ${sql.join(parts)} select ${fresh} as fresh`.execute(trx);
+  if (consumed && result?.fresh !== 1) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+}
+
+/**
+ * Defers a timer change of a tracked transaction to the statement written before its commit
+ * (`flushTracked`); false when `trx` is not tracked (the caller then writes it at once).
+ */
+export function deferTimerChange(trx: object, change: TimerChange): boolean {
+  const tracked = handOffs.get(trx);
+  if (!tracked) return false;
+  tracked.timers.set(`${change.kind}\u0000${change.key}`, change);
+  return true;
 }
 
 /**

@@ -3,13 +3,17 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
-import { inTransaction } from './outbox.js';
+import { deferTimerChange, inTransaction } from './outbox.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
 
-/** Schedules (or reschedules) the timer `kind`/`key` in the caller's transaction. */
+/**
+ * Schedules (or reschedules) the timer `kind`/`key` in the caller's transaction: in a tracked one
+ * (`inTransaction`) with the statement written before its commit, else at once.
+ */
 export async function scheduleTimer(trx: AnyDb, t: { kind: string; key: string; fireAt: Date; payload?: unknown }): Promise<void> {
+  if (deferTimerChange(trx, { op: 'schedule', kind: t.kind, key: t.key, fireAt: t.fireAt, payload: t.payload ?? {} })) return;
   await (trx as Kysely<PlatformTables>)
     .insertInto('timers')
     .values({ id: randomUUID(), kind: t.kind, key: t.key, fireAt: t.fireAt, payload: JSON.stringify(t.payload ?? {}), lastError: null, firedAt: null })
@@ -17,9 +21,11 @@ export async function scheduleTimer(trx: AnyDb, t: { kind: string; key: string; 
     .execute();
 }
 
-/** Drops the pending timers of `key` of one kind, or of several kinds in one statement. */
+/** Drops the pending timers of `key` of one kind, or of several kinds in one statement (deferred as `scheduleTimer`). */
 export async function cancelTimer(trx: AnyDb, kind: string | readonly string[], key: string): Promise<void> {
   const kinds = typeof kind === 'string' ? [kind] : [...kind];
+  // Deferred or not, all kinds the same way (a transaction is tracked or it is not).
+  if (kinds.every((k) => deferTimerChange(trx, { op: 'cancel', kind: k, key }))) return;
   await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('kind', 'in', kinds).where('key', '=', key).where('firedAt', 'is', null).execute();
 }
 
@@ -91,8 +97,10 @@ export class TimerRunner<DB> {
         claimed = row;
         const handler = this.handlers[row.kind];
         if (!handler) throw new Error(`no handler for timer kind ${row.kind}`);
-        await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
+        // Marked before its handler runs: what the handler does to timers (written before the commit
+        // with its messages) comes after, so it may even schedule this kind and key again.
         await trx.updateTable('timers').set({ firedAt: sql<Date>`now()` }).where('id', '=', row.id).execute();
+        await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
         return 'fired';
       });
     } catch (err) {

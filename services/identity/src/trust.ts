@@ -19,12 +19,13 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     logger: deps.logger,
     durable: 'identity-trust-outcomes',
     def: transactionOutcome,
-    afterCommit: async (e) => {
+    afterCommit: async (e, changed: boolean) => {
       deps.relay.kick();
-      // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md).
-      await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
+      // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md): told
+      // when it changed, not for every outcome (most leave a settled provider's score as it was).
+      if (changed) await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
     },
-    handle: async (trx, e) => {
+    handle: async (trx, e): Promise<boolean> => {
       const current = await trx.selectFrom('trustScores').select('score').where('agentId', '=', e.providerAgentId).forUpdate().executeTakeFirst();
       if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
       const input = outcomeInput(e);
@@ -34,17 +35,18 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
         .onConflict((oc) => oc.column('transactionId').doNothing())
         .returning('transactionId')
         .executeTakeFirst();
-      if (!kept) return;
+      if (!kept) return false;
       const sums = await trx
         .selectFrom('trustOutcomes')
         .select([sql<string>`coalesce(sum(value * half_weights), 0)`.as('weightedValue'), sql<string>`coalesce(sum(half_weights), 0)`.as('halfWeights')])
         .where('agentId', '=', e.providerAgentId)
         .executeTakeFirstOrThrow();
       const score = trustScore({ weightedValue: Number(sums.weightedValue), halfWeights: Number(sums.halfWeights) });
-      if (score === current.score) return;
+      if (score === current.score) return false;
       const now = deps.now();
       await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();
       await enqueue(trx, events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: current.score }, { now });
+      return true;
     },
   });
 }

@@ -97,10 +97,11 @@ async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: strin
     hold = { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now };
   } else {
     const movement: Movement = { walletId: wallet.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
-    await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet], onceByCaller: true });
     hold = { ...base, status: 'held', refusal: null, closedAt: null };
+    // The hold's row written with the movement, in its statement.
+    await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet], onceByCaller: true, alongside: trx.insertInto('holds').values(hold) });
   }
-  await trx.insertInto('holds').values(hold).execute();
+  if (hold.status !== 'held') await trx.insertInto('holds').values(hold).execute();
   await announce(deps, trx, hold);
 }
 
@@ -164,7 +165,7 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { t
     );
   }
   const now = deps.now();
-  await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true });
-  await trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R }).where('transactionId', '=', t).execute();
+  const settled = trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R }).where('transactionId', '=', t);
+  await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: settled });
   await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R });
 }

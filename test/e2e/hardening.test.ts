@@ -271,8 +271,11 @@ describe('rate limits under bursts, through the gateway (D4)', () => {
     const m = await limited.signUp();
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => m.client.updateAgent(m.agentId, { description: `burst ${i}` })));
     // Every answer's status counted, so that a failure shows what the other answers were.
-    const statuses: Record<number, number> = {};
-    for (const a of answers) statuses[a.status] = (statuses[a.status] ?? 0) + 1;
+    const statuses: Record<string, number> = {};
+    for (const a of answers) {
+      const what = a.ok || a.status === 429 ? String(a.status) : `${a.status} ${a.error.code}: ${a.error.message}`;
+      statuses[what] = (statuses[what] ?? 0) + 1;
+    }
     expect(statuses).toEqual({ 200: 10, 429: 20 });
     const refused = answers.filter((a) => a.status === 429);
     expect(refused.every((a) => a.headers?.get('ratelimit-remaining') === '0' && Number(a.headers?.get('retry-after')) >= 1)).toBe(true);

@@ -20,11 +20,30 @@ export class GatewayCaches {
     return new GatewayCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger);
   }
 
+  /** The listing that starts when the one under way ends: every forget asked meanwhile shares it. */
+  private nextListing: Promise<string[]> | null = null;
+  private listing: Promise<unknown> = Promise.resolve();
+
+  /**
+   * The registered replicas, from a listing of the registry started after this call (so after the
+   * caller's commit: no replica registered before it is missed). Forgets that come while a listing is
+   * under way share the next one: a burst of changes costs two listings, not one each.
+   */
+  private listedFromNow(): Promise<string[]> {
+    this.nextListing ??= this.listing.then(() => {
+      this.nextListing = null;
+      const keys = this.registry.keys();
+      this.listing = keys.catch(() => undefined);
+      return keys;
+    });
+    return this.nextListing;
+  }
+
   async forget(what: CacheInvalidation): Promise<void> {
     if (what.keyHashes.length === 0 && what.agentIds.length === 0) return;
     let replicas: string[];
     try {
-      replicas = await this.registry.keys();
+      replicas = await this.listedFromNow();
     } catch (err) {
       // The registry is out of reach, so no replica can renew its lease either: wait one out.
       this.logger.error({ err }, 'gateway registry unreachable; waiting out the gateways’ lease');

@@ -35,7 +35,7 @@ export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: 
     await inTransaction(db, async (trx) => {
       await handle(trx, envelope);
       // Last, with the step's outbox rows (one statement): a message applied before rolls all back.
-      await recordApplied(trx as unknown as Kysely<PlatformTables>, consumer, envelope.id);
+      await recordApplied(trx, consumer, envelope.id);
     });
     return true;
   } catch (err) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type IsolationLevel, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
 import type { Bus, MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
@@ -26,8 +26,6 @@ interface Tracked {
   rows: Written[];
   /** Timer changes to write with the rows, by kind and key. */
   timers: Map<string, TimerChange>;
-  /** How many of `rows` are in the database already (a flush before a savepoint, `position`). */
-  inserted: number;
   /** An idempotent consumer's message: recorded by the flush, in the statement of the rows. */
   consumed?: { consumer: string; messageId: string };
 }
@@ -55,12 +53,11 @@ const relays = new WeakMap<object, OutboxRelay>();
 /** Rows written outside any tracked transaction: a kick of the relay drains only when this moved. */
 let untrackedWrites = 0;
 
-
 /** What a tracked transaction wrote; `flush()` before its commit, `committed()` after it. */
 export interface OutboxHandOff {
   /** The transaction rolled back to a savepoint taken before anything was written: forget it all. */
   discard(): void;
-  /** Writes what is pending, in one statement with the consumed message's id (before the commit). */
+  /** Writes what the transaction kept, in one statement with the consumed message's id: once, just before the commit. */
   flush(): Promise<void>;
   /** After the commit: the relay publishes the rows now, without waiting for its next drain. */
   committed(): void;
@@ -74,13 +71,12 @@ export interface OutboxHandOff {
 export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
   const relay = relays.get(db);
   if (!relay?.running) return undefined;
-  const tracked: Tracked = { rows: [], timers: new Map(), inserted: 0 };
+  const tracked: Tracked = { rows: [], timers: new Map() };
   handOffs.set(trx, tracked);
   return {
     discard: () => {
       tracked.rows = [];
       tracked.timers.clear();
-      tracked.inserted = 0;
       delete tracked.consumed;
     },
     flush: () => flushTracked(trx, tracked),
@@ -98,12 +94,8 @@ export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
  * message's id was recorded before.
  */
 async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
-  const rows = tracked.rows.slice(tracked.inserted);
-  const consumed = tracked.consumed;
+  const { rows, consumed } = tracked;
   const timers = [...tracked.timers.values()];
-  delete tracked.consumed;
-  tracked.timers.clear();
-  tracked.inserted = tracked.rows.length;
   const parts = [];
   if (consumed) {
     parts.push(sql`recorded as (
@@ -124,7 +116,7 @@ async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
       insert into timers (id, kind, key, fire_at, payload, last_error, fired_at)
       select id, kind, key, fire_at, payload, null, null
       from unnest(${scheduled.map(() => randomUUID())}::uuid[], ${scheduled.map((t) => t.kind)}::text[], ${scheduled.map((t) => t.key)}::text[], ${scheduled.map((t) => t.fireAt)}::timestamptz[],
-        ${scheduled.map((t) => JSON.stringify(t.payload ?? {}))}::jsonb[]) as t(id, kind, key, fire_at, payload)
+        ${scheduled.map((t) => JSON.stringify(t.payload))}::jsonb[]) as t(id, kind, key, fire_at, payload)
       on conflict (kind, key) do update set fire_at = excluded.fire_at, payload = excluded.payload, fired_at = null, attempts = 0, last_error = null)`);
   }
   const cancelled = timers.filter((t) => t.op === 'cancel');
@@ -175,10 +167,9 @@ export async function recordApplied(trx: AnyDb, consumer: string, messageId: str
  * the service's relay (issue 14: a saga's hop waits for no claim round). Every service transaction
  * that may write to the outbox runs through here.
  */
-export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>, isolation?: IsolationLevel): Promise<T> {
+export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
   let handOff: OutboxHandOff | undefined;
-  const builder = isolation ? db.transaction().setIsolationLevel(isolation) : db.transaction();
-  const result = await builder.execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     handOff = trackOutbox(trx, db);
     const value = await fn(trx);
     await handOff?.flush();
@@ -188,27 +179,14 @@ export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction
   return result;
 }
 
-
 /**
  * Writes an event or command to the outbox in the caller's transaction (ARCHITECTURE "Messaging").
  * It is published only if that transaction commits: by the hand-off right after the commit when the
  * transaction is tracked (`inTransaction`), else by the relay's drain; `Nats-Msg-Id` = id either way.
  */
 export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: Static<M['data']>, opts: { id?: string; now?: Date } = {}): Promise<MessageEnvelope> {
-  const id = opts.id ?? randomUUID();
-  const envelope: MessageEnvelope = { id, type: def.type, occurredAt: (opts.now ?? new Date()).toISOString(), data };
-  const headers = injectTrace({});
-  const tracked = handOffs.get(trx);
-  if (tracked) {
-    // Written by the flush before the commit, with the transaction's other rows.
-    tracked.rows.push({ id, kind: def.kind, type: def.type, envelope, headers });
-    return envelope;
-  }
-  untrackedWrites++;
-  await (trx as Kysely<PlatformTables>)
-    .insertInto('outbox')
-    .values({ id, kind: def.kind, type: def.type, payload: JSON.stringify(envelope), headers: JSON.stringify(headers) as never, publishedAt: null })
-    .execute();
+  const envelope: MessageEnvelope = { id: opts.id ?? randomUUID(), type: def.type, occurredAt: (opts.now ?? new Date()).toISOString(), data };
+  await write(trx, def, [envelope]);
   return envelope;
 }
 
@@ -216,19 +194,24 @@ export async function enqueue<M extends MessageDef>(trx: AnyDb, def: M, data: St
 export async function enqueueMany<M extends MessageDef>(trx: AnyDb, def: M, items: Array<Static<M['data']>>, opts: { now?: Date } = {}): Promise<MessageEnvelope[]> {
   if (items.length === 0) return [];
   const occurredAt = (opts.now ?? new Date()).toISOString();
-  const headers = injectTrace({});
   const envelopes: MessageEnvelope[] = items.map((data) => ({ id: randomUUID(), type: def.type, occurredAt, data }));
+  await write(trx, def, envelopes);
+  return envelopes;
+}
+
+/** Keeps the messages for the flush of a tracked transaction, or inserts them at once (for a drain). */
+async function write(trx: AnyDb, def: MessageDef, envelopes: MessageEnvelope[]): Promise<void> {
+  const headers = injectTrace({});
   const tracked = handOffs.get(trx);
   if (tracked) {
     tracked.rows.push(...envelopes.map((envelope) => ({ id: envelope.id, kind: def.kind, type: def.type, envelope, headers })));
-    return envelopes;
+    return;
   }
   untrackedWrites++;
   await (trx as Kysely<PlatformTables>)
     .insertInto('outbox')
     .values(envelopes.map((e) => ({ id: e.id, kind: def.kind, type: def.type, payload: JSON.stringify(e), headers: JSON.stringify(headers) as never, publishedAt: null })))
     .execute();
-  return envelopes;
 }
 
 /**

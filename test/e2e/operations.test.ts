@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap } from '@aex/client';
 import { buildGateway } from '@aex/gateway';
 import { loadConfig, NatsBus } from '@aex/platform';
-import { createTestBus, testLogger, testNamespace } from '@aex/platform/testing';
+import { createTestBus, eventually, testLogger, testNamespace } from '@aex/platform/testing';
 import { startLocalNats } from '@aex/stack';
 import { spawnMain, stopProcess, uniqueEmail } from './harness.js';
 
@@ -30,6 +30,9 @@ describe('/readyz while NATS is frozen (SIGSTOP)', () => {
       expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
       process.kill(pid, 'SIGSTOP');
       try {
+        // kill() returns before the kernel has stopped the process: a loaded machine could still
+        // have it answer the probe's PING. Wait until it is stopped ('T' in /proc/<pid>/stat).
+        await eventually(async () => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.startsWith('T'), 5000, 5);
         const started = Date.now();
         // Bounded here too, so that a regression fails this test instead of hanging it (and leaving
         // the nats-server frozen).

@@ -12,9 +12,13 @@ import { webhookIdOf } from './domain/signing.js';
 const envelopeCheck = validator(MessageEnvelope);
 const dataCheck = validator(TransactionEventData);
 const CONSUMER = 'webhooks-transaction-events';
-/** Events written per database transaction at most, and how long the first waits for company. */
+/**
+ * Events written per database transaction at most, and how long the first waits for company (issue
+ * 14: 10 ms rather than 4 gathers a lifecycle's events into about half as many statements; the
+ * deliveries start that much later).
+ */
 const BATCH = 128;
-const BATCH_WAIT_MS = 4;
+const BATCH_WAIT_MS = 10;
 
 interface Pending { id: string; type: string; body: string; agents: string[] }
 

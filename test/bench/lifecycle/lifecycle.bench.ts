@@ -46,6 +46,8 @@ async function pool<T>(items: T[], n: number, run: (item: T) => Promise<void>): 
 
 type LoadResult = {
   perSecond: number; seconds: number; create: number[]; deliver: number[]; verify: number[];
+  /** CPU of the exchange's process per settled lifecycle while saturated, ms (in-process runs only). */
+  cpuMsPerLifecycle?: number;
   paced: { perSecond: number; count: number; create: number[] };
 };
 
@@ -72,6 +74,8 @@ async function main() {
     console.log(`  deliver p50 / p99: ${p(exchange.deliver)}`);
     console.log(`  verify p50 / p99:  ${p(exchange.verify)}`);
     console.log(`  ceiling per lifecycle p50: ${fmt(quantile(ceiling.lifecycle, 0.5))} ms`);
+    // The figure least moved by other load on the machine: what one lifecycle costs the exchange.
+    if (exchange.cpuMsPerLifecycle !== undefined) console.log(`  exchange CPU per lifecycle (saturated): ${fmt(exchange.cpuMsPerLifecycle)} ms`);
     console.log(`\n  ${CONCURRENCY} callers that never pause keep the exchange saturated, so each waits ≈ ${CONCURRENCY} ÷ throughput per lifecycle.`);
     console.log(`  Create at half that rate (${exchange.paced.count} lifecycles started every ${fmt(1000 / exchange.paced.perSecond)} ms, ${fmt(exchange.paced.perSecond)} /s):`);
     console.log(`    p50 / p95 / p99:  ${fmt(quantile(exchange.paced.create, 0.5))} / ${fmt(quantile(exchange.paced.create, 0.95))} / ${fmt(quantile(exchange.paced.create, 0.99))} ms`);
@@ -83,7 +87,7 @@ async function main() {
       row({ case: `settled lifecycles, ${CONCURRENCY} callers`, value: exchange.perSecond, unit: '/s', baseline: ceiling.perSecond, baselineName: 'node-postgres writes', target: `ratio ≥ ${TARGETS.ratio}`, met: ratio >= TARGETS.ratio }),
       row({ case: 'create p99 (saturated)', value: createP99, unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: createP99 <= TARGETS.createP99Ms }),
       row({ case: 'create p99 at half rate', value: quantile(exchange.paced.create, 0.99), unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: '', met: null }),
-    ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond }, ceiling: { perSecond: ceiling.perSecond } });
+    ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond, cpuMsPerLifecycle: exchange.cpuMsPerLifecycle }, ceiling: { perSecond: ceiling.perSecond } });
   });
 }
 
@@ -91,8 +95,18 @@ function fromAnotherProcess(url: string): Promise<LoadResult> {
   const child = fork(fileURLToPath(import.meta.url), ['--load', url, '--lifecycles', String(LIFECYCLES), '--concurrency', String(CONCURRENCY)], {
     execArgv: ['--import', 'tsx'],
   });
+  // The child marks its saturated part; in-process, this process's CPU over it is the exchange's.
+  let cpu: NodeJS.CpuUsage | undefined;
+  let cpuMsPerLifecycle: number | undefined;
   return new Promise((resolve, reject) => {
-    child.once('message', (m) => resolve(m as LoadResult));
+    child.on('message', (m: { mark?: 'start' | 'end' } | LoadResult) => {
+      if ('mark' in m) {
+        if (m.mark === 'start') cpu = process.cpuUsage();
+        else if (cpu && !PROCESSES) cpuMsPerLifecycle = (({ user, system }) => (user + system) / 1000 / LIFECYCLES)(process.cpuUsage(cpu));
+        return;
+      }
+      resolve({ ...(m as LoadResult), cpuMsPerLifecycle });
+    });
     child.once('exit', (code) => reject(new Error(`the load process exited with ${code} before reporting`)));
   });
 }
@@ -139,9 +153,11 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
   };
   // A short warm-up (compiled validators, connection pools, consumers), not counted.
   await pool(Array.from({ length: 32 }, (_, i) => i), CONCURRENCY, (i) => lifecycle(i));
+  process.send!({ mark: 'start' });
   const started = performance.now();
   await pool(Array.from({ length: LIFECYCLES }, (_, i) => i), CONCURRENCY, (i) => lifecycle(i, { create, deliver, verify }));
   const seconds = (performance.now() - started) / 1000;
+  process.send!({ mark: 'end' });
   const perSecond = LIFECYCLES / seconds;
 
   // The latency a caller sees when the exchange is busy but not saturated: lifecycles started at a

@@ -24,24 +24,216 @@ export function preparedName(text: string, paramCount: number): string | undefin
 }
 
 /**
- * A node-postgres client that runs every parameterised statement as a named prepared statement
- * (issue 14, docs/performance.md "The lifecycle"). Postgres then parses and plans a statement once per
- * connection instead of once per call, and each call sends only Bind and Execute. Kysely and the
- * services' SQL stay as they are: the name is derived from the text. Statements without parameters
- * (`begin`, `commit`, DDL) keep the simple protocol.
+ * The parts of node-postgres's `Client` that pipelining a `BEGIN` needs (pg 8.16, `lib/client.js`):
+ * its queue, its connection and the handlers of the messages a `BEGIN` is answered with. They are not
+ * in pg's typings; `prepared.int.test.ts` runs them against the installed version.
+ */
+interface ClientInternals {
+  readyForQuery: boolean;
+  queryQueue: unknown[];
+  connection: {
+    stream: { cork(): void; uncork(): void };
+    parse(query: { text: string; name: string; types: unknown[] }): void;
+    bind(config: { portal: string; statement: string; values: unknown[] }): void;
+    execute(config: { portal: string; rows: number }): void;
+    sync(): void;
+  };
+  _pulseQueryQueue(): void;
+  _handleParseComplete(msg: unknown): void;
+  _handleCommandComplete(msg: unknown): void;
+  _handleErrorMessage(msg: unknown): void;
+}
+const base = pg.Client.prototype as unknown as ClientInternals;
+
+/** What Kysely's `begin`, `commit` and `rollback` get when they are answered without a round trip. */
+const answered = (command: string) => ({ command, rowCount: null, oid: 0, rows: [], fields: [] });
+
+/**
+ * Begins the text of a transaction's last statement (the outbox flush, `flushTracked`): the client
+ * sends the `COMMIT` in the same write, and answers the `commit` that follows without a round trip.
+ * Only for a statement after which the caller always commits; an error of the statement itself rolls
+ * it all back (Postgres skips the `COMMIT`), so a condition that must undo the transaction has to be
+ * an error of the statement, not a value it returns.
+ */
+export const COMMIT_AFTER = '/* then commit */ ';
+
+type PromiseQuery = [text: string, values: unknown[]];
+const isPromiseQuery = (args: unknown[]): args is PromiseQuery => args.length === 2 && typeof args[0] === 'string' && Array.isArray(args[1]);
+
+/**
+ * A node-postgres client for every service pool (issue 14, docs/performance.md "The lifecycle").
+ *
+ * - **Prepared statements.** A parameterised statement runs as a named prepared statement, the name
+ *   derived from its text, so Postgres parses and plans it once per connection and each call sends
+ *   only Bind and Execute. Kysely and the services' SQL stay as they are. Statements without
+ *   parameters (`commit`, DDL) keep the simple protocol.
+ * - **A pipelined `BEGIN`.** Kysely's `begin` is answered at once and sent in the same write as the
+ *   transaction's first statement, as Parse, Bind and Execute without a Sync: a transaction costs one
+ *   round trip less. Without a Sync, Postgres skips everything up to the statement's own Sync when
+ *   the `BEGIN` fails, so the statement never runs outside the transaction; the caller gets the
+ *   error from that statement, as it would have had it from `begin`. A first statement without
+ *   parameters (it may be several statements, which the extended protocol cannot carry) is sent
+ *   after a `BEGIN` of its own, as before. A transaction with no statement at all sends nothing.
+ * - **A pipelined `COMMIT`.** A statement whose text begins with `COMMIT_AFTER` is sent with Parse,
+ *   Bind and Execute of a `COMMIT` behind it, before its Sync: the transaction commits in the
+ *   statement's round trip, and the `commit` that follows is answered here. When the statement
+ *   fails, Postgres skips the `COMMIT`, and the `rollback` that follows is sent as usual. A transaction
+ *   of one such statement costs one round trip, `BEGIN` and `COMMIT` included.
  *
  * Not for a pool behind a transaction-mode PgBouncer older than 1.21, which cannot keep prepared
  * statements: `DATABASE_PREPARED_STATEMENTS=false` (D16, README "Configuration") uses plain clients.
  */
 export class PreparingClient extends pg.Client {
+  /** A `begin` answered and not yet sent: it goes with the next statement. */
+  #beginDeferred = false;
+  /** The next statement the queue submits goes out behind a `BEGIN`. */
+  #beginAhead = false;
+  /** Answers of a pipelined `BEGIN` still to come before its statement's own. */
+  #beginAnswers: 'none' | 'parse' | 'command' = 'none';
+  /** The next statement the queue submits goes out with a `COMMIT` behind it. */
+  #commitBehind = false;
+  /** Where the answers of a statement with a pipelined `COMMIT` are: its own, then the `COMMIT`'s. */
+  #commitAnswers: 'none' | 'statement' | 'parse' | 'command' = 'none';
+  /** The transaction committed with its last statement; its `commit` is answered here. */
+  #committed = false;
+
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
-    const [text, values] = args;
-    if (args.length === 2 && typeof text === 'string' && Array.isArray(values)) {
-      const name = preparedName(text, values.length);
-      if (name !== undefined) return super.query({ name, text, values });
+    if (this.#committed) {
+      this.#committed = false;
+      if (isPromiseQuery(args) && args[1].length === 0 && args[0] === 'commit') return Promise.resolve(answered('COMMIT'));
+      // A caller that did not commit after a COMMIT_AFTER statement: a bug, told loudly.
+      const err = new Error('the transaction was committed with its last statement (COMMIT_AFTER); only its commit may follow');
+      const callback: unknown = args.at(-1);
+      if (typeof callback === 'function') return void process.nextTick(() => callback(err));
+      return Promise.reject(err);
     }
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    return (super.query as any)(...args);
+    const asGiven = () => (super.query as any)(...args);
+    if (!isPromiseQuery(args)) {
+      if (!this.#beginDeferred) return asGiven();
+      this.#beginDeferred = false;
+      return this.#afterBegin(asGiven, args);
+    }
+    const [text, values] = args;
+    if (values.length === 0 && text === 'begin' && !this.#beginDeferred) {
+      this.#beginDeferred = true;
+      return Promise.resolve(answered('BEGIN'));
+    }
+    const name = preparedName(text, values.length);
+    const run = () => (name === undefined ? super.query(text, values) : super.query({ name, text, values }));
+    // Pipelined only when it is the next statement written (with its `begin`, if that is deferred).
+    if (values.length > 0 && text.startsWith(COMMIT_AFTER) && this.#idle()) this.#commitBehind = true;
+    if (!this.#beginDeferred) return run();
+    this.#beginDeferred = false;
+    // An empty transaction: nothing was sent, so there is nothing to end.
+    if (values.length === 0 && (text === 'commit' || text === 'rollback')) return Promise.resolve(answered(text.toUpperCase()));
+    if (values.length === 0 || !this.#idle()) return this.#afterBegin(run);
+    this.#beginAhead = true;
+    return run();
+  }
+
+  /** Nothing is running or queued: a statement given now is the next one written. */
+  #idle(): boolean {
+    const self = this as unknown as ClientInternals;
+    return self.readyForQuery && self.queryQueue.length === 0;
+  }
+
+  /**
+   * A statement that cannot follow a pipelined `BEGIN` (no parameters: it may be several statements,
+   * which the extended protocol cannot carry; or others still queued) is queued right behind a
+   * `BEGIN` of its own, so the order of calls is kept. A failed `begin` is the statement's error.
+   */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  #afterBegin(run: () => any, args?: any[]): any {
+    let failed: Error | undefined;
+    // A callback runs as its answer is read, so `failed` is known before the statement's answer is.
+    super.query('begin', (err: Error | undefined) => void (failed = err ?? undefined));
+    const callback: unknown = args?.at(-1);
+    if (args && typeof callback === 'function') {
+      args[args.length - 1] = (err: Error | undefined, result: unknown) => callback(failed ?? err, result);
+      run();
+      return undefined;
+    }
+    return (run() as Promise<unknown>).then(
+      (result) => {
+        if (failed) throw failed;
+        return result;
+      },
+      (err: unknown) => {
+        throw failed ?? err;
+      },
+    );
+  }
+
+  /**
+   * Writes the pipelined `BEGIN` ahead of the statement the queue submits and the pipelined `COMMIT`
+   * behind it (before its Sync), all in one write.
+   */
+  _pulseQueryQueue(): void {
+    const self = this as unknown as ClientInternals;
+    if ((!this.#beginAhead && !this.#commitBehind) || !self.readyForQuery || self.queryQueue.length === 0) return base._pulseQueryQueue.call(this);
+    const connection = self.connection;
+    const unnamed = () => {
+      connection.bind({ portal: '', statement: '', values: [] });
+      connection.execute({ portal: '', rows: 0 });
+    };
+    const { sync } = connection;
+    let commitSent = false;
+    connection.stream.cork();
+    try {
+      if (this.#beginAhead) {
+        this.#beginAhead = false;
+        this.#beginAnswers = 'parse';
+        connection.parse({ text: 'begin', name: '', types: [] });
+        unnamed();
+      }
+      if (this.#commitBehind) {
+        this.#commitBehind = false;
+        this.#commitAnswers = 'statement';
+        connection.sync = () => {
+          connection.parse({ text: 'commit', name: '', types: [] });
+          unnamed();
+          sync.call(connection);
+          commitSent = true;
+        };
+      }
+      base._pulseQueryQueue.call(this);
+    } finally {
+      // The statement was refused before it was written: no COMMIT went, none is answered.
+      if (!commitSent) this.#commitAnswers = 'none';
+      connection.sync = sync;
+      connection.stream.uncork();
+    }
+  }
+
+  /** ParseCompletes of a pipelined `BEGIN` or `COMMIT` are not their statement's (that would mark it parsed). */
+  _handleParseComplete(msg: unknown): void {
+    if (this.#beginAnswers === 'parse') this.#beginAnswers = 'command';
+    else if (this.#commitAnswers === 'parse') this.#commitAnswers = 'command';
+    else base._handleParseComplete.call(this, msg);
+  }
+
+  _handleCommandComplete(msg: unknown): void {
+    if (this.#beginAnswers === 'command') {
+      this.#beginAnswers = 'none';
+    } else if (this.#commitAnswers === 'command') {
+      this.#commitAnswers = 'none';
+      this.#committed = true;
+    } else {
+      if (this.#commitAnswers === 'statement') this.#commitAnswers = 'parse';
+      base._handleCommandComplete.call(this, msg);
+    }
+  }
+
+  /**
+   * A failed `BEGIN` is its statement's error: Postgres skipped the statement. A failed statement
+   * had its `COMMIT` skipped; a failed `COMMIT` (a deferred constraint, a serialization failure)
+   * ended the transaction, and is the statement's error too.
+   */
+  _handleErrorMessage(msg: unknown): void {
+    this.#beginAnswers = 'none';
+    this.#commitAnswers = 'none';
+    base._handleErrorMessage.call(this, msg);
   }
 }

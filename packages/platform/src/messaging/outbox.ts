@@ -4,6 +4,7 @@ import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@a
 import type { Bus, MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
 import type { PlatformTables } from '../db/platform-tables.js';
+import { COMMIT_AFTER } from '../db/prepared.js';
 import type { Logger } from '../logger.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -43,8 +44,13 @@ export class AlreadyApplied extends Error {
  * writer crashed between its commit and JetStream's acknowledgement).
  */
 export const HAND_OFF_LEASE_MS = 5_000;
-/** How long handed-off rows gather before one statement marks them published. */
-const MARK_GATHER_MS = 20;
+/**
+ * How long handed-off rows gather before one statement marks them published (issue 14: a mark per
+ * few rows was a tenth of a lifecycle's statements). Far inside `HAND_OFF_LEASE_MS`, so no drain
+ * takes a row waiting for its mark; a crash in this time only has the rows published again after
+ * their lease, which JetStream drops as duplicates of their message ids.
+ */
+const MARK_GATHER_MS = 200;
 
 /** What each tracked transaction has written, in order. */
 const handOffs = new WeakMap<object, Tracked>();
@@ -57,8 +63,12 @@ let untrackedWrites = 0;
 export interface OutboxHandOff {
   /** The transaction rolled back to a savepoint taken before anything was written: forget it all. */
   discard(): void;
-  /** Writes what the transaction kept, in one statement with the consumed message's id: once, just before the commit. */
-  flush(): Promise<void>;
+  /**
+   * Writes what the transaction kept, in one statement with the consumed message's id: once, just
+   * before the commit. `last`: nothing else is written and the caller commits right after, so the
+   * `COMMIT` goes with the statement (`COMMIT_AFTER`).
+   */
+  flush(opts?: { last?: boolean }): Promise<void>;
   /** After the commit: the relay publishes the rows now, without waiting for its next drain. */
   committed(): void;
 }
@@ -79,7 +89,7 @@ export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
       tracked.timers.clear();
       delete tracked.consumed;
     },
-    flush: () => flushTracked(trx, tracked),
+    flush: (opts) => flushTracked(trx, tracked, opts?.last ?? false),
     committed: () => {
       handOffs.delete(trx);
       if (tracked.rows.length > 0) relay.handOff(tracked.rows);
@@ -93,14 +103,15 @@ export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
  * however many there are. Throws `AlreadyApplied` (the transaction must roll back) when the
  * message's id was recorded before.
  */
-async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
+async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promise<void> {
   const { rows, consumed } = tracked;
   const timers = [...tracked.timers.values()];
   const parts = [];
   if (consumed) {
+    // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it
+    // (`COMMIT_AFTER`) is skipped and everything rolls back.
     parts.push(sql`recorded as (
-      insert into processed_messages (consumer, message_id) values (${consumed.consumer}, ${consumed.messageId})
-      on conflict do nothing returning 1)`);
+      insert into processed_messages (consumer, message_id) values (${consumed.consumer}, ${consumed.messageId}))`);
   }
   if (rows.length > 0) {
     parts.push(sql`written as (
@@ -126,10 +137,15 @@ async function flushTracked(trx: AnyDb, tracked: Tracked): Promise<void> {
       where timers.kind = c.kind and timers.key = c.key and timers.fired_at is null)`);
   }
   if (parts.length === 0) return;
-  const fresh = consumed ? sql`(select count(*)::int from recorded)` : sql`1`;
-  const { rows: [result] } = await sql<{ fresh: number }>`with ${sql.join(parts)} select ${fresh} as fresh`.execute(trx);
-  if (consumed && result?.fresh !== 1) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+  // The last statement of the transaction (`inTransaction` commits right after it): its COMMIT goes
+  // in the same write (issue 14, `PreparingClient`).
+  await sql`${sql.raw(last ? COMMIT_AFTER : '')}with ${sql.join(parts)} select 1`.execute(trx).catch((err: unknown) => {
+    if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+    throw err;
+  });
 }
+
+const isUniqueViolation = (err: unknown, constraint: string) => (err as { code?: string }).code === '23505' && (err as { constraint?: string }).constraint === constraint;
 
 /**
  * Defers a timer change of a tracked transaction to the statement written before its commit
@@ -172,7 +188,7 @@ export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction
   const result = await db.transaction().execute(async (trx) => {
     handOff = trackOutbox(trx, db);
     const value = await fn(trx);
-    await handOff?.flush();
+    await handOff?.flush({ last: true });
     return value;
   });
   handOff?.committed();
@@ -239,6 +255,8 @@ export class OutboxRelay {
   private readonly handingOff = new Set<Promise<void>>();
   private toMark: string[] = [];
   private marking: Promise<void> | null = null;
+  private markTimer: NodeJS.Timeout | undefined;
+  private markGathered: (() => void) | undefined;
 
   constructor(
     private readonly db: AnyDb,
@@ -302,8 +320,11 @@ export class OutboxRelay {
   private markPublished(): Promise<void> {
     if (this.marking) return this.marking;
     this.marking = (async () => {
-      // A moment for the hand-offs of other commits to join: one statement marks them all.
-      await new Promise((resolve) => setTimeout(resolve, MARK_GATHER_MS));
+      // A moment for the hand-offs of other commits to join: one statement marks them all. `stop` cuts it short.
+      await new Promise<void>((resolve) => {
+        this.markGathered = resolve;
+        this.markTimer = setTimeout(resolve, this.running ? MARK_GATHER_MS : 0);
+      });
       while (this.toMark.length > 0) {
         const ids = this.toMark.splice(0, 1_000);
         // A failed mark only means the rows are published again after their lease (dropped as duplicates).
@@ -379,6 +400,8 @@ export class OutboxRelay {
     this.running = false;
     clearTimeout(this.timer);
     await Promise.all(this.handingOff);
+    clearTimeout(this.markTimer);
+    this.markGathered?.();
     await this.marking;
     await this.draining;
   }

@@ -19,7 +19,3 @@ export interface IdentityDeps {
   now: () => Date;
 }
 
-export function isUniqueViolation(err: unknown, constraint?: string): boolean {
-  const e = err as { code?: string; constraint?: string };
-  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
-}

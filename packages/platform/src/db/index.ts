@@ -1,3 +1,4 @@
 export * from './connect.js';
 export * from './platform-tables.js';
 export * from './group-commit.js';
+export * from './errors.js';

@@ -24,8 +24,8 @@ export function preparedName(text: string, paramCount: number): string | undefin
 }
 
 /**
- * The parts of node-postgres's `Client` that pipelining a `BEGIN` needs (pg 8.16, `lib/client.js`):
- * its queue, its connection and the handlers of the messages a `BEGIN` is answered with. They are not
+ * The parts of node-postgres's `Client` that pipelining a `BEGIN` and a `COMMIT` needs (pg 8.16,
+ * `lib/client.js`): its queue, its connection and the handlers of the messages they are answered with. They are not
  * in pg's typings; `prepared.int.test.ts` runs them against the installed version.
  */
 interface ClientInternals {

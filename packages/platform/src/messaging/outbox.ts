@@ -3,6 +3,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
 import type { Bus, MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
+import { isUniqueViolation } from '../db/errors.js';
 import type { PlatformTables } from '../db/platform-tables.js';
 import { COMMIT_AFTER } from '../db/prepared.js';
 import type { Logger } from '../logger.js';
@@ -144,8 +145,6 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
     throw err;
   });
 }
-
-const isUniqueViolation = (err: unknown, constraint: string) => (err as { code?: string }).code === '23505' && (err as { constraint?: string }).constraint === constraint;
 
 /**
  * Defers a timer change of a tracked transaction to the statement written before its commit

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, type AccountView, type identityOps, type Principal } from '@aex/contracts';
-import { requireAgent, type OperationHandler } from '@aex/platform';
+import { isUniqueViolation, requireAgent, type OperationHandler } from '@aex/platform';
 import type { AccountRow } from '../db/schema.js';
-import { isUniqueViolation, type IdentityDeps } from '../context.js';
+import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';

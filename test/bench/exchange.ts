@@ -64,7 +64,6 @@ export async function withBenchProcesses<T>(body: (ex: Omit<BenchExchange, 'stac
     return await body({ config, db, url: gateway.match[1]! });
   } finally {
     for (const r of running.reverse()) await stopProcess(r.child);
-    await bus.close();
     await dispose();
     await db.drop();
   }

@@ -1,12 +1,13 @@
 import * as ed from '@noble/ed25519';
-import { sha256, sha512 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { signingKeyProofMessage } from '@aex/contracts/signing-key-proof';
+import { nodeCrypto, pureSha256, pureSign } from './ed25519.js';
 
-// @noble/ed25519 v3 needs its SHA-512 supplied for the synchronous API. Pure JavaScript on purpose:
-// the client runs wherever an agent runs (Node, Deno, browsers, workers); the gateway verifies with
-// node:crypto instead, which is faster there.
-ed.hashes.sha512 = sha512;
+// The client runs wherever an agent runs (Node, Deno, browsers, workers): node:crypto where the
+// runtime has it, the pure-JS implementation elsewhere (ed25519.ts).
+const native = nodeCrypto();
+const sign = native?.sign ?? pureSign;
+const sha256 = native?.sha256 ?? pureSha256;
 
 /** An Ed25519 key pair; `publicKey` is what an agent registers as `signingKeyPublic`. */
 export interface SigningKeyPair {
@@ -38,7 +39,7 @@ export function signRequest(
 ): { 'x-ae-signature': string; 'x-ae-signature-timestamp': string } {
   const timestamp = req.timestamp ?? new Date().toISOString();
   const message = utf8ToBytes(signingString(timestamp, req.method, req.target, req.body));
-  const signature = ed.sign(message, fromBase64(secretKeyB64));
+  const signature = sign(message, fromBase64(secretKeyB64));
   return { 'x-ae-signature': toBase64(signature), 'x-ae-signature-timestamp': timestamp };
 }
 
@@ -49,7 +50,7 @@ export function signRequest(
  */
 export function signingKeyProof(secretKeyB64: string, accountId: string): string {
   const publicKey = publicKeyOf(secretKeyB64);
-  return toBase64(ed.sign(utf8ToBytes(signingKeyProofMessage(accountId, publicKey)), fromBase64(secretKeyB64)));
+  return toBase64(sign(utf8ToBytes(signingKeyProofMessage(accountId, publicKey)), fromBase64(secretKeyB64)));
 }
 
 /** Checks a D3 signature with the pure-JS verifier (for agents checking each other's messages). */

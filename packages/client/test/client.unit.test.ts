@@ -1,8 +1,9 @@
 import { createPublicKey, verify } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ExchangeClient, generateSigningKey, publicKeyOf, signRequest, signingString, unwrap, verifySignature } from '../src/index.js';
+import { nodeCrypto, pureSha256, pureSign } from '../src/ed25519.js';
 
-describe('D3 signing (pure JavaScript)', () => {
+describe('D3 signing', () => {
   const keys = generateSigningKey();
 
   it('produces raw 32-byte base64 keys', () => {
@@ -19,6 +20,37 @@ describe('D3 signing (pure JavaScript)', () => {
     expect(verifySignature(keys.publicKey, h['x-ae-signature'], message)).toBe(true);
     expect(verifySignature(keys.publicKey, h['x-ae-signature'], `${message}x`)).toBe(false);
     expect(verifySignature(keys.publicKey, 'garbage', message)).toBe(false);
+  });
+});
+
+describe('D3 signing: node:crypto where the runtime has it, pure JavaScript elsewhere', () => {
+  const native = nodeCrypto()!;
+
+  it('finds node:crypto on this Node', () => {
+    expect(native).toBeDefined();
+  });
+
+  it('makes the same signatures and digests with either implementation (Ed25519 is deterministic)', () => {
+    for (let i = 0; i < 20; i++) {
+      const secret = Buffer.from(generateSigningKey().secretKey, 'base64');
+      const message = Buffer.from(`2026-01-01T00:00:00.000Z:POST:/v1/transactions:${'ab'.repeat(32)}:${i}`);
+      expect(Buffer.from(native.sign(message, secret)).toString('hex')).toBe(Buffer.from(pureSign(message, secret)).toString('hex'));
+      expect(Buffer.from(native.sha256(message)).toString('hex')).toBe(Buffer.from(pureSha256(message)).toString('hex'));
+    }
+  });
+
+  it('refuses a secret key that is not 32 bytes', () => {
+    expect(() => native.sign(Buffer.from('x'), new Uint8Array(31))).toThrow(/32 bytes/);
+  });
+
+  it('falls back to pure JavaScript where there is no process.getBuiltinModule (browsers, workers)', () => {
+    const saved = Object.getOwnPropertyDescriptor(globalThis, 'process')!;
+    Object.defineProperty(globalThis, 'process', { value: undefined, configurable: true });
+    try {
+      expect(nodeCrypto()).toBeUndefined();
+    } finally {
+      Object.defineProperty(globalThis, 'process', saved);
+    }
   });
 });
 

@@ -9,6 +9,7 @@
  *   pnpm bench:lifecycle --lifecycles 1000
  *   pnpm bench:lifecycle --concurrency 1    one lifecycle at a time: latency without queueing
  *   pnpm bench:lifecycle --json out.json    figures also written as JSON (what `pnpm bench` tabulates)
+ *   pnpm bench:lifecycle --cpu-prof x.cpuprofile   a CPU profile of the exchange over the saturated part
  *
  * The load comes from outside: a child process of its own signs and sends the requests, so its CPU
  * (Ed25519 signing in JavaScript, the HTTP client) is not taken from the exchange's event loop.
@@ -19,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
+import { startCpuProfile } from '../cpu-profile.js';
 import { withBenchExchange, withBenchProcesses } from '../exchange.js';
 import { row, writeReport } from '../report.js';
 
@@ -27,6 +29,8 @@ const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
 const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
 /** `--processes`: every service in a process of its own (as deployed), not the whole exchange in this one. */
 const PROCESSES = args.includes('--processes');
+/** `--cpu-prof <file>`: the exchange's CPU profile over the saturated part (in-process runs only). */
+const CPU_PROF = args.includes('--cpu-prof') ? args[args.indexOf('--cpu-prof') + 1] : undefined;
 const TARGETS = { ratio: 0.15, createP99Ms: 100 };
 const INPUT = { payload: 'hello world' };
 const OUTPUT = { digest: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9' };
@@ -48,6 +52,8 @@ type LoadResult = {
   perSecond: number; seconds: number; create: number[]; deliver: number[]; verify: number[];
   /** CPU of the exchange's process per settled lifecycle while saturated, ms (in-process runs only). */
   cpuMsPerLifecycle?: number;
+  /** Share of that time the exchange's event loop was busy (in-process runs only). */
+  eventLoopUtilization?: number;
   paced: { perSecond: number; count: number; create: number[] };
 };
 
@@ -75,7 +81,7 @@ async function main() {
     console.log(`  verify p50 / p99:  ${p(exchange.verify)}`);
     console.log(`  ceiling per lifecycle p50: ${fmt(quantile(ceiling.lifecycle, 0.5))} ms`);
     // The figure least moved by other load on the machine: what one lifecycle costs the exchange.
-    if (exchange.cpuMsPerLifecycle !== undefined) console.log(`  exchange CPU per lifecycle (saturated): ${fmt(exchange.cpuMsPerLifecycle)} ms`);
+    if (exchange.cpuMsPerLifecycle !== undefined) console.log(`  exchange CPU per lifecycle (saturated): ${fmt(exchange.cpuMsPerLifecycle)} ms, event loop busy ${fmt(100 * exchange.eventLoopUtilization!)} %`);
     console.log(`\n  ${CONCURRENCY} callers that never pause keep the exchange saturated, so each waits ≈ ${CONCURRENCY} ÷ throughput per lifecycle.`);
     console.log(`  Create at half that rate (${exchange.paced.count} lifecycles started every ${fmt(1000 / exchange.paced.perSecond)} ms, ${fmt(exchange.paced.perSecond)} /s):`);
     console.log(`    p50 / p95 / p99:  ${fmt(quantile(exchange.paced.create, 0.5))} / ${fmt(quantile(exchange.paced.create, 0.95))} / ${fmt(quantile(exchange.paced.create, 0.99))} ms`);
@@ -87,7 +93,7 @@ async function main() {
       row({ case: `settled lifecycles, ${CONCURRENCY} callers`, value: exchange.perSecond, unit: '/s', baseline: ceiling.perSecond, baselineName: 'node-postgres writes', target: `ratio ≥ ${TARGETS.ratio}`, met: ratio >= TARGETS.ratio }),
       row({ case: 'create p99 (saturated)', value: createP99, unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: createP99 <= TARGETS.createP99Ms }),
       row({ case: 'create p99 at half rate', value: quantile(exchange.paced.create, 0.99), unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: '', met: null }),
-    ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond, cpuMsPerLifecycle: exchange.cpuMsPerLifecycle }, ceiling: { perSecond: ceiling.perSecond } });
+    ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond, cpuMsPerLifecycle: exchange.cpuMsPerLifecycle, eventLoopUtilization: exchange.eventLoopUtilization }, ceiling: { perSecond: ceiling.perSecond } });
   });
 }
 
@@ -95,17 +101,28 @@ function fromAnotherProcess(url: string): Promise<LoadResult> {
   const child = fork(fileURLToPath(import.meta.url), ['--load', url, '--lifecycles', String(LIFECYCLES), '--concurrency', String(CONCURRENCY)], {
     execArgv: ['--import', 'tsx'],
   });
-  // The child marks its saturated part; in-process, this process's CPU over it is the exchange's.
+  // The child marks its saturated part; in-process, this process's CPU and event loop over it are the exchange's.
   let cpu: NodeJS.CpuUsage | undefined;
-  let cpuMsPerLifecycle: number | undefined;
+  let loop: ReturnType<typeof performance.eventLoopUtilization> | undefined;
+  let profile: Promise<Awaited<ReturnType<typeof startCpuProfile>>> | undefined;
+  const measured: Pick<LoadResult, 'cpuMsPerLifecycle' | 'eventLoopUtilization'> = {};
   return new Promise((resolve, reject) => {
     child.on('message', (m: { mark?: 'start' | 'end' } | LoadResult) => {
       if ('mark' in m) {
-        if (m.mark === 'start') cpu = process.cpuUsage();
-        else if (cpu && !PROCESSES) cpuMsPerLifecycle = (({ user, system }) => (user + system) / 1000 / LIFECYCLES)(process.cpuUsage(cpu));
+        if (PROCESSES) return;
+        if (m.mark === 'start') {
+          cpu = process.cpuUsage();
+          loop = performance.eventLoopUtilization();
+          if (CPU_PROF) profile = startCpuProfile();
+        } else if (cpu) {
+          const { user, system } = process.cpuUsage(cpu);
+          measured.cpuMsPerLifecycle = (user + system) / 1000 / LIFECYCLES;
+          measured.eventLoopUtilization = performance.eventLoopUtilization(loop).utilization;
+          if (profile) void profile.then((p) => p.stop(CPU_PROF!)).then(() => console.log(`CPU profile written to ${CPU_PROF}`));
+        }
         return;
       }
-      resolve({ ...(m as LoadResult), cpuMsPerLifecycle });
+      resolve({ ...(m as LoadResult), ...measured });
     });
     child.once('exit', (code) => reject(new Error(`the load process exited with ${code} before reporting`)));
   });

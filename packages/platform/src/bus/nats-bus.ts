@@ -1,4 +1,4 @@
-import { connect, headers as natsHeaders, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import { headers as natsHeaders, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
   jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
@@ -10,6 +10,7 @@ import {
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
+import { connectCoalescing } from './coalescing-transport.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 
 const decoder = new TextDecoder();
@@ -89,7 +90,8 @@ export class NatsBus implements Bus {
   static async connect(url: string, namespace: string, name = 'aex', logger?: Logger): Promise<NatsBus> {
     // noAsyncTraces: nats.js otherwise builds an Error (a stack capture) for every request and every
     // JetStream publish in case it fails — about 4 % of the CPU of a lifecycle (docs/performance.md).
-    const nc = await connect({ ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
+    // Writes gathered per turn of the event loop (coalescing-transport.ts).
+    const nc = await connectCoalescing({ ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
     const jsm = await jetstreamManager(nc);
     const bus = new NatsBus(namespace, nc, jsm, logger);
     await bus.ensureStream('events');

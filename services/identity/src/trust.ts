@@ -8,7 +8,8 @@ import { forgetAfterCommit } from './key-cache.js';
 /**
  * D15.2: a provider's trust score is recomputed when a transaction it provided ends. Each outcome is
  * kept (once per transaction, however often the event comes) and the score is computed again from
- * all of them, with the agent's score row locked, so outcomes ending together are all counted. A
+ * the sums over all of them, which the database keeps on the agent's score row (issue 14: no scan
+ * of every outcome), that row locked, so outcomes ending together are all counted. A
  * changed score is published (`identity.agent.trust_changed`); the catalog shows it in listing and
  * discovery.
  */
@@ -26,8 +27,6 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
       if (changed) await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
     },
     handle: async (trx, e): Promise<boolean> => {
-      const current = await trx.selectFrom('trustScores').select('score').where('agentId', '=', e.providerAgentId).forUpdate().executeTakeFirst();
-      if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
       const input = outcomeInput(e);
       const kept = await trx
         .insertInto('trustOutcomes')
@@ -36,12 +35,11 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
         .returning('transactionId')
         .executeTakeFirst();
       if (!kept) return false;
-      const sums = await trx
-        .selectFrom('trustOutcomes')
-        .select([sql<string>`coalesce(sum(value * half_weights), 0)`.as('weightedValue'), sql<string>`coalesce(sum(half_weights), 0)`.as('halfWeights')])
-        .where('agentId', '=', e.providerAgentId)
-        .executeTakeFirstOrThrow();
-      const score = trustScore({ weightedValue: Number(sums.weightedValue), halfWeights: Number(sums.halfWeights) });
+      // The insert added the outcome to the agent's sums (migration 0009's trigger) and left its score
+      // row locked until the commit: outcomes of one agent ending together are all counted.
+      const current = await trx.selectFrom('trustScores').select(['score', 'weightedValue', 'halfWeights']).where('agentId', '=', e.providerAgentId).executeTakeFirst();
+      if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
+      const score = trustScore({ weightedValue: Number(current.weightedValue), halfWeights: Number(current.halfWeights) });
       if (score === current.score) return false;
       const now = deps.now();
       await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();

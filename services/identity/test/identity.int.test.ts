@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUTH_CACHE, commands, hashApiKey, events, identityOps, subjects, type MessageEnvelope, type Principal } from '@aex/contracts';
-import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
+import { AUTH_CACHE, commands, hashApiKey, events, identityOps, subjects, transactionOutcome, type MessageEnvelope, type Principal } from '@aex/contracts';
+import pg from 'pg';
+import { ack, callOperation, callOrThrow, connectServiceDb, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService } from '@aex/wallet';
 import { startIdentityService, type IdentityService } from '../src/index.js';
+import { outcomeInput, trustScore } from '../src/domain/trust.js';
+import { database as database_ } from '../src/db/migrations/index.js';
+import type { Database } from '../src/db/schema.js';
 
 // The identity service alone on real Postgres and JetStream, driven over its bus operations and
 // observed through the messages it publishes (no gateway, no wallet service).
@@ -116,6 +120,68 @@ describe('agent lifecycle events', () => {
   });
 });
 
+describe('trust outcomes (D15.2)', () => {
+  const outcome = (agentId: string, i: number) => ({
+    transactionId: randomUUID(), providerAgentId: agentId, outcome: (['settled', 'settled', 'failed', 'expired'] as const)[i % 4]!,
+    qualityScore: i % 4 === 0 ? 10 + i : null, late: i % 3 === 0, at: new Date().toISOString(),
+  });
+
+  it('keeps the sums of every outcome on the score row, each counted once, when many arrive at once (issue 14)', async () => {
+    const { reply } = await signUp();
+    const agentId = reply.data.agent.id;
+    const outcomes = Array.from({ length: 24 }, (_, i) => outcome(agentId, i));
+    const subject = subjects.event(bus.namespace, transactionOutcome.type);
+    // Each published twice under different message ids: the second is a repetition of the outcome.
+    await Promise.all(outcomes.flatMap((data) => [0, 1].map(() => {
+      const env = { id: randomUUID(), type: transactionOutcome.type, occurredAt: data.at, data };
+      return bus.publish(subject, env, { msgId: env.id });
+    })));
+    const inputs = outcomes.map(outcomeInput);
+    const weightedValue = inputs.reduce((s, i) => s + i.value * i.halfWeights, 0);
+    const halfWeights = inputs.reduce((s, i) => s + i.halfWeights, 0);
+    const row = await eventually(async () => {
+      const r = await identity.deps.db.selectFrom('trustScores').selectAll().where('agentId', '=', agentId).executeTakeFirstOrThrow();
+      const processed = await identity.deps.db.selectFrom('processedMessages').select((eb) => eb.fn.countAll<number>().as('n')).where('consumer', '=', 'identity-trust-outcomes').executeTakeFirstOrThrow();
+      return Number(r.halfWeights) === halfWeights && Number(processed.n) >= 48 ? r : null;
+    }, 10_000);
+    expect({ weightedValue: Number(row.weightedValue), halfWeights: Number(row.halfWeights) }).toEqual({ weightedValue, halfWeights });
+    expect(row.score).toBe(trustScore({ weightedValue, halfWeights }));
+    const kept = await identity.deps.db.selectFrom('trustOutcomes').select('transactionId').where('agentId', '=', agentId).execute();
+    expect(kept).toHaveLength(24);
+  });
+
+  it('starts the sums from the outcomes recorded before them (migration 0009)', async () => {
+    const earlier = await createTestDatabase();
+    try {
+      const { '0009-trust-sums': _added, ...before } = database_.migrations;
+      await (await connectServiceDb({ url: earlier.url, schema: database_.schema, migrations: before })).close();
+      const admin = new pg.Client({ connectionString: earlier.url });
+      await admin.connect();
+      const agents = [randomUUID(), randomUUID()];
+      try {
+        // Rows of agents the test does not make in full: foreign keys are not checked here.
+        await admin.query(`set session_replication_role = replica; set search_path = ${database_.schema}`);
+        for (const agentId of agents) await admin.query('insert into trust_scores (agent_id, score, updated_at) values ($1, 50, now())', [agentId]);
+        const rows = [[agents[0], 80, 2], [agents[0], 0, 1], [agents[0], 100, 2], [agents[1], 0, 2]] as const;
+        for (const [agentId, value, halfWeights] of rows) {
+          await admin.query(`insert into trust_outcomes (transaction_id, agent_id, outcome, late, value, half_weights, ended_at) values ($1, $2, 'settled', false, $3, $4, now())`, [randomUUID(), agentId, value, halfWeights]);
+        }
+      } finally {
+        await admin.end();
+      }
+      const migrated = await connectServiceDb<Database>({ url: earlier.url, schema: database_.schema, migrations: database_.migrations });
+      try {
+        const sums = await migrated.db.selectFrom('trustScores').select(['agentId', 'weightedValue', 'halfWeights']).where('agentId', 'in', agents).execute();
+        expect(Object.fromEntries(sums.map((r) => [r.agentId, [Number(r.weightedValue), Number(r.halfWeights)]]))).toEqual({ [agents[0]!]: [360, 5], [agents[1]!]: [0, 2] });
+      } finally {
+        await migrated.close();
+      }
+    } finally {
+      await earlier.drop();
+    }
+  });
+});
+
 describe('restart', () => {
   it('keeps every committed row and applies no migration twice', async () => {
     const { reply } = await signUp();
@@ -124,7 +190,7 @@ describe('restart', () => {
     const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
     expect(row?.id).toBe(reply.data.id);
     const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
-    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children']);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children', '0009-trust-sums']);
   });
 });
 

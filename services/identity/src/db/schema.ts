@@ -1,3 +1,4 @@
+import type { ColumnType } from 'kysely';
 import type { PlatformTables } from '@aex/platform';
 import type { DelegationRules, TrustOutcome } from '@aex/contracts';
 
@@ -45,7 +46,11 @@ export interface Database extends PlatformTables {
   apiKeys: { id: string; agentId: string; keyHash: string; keyPrefix: string; createdAt: Date; revokedAt: Date | null };
   signingKeys: { id: string; agentId: string; publicKey: string; createdAt: Date; revokedAt: Date | null };
   signingKeyOwners: { publicKey: string; agentId: string; createdAt: Date };
-  trustScores: { agentId: string; score: number; updatedAt: Date };
+  /**
+   * `weightedValue` and `halfWeights`: the sums over the agent's `trustOutcomes`, kept by the
+   * database on every insert of one (migration 0009); bigint, read as strings.
+   */
+  trustScores: { agentId: string; score: number; updatedAt: Date; weightedValue: ColumnType<string, never, never>; halfWeights: ColumnType<string, never, never> };
   /** D6.8: a spawn the wallet refused; its child was deleted. */
   spawnRefusals: { childAgentId: string; reason: string; availableCents: number; requiredCents: number; at: Date };
   operatorActions: {

@@ -3,6 +3,7 @@ import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus
 import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
+import { KnownTransactions } from './known-transactions.js';
 import { PinnedContracts } from './pinned-contracts.js';
 import { SagaSignals } from './saga-signals.js';
 import * as disputes from './transactions/disputes.js';
@@ -26,7 +27,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals: new SagaSignals(), now: opts.now ?? (() => new Date()) };
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals: new SagaSignals(), known: new KnownTransactions(), now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
   const timers = startTimers(deps, opts.timerPollMs);

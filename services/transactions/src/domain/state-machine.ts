@@ -41,9 +41,14 @@ export function canMove(from: TransactionStatus, to: TransactionStatus): boolean
   return MOVES[from].includes(to);
 }
 
+/** Whether `action` may run on a transaction in `status`. */
+export function isAllowed(action: Action, status: TransactionStatus): boolean {
+  return (ACTION_SOURCES[action] as readonly TransactionStatus[]).includes(status);
+}
+
 /** 409 INVALID_STATE unless `action` may run on a transaction in `status`. */
 export function assertAction(action: Action, status: TransactionStatus): void {
-  if (!(ACTION_SOURCES[action] as readonly TransactionStatus[]).includes(status)) {
+  if (!isAllowed(action, status)) {
     throw new AppError('INVALID_STATE', `A transaction in status ${status} cannot be ${PAST[action]}.`, { details: { status, allowedFrom: ACTION_SOURCES[action] } });
   }
 }

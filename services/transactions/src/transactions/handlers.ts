@@ -1,15 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
+import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type TransactionStatus, type transactionOps } from '@aex/contracts';
+import type { Transaction } from 'kysely';
 import { cancelTimer, requireActive, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
-import { assertAction } from '../domain/state-machine.js';
-import { checkActiveLimit, checkDelegation, delegationOf, lockAgents } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, visibleTransaction } from './repository.js';
+import { assertAction, isAllowed } from '../domain/state-machine.js';
+import type { KnownRow, VersionedRow } from '../known-transactions.js';
+import { agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
+import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, visibleTransaction } from './repository.js';
 import { transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
+type Trx = Transaction<Database>;
 
 /** The service's current contract; an unknown service is 404 naming the field. */
 async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
@@ -52,7 +56,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const watch = negotiating ? undefined : deps.signals.watch(id);
   const created = await ctx.effect(deps.db, async (trx) => {
-    let t = await trx
+    const { locks: _locks, ...inserted } = await trx
       .insertInto('transactions')
       .values({
         id,
@@ -95,7 +99,9 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
         updatedAt: now,
       })
       .returningAll()
+      .returning([sql<string>`xmin::text`.as('version'), agentLocks([caller.agentId, contract.agentId]).as('locks')])
       .executeTakeFirstOrThrow();
+    let t: VersionedRow = inserted;
     await announce(trx, t, null, now);
     if (negotiating) {
       // D9.4: creation records the consumer's opening offer itself (round 1, 300 s).
@@ -106,12 +112,13 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     } else {
       await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
     }
-    // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2)
-    // are then held for three statements, not for the whole creation, so a provider many consumers
-    // buy from at once does not make them queue behind each other's writes.
-    await lockAgents(trx, [caller.agentId, contract.agentId]);
+    // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2,
+    // by the insert's statement) are then held for three statements, not for the whole creation, so
+    // a provider many consumers buy from at once does not make them queue behind each other's writes.
     await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId }, id);
     await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now, excluding: id });
+    // The saga's answer finds the row as it was written (`holdPlaced`): no locking read.
+    deps.known.remember(t);
     return { status: 202, data: transactionView(t) };
   }).catch((err: unknown) => {
     watch?.close();
@@ -168,24 +175,35 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
  */
 export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
-  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
-  requireRole(seen, caller, 'provider', 'deliver');
-  assertAction('deliver', seen.status);
-  const contract = await deps.contracts.revision(seen.serviceId, seen.serviceRevision, ctx.requestId);
+  const seen = await partyTransaction(deps.db, deps.known, caller, path.transactionId);
+  requireRole(seen.row, caller, 'provider', 'deliver');
+  if (seen.fresh) assertAction('deliver', seen.row.status);
+  const contract = await deps.contracts.revision(seen.row.serviceId, seen.row.serviceRevision, ctx.requestId);
   const checked = deps.contracts.check(contract, 'output', body.output, '/output');
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
-    const t = (await lockTransaction(trx, seen.id))!;
-    assertAction('deliver', t.status);
+  /** The delivery made on `t`; `guarded`: only if `t` is still the row's version (undefined if not). */
+  const deliverOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
     const attempts = t.deliveryAttempts + 1;
-    if (checked.ok) {
-      // D9.7: settled by itself when the review window ends with neither verify nor dispute.
-      const reviewEndsAt = new Date(now.getTime() + deps.config.REVIEW_WINDOW_SECONDS * 1000);
-      await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
-      return { data: transactionView(await move(trx, t, 'delivered', { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }, now)) };
+    const to = checked.ok ? 'delivered' : attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed';
+    // D9.7: settled by itself when the review window ends with neither verify nor dispute.
+    const reviewEndsAt = new Date(now.getTime() + deps.config.REVIEW_WINDOW_SECONDS * 1000);
+    const patch = checked.ok
+      ? { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }
+      : { deliveryAttempts: attempts, statusReason: 'output_validation_failed' };
+    const moved = guarded ? await moveKnown(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
+    if (moved && checked.ok) await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
+    return moved;
+  };
+  const reply = await ctx.effect(deps.db, async (trx) => {
+    // The row as last seen, if it is still that version and may be delivered (issue 14: no locking read).
+    let moved = canDeliver(seen.row.status) ? await deliverOn(trx, seen.row, true) : undefined;
+    if (!moved) {
+      const t = (await lockTransaction(trx, seen.row.id))!;
+      assertAction('deliver', t.status);
+      moved = (await deliverOn(trx, t, false))!;
     }
-    const to = attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed';
-    return { data: transactionView(await move(trx, t, to, { deliveryAttempts: attempts, statusReason: 'output_validation_failed' }, now)) };
+    deps.known.remember(moved);
+    return { data: transactionView(moved) };
   });
   deps.relay.kick();
   if (checked.ok) return reply;
@@ -194,6 +212,8 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   return refuseAfterEffect(ctx, deps.db, AppError.many(errors));
 };
 
+const canDeliver = (status: TransactionStatus) => isAllowed('deliver', status);
+
 /**
  * POST /v1/transactions/{id}/verify (D9.7, D9.12): the consumer accepts the output; the wallet
  * settles (price out of the hold, to the provider minus the fee). 200 `settled` when the wallet
@@ -201,19 +221,33 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
  */
 export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
-  const seen = await visibleTransaction(deps.db, caller, path.transactionId);
-  requireRole(seen, caller, 'consumer', 'verify');
-  assertAction('verify', seen.status);
+  const seen = await partyTransaction(deps.db, deps.known, caller, path.transactionId);
+  requireRole(seen.row, caller, 'consumer', 'verify');
+  if (seen.fresh) assertAction('verify', seen.row.status);
   const now = deps.now();
-  const watch = deps.signals.watch(seen.id);
+  const watch = deps.signals.watch(seen.row.id);
+  /** The settlement asked for on `t` (delivered, hold held); `guarded`: only if `t` is still the row's version. */
+  const settleOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
+    const changes = { hold: 'settling' as const, qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now };
+    const next = guarded ? await updateKnown(trx, t, changes) : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(sql<string>`xmin::text`.as('version')).executeTakeFirstOrThrow();
+    if (!next) return undefined;
+    await requestSettlement(trx, next, now);
+    await cancelTimer(trx, TIMERS.reviewWindow, t.id);
+    return next;
+  };
   const asked = await ctx.effect(deps.db, async (trx) => {
-    const t = (await lockTransaction(trx, seen.id))!;
+    // The row as last seen, if it is still that version (issue 14: no locking read).
+    const fast = seen.row.status === 'delivered' && seen.row.hold === 'held' ? await settleOn(trx, seen.row, true) : undefined;
+    if (fast) {
+      deps.known.remember(fast);
+      return { status: 202, data: transactionView(fast) };
+    }
+    const t = (await lockTransaction(trx, seen.row.id))!;
     assertAction('verify', t.status);
     if (t.hold !== 'settling') {
       if (t.hold !== 'held') throw new Error(`transaction ${t.id} delivered with hold ${t.hold}`);
-      await requestSettlement(trx, t, now);
-      await cancelTimer(trx, TIMERS.reviewWindow, t.id);
-      const next = await trx.updateTable('transactions').set({ hold: 'settling', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
+      const next = (await settleOn(trx, t, false))!;
+      deps.known.remember(next);
       return { status: 202, data: transactionView(next) };
     }
     // Already settling: a verify sent again, or one that came as the review window ended (D9.7) —
@@ -228,7 +262,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
     throw err;
   });
   deps.relay.kick();
-  const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
+  const t = await awaitRow(deps.db, deps.signals, seen.row.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
   return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
 };
 

@@ -38,7 +38,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   let agreedPriceCents: number | null = null;
   const reply = await ctx.effect(deps.db, async (trx) => {
     if (rules) await lockAgents(trx, [seen.consumerAgentId]);
-    let t = (await lockTransaction(trx, seen.id))!;
+    let t: TransactionRow = (await lockTransaction(trx, seen.id))!;
     assertAction('negotiate', t.status);
     assertNoPendingAccept(t);
     const last = (await lastMessage(trx, t.id))!;

@@ -1,8 +1,9 @@
 import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
 import { cancelTimer, enqueue, scheduleTimer, type EffectReply, type HandlerContext } from '@aex/platform';
-import type { Kysely, Transaction, Updateable } from 'kysely';
+import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
+import type { KnownRow, KnownTransactions, VersionedRow } from '../known-transactions.js';
 import type { SagaSignals, SagaWatch } from '../saga-signals.js';
 
 type Trx = Transaction<Database>;
@@ -10,17 +11,42 @@ type Trx = Transaction<Database>;
 /** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
 export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
 
+/** The row's version, which a write guarded by it expects to find (`moveKnown`). */
+const VERSION = sql<string>`xmin::text`.as('version');
+
+const isParty = (t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal) => t.consumerAgentId === caller.agentId || t.providerAgentId === caller.agentId;
+
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
-export async function visibleTransaction(db: Kysely<Database>, caller: Principal, id: string): Promise<TransactionRow> {
-  const row = await db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row || (row.consumerAgentId !== caller.agentId && row.providerAgentId !== caller.agentId)) throw new AppError('NOT_FOUND', 'No such transaction.');
+export async function visibleTransaction(db: Kysely<Database>, caller: Principal, id: string): Promise<VersionedRow> {
+  const row = await db.selectFrom('transactions').selectAll().select(VERSION).where('id', '=', id).executeTakeFirst();
+  if (!row || !isParty(row, caller)) throw new AppError('NOT_FOUND', 'No such transaction.');
   return row;
 }
 
-export const lockTransaction = (trx: Trx, id: string) => trx.selectFrom('transactions').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+/**
+ * The transaction as this replica last knew it (`fresh: false`), else as read now — for a request
+ * whose write is guarded by the row's version (`moveKnown`). Who the parties are, the service and
+ * the contract revision never change, so D9.8's 404 and 403 are exact from either; the status may
+ * have moved on since, so only a fresh row may refuse a request for its status before the write.
+ */
+export async function partyTransaction(db: Kysely<Database>, known: KnownTransactions, caller: Principal, id: string): Promise<{ row: KnownRow; fresh: boolean }> {
+  const remembered = known.get(id);
+  if (!remembered) return { row: await visibleTransaction(db, caller, id), fresh: true };
+  if (!isParty(remembered, caller)) throw new AppError('NOT_FOUND', 'No such transaction.');
+  return { row: remembered, fresh: false };
+}
+
+export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | undefined> => trx.selectFrom('transactions').selectAll().select(VERSION).where('id', '=', id).forUpdate().executeTakeFirst();
+
+/**
+ * Updates the row that `t` was read as, if it is still that version: undefined when it moved on
+ * since (the caller then decides again on the row locked). Nothing is written when it finds none.
+ */
+export const updateKnown = (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
+  trx.updateTable('transactions').set(changes).where('id', '=', t.id).where(sql<boolean>`xmin = ${t.version}::xid`).returningAll().returning(VERSION).executeTakeFirst();
 
 /** D9.8: 403 FORBIDDEN when the caller is a party but not the one this action belongs to. */
-export function requireRole(t: TransactionRow, caller: Principal, role: 'consumer' | 'provider', what: string): void {
+export function requireRole(t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal, role: 'consumer' | 'provider', what: string): void {
   const agentId = role === 'consumer' ? t.consumerAgentId : t.providerAgentId;
   if (agentId !== caller.agentId) throw new AppError('FORBIDDEN', `Only the ${role} may ${what} this transaction.`, { details: { role } });
 }
@@ -29,18 +55,35 @@ export function requireRole(t: TransactionRow, caller: Principal, role: 'consume
  * Every status move goes through here (D9.7): the row is updated, and `transaction.<status>` is
  * written to the outbox for both parties (D14.1) in the same database transaction. A move the state
  * machine does not know is a bug, never a request's doing. Reaching a terminal status with money
- * held (or a hold on its way) sends it back, and the transaction's timers are dropped.
+ * held (or a hold on its way) sends it back, and the transaction's timers are dropped. `t` is the
+ * row locked in this database transaction.
  */
-export async function move(trx: Trx, t: TransactionRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<TransactionRow> {
+export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'>, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow> {
+  return (await moveRow(trx, t, to, patch, now, false))!;
+}
+
+/**
+ * `move` of the row as it was known (`KnownTransactions`) without a lock: made only if the row is
+ * still that version, else undefined and nothing written — the caller decides again on the row
+ * locked (issue 14: a saga step or request that finds the row as it left it saves the locking read).
+ */
+export function moveKnown(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
+  return moveRow(trx, t, to, patch, now, true);
+}
+
+async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean): Promise<VersionedRow | undefined> {
   if (!canMove(t.status, to)) throw new Error(`transaction ${t.id}: no move from ${t.status} to ${to}`);
   const changes: Updateable<TransactionRow> = { statusReason: null, ...patch, status: to, updatedAt: now };
   const hold = patch.hold ?? t.hold;
-  if (isTerminal(to) && (hold === 'requested' || hold === 'held')) {
-    changes.hold = 'returning';
-    await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
-  }
+  const returning = isTerminal(to) && (hold === 'requested' || hold === 'held');
+  if (returning) changes.hold = 'returning';
+  // The update first: a guarded one that finds the row moved on must leave nothing written.
+  const next = guarded
+    ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
+    : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(VERSION).executeTakeFirstOrThrow();
+  if (!next) return undefined;
+  if (returning) await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
-  const next = await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
   await announce(trx, next, t.status, now);
   await recordOutcome(trx, next, now);
   return next;

@@ -25,9 +25,18 @@ export const rpcTimeout = (config: Pick<ExchangeConfig, 'RPC_TIMEOUT_MS'>) => Ma
  * at once. Locks are taken in id order: two agents buying from each other cannot deadlock.
  */
 export async function lockAgents(trx: Trx, agentIds: string[]): Promise<void> {
+  await sql`select ${agentLocks(agentIds)}`.execute(trx);
+}
+
+/**
+ * `lockAgents` as an expression, for a statement the caller makes anyway (creation: its insert's
+ * RETURNING, issue 14). The limits must then be counted by a later statement, whose snapshot is
+ * taken once the locks are held.
+ */
+export function agentLocks(agentIds: string[]) {
   const keys = [...new Set(agentIds)].sort().map((id) => `transactions:agent:${id}`);
-  // One statement; `ordinality` keeps the id order in which the locks are taken.
-  await sql`select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${keys}::text[]) with ordinality as t(k, n) order by n`.execute(trx);
+  // `ordinality` keeps the id order in which the locks are taken.
+  return sql<number>`(select count(*) from (select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${keys}::text[]) with ordinality as t(k, n) order by n) as locks)`;
 }
 
 /**

@@ -3,9 +3,11 @@ import { walletSaga, type MessageData, type MessageDef, type Static } from '@aex
 import { cancelTimer, consumeIdempotently, type Stoppable } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
-import type { Database, TransactionRow } from '../db/schema.js';
+import type { Database } from '../db/schema.js';
 import { platformFee } from '../domain/pricing.js';
-import { lastMessage, lockTransaction, move, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
+import { canMove } from '../domain/state-machine.js';
+import type { KnownRow, VersionedRow } from '../known-transactions.js';
+import { lastMessage, lockTransaction, move, moveKnown, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -16,16 +18,20 @@ type Trx = Transaction<Database>;
  * nothing. The request that asked may already have answered 202: these run whether or not it waits.
  */
 export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
-  const afterCommit = (_: unknown, moved: TransactionRow | undefined) => {
+  const afterCommit = (_: unknown, moved: VersionedRow | undefined) => {
     deps.relay.kick();
+    // The row first: a waiter takes the first signal it gets, and a bare one would have it read the row.
+    if (moved) {
+      deps.known.remember(moved);
+      deps.signals.committed(moved);
+    }
     deps.signals.flush();
-    if (moved) deps.signals.committed(moved);
   };
   /**
    * A consumer of one answer; the waiting request of its transaction is woken after the commit, with
    * the row as the commit left it when the answer moved the transaction.
    */
-  const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<TransactionRow | undefined>) =>
+  const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<VersionedRow | undefined>) =>
     consumeIdempotently({
       bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8, durable, def,
       handle: (trx, e) => {
@@ -48,12 +54,21 @@ export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
  * transaction moves `negotiating → matched → funds_held` (both events, D9.7). A hold placed for a
  * transaction that ended meanwhile is already being returned (`move` sent the return).
  */
-async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdPlaced>): Promise<TransactionRow | undefined> {
-  let t = await lockTransaction(trx, e.transactionId);
-  if (!t || t.hold !== 'requested' || e.attempt !== t.holdAttempt) return undefined;
+async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdPlaced>): Promise<VersionedRow | undefined> {
   const now = deps.now();
   const heldAt = new Date(e.at);
-  const expiresAt = new Date(heldAt.getTime() + t.sla.timeoutMs);
+  const fundsHeld = (t: KnownRow) => ({ hold: 'held' as const, fundsHeldAt: heldAt, expiresAt: new Date(heldAt.getTime() + t.sla.timeoutMs) });
+  // The row as its creation left it, if it still is (issue 14: no locking read).
+  const known = deps.known.get(e.transactionId);
+  if (known?.status === 'initiated' && known.hold === 'requested' && known.holdAttempt === e.attempt) {
+    const held = await moveKnown(trx, known, 'funds_held', fundsHeld(known), now);
+    if (held) {
+      await scheduleExpiry(trx, held.id, held.expiresAt!);
+      return held;
+    }
+  }
+  let t = await lockTransaction(trx, e.transactionId);
+  if (!t || t.hold !== 'requested' || e.attempt !== t.holdAttempt) return undefined;
   if (t.status === 'negotiating' && t.pendingAcceptBy) {
     const last = (await lastMessage(trx, t.id))!;
     await trx.insertInto('negotiationMessages').values({
@@ -65,8 +80,8 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
     t = await move(trx, t, 'matched', { agreedPriceCents: price, platformFeeCents: platformFee(price), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }, now);
   }
   if (t.status !== 'initiated' && t.status !== 'matched') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
-  const held = await move(trx, t, 'funds_held', { hold: 'held', fundsHeldAt: heldAt, expiresAt }, now);
-  await scheduleExpiry(trx, t.id, expiresAt);
+  const held = await move(trx, t, 'funds_held', fundsHeld(t), now);
+  await scheduleExpiry(trx, t.id, held.expiresAt!);
   return held;
 }
 
@@ -76,7 +91,7 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
  * latest offer still expiring when it would have. A refusal of a hold already being returned
  * (the transaction ended before the wallet saw the hold) means nothing was ever held.
  */
-async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdRefused>): Promise<TransactionRow | undefined> {
+async function holdRefused(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdRefused>): Promise<VersionedRow | undefined> {
   const t = await lockTransaction(trx, e.transactionId);
   if (!t) return undefined;
   const now = deps.now();
@@ -98,9 +113,16 @@ async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<type
 }
 
 /** Settlement done: a verified transaction becomes `settled` (D9.7). */
-async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<TransactionRow | undefined> {
+async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<VersionedRow | undefined> {
+  // The reason the settlement was asked for (`review_window_ended`, or none for a verify) stays.
+  const settled = (t: KnownRow) => ({ hold: 'settled' as const, settledAt: new Date(e.at), statusReason: t.statusReason });
+  // The row as the verify left it, if it still is (issue 14: no locking read).
+  const known = deps.known.get(e.transactionId);
+  if (known?.hold === 'settling' && canMove(known.status, 'settled')) {
+    const moved = await moveKnown(trx, known, 'settled', settled(known), deps.now());
+    if (moved) return moved;
+  }
   const t = await lockTransaction(trx, e.transactionId);
   if (!t || t.hold !== 'settling') return undefined;
-  // The reason the settlement was asked for (`review_window_ended`, or none for a verify) stays.
-  return move(trx, t, 'settled', { hold: 'settled', settledAt: new Date(e.at), statusReason: t.statusReason }, deps.now());
+  return move(trx, t, 'settled', settled(t), deps.now());
 }

@@ -11,6 +11,9 @@ export const subjects = {
   events: (ns: string) => `${ns}.evt.>`,
   command: (ns: string, type: string) => `${ns}.cmd.${type}`,
   commands: (ns: string) => `${ns}.cmd.>`,
+  /** At-most-once notices between the replicas of one service (`Bus.notify`), e.g. a saga step done. */
+  notice: (ns: string, service: ServiceName, topic: string, key: string) => `${ns}.notice.${service}.${topic}.${key}`,
+  notices: (ns: string, service: ServiceName, topic: string) => `${ns}.notice.${service}.${topic}.*`,
 };
 
 /** Stream and bucket names derived from the namespace (upper-case, NATS-safe). */

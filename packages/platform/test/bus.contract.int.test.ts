@@ -53,6 +53,20 @@ describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
     expect(seen['x-request-id']).toBe('abc');
   });
 
+  it('a notice reaches every listener of its subject, wildcards included, and nobody else', async () => {
+    const got: Array<[string, string, unknown]> = [];
+    const base = `${bus.namespace}.notice.test`;
+    started.push(await bus.listen(`${base}.*`, (data, subject) => got.push(['a', subject, data])));
+    started.push(await bus.listen(`${base}.>`, (data, subject) => got.push(['b', subject, data])));
+    started.push(await bus.listen(`${base}.other`, (data, subject) => got.push(['c', subject, data])));
+    const stopped = await bus.listen(`${base}.*`, (data, subject) => got.push(['d', subject, data]));
+    await stopped.stop();
+    bus.notify(`${base}.x`, { n: 1 });
+    await eventually(async () => got.length >= 2);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(got.sort()).toEqual([['a', `${base}.x`, { n: 1 }], ['b', `${base}.x`, { n: 1 }]]);
+  });
+
   it('a published message is delivered once to a durable consumer and acked', async () => {
     const got: BusMessage[] = [];
     started.push(await bus.consume({ stream: 'events', durable: 'c1', filter: evt('>'), handler: async (m) => (got.push(m), ack()) }));

@@ -3,35 +3,39 @@ import type { TransactionRow } from './db/schema.js';
 
 /**
  * Tells requests waiting on a transaction (D9.9: up to SAGA_WAIT_MS) that the saga moved it, so they
- * do not poll. Two kinds of signal:
- * - a bare one (`touch` then `flush`): may come before the move is committed (consumers flush after
- *   each commit, for every transaction any of them touched), so its waiter reads the row again;
- * - one with the row as its own commit left it (`committed`), which the waiter takes as it is.
- * The move may also be applied by another replica, so waiters still read every `fallbackMs` on their own.
+ * do not poll. Both kinds of signal come after the commit of the step:
+ * - one with the row as its commit left it (`committed`), which the waiter takes as it is;
+ * - a bare one (`moved`), when the step did not leave a row to hand on: its waiter reads the row.
+ * The move may be applied by another replica's consumer: a signal nobody here waits for goes to the
+ * other replicas as a notice (`elsewhere`), whose waiters read the row. Notices may be lost (a
+ * reconnection), so waiters still read every `fallbackMs` on their own.
  */
 export class SagaSignals {
   private readonly emitter = new EventEmitter();
-  private touched = new Set<string>();
 
-  constructor(readonly fallbackMs = 100) {
+  constructor(readonly fallbackMs = 1_000, private readonly elsewhere?: (transactionId: string) => void) {
     this.emitter.setMaxListeners(0);
   }
 
-  /** Marks a transaction as moved by a consumer's database transaction that is about to commit. */
-  touch(transactionId: string): void {
-    this.touched.add(transactionId);
+  /** A notice from another replica's consumer: the transaction moved; its waiters here read it. */
+  noticed(transactionId: string): void {
+    this.emitter.emit(transactionId);
   }
 
-  /** After a commit: wakes the waiters of every transaction touched since the last flush. */
-  flush(): void {
-    const ids = this.touched;
-    this.touched = new Set();
-    for (const id of ids) this.emitter.emit(id);
+  /** Wakes this replica's waiters of the transaction, or tells the other replicas when there are none. */
+  private signal(transactionId: string, row?: TransactionRow): void {
+    if (this.emitter.listenerCount(transactionId) > 0) this.emitter.emit(transactionId, row);
+    else this.elsewhere?.(transactionId);
+  }
+
+  /** After the commit of a step that changed the transaction: its waiters read the row. */
+  moved(transactionId: string): void {
+    this.signal(transactionId);
   }
 
   /** After the commit that left the transaction as `row`: its waiters get the row itself. */
   committed(row: TransactionRow): void {
-    this.emitter.emit(row.id, row);
+    this.signal(row.id, row);
   }
 
   /**

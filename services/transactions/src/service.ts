@@ -1,4 +1,4 @@
-import { transactionOps } from '@aex/contracts';
+import { subjects, transactionOps } from '@aex/contracts';
 import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
@@ -27,7 +27,10 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals: new SagaSignals(), known: new KnownTransactions(), now: opts.now ?? (() => new Date()) };
+  // A saga step done here for a request waiting on another replica reaches it as a notice.
+  const signals = new SagaSignals(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
+  const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
   const timers = startTimers(deps, opts.timerPollMs);
@@ -64,6 +67,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       await server.stop();
       await timers.stop();
       await saga.stop();
+      await notices.stop();
       await relay.stop();
       await close();
     },

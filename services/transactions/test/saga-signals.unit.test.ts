@@ -15,12 +15,11 @@ describe('saga signals', () => {
     watch.close();
   });
 
-  it('wakes a waiter on a bare signal (flush after touch) with no row, so that it reads', async () => {
+  it('wakes a waiter on a bare signal (a step that left no row to hand on) with no row, so that it reads', async () => {
     const signals = new SagaSignals();
     const watch = signals.watch('t1');
     const next = watch.next(1_000);
-    signals.touch('t1');
-    signals.flush();
+    signals.moved('t1');
     expect(await next).toEqual({ row: undefined });
     watch.close();
   });
@@ -30,8 +29,7 @@ describe('saga signals', () => {
     const watch = signals.watch('t1');
     signals.committed(row('t1', 'requested'));
     signals.committed(row('t2', 'held'));
-    signals.touch('t1');
-    signals.flush();
+    signals.moved('t1');
     signals.committed(row('t1', 'held'));
     expect(await watch.next(1_000)).toEqual({ row: row('t1', 'held') });
     const started = Date.now();
@@ -40,5 +38,27 @@ describe('saga signals', () => {
     watch.close();
     signals.committed(row('t1', 'settled'));
     expect(await watch.next(10)).toBeNull();
+  });
+
+  it('tells the other replicas of a move nobody here waits for, and only then', async () => {
+    const told: string[] = [];
+    const signals = new SagaSignals(1_000, (id) => told.push(id));
+    const watch = signals.watch('t1');
+    signals.committed(row('t1', 'held'));
+    signals.moved('t1');
+    expect(told).toEqual([]);
+    watch.close();
+    signals.committed(row('t1', 'settled'));
+    signals.moved('t2');
+    expect(told).toEqual(['t1', 't2']);
+  });
+
+  it('wakes the waiters of a transaction another replica moved (a notice), so that they read', async () => {
+    const signals = new SagaSignals();
+    const watch = signals.watch('t1');
+    const next = watch.next(1_000);
+    signals.noticed('t1');
+    expect(await next).toEqual({ row: undefined });
+    watch.close();
   });
 });

@@ -36,6 +36,7 @@ export class MemoryBus implements Bus {
   private readonly servers = new Map<string, Array<{ queue: string; handler: (data: unknown, headers: MsgHeaders) => Promise<unknown> }>>();
   private readonly roundRobin = new Map<string, number>();
   private readonly wakers = new Set<() => void>();
+  private readonly listeners = new Set<{ subject: string; handler: (data: unknown, subject: string) => void }>();
   private readonly buckets = new Map<string, { ttlMs: number | undefined; revision: number; entries: Map<string, KvEntry & { at: number }> }>();
   private closed = false;
 
@@ -235,6 +236,28 @@ export class MemoryBus implements Bus {
         return [...store.entries.keys()].filter((k) => live(k) !== undefined);
       },
     };
+  }
+
+  notify(subject: string, data: unknown): void {
+    if (this.closed) return;
+    const payload = Buffer.from(encodeMessage(subject, data, this.maxPayload)).toString('utf8');
+    // Delivered later, as over a socket: a notifier never runs its listeners' code in its own turn.
+    setImmediate(() => {
+      for (const l of this.listeners) {
+        if (!subjectMatches(l.subject, subject)) continue;
+        try {
+          l.handler(JSON.parse(payload), subject);
+        } catch {
+          // A listener's failure is its own (NATS core delivery does not report it either).
+        }
+      }
+    });
+  }
+
+  async listen(subject: string, handler: (data: unknown, subject: string) => void): Promise<Stoppable> {
+    const entry = { subject, handler };
+    this.listeners.add(entry);
+    return { stop: async () => void this.listeners.delete(entry) };
   }
 
   async healthy(): Promise<boolean> {

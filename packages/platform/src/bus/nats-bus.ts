@@ -243,6 +243,34 @@ export class NatsBus implements Bus {
     return stoppable;
   }
 
+  notify(subject: string, data: unknown): void {
+    if (this.nc.isClosed()) return;
+    this.nc.publish(subject, encodeMessage(subject, data, this.maxPayload));
+  }
+
+  async listen(subject: string, handler: (data: unknown, subject: string) => void): Promise<Stoppable> {
+    const sub = this.nc.subscribe(subject, {
+      callback: (err, msg) => {
+        if (err) return;
+        try {
+          handler(parse(msg.data), msg.subject);
+        } catch (handlerErr) {
+          this.logger?.warn({ err: handlerErr, subject: msg.subject }, 'notice listener failed');
+        }
+      },
+    });
+    // Listening once the server has the subscription: a notice sent after `listen` returns arrives.
+    await this.nc.flush();
+    const stoppable: Stoppable = {
+      stop: async () => {
+        sub.unsubscribe();
+        this.stoppables.delete(stoppable);
+      },
+    };
+    this.stoppables.add(stoppable);
+    return stoppable;
+  }
+
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
     const kv: KV = await this.kvm.create(bucket, { history: 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
     const conflict = (key: string) => (err: unknown): never => {

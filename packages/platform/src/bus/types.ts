@@ -74,6 +74,13 @@ export interface Bus {
   /** Durable publish to the events or commands stream; a repeated msgId inside the window is dropped. */
   publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void>;
   consume(spec: ConsumerSpec): Promise<Stoppable>;
+  /**
+   * A notice to every listener of `subject`, on every replica: at most once, kept nowhere (NATS core
+   * publish). For hints that save a wait, never for something that must arrive.
+   */
+  notify(subject: string, data: unknown): void;
+  /** Listens for notices on `subject` (NATS wildcards `*` and `>`); each listener gets every one. */
+  listen(subject: string, handler: (data: unknown, subject: string) => void): Promise<Stoppable>;
   kv(bucket: string, opts?: { ttlMs?: number }): Promise<KvStore>;
   /** True while the bus can reach its backend. */
   healthy(): Promise<boolean>;

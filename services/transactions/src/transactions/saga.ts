@@ -18,27 +18,20 @@ type Trx = Transaction<Database>;
  * nothing. The request that asked may already have answered 202: these run whether or not it waits.
  */
 export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
-  const afterCommit = (_: unknown, moved: VersionedRow | undefined) => {
+  const afterCommit = (e: { transactionId: string }, moved: VersionedRow | undefined) => {
     deps.relay.kick();
-    // The row first: a waiter takes the first signal it gets, and a bare one would have it read the row.
-    if (moved) {
-      deps.known.remember(moved);
-      deps.signals.committed(moved);
-    }
-    deps.signals.flush();
+    if (!moved) return deps.signals.moved(e.transactionId);
+    deps.known.remember(moved);
+    deps.signals.committed(moved);
   };
   /**
    * A consumer of one answer; the waiting request of its transaction is woken after the commit, with
    * the row as the commit left it when the answer moved the transaction.
    */
   const answer = <M extends MessageDef>(durable: string, def: M, apply: (deps: TransactionDeps, trx: Trx, e: Static<M['data']> & { transactionId: string }) => Promise<VersionedRow | undefined>) =>
-    consumeIdempotently({
-      bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit, concurrency: 8, durable, def,
-      handle: (trx, e) => {
-        const data = e as Static<M['data']> & { transactionId: string };
-        deps.signals.touch(data.transactionId);
-        return apply(deps, trx, data);
-      },
+    consumeIdempotently<M, Database, VersionedRow | undefined>({
+      bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: (e, moved) => afterCommit(e as { transactionId: string }, moved), concurrency: 8, durable, def,
+      handle: (trx, e) => apply(deps, trx, e as Static<M['data']> & { transactionId: string }),
     });
   const consumers = await Promise.all([
     answer('transactions-hold-placed', walletSaga.holdPlaced, holdPlaced),

@@ -131,6 +131,21 @@ describe('hold, return and settle (issue 10)', () => {
     expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
   });
 
+  it('settles nothing of a hold it placed that was returned since (issue 14: what the replica remembers of it is stale)', async () => {
+    const [consumer, provider] = [await agentWith(3000), await agentWith(0)];
+    const tx = randomUUID();
+    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
+    await answered(tx, walletSaga.holdPlaced.type);
+    // Returned: the replica's memory of the hold still says placed, as when another replica returns it.
+    await send(walletSaga.returnHold, { transactionId: tx });
+    await answered(tx, walletSaga.holdReturned.type);
+    await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 700, feeCents: 35 });
+    const answers = await answered(tx, walletSaga.holdReturned.type, 2);
+    expect(answers[1]!.data).toMatchObject({ amountCents: 700 });
+    expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
+    expect(await balances(provider)).toEqual({ balanceCents: 0, heldCents: 0 });
+  });
+
   it('never places a refused hold after its return, even for a newer attempt (a cancel racing a second accept)', async () => {
     const consumer = await agentWith(500);
     const tx = randomUUID();

@@ -14,11 +14,12 @@ import { applyMovements, type Movement } from './movements.js';
  */
 export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const walletIds = walletDirectory();
+  const held = new HeldAmounts();
   const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, held, trx, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd) => returnHold(deps, trx, cmd.transactionId) }),
-    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, walletIds, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, walletIds, held, trx, cmd) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
@@ -49,6 +50,34 @@ const walletDirectory = () => ({
     return row.id;
   },
 });
+
+/** What a placed hold is: the wallet it is in and its amount. */
+type HeldAmount = { walletId: string; amountCents: number };
+
+/**
+ * The holds this replica placed lately (issue 14): a settlement of one of them is made without
+ * reading its `holds` row first, with its write conditional on the row still being that hold
+ * (`settleHold`), and made on the row locked when it is not (settled or returned elsewhere).
+ */
+class HeldAmounts {
+  private readonly holds = new Map<string, HeldAmount>();
+
+  constructor(private readonly max = 2_048) {}
+
+  remember(hold: HoldRow): void {
+    this.holds.delete(hold.transactionId);
+    this.holds.set(hold.transactionId, { walletId: hold.walletId!, amountCents: hold.amountCents });
+    if (this.holds.size > this.max) this.holds.delete(this.holds.keys().next().value!);
+  }
+
+  get(transactionId: string): HeldAmount | undefined {
+    return this.holds.get(transactionId);
+  }
+
+  forget(transactionId: string): void {
+    this.holds.delete(transactionId);
+  }
+}
 
 /** Locks the transaction's hold row, if any (commands of one transaction apply one after another). */
 const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
@@ -82,27 +111,44 @@ async function availableOf(trx: Trx, walletId: string): Promise<number> {
  * command gets the same answer, except that a hold refused for funds is tried again by a later
  * attempt (an accept sent again once the wallet is funded).
  */
-async function holdFunds(deps: WalletDeps, trx: Trx, cmd: { transactionId: string; consumerAgentId: string; amountCents: number; attempt: number }): Promise<void> {
+async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
+  const now = deps.now();
+  // Nearly always the transaction's first command: its hold is decided without reading the `holds`
+  // row first, and written only if there is none (issue 14) — else decided below on the row there is.
+  const first = await placeHold(trx, cmd, now, { ifFirst: true });
+  if (first) {
+    if (first.status === 'held') held.remember(first);
+    return announce(deps, trx, first);
+  }
   const existing = await lockHold(trx, cmd.transactionId);
   const retry = existing?.status === 'refused' && existing.refusal === 'insufficient_funds' && cmd.attempt > existing.attempt;
   if (existing && !retry) return announce(deps, trx, existing);
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
-  const now = deps.now();
+  const hold = (await placeHold(trx, cmd, now, { ifFirst: false }))!;
+  if (hold.status === 'held') held.remember(hold);
+  await announce(deps, trx, hold);
+}
+
+type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents: number; attempt: number };
+
+/**
+ * The hold (or its refusal) written for the command, the consumer's wallet locked. `ifFirst`: only
+ * if the transaction has no `holds` row yet; undefined, with nothing written, when it has one.
+ */
+async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
   const wallet = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
-  let hold: HoldRow;
-  if (!wallet) {
-    hold = { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now };
-  } else if (wallet.balanceCents - wallet.heldCents < cmd.amountCents) {
-    hold = { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now };
-  } else {
-    const movement: Movement = { walletId: wallet.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
-    hold = { ...base, status: 'held', refusal: null, closedAt: null };
-    // The hold's row written with the movement, in its statement.
-    await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet], onceByCaller: true, alongside: trx.insertInto('holds').values(hold) });
-  }
-  if (hold.status !== 'held') await trx.insertInto('holds').values(hold).execute();
-  await announce(deps, trx, hold);
+  const hold: HoldRow = !wallet
+    ? { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now }
+    : wallet.balanceCents - wallet.heldCents < cmd.amountCents
+      ? { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now }
+      : { ...base, status: 'held', refusal: null, closedAt: null };
+  const insert = trx.insertInto('holds').values(hold).$if(ifFirst, (q) => q.onConflict((oc) => oc.column('transactionId').doNothing())).returning('transactionId');
+  if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
+  const movement: Movement = { walletId: wallet!.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
+  // The hold's row written with the movement, in its statement; with `ifFirst`, the movement only with the row.
+  const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst });
+  return entries ? hold : undefined;
 }
 
 /**
@@ -137,11 +183,31 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
  * the rest. A settle for a hold that is not held (returned, refused) changes nothing; its answer
  * tells the hold's state.
  */
-async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number; refundCents?: number }): Promise<void> {
+async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: SettleCommand): Promise<void> {
+  // The hold as this replica placed it, if it still is (issue 14): no locking read of its row first.
+  const known = held.get(cmd.transactionId);
+  if (known && known.amountCents === cmd.amountCents) {
+    const settled = await settleHold(deps, walletIds, trx, cmd, known, { ifStillHeld: true });
+    if (settled) {
+      held.forget(cmd.transactionId);
+      return announce(deps, trx, settled);
+    }
+  }
   const hold = await lockHold(trx, cmd.transactionId);
   if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
   if (hold.status !== 'held') return announce(deps, trx, hold);
   if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
+  held.forget(cmd.transactionId);
+  await announce(deps, trx, (await settleHold(deps, walletIds, trx, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
+}
+
+type SettleCommand = { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number; refundCents?: number };
+
+/**
+ * The settlement's movements and the hold closed, in one statement. `ifStillHeld`: only if the hold
+ * is still `held` as `hold` says; undefined, with nothing written, when it is not.
+ */
+async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: SettleCommand, hold: HeldAmount, { ifStillHeld }: { ifStillHeld: boolean }): Promise<HoldRow | undefined> {
   const R = cmd.refundCents ?? 0;
   // A refund of everything is a return, asked for as one (returnHold); something must be paid here.
   if (R >= hold.amountCents) throw new Error(`settle of transaction ${cmd.transactionId} refunding ${R} of ${hold.amountCents}`);
@@ -152,10 +218,10 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { t
   const F = cmd.feeCents;
   if (F > S) throw new Error(`fee ${F} above the ${S} cents paid for transaction ${t}`);
   const movements: Movement[] = [];
-  if (R > 0) movements.push({ walletId: hold.walletId!, txType: 'fund_return', amountCents: R, transactionId: t, description: `Refunded in part for transaction ${t}` });
+  if (R > 0) movements.push({ walletId: hold.walletId, txType: 'fund_return', amountCents: R, transactionId: t, description: `Refunded in part for transaction ${t}` });
   movements.push(
-    { walletId: hold.walletId!, txType: 'fund_release', amountCents: S, transactionId: t, description: `Held funds released for transaction ${t}` },
-    { walletId: hold.walletId!, txType: 'settlement_out', amountCents: -S, transactionId: t, description: `Paid for transaction ${t}` },
+    { walletId: hold.walletId, txType: 'fund_release', amountCents: S, transactionId: t, description: `Held funds released for transaction ${t}` },
+    { walletId: hold.walletId, txType: 'settlement_out', amountCents: -S, transactionId: t, description: `Paid for transaction ${t}` },
     { walletId: provider.id, txType: 'settlement_in', amountCents: S, transactionId: t, description: `Paid for transaction ${t}` },
   );
   if (F > 0) {
@@ -165,7 +231,11 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: { t
     );
   }
   const now = deps.now();
-  const settled = trx.updateTable('holds').set({ status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R }).where('transactionId', '=', t);
-  await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: settled });
-  await announce(deps, trx, { ...hold, status: 'settled', closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R });
+  const closed = { status: 'settled' as const, closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R };
+  const update = trx.updateTable('holds').set(closed).where('transactionId', '=', t)
+    .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
+    .returning('transactionId');
+  const entries = await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
+  if (!entries) return undefined;
+  return { transactionId: t, walletId: hold.walletId, amountCents: hold.amountCents, attempt: 0, refusal: null, createdAt: now, ...closed };
 }

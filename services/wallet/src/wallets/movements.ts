@@ -28,13 +28,20 @@ export interface MovementOptions {
    * statement: one round trip less, the wallets' locks held the shorter for it.
    */
   alongside?: OperationNodeSource;
+  /**
+   * The movements are made only if `alongside` writes a row (it must return what it wrote, and
+   * write nothing when its condition does not hold): `applyMovements` then answers null and nothing
+   * is written. For a saga step made without reading its `holds` row first (issue 14).
+   */
+  onlyWithAlongside?: boolean;
 }
 
 /**
  * The only way money moves (ARCHITECTURE "Money"): ledger entries plus wallet updates in the caller's
  * transaction, wallets locked FOR UPDATE in id order (no deadlocks between concurrent movements).
  * `operationId` makes it idempotent: when the operation was already applied, nothing changes and
- * `null` is returned; else the ledger entries written, in order.
+ * `null` is returned — as when the condition of `onlyWithAlongside` does not hold; else the ledger
+ * entries written, in order.
  */
 export async function applyMovements(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, opts: MovementOptions = {}): Promise<Insertable<LedgerEntryRow>[] | null> {
   if (!opts.onceByCaller) {
@@ -48,10 +55,14 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
   const rows = [...(opts.locked ?? []), ...(toLock.length > 0 ? await lockWallets(trx, toLock, credited) : [])];
   const wallets = new Map<string, WalletRow>(rows.map((r) => [r.id, r]));
   const entries: Insertable<LedgerEntryRow>[] = [];
-  const move = (m: Movement) => {
+  /** False when the movement cannot be made and the caller's condition (`onlyWithAlongside`) says so. */
+  const move = (m: Movement): boolean => {
     const w = wallets.get(m.walletId);
     if (!w) throw new Error(`wallet ${m.walletId} does not exist`);
     const next = applyEntry(w, m.txType, m.amountCents);
+    // A conditional write whose condition held would find the wallets able to make it (the ledger's
+    // invariants): a movement they cannot make means the condition no longer holds.
+    if (!next.ok && opts.onlyWithAlongside) return false;
     if (!next.ok) {
       if (next.error.reason === 'insufficient_funds') {
         throw new AppError('INSUFFICIENT_FUNDS', 'The available balance is too low for this operation.', { details: { availableCents: next.error.availableCents, requiredCents: next.error.requiredCents } });
@@ -78,8 +89,9 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
       description: m.description,
       createdAt: now,
     });
+    return true;
   };
-  for (const m of movements) move(m);
+  for (const m of movements) if (!move(m)) return null;
   // D6.8: what became available in an expired child's wallet returns to its parent at once.
   for (const w of [...wallets.values()]) {
     const available = w.balanceCents - w.heldCents;
@@ -96,8 +108,8 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
     move({ walletId: w.parentWalletId, txType: 'parent_return', amountCents: available, transactionId: null, description });
     if (!ids.includes(w.parentWalletId)) ids.push(w.parentWalletId);
   }
-  await writeMovements(trx, entries, ids.map((id) => wallets.get(id)!), now, opts.alongside);
-  return entries;
+  const written = await writeMovements(trx, entries, ids.map((id) => wallets.get(id)!), now, opts.alongside, opts.onlyWithAlongside ?? false);
+  return written || !opts.onlyWithAlongside ? entries : null;
 }
 
 /**
@@ -116,19 +128,22 @@ function lockWallets(trx: Transaction<Database>, ids: string[], credited: string
 /**
  * The entries, in the order of the movements (their `seq`), and the new balances of the wallets
  * moved: one statement however many there are (issue 14: one round trip, the wallets' locks held
- * the shorter for it).
+ * the shorter for it). False when nothing was written (`onlyWithAlongside`).
  */
-async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, alongside?: OperationNodeSource): Promise<void> {
+async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, alongside: OperationNodeSource | undefined, onlyWithAlongside: boolean): Promise<boolean> {
   const column = <K extends keyof Insertable<LedgerEntryRow>>(key: K) => entries.map((e) => e[key] ?? null);
-  await sql`
+  const condition = alongside && onlyWithAlongside ? sql`exists (select 1 from alongside)` : sql`true`;
+  const result = await sql`
     with ${alongside ? sql`alongside as (${alongside}),` : sql``} entries as (
       insert into ledger_entries (id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, balance_after_cents, available_after_cents, description, created_at)
       select * from unnest(${column('id')}::uuid[], ${column('walletId')}::uuid[], ${column('operationId')}::text[], ${column('transactionId')}::uuid[],
         ${column('txType')}::text[], ${column('amountCents')}::bigint[], ${column('balanceAfterCents')}::bigint[], ${column('availableAfterCents')}::bigint[],
-        ${column('description')}::text[], ${column('createdAt')}::timestamptz[]))
+        ${column('description')}::text[], ${column('createdAt')}::timestamptz[])
+      where ${condition})
     update wallets as w set balance_cents = v.balance, held_cents = v.held, lifetime_earned_cents = v.earned,
       lifetime_spent_cents = v.spent, updated_at = ${now}
     from unnest(${rows.map((w) => w.id)}::uuid[], ${rows.map((w) => w.balanceCents)}::bigint[], ${rows.map((w) => w.heldCents)}::bigint[],
       ${rows.map((w) => w.lifetimeEarnedCents)}::bigint[], ${rows.map((w) => w.lifetimeSpentCents)}::bigint[]) as v(id, balance, held, earned, spent)
-    where w.id = v.id`.execute(trx);
+    where w.id = v.id and ${condition}`.execute(trx);
+  return Number(result.numAffectedRows ?? 0) > 0;
 }

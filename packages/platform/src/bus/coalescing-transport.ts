@@ -1,14 +1,21 @@
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
 import type { ConnectionOptions, NatsConnection } from '@nats-io/nats-core';
-import { NatsConnectionImpl, setTransportFactory, type Transport } from '@nats-io/nats-core/internal';
+import type { NatsConnectionImpl, setTransportFactory, Transport } from '@nats-io/nats-core/internal';
 
 // transport-node's Node socket transport and its host resolver are not in its typings' entry point;
-// its `connect` (which installs exactly these) cannot take a transport of ours.
+// its `connect` (which installs exactly these) cannot take a transport of ours. Required, not
+// imported: the OpenTelemetry loader hook (import-in-the-middle) wraps every ESM import of these
+// CommonJS packages, and a second ESM entry into nats-core beside transport-node's made it lose
+// transport-node's named exports now and then (the kubernetes test's boot with telemetry on).
 const require = createRequire(import.meta.url);
 const { NodeTransport, nodeResolveHost } = require('@nats-io/transport-node/lib/node_transport.js') as {
   NodeTransport: new () => Transport & { socket?: Socket };
   nodeResolveHost: (s: string) => Promise<string[]>;
+};
+const core = require('@nats-io/transport-node/lib/nats-base-client.js') as {
+  NatsConnectionImpl: typeof NatsConnectionImpl;
+  setTransportFactory: typeof setTransportFactory;
 };
 
 /**
@@ -41,6 +48,6 @@ class CoalescingTransport extends NodeTransport {
 export function connectCoalescing(opts: ConnectionOptions): Promise<NatsConnection> {
   // The factory is a module-level setting of nats-core, read when a connection (or reconnection)
   // makes its transport; every connection of this process is made here, so it is always this one.
-  setTransportFactory({ factory: () => new CoalescingTransport(), dnsResolveFn: nodeResolveHost });
-  return NatsConnectionImpl.connect(opts);
+  core.setTransportFactory({ factory: () => new CoalescingTransport(), dnsResolveFn: nodeResolveHost });
+  return core.NatsConnectionImpl.connect(opts);
 }

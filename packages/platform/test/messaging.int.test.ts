@@ -11,7 +11,10 @@ import {
   enqueue,
   HAND_OFF_LEASE_MS,
   inTransaction,
+  AlreadyApplied,
   OutboxRelay,
+  recordApplied,
+  writeAtCommit,
   scheduleTimer,
   cancelTimer,
   TimerRunner,
@@ -299,6 +302,74 @@ describe('a consumer’s record and messages in one statement (issue 14)', () =>
     expect(sent.filter((r) => (r.payload as { data: { value: number } }).data.value === 105)).toHaveLength(1);
     expect(calls).toBe(3);
     expect(errors).toEqual([]);
+  });
+});
+
+describe('a step’s write at commit (issue 14)', () => {
+  const started = () => {
+    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    relay.start();
+    stoppables.push(relay);
+  };
+  /** Sets `value` of the effect row `messageId` only if it still has `expected`: an optimistic step's write. */
+  const setIf = (trx: Kysely<Db>, messageId: string, expected: number, value: number) =>
+    trx.updateTable('effects').set({ value }).where('messageId', '=', messageId).where('value', '=', expected).returning(['messageId', 'value']);
+
+  it('makes the write in the statement with the messages, the timers and the record, before the commit', async () => {
+    started();
+    await db.insertInto('effects').values({ messageId: 'a', value: 1 }).execute();
+    const written: unknown[] = [];
+    const atCommit = await inTransaction(db, async (trx) => {
+      const deferred = writeAtCommit<{ messageId: string; value: number }>(trx, { parts: [['set', setIf(trx, 'a', 1, 2)]], guard: 'set', written: (rows) => written.push(...rows) });
+      await enqueue(trx, pinged, { value: 2 });
+      await scheduleTimer(trx, { kind: 'test', key: 'a', fireAt: new Date(Date.now() + 60_000) });
+      // Nothing written yet: the write waits for the statement before the commit.
+      expect(await trx.selectFrom('effects').select('value').where('messageId', '=', 'a').executeTakeFirstOrThrow()).toEqual({ value: 1 });
+      return deferred;
+    });
+    expect(atCommit).toBe(true);
+    expect(written).toEqual([expect.objectContaining({ messageId: 'a', value: 2 })]);
+    expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'a').executeTakeFirstOrThrow()).toEqual({ value: 2 });
+    expect(await db.selectFrom('outbox').select('id').execute()).toHaveLength(1);
+    expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'a' }]);
+  });
+
+  const B_MESSAGE = randomUUID();
+  const C_MESSAGE = randomUUID();
+
+  it('undoes everything when the write finds nothing to write, and runs the step again with its writes made at once', async () => {
+    started();
+    await db.insertInto('effects').values({ messageId: 'b', value: 7 }).execute();
+    const attempts: boolean[] = [];
+    const value = await inTransaction(db, async (trx) => {
+      await recordApplied(trx, 'writer', B_MESSAGE);
+      await enqueue(trx, pinged, { value: 3 });
+      await scheduleTimer(trx, { kind: 'test', key: 'b', fireAt: new Date(Date.now() + 60_000) });
+      // The step remembered 1, but the row is at 7 now: the first attempt writes nothing.
+      const deferred = writeAtCommit(trx, { parts: [['set', setIf(trx, 'b', 1, 2)]], guard: 'set' });
+      attempts.push(deferred);
+      if (deferred) return 'at commit';
+      const now = await trx.selectFrom('effects').select('value').where('messageId', '=', 'b').forUpdate().executeTakeFirstOrThrow();
+      await setIf(trx, 'b', now.value, now.value + 1).execute();
+      return 'again';
+    });
+    expect({ attempts, value }).toEqual({ attempts: [true, false], value: 'again' });
+    expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'b').executeTakeFirstOrThrow()).toEqual({ value: 8 });
+    // Once each, from the second attempt.
+    expect(await db.selectFrom('outbox').select('id').execute()).toHaveLength(1);
+    expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'b' }]);
+    expect(await db.selectFrom('processedMessages').select('messageId').execute()).toEqual([{ messageId: B_MESSAGE }]);
+  });
+
+  it('still refuses a message applied before, with the write at commit undone', async () => {
+    started();
+    await db.insertInto('effects').values({ messageId: 'c', value: 1 }).execute();
+    await db.insertInto('processedMessages').values({ consumer: 'writer', messageId: C_MESSAGE }).execute();
+    await expect(inTransaction(db, async (trx) => {
+      writeAtCommit(trx, { parts: [['set', setIf(trx, 'c', 1, 2)]], guard: 'set' });
+      await recordApplied(trx, 'writer', C_MESSAGE);
+    })).rejects.toBeInstanceOf(AlreadyApplied);
+    expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'c').executeTakeFirstOrThrow()).toEqual({ value: 1 });
   });
 });
 

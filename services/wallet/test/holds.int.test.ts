@@ -133,17 +133,26 @@ describe('hold, return and settle (issue 10)', () => {
 
   it('settles nothing of a hold it placed that was returned since (issue 14: what the replica remembers of it is stale)', async () => {
     const [consumer, provider] = [await agentWith(3000), await agentWith(0)];
-    const tx = randomUUID();
-    await send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
-    await answered(tx, walletSaga.holdPlaced.type);
+    // Two holds: once the first is returned, the wallet still holds enough for the stale settlement
+    // to look possible, so only the condition on the hold's row stops it.
+    const [tx, other] = [randomUUID(), randomUUID()];
+    for (const id of [tx, other]) {
+      await send(walletSaga.holdFunds, { transactionId: id, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
+      await answered(id, walletSaga.holdPlaced.type);
+    }
     // Returned: the replica's memory of the hold still says placed, as when another replica returns it.
     await send(walletSaga.returnHold, { transactionId: tx });
     await answered(tx, walletSaga.holdReturned.type);
     await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 700, feeCents: 35 });
     const answers = await answered(tx, walletSaga.holdReturned.type, 2);
     expect(answers[1]!.data).toMatchObject({ amountCents: 700 });
-    expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
+    expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 700 });
     expect(await balances(provider)).toEqual({ balanceCents: 0, heldCents: 0 });
+    // The other hold settles as usual.
+    await send(walletSaga.settle, { transactionId: other, providerAgentId: provider, amountCents: 700, feeCents: 35 });
+    await answered(other, walletSaga.holdSettled.type);
+    expect(await balances(consumer)).toEqual({ balanceCents: 2300, heldCents: 0 });
+    expect(await balances(provider)).toEqual({ balanceCents: 665, heldCents: 0 });
   });
 
   it('never places a refused hold after its return, even for a newer attempt (a cancel racing a second accept)', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
 import type { Bus, MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
@@ -30,6 +30,33 @@ interface Tracked {
   timers: Map<string, TimerChange>;
   /** An idempotent consumer's message: recorded by the flush, in the statement of the rows. */
   consumed?: { consumer: string; messageId: string };
+  /** Whether the step's own write may go in the flush (`writeAtCommit`): first attempts of `inTransaction`. */
+  atCommitAllowed: boolean;
+  atCommit?: WriteAtCommit<unknown>;
+}
+
+/**
+ * A step's one data write, made by the statement written before its commit (`writeAtCommit`): its
+ * data-modifying parts, in order, as common table expressions of that statement (`name as (query)`,
+ * names other than the flush's own: recorded, written, scheduled, cancelled, guard), one of which
+ * must write — and return — a row.
+ */
+export interface WriteAtCommit<R> {
+  parts: Array<[name: string, query: OperationNodeSource]>;
+  /** The part that must write a row, else the transaction is undone (`NothingWrittenAtCommit`). */
+  guard: string;
+  /** The rows the guard part returned, once the statement ran (before the commit's answer). */
+  written?: (rows: R[]) => void;
+}
+
+/**
+ * A write at commit (`writeAtCommit`) wrote nothing: the statement failed and the transaction was
+ * undone. `inTransaction` runs the step again, its writes then made as they come.
+ */
+export class NothingWrittenAtCommit extends Error {
+  constructor() {
+    super('the write made at commit wrote nothing; the transaction was undone');
+  }
 }
 
 /** The message of a tracked consumer's transaction was applied before (its processed id exists). */
@@ -79,16 +106,17 @@ export interface OutboxHandOff {
  * already claimed (for `HAND_OFF_LEASE_MS`), so no drain takes them, and `committed()` has them
  * published at once. Undefined without a running relay (the rows are then left to a drain).
  */
-export function trackOutbox(trx: AnyDb, db: object): OutboxHandOff | undefined {
+export function trackOutbox(trx: AnyDb, db: object, opts: { atCommit?: boolean } = {}): OutboxHandOff | undefined {
   const relay = relays.get(db);
   if (!relay?.running) return undefined;
-  const tracked: Tracked = { rows: [], timers: new Map() };
+  const tracked: Tracked = { rows: [], timers: new Map(), atCommitAllowed: opts.atCommit ?? false };
   handOffs.set(trx, tracked);
   return {
     discard: () => {
       tracked.rows = [];
       tracked.timers.clear();
       delete tracked.consumed;
+      delete tracked.atCommit;
     },
     flush: (opts) => flushTracked(trx, tracked, opts?.last ?? false),
     committed: () => {
@@ -137,13 +165,39 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
       delete from timers using unnest(${cancelled.map((t) => t.kind)}::text[], ${cancelled.map((t) => t.key)}::text[]) as c(kind, key)
       where timers.kind = c.kind and timers.key = c.key and timers.fired_at is null)`);
   }
+  const { atCommit } = tracked;
+  if (atCommit) parts.unshift(...atCommit.parts.map(([name, query]) => sql`${sql.id(name)} as (${query})`));
   if (parts.length === 0) return;
+  // The guard part must have written a row: 1 / 0 fails the statement (and so skips its COMMIT) when
+  // it wrote none. `ok` is selected, so that the division is not planned away.
+  const select = atCommit
+    ? sql`select guard.ok, w.* from (select 1 / count(*)::int as ok from ${sql.id(atCommit.guard)}) as guard left join ${sql.id(atCommit.guard)} as w on true`
+    : sql`select 1`;
   // The last statement of the transaction (`inTransaction` commits right after it): its COMMIT goes
   // in the same write (issue 14, `PreparingClient`).
-  await sql`${sql.raw(last ? COMMIT_AFTER : '')}with ${sql.join(parts)} select 1`.execute(trx).catch((err: unknown) => {
+  const result = await sql<Record<string, unknown>>`${sql.raw(last ? COMMIT_AFTER : '')}with ${sql.join(parts)} ${select}`.execute(trx).catch((err: unknown) => {
     if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+    if (atCommit && (err as { code?: string }).code === DIVISION_BY_ZERO) throw new NothingWrittenAtCommit();
     throw err;
   });
+  atCommit?.written?.(result.rows);
+}
+
+const DIVISION_BY_ZERO = '22012';
+
+/**
+ * Has the step's one data write made by the statement written before the commit, with the outbox
+ * rows, the timers and the consumed message's record (issue 14): a step whose writes are only this
+ * one and those costs one round trip, `BEGIN` and `COMMIT` included. False when that is not possible
+ * (no tracked transaction, another write at commit already, or a second attempt): the caller then
+ * makes the write at once. When the guard part writes nothing, the whole transaction is undone and
+ * `inTransaction` runs the step again — where this answers false.
+ */
+export function writeAtCommit<R>(trx: object, write: WriteAtCommit<R>): boolean {
+  const tracked = handOffs.get(trx);
+  if (!tracked?.atCommitAllowed || tracked.atCommit) return false;
+  tracked.atCommit = write as WriteAtCommit<unknown>;
+  return true;
 }
 
 /**
@@ -180,12 +234,23 @@ export async function recordApplied(trx: AnyDb, consumer: string, messageId: str
 /**
  * `db.transaction().execute(fn)`, after which what `fn` wrote to the outbox is published at once by
  * the service's relay (issue 14: a saga's hop waits for no claim round). Every service transaction
- * that may write to the outbox runs through here.
+ * that may write to the outbox runs through here. `fn` may run twice: again, in a new transaction,
+ * when its write at commit (`writeAtCommit`) found nothing to write.
  */
 export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
+  try {
+    return await attempt(db, fn, true);
+  } catch (err) {
+    // A write at commit found its row moved on: the step again, deciding on what it finds now.
+    if (!(err instanceof NothingWrittenAtCommit)) throw err;
+    return attempt(db, fn, false);
+  }
+}
+
+async function attempt<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>, atCommit: boolean): Promise<T> {
   let handOff: OutboxHandOff | undefined;
   const result = await db.transaction().execute(async (trx) => {
-    handOff = trackOutbox(trx, db);
+    handOff = trackOutbox(trx, db, { atCommit });
     const value = await fn(trx);
     await handOff?.flush({ last: true });
     return value;

@@ -1,5 +1,5 @@
 import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
-import { cancelTimer, enqueue, scheduleTimer, type EffectReply, type HandlerContext } from '@aex/platform';
+import { cancelTimer, enqueue, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext } from '@aex/platform';
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
@@ -71,17 +71,37 @@ export function moveKnown(trx: Trx, t: KnownRow, to: TransactionStatus, patch: U
   return moveRow(trx, t, to, patch, now, true);
 }
 
-async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean): Promise<VersionedRow | undefined> {
+/**
+ * `moveKnown` made by the statement written before the commit, with the step's messages and timers
+ * (`writeAtCommit`, issue 14: a saga step of one round trip). Returns the row as the move leaves it,
+ * completed with what the statement returns by the time the transaction commits; undefined when the
+ * write cannot go at commit (the caller then moves at once). A row that moved on since undoes the
+ * transaction, and the step runs again.
+ */
+export function moveAtCommit(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
+  return moveRow(trx, t, to, patch, now, 'at commit');
+}
+
+async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean | 'at commit'): Promise<VersionedRow | undefined> {
   if (!canMove(t.status, to)) throw new Error(`transaction ${t.id}: no move from ${t.status} to ${to}`);
   const changes: Updateable<TransactionRow> = { statusReason: null, ...patch, status: to, updatedAt: now };
   const hold = patch.hold ?? t.hold;
   const returning = isTerminal(to) && (hold === 'requested' || hold === 'held');
   if (returning) changes.hold = 'returning';
-  // The update first: a guarded one that finds the row moved on must leave nothing written.
-  const next = guarded
-    ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
-    : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(VERSION).executeTakeFirstOrThrow();
-  if (!next) return undefined;
+  let next: VersionedRow | undefined;
+  if (guarded === 'at commit') {
+    // The row as the move leaves it (what the messages below tell), made exact by the statement.
+    const moved = { ...t, ...changes } as VersionedRow;
+    const update = trx.updateTable('transactions').set(changes).where('id', '=', t.id).where(sql<boolean>`xmin = ${t.version!}::xid`).returningAll().returning(VERSION);
+    if (!writeAtCommit<VersionedRow>(trx, { parts: [['moved', update]], guard: 'moved', written: ([row]) => Object.assign(moved, row) })) return undefined;
+    next = moved;
+  } else {
+    // The update first: a guarded one that finds the row moved on must leave nothing written.
+    next = guarded
+      ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
+      : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(VERSION).executeTakeFirstOrThrow();
+    if (!next) return undefined;
+  }
   if (returning) await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
   await announce(trx, next, t.status, now);

@@ -147,7 +147,7 @@ async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { i
   if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
   const movement: Movement = { walletId: wallet!.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
   // The hold's row written with the movement, in its statement; with `ifFirst`, the movement only with the row.
-  const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst });
+  const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst, atCommit: ifFirst });
   return entries ? hold : undefined;
 }
 
@@ -235,7 +235,7 @@ async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd:
   const update = trx.updateTable('holds').set(closed).where('transactionId', '=', t)
     .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
     .returning('transactionId');
-  const entries = await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
+  const entries = await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld, atCommit: ifStillHeld });
   if (!entries) return undefined;
   return { transactionId: t, walletId: hold.walletId, amountCents: hold.amountCents, attempt: 0, refusal: null, createdAt: now, ...closed };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Insertable, type OperationNodeSource, type Transaction } from 'kysely';
 import { AppError, type LedgerTxType } from '@aex/contracts';
+import { writeAtCommit } from '@aex/platform';
 import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyEntry } from '../domain/ledger.js';
 
@@ -34,6 +35,12 @@ export interface MovementOptions {
    * is written. For a saga step made without reading its `holds` row first (issue 14).
    */
   onlyWithAlongside?: boolean;
+  /**
+   * With `onlyWithAlongside`: the movements written by the statement before the commit, with the
+   * step's messages (`writeAtCommit`, issue 14: a saga step of one round trip fewer). When
+   * `alongside` then writes nothing, the transaction is undone and the step runs again.
+   */
+  atCommit?: boolean;
 }
 
 /**
@@ -108,7 +115,7 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
     move({ walletId: w.parentWalletId, txType: 'parent_return', amountCents: available, transactionId: null, description });
     if (!ids.includes(w.parentWalletId)) ids.push(w.parentWalletId);
   }
-  const written = await writeMovements(trx, entries, ids.map((id) => wallets.get(id)!), now, opts.alongside, opts.onlyWithAlongside ?? false);
+  const written = await writeMovements(trx, entries, ids.map((id) => wallets.get(id)!), now, opts);
   return written || !opts.onlyWithAlongside ? entries : null;
 }
 
@@ -130,20 +137,23 @@ function lockWallets(trx: Transaction<Database>, ids: string[], credited: string
  * moved: one statement however many there are (issue 14: one round trip, the wallets' locks held
  * the shorter for it). False when nothing was written (`onlyWithAlongside`).
  */
-async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, alongside: OperationNodeSource | undefined, onlyWithAlongside: boolean): Promise<boolean> {
+async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, opts: MovementOptions): Promise<boolean> {
+  const { alongside } = opts;
   const column = <K extends keyof Insertable<LedgerEntryRow>>(key: K) => entries.map((e) => e[key] ?? null);
-  const condition = alongside && onlyWithAlongside ? sql`exists (select 1 from alongside)` : sql`true`;
-  const result = await sql`
-    with ${alongside ? sql`alongside as (${alongside}),` : sql``} entries as (
-      insert into ledger_entries (id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, balance_after_cents, available_after_cents, description, created_at)
-      select * from unnest(${column('id')}::uuid[], ${column('walletId')}::uuid[], ${column('operationId')}::text[], ${column('transactionId')}::uuid[],
-        ${column('txType')}::text[], ${column('amountCents')}::bigint[], ${column('balanceAfterCents')}::bigint[], ${column('availableAfterCents')}::bigint[],
-        ${column('description')}::text[], ${column('createdAt')}::timestamptz[])
-      where ${condition})
+  const condition = alongside && opts.onlyWithAlongside ? sql`exists (select 1 from alongside)` : sql`true`;
+  const ledger = sql`
+    insert into ledger_entries (id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, balance_after_cents, available_after_cents, description, created_at)
+    select * from unnest(${column('id')}::uuid[], ${column('walletId')}::uuid[], ${column('operationId')}::text[], ${column('transactionId')}::uuid[],
+      ${column('txType')}::text[], ${column('amountCents')}::bigint[], ${column('balanceAfterCents')}::bigint[], ${column('availableAfterCents')}::bigint[],
+      ${column('description')}::text[], ${column('createdAt')}::timestamptz[])
+    where ${condition}`;
+  const balances = sql`
     update wallets as w set balance_cents = v.balance, held_cents = v.held, lifetime_earned_cents = v.earned,
       lifetime_spent_cents = v.spent, updated_at = ${now}
     from unnest(${rows.map((w) => w.id)}::uuid[], ${rows.map((w) => w.balanceCents)}::bigint[], ${rows.map((w) => w.heldCents)}::bigint[],
       ${rows.map((w) => w.lifetimeEarnedCents)}::bigint[], ${rows.map((w) => w.lifetimeSpentCents)}::bigint[]) as v(id, balance, held, earned, spent)
-    where w.id = v.id and ${condition}`.execute(trx);
+    where w.id = v.id and ${condition}`;
+  if (alongside && opts.onlyWithAlongside && opts.atCommit && writeAtCommit(trx, { parts: [['alongside', alongside], ['entries', ledger], ['balances', balances]], guard: 'alongside' })) return true;
+  const result = await sql`with ${alongside ? sql`alongside as (${alongside}),` : sql``} entries as (${ledger}) ${balances}`.execute(trx);
   return Number(result.numAffectedRows ?? 0) > 0;
 }

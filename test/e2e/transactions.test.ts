@@ -127,6 +127,23 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
   });
 });
 
+describe('what agents write is given back as written', () => {
+  it('keeps the keys of input, output, metadata and the contract\'s schemas as sent (snake_case, kebab-case, nested)', async () => {
+    const [provider, consumer] = await Promise.all([party(), funded(5000)]);
+    const inputSchema = { type: 'object', required: ['payload_text'], properties: { payload_text: { type: 'string' }, 'hash-options': { type: 'object', properties: { salt_value: { type: 'string' } } } } };
+    const outputSchema = { type: 'object', required: ['hex_digest'], properties: { hex_digest: { type: 'string' } } };
+    const service = data(await provider.client.createService(serviceBody({ inputSchema, outputSchema })));
+    expect(data(await consumer.client.getService(service.id))).toMatchObject({ inputSchema, outputSchema });
+    const input = { payload_text: 'x', 'hash-options': { salt_value: 'y' } };
+    const metadata = { order_ref: { line_items: [{ sku_code: 'a' }] } };
+    const created = data(await consumer.client.createTransaction({ serviceId: service.id, input, metadata }));
+    expect(created).toMatchObject({ input, metadata });
+    const output = { hex_digest: 'abc' };
+    expect(data(await provider.client.deliver(created.id, output))).toMatchObject({ input, metadata, output });
+    expect(data(await consumer.client.getTransaction(created.id))).toMatchObject({ input, metadata, output });
+  });
+});
+
 describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
   let provider: Party;
   let consumer: Party;

@@ -83,7 +83,9 @@ function kyselyOn<DB>(opts: ServiceDbOptions, pool: pg.Pool): Kysely<DB> {
   // A connection lost while checked out (a Postgres restart, an ended session) emits 'error' with no
   // listener, which would end the process; the loss reaches its holder as the failure of its next query.
   pool.on('connect', (client) => client.on('error', (err: Error & { code?: string }) => opts.logger?.debug({ code: err.code, reason: err.message }, 'Postgres connection lost')));
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin()] });
+  // Column names only: the keys inside JSON values (an agent's input and output, a contract's
+  // schemas, metadata) are the agents' own and come back as they were written.
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin({ maintainNestedObjectKeys: true })] });
 }
 
 async function provisionSchema(url: string, schema: string, extensions: string[]): Promise<string | null> {

@@ -296,7 +296,8 @@ describe('transactions, disputes and child agents against a reference model, wit
   async function registerKey(child: Party): Promise<void> {
     const keys = generateSigningKey();
     child.secretKey = keys.secretKey;
-    await eventually(async () => (await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey })).ok || null, 30_000, 100);
+    let lastErr = '';
+    await eventually(async () => { const r = await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }); if (!r.ok) lastErr = JSON.stringify(r.error.errors); return r.ok || null; }, 30_000, 100).catch((e) => { throw new Error(`${e} ${lastErr}`); });
   }
 
   /** A live child's lifetime ends (its hours cannot pass in a test): the sweep expires it and its key stops. */

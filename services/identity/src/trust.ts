@@ -1,6 +1,7 @@
 import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
-import { consumeIdempotently, enqueue, requireAgent, type OperationHandler, type Stoppable } from '@aex/platform';
-import { sql } from 'kysely';
+import { consumeIdempotently, enqueue, precompiled, requireAgent, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
+import { sql, type Insertable, type Kysely } from 'kysely';
+import type { Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
 import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
 import { forgetAfterCommit } from './key-cache.js';
@@ -28,16 +29,11 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     },
     handle: async (trx, e): Promise<boolean> => {
       const input = outcomeInput(e);
-      const kept = await trx
-        .insertInto('trustOutcomes')
-        .values({ transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) })
-        .onConflict((oc) => oc.column('transactionId').doNothing())
-        .returning('transactionId')
-        .executeTakeFirst();
+      const [kept] = (await keepOutcome(trx, { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) })).rows;
       if (!kept) return false;
       // The insert added the outcome to the agent's sums (migration 0009's trigger) and left its score
       // row locked until the commit: outcomes of one agent ending together are all counted.
-      const current = await trx.selectFrom('trustScores').select(['score', 'weightedValue', 'halfWeights']).where('agentId', '=', e.providerAgentId).executeTakeFirst();
+      const [current] = (await scoreOf(trx, { agentId: e.providerAgentId })).rows;
       if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
       const score = trustScore({ weightedValue: Number(current.weightedValue), halfWeights: Number(current.halfWeights) });
       if (score === current.score) return false;
@@ -48,6 +44,14 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     },
   });
 }
+
+// Compiled once (issue 14): every settled purchase records an outcome.
+const keepOutcome = precompiled((db: Kysely<Database>, $: Slots<Insertable<Database['trustOutcomes']>>) => db
+  .insertInto('trustOutcomes')
+  .values({ transactionId: $.transactionId, agentId: $.agentId, outcome: $.outcome, qualityScore: $.qualityScore, late: $.late, value: $.value, halfWeights: $.halfWeights, endedAt: $.endedAt })
+  .onConflict((oc) => oc.column('transactionId').doNothing())
+  .returning('transactionId'));
+const scoreOf = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db.selectFrom('trustScores').select(['score', 'weightedValue', 'halfWeights']).where('agentId', '=', $.agentId));
 
 /** GET /v1/agents/{id}/trust (EXT, D15.2): any authenticated caller, as the public profile. */
 export const getTrust = (deps: IdentityDeps): OperationHandler<(typeof identityOps)['getTrust']> => async ({ path }, ctx) => {

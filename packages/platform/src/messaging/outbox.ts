@@ -42,7 +42,7 @@ interface Tracked {
  * must write — and return — a row.
  */
 export interface WriteAtCommit<R> {
-  parts: Array<[name: string, query: OperationNodeSource]>;
+  parts: Array<[name: string, query: OperationNodeSource | CompiledQuery]>;
   /** The part that must write a row, else the transaction is undone (`NothingWrittenAtCommit`). */
   guard: string;
   /** The rows the guard part returned, once the statement ran (before the commit's answer). */
@@ -140,9 +140,11 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
   // query, comes first, so its parameters keep their numbers.
   const ctes: string[] = [];
   const params: unknown[] = [];
-  if (atCommit) {
-    const own = sql.join(atCommit.parts.map(([name, query]) => sql`${sql.id(name)} as (${query})`)).compile(trx);
-    ctes.push(own.sql);
+  for (const [name, query] of atCommit?.parts ?? []) {
+    const own = isCompiled(query) ? query : sql`${query}`.compile(trx);
+    // Its parameters numbered after those before it (Kysely writes a parameter only as `$n`).
+    const offset = params.length;
+    ctes.push(`"${name.replaceAll('"', '""')}" as (${offset === 0 ? own.sql : own.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`);
     params.push(...own.parameters);
   }
   const $ = (value: unknown) => `$${params.push(value)}`;
@@ -191,6 +193,8 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
 }
 
 const DIVISION_BY_ZERO = '22012';
+
+const isCompiled = (q: OperationNodeSource | CompiledQuery): q is CompiledQuery => 'sql' in q && 'parameters' in q;
 
 /**
  * Has the step's one data write made by the statement written before the commit, with the outbox

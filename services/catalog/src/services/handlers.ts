@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Transaction } from 'kysely';
+import { sql, type Expression, type Kysely, type Transaction } from 'kysely';
 import { AppError, events, type catalogOps, type Principal, type ServiceExample, type ServiceView } from '@aex/contracts';
-import { enqueue, requireActive, requireAgent, type OperationHandler } from '@aex/platform';
+import { enqueue, precompiled, requireActive, requireAgent, type OperationHandler, type Slots } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { assertContract, budgetFloor, withDefaults, type ContractParts } from '../domain/contract-rules.js';
@@ -130,15 +130,19 @@ export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteSe
 };
 
 /** Internal: one revision of a contract (the latest without `revision`), for the transaction service. */
+/** A service's contract at a revision, with its provider's status (compiled once: every purchase reads it). */
+const contractQuery = (db: Kysely<Database>, serviceId: string, revision: Expression<number>) => db
+  .selectFrom('services as s')
+  .innerJoin('providers as p', 'p.agentId', 's.agentId')
+  .innerJoin('contractRevisions as r', (j) => j.onRef('r.serviceId', '=', 's.id'))
+  .select(['s.id', 's.agentId', 's.category', 's.status', 'p.status as providerStatus', 'r.revision', 'r.version', 'r.inputSchema', 'r.outputSchema', 'r.pricing', 'r.sla'])
+  .where('s.id', '=', serviceId)
+  .where('r.revision', '=', revision);
+const currentContract = precompiled((db: Kysely<Database>, $: Slots<{ serviceId: string }>) => contractQuery(db, $.serviceId, sql<number>`s.revision`));
+const contractAt = precompiled((db: Kysely<Database>, $: Slots<{ serviceId: string; revision: number }>) => contractQuery(db, $.serviceId, sql<number>`${$.revision}::int`));
+
 export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContract']> => async ({ path, query }) => {
-  const row = await deps.db
-    .selectFrom('services as s')
-    .innerJoin('providers as p', 'p.agentId', 's.agentId')
-    .innerJoin('contractRevisions as r', (j) => j.onRef('r.serviceId', '=', 's.id'))
-    .select(['s.id', 's.agentId', 's.category', 's.status', 'p.status as providerStatus', 'r.revision', 'r.version', 'r.inputSchema', 'r.outputSchema', 'r.pricing', 'r.sla'])
-    .where('s.id', '=', path.serviceId)
-    .where('r.revision', '=', query.revision === undefined ? sql<number>`s.revision` : sql<number>`${query.revision}::int`)
-    .executeTakeFirst();
+  const [row] = (query.revision === undefined ? await currentContract(deps.db, { serviceId: path.serviceId }) : await contractAt(deps.db, { serviceId: path.serviceId, revision: query.revision })).rows;
   if (!row) throw new AppError('NOT_FOUND', query.revision === undefined ? 'No such service.' : 'No such service or revision.');
   return {
     data: {

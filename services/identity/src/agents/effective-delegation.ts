@@ -1,5 +1,5 @@
 import { AppError, type AgentStatus, type DelegationRules, type identityOps } from '@aex/contracts';
-import type { OperationHandler } from '@aex/platform';
+import { precompiled, type OperationHandler, type Slots } from '@aex/platform';
 import type { Kysely } from 'kysely';
 import type { IdentityDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
@@ -12,16 +12,18 @@ import { clampDelegation, effectiveDelegation as merge, tightenDelegation } from
  * change of the parent's or the account's rules applies to the child at once.
  */
 export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; rules: DelegationRules }> {
-  const row = await db
-    .selectFrom('agents as a')
-    .innerJoin('accounts as c', 'c.id', 'a.accountId')
-    .select(['a.status', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
-    .where('a.id', '=', agentId)
-    .executeTakeFirst();
+  const [row] = (await agentRules(db, { agentId })).rows;
   if (!row) throw new AppError('NOT_FOUND', 'No such agent.');
   if (!row.parentAgentId) return { status: row.status, rules: merge(row.defaultDelegation, row.delegation) };
   return { status: row.status, rules: tightenDelegation(await childBase(db, row), row.delegation) };
 }
+
+/** An agent's status and rules with its account's defaults (compiled once: every purchase reads them). */
+const agentRules = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db
+  .selectFrom('agents as a')
+  .innerJoin('accounts as c', 'c.id', 'a.accountId')
+  .select(['a.status', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
+  .where('a.id', '=', $.agentId));
 
 /** What a child's own rules tighten (D6.8): its parent's rules in force, or the account's defaults. */
 export async function childBase(db: Kysely<Database>, child: { parentAgentId: string | null; inheritDelegation: boolean; defaultDelegation: DelegationRules }): Promise<DelegationRules> {

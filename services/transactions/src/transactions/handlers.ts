@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type TransactionStatus, type transactionOps } from '@aex/contracts';
-import type { Transaction } from 'kysely';
-import { cancelTimer, requireActive, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
+import type { Kysely, Transaction } from 'kysely';
+import { cancelTimer, precompiled, requireActive, requireAgent, scheduleTimer, type OperationHandler, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
-import type { Database } from '../db/schema.js';
+import type { Database, TransactionRow } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
-import { agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
+import { agentLockKeys, agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
 import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, visibleTransaction } from './repository.js';
 import { transactionView } from './views.js';
 
@@ -24,6 +24,24 @@ async function contractFor(deps: TransactionDeps, serviceId: string, requestId: 
     throw err;
   }
 }
+
+/** Every column of a transaction row, in the order the creation's insert lists them. */
+const COLUMNS = [
+  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'category', 'pricing', 'sla',
+  'status', 'statusReason', 'input', 'output', 'units', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
+  'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
+  'settledAt', 'reviewEndsAt', 'disputeId', 'qualityScore', 'notes', 'deliveryAttempts', 'maxDeliveryAttempts', 'metadata', 'createdAt', 'updatedAt',
+] as const satisfies ReadonlyArray<keyof TransactionRow>;
+
+/**
+ * The creation's insert, with the parties' locks taken in its statement (compiled once: issue 14).
+ * Every column is given, so the text is the same for every creation.
+ */
+const insertTransaction = precompiled((db: Kysely<Database>, $: Slots<Record<(typeof COLUMNS)[number], unknown> & { lockKeys: string[] }>) => db
+  .insertInto('transactions')
+  .values(Object.fromEntries(COLUMNS.map((c) => [c, $[c]])) as never)
+  .returningAll()
+  .returning([sql<string>`xmin::text`.as('version'), agentLocks($.lockKeys).as('locks')]));
 
 /**
  * POST /v1/transactions (D9.1–D9.6, D10, D11.4). Without negotiation the price is held through the
@@ -56,51 +74,47 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const watch = negotiating ? undefined : deps.signals.watch(id);
   const created = await ctx.effect(deps.db, async (trx) => {
-    const { locks: _locks, ...inserted } = await trx
-      .insertInto('transactions')
-      .values({
-        id,
-        consumerAgentId: caller.agentId,
-        providerAgentId: contract.agentId,
-        consumerAccountId: caller.accountId,
-        serviceId: contract.serviceId,
-        serviceRevision: contract.revision,
-        serviceVersion: contract.version,
-        category: contract.category,
-        pricing: JSON.stringify(contract.pricing) as never,
-        sla: JSON.stringify(contract.sla) as never,
-        status: 'initiated',
-        statusReason: null,
-        input: JSON.stringify(body.input) as never,
-        output: null,
-        units,
-        listPriceCents: price.cents,
-        maxPriceCents: body.maxPriceCents ?? null,
-        agreedPriceCents: negotiating ? null : price.cents,
-        platformFeeCents: negotiating ? null : platformFee(price.cents),
-        hold: negotiating ? 'none' : 'requested',
-        holdAttempt: negotiating ? 0 : 1,
-        pendingAcceptBy: null,
-        pendingAcceptPriceCents: null,
-        pendingAcceptMessage: null,
-        initiatedAt: now,
-        fundsHeldAt: null,
-        expiresAt: null,
-        deliveredAt: null,
-        settledAt: null,
-        reviewEndsAt: null,
-        disputeId: null,
-        qualityScore: null,
-        notes: null,
-        deliveryAttempts: 0,
-        maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
-        metadata: JSON.stringify(body.metadata ?? {}) as never,
-        createdAt: now,
-        updatedAt: now,
-      })
-      .returningAll()
-      .returning([sql<string>`xmin::text`.as('version'), agentLocks([caller.agentId, contract.agentId]).as('locks')])
-      .executeTakeFirstOrThrow();
+    const [{ locks: _locks, ...inserted }] = (await insertTransaction(trx, {
+      lockKeys: agentLockKeys([caller.agentId, contract.agentId]),
+      id,
+      consumerAgentId: caller.agentId,
+      providerAgentId: contract.agentId,
+      consumerAccountId: caller.accountId,
+      serviceId: contract.serviceId,
+      serviceRevision: contract.revision,
+      serviceVersion: contract.version,
+      category: contract.category,
+      pricing: JSON.stringify(contract.pricing) as never,
+      sla: JSON.stringify(contract.sla) as never,
+      status: 'initiated',
+      statusReason: null,
+      input: JSON.stringify(body.input) as never,
+      output: null,
+      units,
+      listPriceCents: price.cents,
+      maxPriceCents: body.maxPriceCents ?? null,
+      agreedPriceCents: negotiating ? null : price.cents,
+      platformFeeCents: negotiating ? null : platformFee(price.cents),
+      hold: negotiating ? 'none' : 'requested',
+      holdAttempt: negotiating ? 0 : 1,
+      pendingAcceptBy: null,
+      pendingAcceptPriceCents: null,
+      pendingAcceptMessage: null,
+      initiatedAt: now,
+      fundsHeldAt: null,
+      expiresAt: null,
+      deliveredAt: null,
+      settledAt: null,
+      reviewEndsAt: null,
+      disputeId: null,
+      qualityScore: null,
+      notes: null,
+      deliveryAttempts: 0,
+      maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
+      metadata: JSON.stringify(body.metadata ?? {}) as never,
+      createdAt: now,
+      updatedAt: now,
+    })).rows as [VersionedRow & { locks: number }];
     let t: VersionedRow = inserted;
     await announce(trx, t, null, now);
     if (negotiating) {

@@ -1,5 +1,5 @@
 import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
-import { cancelTimer, enqueue, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext } from '@aex/platform';
+import { cancelTimer, enqueue, precompiled, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext, type Precompiled, type Slots } from '@aex/platform';
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
@@ -42,8 +42,35 @@ export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | un
  * Updates the row that `t` was read as, if it is still that version: undefined when it moved on
  * since (the caller then decides again on the row locked). Nothing is written when it finds none.
  */
-export const updateKnown = (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
-  trx.updateTable('transactions').set(changes).where('id', '=', t.id).where(sql<boolean>`xmin = ${t.version}::xid`).returningAll().returning(VERSION).executeTakeFirst();
+export const updateKnown = async (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
+  (await trx.executeQuery(rowUpdate(trx, t.id, changes, t.version))).rows[0];
+
+/** The update of these columns of a row, compiled once per set of columns (issue 14). */
+const updates = new Map<string, Precompiled<Record<string, unknown>, Database, VersionedRow>>();
+
+/**
+ * An update of the transaction `id` with `changes`, guarded by `version` when given, returning the
+ * row as it leaves it: bound to a text Kysely compiled once for its set of columns.
+ */
+function rowUpdate(trx: Trx, id: string, changes: Updateable<TransactionRow>, version?: string) {
+  // An undefined value leaves its column alone, as Kysely's `set` would.
+  const columns = Object.keys(changes).filter((c) => changes[c as keyof typeof changes] !== undefined);
+  const key = `${version === undefined ? '' : 'v:'}${columns.join(',')}`;
+  let update = updates.get(key);
+  if (!update) {
+    update = precompiled((db: Kysely<Database>, $: Slots<Record<string, unknown>>) => db
+      .updateTable('transactions')
+      .set(Object.fromEntries(columns.map((c) => [c, $[`set_${c}`]])) as Updateable<TransactionRow>)
+      .where('id', '=', $.id as string)
+      .$if(version !== undefined, (q) => q.where(sql<boolean>`xmin = ${$.version}::xid`))
+      .returningAll()
+      .returning(VERSION)) as Precompiled<Record<string, unknown>, Database, VersionedRow>;
+    updates.set(key, update);
+  }
+  const values: Record<string, unknown> = { id, version };
+  for (const c of columns) values[`set_${c}`] = changes[c as keyof typeof changes];
+  return update.bind(trx, values);
+}
 
 /** D9.8: 403 FORBIDDEN when the caller is a party but not the one this action belongs to. */
 export function requireRole(t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal, role: 'consumer' | 'provider', what: string): void {
@@ -92,14 +119,14 @@ async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold
   if (guarded === 'at commit') {
     // The row as the move leaves it (what the messages below tell), made exact by the statement.
     const moved = { ...t, ...changes } as VersionedRow;
-    const update = trx.updateTable('transactions').set(changes).where('id', '=', t.id).where(sql<boolean>`xmin = ${t.version!}::xid`).returningAll().returning(VERSION);
-    if (!writeAtCommit<VersionedRow>(trx, { parts: [['moved', update]], guard: 'moved', written: ([row]) => Object.assign(moved, row) })) return undefined;
+    if (!writeAtCommit<VersionedRow>(trx, { parts: [['moved', rowUpdate(trx, t.id, changes, t.version!)]], guard: 'moved', written: ([row]) => Object.assign(moved, row) })) return undefined;
     next = moved;
   } else {
     // The update first: a guarded one that finds the row moved on must leave nothing written.
     next = guarded
       ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
-      : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(VERSION).executeTakeFirstOrThrow();
+      : (await trx.executeQuery(rowUpdate(trx, t.id, changes))).rows[0];
+    if (!next && !guarded) throw new Error(`transaction ${t.id} to move is gone`);
     if (!next) return undefined;
   }
   if (returning) await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });

@@ -1,6 +1,6 @@
-import { sql, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, identityOps, TERMINAL_STATUSES, type DelegationRules } from '@aex/contracts';
-import { callOrThrow, type ExchangeConfig } from '@aex/platform';
+import { callOrThrow, precompiled, type ExchangeConfig, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { delegationRefusal } from '../domain/delegation.js';
@@ -25,16 +25,18 @@ export const rpcTimeout = (config: Pick<ExchangeConfig, 'RPC_TIMEOUT_MS'>) => Ma
  * at once. Locks are taken in id order: two agents buying from each other cannot deadlock.
  */
 export async function lockAgents(trx: Trx, agentIds: string[]): Promise<void> {
-  await sql`select ${agentLocks(agentIds)}`.execute(trx);
+  await sql`select ${agentLocks(agentLockKeys(agentIds))}`.execute(trx);
 }
+
+/** The advisory lock keys of agents, in the one order they are taken in. */
+export const agentLockKeys = (agentIds: string[]) => [...new Set(agentIds)].sort().map((id) => `transactions:agent:${id}`);
 
 /**
  * `lockAgents` as an expression, for a statement the caller makes anyway (creation: its insert's
  * RETURNING, issue 14). The limits must then be counted by a later statement, whose snapshot is
- * taken once the locks are held.
+ * taken once the locks are held. `keys` from `agentLockKeys`.
  */
-export function agentLocks(agentIds: string[]) {
-  const keys = [...new Set(agentIds)].sort().map((id) => `transactions:agent:${id}`);
+export function agentLocks(keys: string[]) {
   // `ordinality` keeps the id order in which the locks are taken.
   return sql<number>`(select count(*) from (select pg_advisory_xact_lock(hashtextextended(k, 0)) from unnest(${keys}::text[]) with ordinality as t(k, n) order by n) as locks)`;
 }
@@ -44,16 +46,7 @@ export function agentLocks(agentIds: string[]) {
  * is the transaction being created in this database transaction, not counted against itself.
  */
 export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }, excluding: string): Promise<void> {
-  const { c, p } = await trx
-    .selectFrom('transactions')
-    .select([
-      sql<number>`count(*) filter (where consumer_agent_id = ${agents.consumer} or provider_agent_id = ${agents.consumer})::int`.as('c'),
-      sql<number>`count(*) filter (where consumer_agent_id = ${agents.provider} or provider_agent_id = ${agents.provider})::int`.as('p'),
-    ])
-    .where((eb) => eb.or([eb('consumerAgentId', 'in', [agents.consumer, agents.provider]), eb('providerAgentId', 'in', [agents.consumer, agents.provider])]))
-    .where('status', 'not in', [...TERMINAL_STATUSES])
-    .where('id', '!=', excluding)
-    .executeTakeFirstOrThrow();
+  const { c, p } = (await activeCounts(trx, { ...agents, excluding })).rows[0]!;
   for (const [role, n] of [['consumer', c], ['provider', p]] as const) {
     if (n >= ACTIVE_TRANSACTIONS_LIMIT) {
       const who = role === 'consumer' ? 'You have' : 'The provider has';
@@ -61,6 +54,17 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
     }
   }
 }
+
+/** Both parties' non-terminal transactions but one (compiled once: every creation counts them). */
+const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
+  .selectFrom('transactions')
+  .select([
+    sql<number>`count(*) filter (where consumer_agent_id = ${$.consumer} or provider_agent_id = ${$.consumer})::int`.as('c'),
+    sql<number>`count(*) filter (where consumer_agent_id = ${$.provider} or provider_agent_id = ${$.provider})::int`.as('p'),
+  ])
+  .where((eb) => eb.or([eb('consumerAgentId', 'in', [$.consumer, $.provider]), eb('providerAgentId', 'in', [$.consumer, $.provider])]))
+  .where('status', 'not in', [...TERMINAL_STATUSES])
+  .where('id', '!=', $.excluding));
 
 /**
  * D10.2: the consumer's spending in the rolling 24 h — agreed prices that reached `funds_held` and

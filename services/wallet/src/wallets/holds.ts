@@ -1,6 +1,6 @@
 import { walletSaga } from '@aex/contracts';
-import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
-import type { Transaction } from 'kysely';
+import { consumeIdempotently, enqueue, precompiled, type Slots, type Stoppable } from '@aex/platform';
+import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
 import { applyMovements, type Movement } from './movements.js';
@@ -129,6 +129,9 @@ async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: Hol
   await announce(deps, trx, hold);
 }
 
+/** An agent's wallet, locked (compiled once: every hold reads it). */
+const lockAgentWallet = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db.selectFrom('wallets').selectAll().where('agentId', '=', $.agentId).forUpdate());
+
 type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents: number; attempt: number };
 
 /**
@@ -136,7 +139,7 @@ type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents
  * if the transaction has no `holds` row yet; undefined, with nothing written, when it has one.
  */
 async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
-  const wallet = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.consumerAgentId).forUpdate().executeTakeFirst();
+  const [wallet] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
   const hold: HoldRow = !wallet
     ? { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now }

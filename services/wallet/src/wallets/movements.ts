@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Insertable, type OperationNodeSource, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
 import { AppError, type LedgerTxType } from '@aex/contracts';
-import { writeAtCommit } from '@aex/platform';
+import { precompiled, writeAtCommit, type Slots } from '@aex/platform';
 import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyEntry } from '../domain/ledger.js';
 
@@ -125,12 +125,15 @@ export async function applyMovements(trx: Transaction<Database>, operationId: st
  * never locked after its child.
  */
 function lockWallets(trx: Transaction<Database>, ids: string[], credited: string[]): Promise<WalletRow[]> {
-  let q = trx.selectFrom('wallets').selectAll();
-  q = credited.length === 0
-    ? q.where('id', 'in', ids)
-    : q.where(sql<boolean>`id = any(${ids}::uuid[]) or id in (select c.parent_wallet_id from wallets c where c.id = any(${credited}::uuid[]) and c.closed_at is not null)`);
-  return q.orderBy('id').forUpdate().execute();
+  return (credited.length === 0 ? lockById(trx, { ids }) : lockWithParents(trx, { ids, credited })).then((r) => r.rows);
 }
+
+// Compiled once (issue 14): every movement locks its wallets.
+const lockById = precompiled((db: Kysely<Database>, $: Slots<{ ids: string[] }>) => db.selectFrom('wallets').selectAll()
+  .where(sql<boolean>`id = any(${$.ids}::uuid[])`).orderBy('id').forUpdate());
+const lockWithParents = precompiled((db: Kysely<Database>, $: Slots<{ ids: string[]; credited: string[] }>) => db.selectFrom('wallets').selectAll()
+  .where(sql<boolean>`id = any(${$.ids}::uuid[]) or id in (select c.parent_wallet_id from wallets c where c.id = any(${$.credited}::uuid[]) and c.closed_at is not null)`)
+  .orderBy('id').forUpdate());
 
 /**
  * The entries, in the order of the movements (their `seq`), and the new balances of the wallets

@@ -1,4 +1,4 @@
-import { headers as natsHeaders, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import { createInbox, headers as natsHeaders, type Msg, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
   jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
@@ -65,12 +65,60 @@ function isApiError(err: unknown, code: number): boolean {
   return err instanceof JetStreamApiError && err.code === code;
 }
 
+/** How long a JetStream publish waits for the stream's acknowledgement (nats.js's default). */
+const PUBLISH_TIMEOUT_MS = 5_000;
+
+/**
+ * Request and reply over one subscription of the connection's own (issue 14): nats.js builds an
+ * `Error`, with its stack, for every request it completes (`RequestOne.cancel`) — for RPCs and for
+ * every JetStream publish, 2–3 % of the exchange's CPU. Replies come to `<inbox>.<token>`; a
+ * no-responders status (503) or the time running out ends the request with an error.
+ */
+class ReplyMux {
+  private readonly inbox = createInbox();
+  private readonly pending = new Map<string, { resolve(m: Msg): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
+  private next = 0;
+
+  constructor(private readonly nc: NatsConnection) {
+    nc.subscribe(`${this.inbox}.*`, {
+      callback: (err, msg) => {
+        if (err) return;
+        const waiting = this.pending.get(msg.subject.slice(this.inbox.length + 1));
+        if (!waiting) return;
+        this.pending.delete(msg.subject.slice(this.inbox.length + 1));
+        clearTimeout(waiting.timer);
+        if (msg.headers?.hasError && msg.headers.code === 503) waiting.reject(new Error('no responders'));
+        else waiting.resolve(msg);
+      },
+    });
+  }
+
+  request(subject: string, payload: Uint8Array, timeoutMs: number, headers: MsgHdrs | undefined): Promise<Msg> {
+    const token = (this.next++).toString(36);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(token);
+        reject(new Error('timeout'));
+      }, timeoutMs);
+      this.pending.set(token, { resolve, reject, timer });
+      try {
+        this.nc.publish(subject, payload, { reply: `${this.inbox}.${token}`, headers });
+      } catch (err) {
+        clearTimeout(timer);
+        this.pending.delete(token);
+        reject(err as Error);
+      }
+    });
+  }
+}
+
 /** The JetStream implementation of the bus (production and tests). */
 export class NatsBus implements Bus {
   readonly kind = 'jetstream' as const;
   private readonly js: JetStreamClient;
   private readonly kvm: Kvm;
   private readonly stoppables = new Set<Stoppable>();
+  private readonly replies: ReplyMux;
 
   private constructor(
     readonly namespace: string,
@@ -80,6 +128,7 @@ export class NatsBus implements Bus {
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
+    this.replies = new ReplyMux(nc);
   }
 
   /** What the server announced (its `max_payload`). */
@@ -133,10 +182,7 @@ export class NatsBus implements Bus {
     const payload = encodeMessage(subject, data, this.maxPayload);
     return withOutgoingSpan(`request ${subject}`, 'client', async () => {
       try {
-        const reply = await this.nc.request(subject, payload, {
-          timeout: opts.timeoutMs,
-          headers: toNatsHeaders(injectTrace({ ...opts.headers })),
-        });
+        const reply = await this.replies.request(subject, payload, opts.timeoutMs, toNatsHeaders(injectTrace({ ...opts.headers })));
         return parse(reply.data);
       } catch (err) {
         throw new BusUnavailableError(subject, (err as Error).message);
@@ -174,10 +220,14 @@ export class NatsBus implements Bus {
 
   async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
     await withOutgoingSpan(`publish ${subject}`, 'producer', async () => {
-      await this.js.publish(subject, encodeMessage(subject, data, this.maxPayload), {
-        msgID: opts.msgId,
-        headers: toNatsHeaders(injectTrace({ ...opts.headers })),
-      });
+      const headers = toNatsHeaders(injectTrace({ ...opts.headers, 'Nats-Msg-Id': opts.msgId }))!;
+      // JetStream's publish is a request answered by the stream's acknowledgement (its PubAck).
+      const reply = await this.replies.request(subject, encodeMessage(subject, data, this.maxPayload), PUBLISH_TIMEOUT_MS, headers)
+        .catch((err: Error) => {
+          throw new BusUnavailableError(subject, `not stored: ${err.message}`);
+        });
+      const ack = parse(reply.data) as { stream?: string; error?: { code: number; description: string } } | null;
+      if (!ack?.stream) throw new BusUnavailableError(subject, `not stored: ${ack?.error?.description ?? 'no acknowledgement'}`);
     }, opts.headers);
   }
 

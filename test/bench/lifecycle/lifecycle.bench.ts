@@ -31,7 +31,12 @@ const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
 const PROCESSES = args.includes('--processes');
 /** `--cpu-prof <file>`: the exchange's CPU profile over the saturated part (in-process runs only). */
 const CPU_PROF = args.includes('--cpu-prof') ? args[args.indexOf('--cpu-prof') + 1] : undefined;
-const TARGETS = { ratio: 0.15, createP99Ms: 100 };
+/**
+ * Issue 14: three times the settled lifecycles the transactions issue first measured (24.1/s at a
+ * ratio of 0.157 to this benchmark's ceiling), read as a ratio because the machine's speed moves;
+ * issue 10's create p99 at 16 callers (docs/performance.md explains why it cannot be met here).
+ */
+const TARGETS = { ratio: 3 * 0.157, createP99Ms: 100 };
 const INPUT = { payload: 'hello world' };
 const OUTPUT = { digest: 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9' };
 
@@ -74,7 +79,7 @@ async function main() {
     console.log(`\nSettled lifecycles (create → deliver → verify), concurrency ${CONCURRENCY}`);
     console.log(`  exchange (gateway, every service, JetStream):  ${fmt(exchange.perSecond)} /s   (${LIFECYCLES} in ${fmt(exchange.seconds)} s)`);
     console.log(`  ceiling (the same writes, node-postgres):      ${fmt(ceiling.perSecond)} /s   (${LIFECYCLES} in ${fmt(ceiling.seconds)} s)`);
-    console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio})`);
+    console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio.toFixed(2)}, issue 14: 3 × the first 0.157)`);
     const p = (xs: number[]) => `${fmt(quantile(xs, 0.5))} / ${fmt(quantile(xs, 0.99))} ms`;
     console.log(`  create p50 / p99:  ${p(exchange.create)}   (target p99 ≤ ${TARGETS.createP99Ms} ms)`);
     console.log(`  deliver p50 / p99: ${p(exchange.deliver)}`);
@@ -90,7 +95,7 @@ async function main() {
     const createP99 = quantile(exchange.create, 0.99);
     const ceilingP50 = quantile(ceiling.lifecycle, 0.5);
     writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'lifecycle', [
-      row({ case: `settled lifecycles, ${CONCURRENCY} callers`, value: exchange.perSecond, unit: '/s', baseline: ceiling.perSecond, baselineName: 'node-postgres writes', target: `ratio ≥ ${TARGETS.ratio}`, met: ratio >= TARGETS.ratio }),
+      row({ case: `settled lifecycles, ${CONCURRENCY} callers`, value: exchange.perSecond, unit: '/s', baseline: ceiling.perSecond, baselineName: 'node-postgres writes', target: `ratio ≥ ${TARGETS.ratio.toFixed(2)} (3 × first)`, met: ratio >= TARGETS.ratio }),
       row({ case: 'create p99 (saturated)', value: createP99, unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: createP99 <= TARGETS.createP99Ms }),
       row({ case: 'create p99 at half rate', value: quantile(exchange.paced.create, 0.99), unit: 'ms', baseline: ceilingP50, baselineName: 'ceiling lifecycle p50', lowerIsBetter: true, target: '', met: null }),
     ], { lifecycles: LIFECYCLES, concurrency: CONCURRENCY, exchange: { perSecond: exchange.perSecond, seconds: exchange.seconds, paced: exchange.paced.perSecond, cpuMsPerLifecycle: exchange.cpuMsPerLifecycle, eventLoopUtilization: exchange.eventLoopUtilization }, ceiling: { perSecond: ceiling.perSecond } });

@@ -6,6 +6,7 @@ export * from './messaging/index.js';
 export * from './rpc.js';
 export * from './runtime.js';
 export * from './reply-budget.js';
+export * from './recent-map.js';
 export * from './idempotency/records.js';
 export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';

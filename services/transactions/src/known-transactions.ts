@@ -1,3 +1,4 @@
+import { RecentMap } from '@aex/platform';
 import type { TransactionRow } from './db/schema.js';
 
 /** A transaction row with its version: Postgres's `xmin` of the row as read or written. */
@@ -11,22 +12,22 @@ export type KnownRow = Omit<VersionedRow, 'input' | 'output' | 'metadata'>;
 /**
  * The latest version of the transactions this replica wrote or read lately (issue 14,
  * docs/performance.md "Known rows"): a request or a saga step decides on it instead of reading the
- * row again under lock, and makes its write conditional on the version (`moveKnown`). When the row
+ * row again under lock, and makes its write conditional on the version (`moveKnown`; docs/messaging.md
+ * "The purchase saga"). When the row
  * has moved on since — another replica, a timer, a write that rolled back — the write finds nothing,
  * and the step is made again on the row locked. So it is a hint, never an answer: nothing is told to
  * a caller from it that a write guarded by its version did not confirm.
  */
 export class KnownTransactions {
-  private readonly rows = new Map<string, KnownRow>();
+  private readonly rows: RecentMap<string, KnownRow>;
 
-  constructor(private readonly max = 2_048) {}
+  constructor(max = 2_048) {
+    this.rows = new RecentMap(max);
+  }
 
   remember(row: VersionedRow | KnownRow): void {
     const { input: _input, output: _output, metadata: _metadata, ...known } = row as VersionedRow;
-    // Most recent last: the first key is the one to drop.
-    this.rows.delete(row.id);
     this.rows.set(row.id, known);
-    if (this.rows.size > this.max) this.rows.delete(this.rows.keys().next().value!);
   }
 
   get(id: string): KnownRow | undefined {

@@ -83,9 +83,10 @@ class ReplyMux {
     nc.subscribe(`${this.inbox}.*`, {
       callback: (err, msg) => {
         if (err) return;
-        const waiting = this.pending.get(msg.subject.slice(this.inbox.length + 1));
+        const token = msg.subject.slice(this.inbox.length + 1);
+        const waiting = this.pending.get(token);
         if (!waiting) return;
-        this.pending.delete(msg.subject.slice(this.inbox.length + 1));
+        this.pending.delete(token);
         clearTimeout(waiting.timer);
         if (msg.headers?.hasError && msg.headers.code === 503) waiting.reject(new Error('no responders'));
         else waiting.resolve(msg);

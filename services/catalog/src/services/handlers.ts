@@ -129,7 +129,6 @@ export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteSe
   return reply;
 };
 
-/** Internal: one revision of a contract (the latest without `revision`), for the transaction service. */
 /** A service's contract at a revision, with its provider's status (compiled once: every purchase reads it). */
 const contractQuery = (db: Kysely<Database>, serviceId: string, revision: Expression<number>) => db
   .selectFrom('services as s')
@@ -141,6 +140,7 @@ const contractQuery = (db: Kysely<Database>, serviceId: string, revision: Expres
 const currentContract = precompiled((db: Kysely<Database>, $: Slots<{ serviceId: string }>) => contractQuery(db, $.serviceId, sql<number>`s.revision`));
 const contractAt = precompiled((db: Kysely<Database>, $: Slots<{ serviceId: string; revision: number }>) => contractQuery(db, $.serviceId, sql<number>`${$.revision}::int`));
 
+/** Internal: one revision of a contract (the latest without `revision`), for the transaction service. */
 export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContract']> => async ({ path, query }) => {
   const [row] = (query.revision === undefined ? await currentContract(deps.db, { serviceId: path.serviceId }) : await contractAt(deps.db, { serviceId: path.serviceId, revision: query.revision })).rows;
   if (!row) throw new AppError('NOT_FOUND', query.revision === undefined ? 'No such service.' : 'No such service or revision.');

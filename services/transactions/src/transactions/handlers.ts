@@ -9,7 +9,7 @@ import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, visibleTransaction } from './repository.js';
+import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
 import { transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -41,7 +41,7 @@ const insertTransaction = precompiled((db: Kysely<Database>, $: Slots<Record<(ty
   .insertInto('transactions')
   .values(Object.fromEntries(COLUMNS.map((c) => [c, $[c]])) as never)
   .returningAll()
-  .returning([sql<string>`xmin::text`.as('version'), agentLocks($.lockKeys).as('locks')]));
+  .returning([VERSION, agentLocks($.lockKeys).as('locks')]));
 
 /**
  * POST /v1/transactions (D9.1–D9.6, D10, D11.4). Without negotiation the price is held through the
@@ -243,7 +243,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   /** The settlement asked for on `t` (delivered, hold held); `guarded`: only if `t` is still the row's version. */
   const settleOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
     const changes = { hold: 'settling' as const, qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now };
-    const next = guarded ? await updateKnown(trx, t, changes) : await trx.updateTable('transactions').set(changes).where('id', '=', t.id).returningAll().returning(sql<string>`xmin::text`.as('version')).executeTakeFirstOrThrow();
+    const next = guarded ? await updateKnown(trx, t, changes) : await updateRow(trx, t.id, changes);
     if (!next) return undefined;
     await requestSettlement(trx, next, now);
     await cancelTimer(trx, TIMERS.reviewWindow, t.id);

@@ -12,7 +12,7 @@ type Trx = Transaction<Database>;
 export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
 
 /** The row's version, which a write guarded by it expects to find (`moveKnown`). */
-const VERSION = sql<string>`xmin::text`.as('version');
+export const VERSION = sql<string>`xmin::text`.as('version');
 
 const isParty = (t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal) => t.consumerAgentId === caller.agentId || t.providerAgentId === caller.agentId;
 
@@ -44,6 +44,10 @@ export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | un
  */
 export const updateKnown = async (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
   (await trx.executeQuery(rowUpdate(trx, t.id, changes, t.version))).rows[0];
+
+/** Updates the row `id` with `changes`, returning it as it leaves it (undefined when there is none). */
+export const updateRow = async (trx: Trx, id: string, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
+  (await trx.executeQuery(rowUpdate(trx, id, changes))).rows[0];
 
 /** The update of these columns of a row, compiled once per set of columns (issue 14). */
 const updates = new Map<string, Precompiled<Record<string, unknown>, Database, VersionedRow>>();
@@ -125,7 +129,7 @@ async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold
     // The update first: a guarded one that finds the row moved on must leave nothing written.
     next = guarded
       ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
-      : (await trx.executeQuery(rowUpdate(trx, t.id, changes))).rows[0];
+      : await updateRow(trx, t.id, changes);
     if (!next && !guarded) throw new Error(`transaction ${t.id} to move is gone`);
     if (!next) return undefined;
   }

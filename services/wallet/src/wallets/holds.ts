@@ -1,5 +1,5 @@
 import { walletSaga } from '@aex/contracts';
-import { consumeIdempotently, enqueue, precompiled, type Slots, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, enqueue, precompiled, RecentMap, type Slots, type Stoppable } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
@@ -14,7 +14,7 @@ import { applyMovements, type Movement } from './movements.js';
  */
 export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const walletIds = walletDirectory();
-  const held = new HeldAmounts();
+  const held: HeldAmounts = new RecentMap(2_048);
   const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
   const consumers = await Promise.all([
     consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, held, trx, cmd) }),
@@ -55,29 +55,13 @@ const walletDirectory = () => ({
 type HeldAmount = { walletId: string; amountCents: number };
 
 /**
- * The holds this replica placed lately (issue 14): a settlement of one of them is made without
- * reading its `holds` row first, with its write conditional on the row still being that hold
- * (`settleHold`), and made on the row locked when it is not (settled or returned elsewhere).
+ * The holds this replica placed lately, by transaction (issue 14): a settlement of one of them is
+ * made without reading its `holds` row first, with its write conditional on the row still being that
+ * hold (`settleHold`), and made on the row locked when it is not (settled or returned elsewhere).
  */
-class HeldAmounts {
-  private readonly holds = new Map<string, HeldAmount>();
+type HeldAmounts = RecentMap<string, HeldAmount>;
 
-  constructor(private readonly max = 2_048) {}
-
-  remember(hold: HoldRow): void {
-    this.holds.delete(hold.transactionId);
-    this.holds.set(hold.transactionId, { walletId: hold.walletId!, amountCents: hold.amountCents });
-    if (this.holds.size > this.max) this.holds.delete(this.holds.keys().next().value!);
-  }
-
-  get(transactionId: string): HeldAmount | undefined {
-    return this.holds.get(transactionId);
-  }
-
-  forget(transactionId: string): void {
-    this.holds.delete(transactionId);
-  }
-}
+const rememberHeld = (held: HeldAmounts, hold: HoldRow) => held.set(hold.transactionId, { walletId: hold.walletId!, amountCents: hold.amountCents });
 
 /** Locks the transaction's hold row, if any (commands of one transaction apply one after another). */
 const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
@@ -117,7 +101,7 @@ async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: Hol
   // row first, and written only if there is none (issue 14) — else decided below on the row there is.
   const first = await placeHold(trx, cmd, now, { ifFirst: true });
   if (first) {
-    if (first.status === 'held') held.remember(first);
+    if (first.status === 'held') rememberHeld(held, first);
     return announce(deps, trx, first);
   }
   const existing = await lockHold(trx, cmd.transactionId);
@@ -125,7 +109,7 @@ async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: Hol
   if (existing && !retry) return announce(deps, trx, existing);
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
   const hold = (await placeHold(trx, cmd, now, { ifFirst: false }))!;
-  if (hold.status === 'held') held.remember(hold);
+  if (hold.status === 'held') rememberHeld(held, hold);
   await announce(deps, trx, hold);
 }
 
@@ -192,7 +176,7 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts,
   if (known && known.amountCents === cmd.amountCents) {
     const settled = await settleHold(deps, walletIds, trx, cmd, known, { ifStillHeld: true });
     if (settled) {
-      held.forget(cmd.transactionId);
+      held.delete(cmd.transactionId);
       return announce(deps, trx, settled);
     }
   }
@@ -200,7 +184,7 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts,
   if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
   if (hold.status !== 'held') return announce(deps, trx, hold);
   if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
-  held.forget(cmd.transactionId);
+  held.delete(cmd.transactionId);
   await announce(deps, trx, (await settleHold(deps, walletIds, trx, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
 }
 

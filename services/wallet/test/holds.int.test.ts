@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childSaga, commands, subjects, walletOps, walletSaga, type MessageDef, type MessageEnvelope, type Principal, type Static } from '@aex/contracts';
-import { ack, callOrThrow, loadConfig, type Bus } from '@aex/platform';
+import { ack, callOrThrow, inTransaction, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
+import { moveAtCommit, type Movement } from '../src/wallets/movements.js';
 
 // The wallet's saga steps of a transaction (issue 10, D13.2, D13.3) on real Postgres and JetStream:
 // hold, return and settle keyed by the transaction id, in every order and repeated, each answered
@@ -236,5 +238,89 @@ describe('a child’s wallet (D6.8, D13.2)', () => {
     expect(moved.slice(2).map(([, n]) => n).sort()).toEqual([300, 380]);
     const report = await checkLedgerInvariants(wallet.deps);
     expect(report.violations).toEqual([]);
+  });
+});
+
+describe('holds and settlements on wallets the replica knows, without reading them first (issue 14)', () => {
+  const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
+  /** Every entry of the wallet, in order, carries the balances its movement left (D13.2). */
+  const expectEntriesChained = async (agentId: string) => {
+    const walletId = await walletOf(agentId);
+    const entries = await wallet.deps.db.selectFrom('ledgerEntries').select(['txType', 'amountCents', 'balanceAfterCents', 'availableAfterCents']).where('walletId', '=', walletId).orderBy('seq').execute();
+    let balance = 0;
+    let available = 0;
+    for (const e of entries) {
+      if (!['fund_hold', 'fund_return', 'fund_release'].includes(e.txType)) balance += e.amountCents;
+      available += e.amountCents;
+      expect([e.txType, e.balanceAfterCents, e.availableAfterCents]).toEqual([e.txType, balance, available]);
+    }
+    const w = await balances(agentId);
+    expect([w.balanceCents, w.balanceCents - w.heldCents]).toEqual([balance, available]);
+  };
+
+  it('writes the movements with the step’s own row at commit, each entry with the balances it left', async () => {
+    const consumer = await agentWith(2000);
+    const walletId = await walletOf(consumer);
+    const tx = randomUUID();
+    const movements: Movement[] = [{ walletId, txType: 'fund_hold', amountCents: -700, transactionId: tx, description: 'held' }];
+    let attempts = 0;
+    await inTransaction(wallet.deps.db, async (trx) => {
+      attempts++;
+      const now = new Date();
+      const row = trx.insertInto('holds').values({ transactionId: tx, walletId, amountCents: 700, attempt: 1, status: 'held', refusal: null, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: null }).returning('transactionId');
+      expect(moveAtCommit(trx, `hold:${tx}`, movements, now, row)).toBe(true);
+    });
+    expect(attempts).toBe(1);
+    expect(await balances(consumer)).toEqual({ balanceCents: 2000, heldCents: 700 });
+    await expectEntriesChained(consumer);
+  });
+
+  it('writes nothing when a wallet has too little, or the step’s row is not written; the step then runs again the ordinary way', async () => {
+    const consumer = await agentWith(500);
+    const walletId = await walletOf(consumer);
+    const entriesBefore = await wallet.deps.db.selectFrom('ledgerEntries').select('id').where('walletId', '=', walletId).execute();
+    for (const [amount, rowWritten] of [[600, true], [100, false]] as const) {
+      const tx = randomUUID();
+      const asked: boolean[] = [];
+      await inTransaction(wallet.deps.db, async (trx) => {
+        const now = new Date();
+        // A row written only when `rowWritten` (an insert of nothing when not).
+        const row = trx.insertInto('holds').columns(['transactionId', 'walletId', 'amountCents', 'attempt', 'status', 'createdAt'])
+          .expression(trx.selectNoFrom((eb) => [eb.val(tx).as('transactionId'), eb.val(walletId).as('walletId'), eb.val(amount).as('amountCents'), eb.val(1).as('attempt'), eb.val('held').as('status'), eb.val(now).as('createdAt')]).where(sql<boolean>`${rowWritten}`))
+          .returning('transactionId');
+        asked.push(moveAtCommit(trx, `hold:${tx}`, [{ walletId, txType: 'fund_hold', amountCents: -amount, transactionId: tx, description: 'held' }], now, row));
+      });
+      // Tried at commit, undone, then not possible on the second run (the caller moves the ordinary way there).
+      expect(asked).toEqual([true, false]);
+      expect(await wallet.deps.db.selectFrom('holds').select('status').where('transactionId', '=', tx).executeTakeFirst()).toBeUndefined();
+    }
+    expect(await balances(consumer)).toEqual({ balanceCents: 500, heldCents: 0 });
+    expect(await wallet.deps.db.selectFrom('ledgerEntries').select('id').where('walletId', '=', walletId).execute()).toEqual(entriesBefore);
+  });
+
+  it('refuses through the saga a hold beyond what a wallet it knows has, with the balance the ordinary way reads', async () => {
+    const consumer = await agentWith(1000);
+    const [first, second] = [randomUUID(), randomUUID()];
+    await send(walletSaga.holdFunds, { transactionId: first, consumerAgentId: consumer, amountCents: 600, attempt: 1 });
+    await answered(first, walletSaga.holdPlaced.type);
+    await send(walletSaga.holdFunds, { transactionId: second, consumerAgentId: consumer, amountCents: 600, attempt: 1 });
+    const [refused] = await answered(second, walletSaga.holdRefused.type);
+    expect(refused!.data).toMatchObject({ reason: 'insufficient_funds', availableCents: 400, requiredCents: 600 });
+    expect(await balances(consumer)).toEqual({ balanceCents: 1000, heldCents: 600 });
+  });
+
+  it('keeps every entry exact under concurrent holds and settlements of shared wallets, the fee wallet included', async () => {
+    const [a, b, provider] = [await agentWith(10_000), await agentWith(10_000), await agentWith(0)];
+    const txs = Array.from({ length: 24 }, (_, i) => ({ id: randomUUID(), consumer: i % 2 === 0 ? a : b, amount: 100 + i }));
+    await Promise.all(txs.map((t) => send(walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumer, amountCents: t.amount, attempt: 1 })));
+    for (const t of txs) await answered(t.id, walletSaga.holdPlaced.type);
+    await Promise.all(txs.map((t, i) => send(walletSaga.settle, { transactionId: t.id, providerAgentId: provider, amountCents: t.amount, feeCents: 5, ...(i % 3 === 0 ? { refundCents: 50 } : {}) })));
+    for (const t of txs) await answered(t.id, walletSaga.holdSettled.type);
+    const paid = (of: string) => txs.filter((t) => t.consumer === of).reduce((sum, t) => sum + t.amount - (txs.indexOf(t) % 3 === 0 ? 50 : 0), 0);
+    expect(await balances(a)).toEqual({ balanceCents: 10_000 - paid(a), heldCents: 0 });
+    expect(await balances(b)).toEqual({ balanceCents: 10_000 - paid(b), heldCents: 0 });
+    expect(await balances(provider)).toEqual({ balanceCents: paid(a) + paid(b) - 5 * txs.length, heldCents: 0 });
+    for (const agent of [a, b, provider]) await expectEntriesChained(agent);
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 });

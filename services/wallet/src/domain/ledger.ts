@@ -18,16 +18,24 @@ export interface Balances {
 export type MoveFailure = { reason: 'insufficient_funds'; availableCents: number; requiredCents: number } | { reason: 'invalid_amount'; message: string };
 
 /**
+ * D13.2: what one entry changes, whatever the wallet: its balance, or what it holds (a hold's entry
+ * is the negated change of `heldCents`); an amount of the wrong sign, zero or not an integer is refused.
+ */
+export function entryChange(txType: LedgerTxType, amountCents: number): { ok: true; value: Balances } | { ok: false; error: MoveFailure } {
+  if (!Number.isSafeInteger(amountCents) || amountCents === 0) return { ok: false, error: { reason: 'invalid_amount', message: 'amount must be a non-zero safe integer' } };
+  const sign = SIGN[txType];
+  if (sign !== 0 && Math.sign(amountCents) !== sign) return { ok: false, error: { reason: 'invalid_amount', message: `${txType} must be ${sign > 0 ? 'positive' : 'negative'}` } };
+  return { ok: true, value: HOLD_TYPES.has(txType) ? { balanceCents: 0, heldCents: -amountCents } : { balanceCents: amountCents, heldCents: 0 } };
+}
+
+/**
  * D13.2: applies one entry (`amountCents` = signed change of the available balance) to a wallet.
  * Returns the new balances or why the move is refused; nothing here touches a database.
  */
 export function applyEntry(state: Balances, txType: LedgerTxType, amountCents: number): { ok: true; value: Balances } | { ok: false; error: MoveFailure } {
-  if (!Number.isSafeInteger(amountCents) || amountCents === 0) return { ok: false, error: { reason: 'invalid_amount', message: 'amount must be a non-zero safe integer' } };
-  const sign = SIGN[txType];
-  if (sign !== 0 && Math.sign(amountCents) !== sign) return { ok: false, error: { reason: 'invalid_amount', message: `${txType} must be ${sign > 0 ? 'positive' : 'negative'}` } };
-  const next = HOLD_TYPES.has(txType)
-    ? { balanceCents: state.balanceCents, heldCents: state.heldCents - amountCents }
-    : { balanceCents: state.balanceCents + amountCents, heldCents: state.heldCents };
+  const change = entryChange(txType, amountCents);
+  if (!change.ok) return change;
+  const next = { balanceCents: state.balanceCents + change.value.balanceCents, heldCents: state.heldCents + change.value.heldCents };
   const available = next.balanceCents - next.heldCents;
   if (available < 0) {
     return { ok: false, error: { reason: 'insufficient_funds', availableCents: state.balanceCents - state.heldCents, requiredCents: Math.abs(amountCents) } };

@@ -3,7 +3,7 @@ import { consumeIdempotently, enqueue, precompiled, RecentMap, type Slots, type 
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
-import { applyMovements, type Movement } from './movements.js';
+import { applyMovements, moveAtCommit, type Movement } from './movements.js';
 
 /**
  * The wallet's side of the transaction saga (D9.9, D13.2, D13.3): hold, return and settle, each a
@@ -17,7 +17,7 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const held: HeldAmounts = new RecentMap(2_048);
   const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, held, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, walletIds, held, trx, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd) => returnHold(deps, trx, cmd.transactionId) }),
     consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, walletIds, held, trx, cmd) }),
   ]);
@@ -38,9 +38,16 @@ const walletDirectory = () => ({
     if (cached) return cached;
     const row = await trx.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst();
     if (!row) throw new Error(`agent ${agentId} has no wallet`);
-    if (this.known.size >= 100_000) this.known.clear();
-    this.known.set(agentId, row.id);
+    this.learn(agentId, row.id);
     return row.id;
+  },
+  /** The agent's wallet if this replica has met it already (no read). */
+  cached(agentId: string): string | undefined {
+    return this.known.get(agentId);
+  },
+  learn(agentId: string, walletId: string): void {
+    if (this.known.size >= 100_000) this.known.clear();
+    this.known.set(agentId, walletId);
   },
   async platform(trx: Trx): Promise<string> {
     const cached = this.known.get('platform');
@@ -95,11 +102,11 @@ async function availableOf(trx: Trx, walletId: string): Promise<number> {
  * command gets the same answer, except that a hold refused for funds is tried again by a later
  * attempt (an accept sent again once the wallet is funded).
  */
-async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
+async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
   const now = deps.now();
   // Nearly always the transaction's first command: its hold is decided without reading the `holds`
   // row first, and written only if there is none (issue 14) — else decided below on the row there is.
-  const first = await placeHold(trx, cmd, now, { ifFirst: true });
+  const first = placeFirstAtCommit(trx, walletIds, cmd, now) ?? await placeHold(trx, walletIds, cmd, now, { ifFirst: true });
   if (first) {
     if (first.status === 'held') rememberHeld(held, first);
     return announce(deps, trx, first);
@@ -108,7 +115,7 @@ async function holdFunds(deps: WalletDeps, held: HeldAmounts, trx: Trx, cmd: Hol
   const retry = existing?.status === 'refused' && existing.refusal === 'insufficient_funds' && cmd.attempt > existing.attempt;
   if (existing && !retry) return announce(deps, trx, existing);
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
-  const hold = (await placeHold(trx, cmd, now, { ifFirst: false }))!;
+  const hold = (await placeHold(trx, walletIds, cmd, now, { ifFirst: false }))!;
   if (hold.status === 'held') rememberHeld(held, hold);
   await announce(deps, trx, hold);
 }
@@ -122,8 +129,9 @@ type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents
  * The hold (or its refusal) written for the command, the consumer's wallet locked. `ifFirst`: only
  * if the transaction has no `holds` row yet; undefined, with nothing written, when it has one.
  */
-async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
+async function placeHold(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
   const [wallet] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
+  if (wallet) walletIds.learn(cmd.consumerAgentId, wallet.id);
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
   const hold: HoldRow = !wallet
     ? { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now }
@@ -132,10 +140,32 @@ async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { i
       : { ...base, status: 'held', refusal: null, closedAt: null };
   const insert = trx.insertInto('holds').values(hold).$if(ifFirst, (q) => q.onConflict((oc) => oc.column('transactionId').doNothing())).returning('transactionId');
   if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
-  const movement: Movement = { walletId: wallet!.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}` };
+  const movement = holdMovement(wallet!.id, cmd);
   // The hold's row written with the movement, in its statement; with `ifFirst`, the movement only with the row.
   const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst, atCommit: ifFirst });
   return entries ? hold : undefined;
+}
+
+const holdMovement = (walletId: string, cmd: HoldCommand): Movement => ({
+  walletId, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: cmd.transactionId, description: `Funds held for transaction ${cmd.transactionId}`,
+});
+
+/**
+ * The transaction's first hold, placed without reading the consumer's wallet (issue 14): its
+ * movement and its `holds` row written at commit, only if the wallet has the funds and the
+ * transaction no `holds` row yet (`moveAtCommit`); else the transaction is undone and the command
+ * runs again the ordinary way, which refuses or finds the row there is. Undefined when not possible
+ * here (a wallet this replica has not met yet, or no write at commit): `placeHold` then.
+ */
+function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date): HoldRow | undefined {
+  const walletId = walletIds.cached(cmd.consumerAgentId);
+  if (!walletId) return undefined;
+  const hold: HoldRow = {
+    transactionId: cmd.transactionId, walletId, amountCents: cmd.amountCents, attempt: cmd.attempt, status: 'held', refusal: null,
+    providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: null,
+  };
+  const insert = trx.insertInto('holds').values(hold).onConflict((oc) => oc.column('transactionId').doNothing()).returning('transactionId');
+  return moveAtCommit(trx, `hold:${cmd.transactionId}`, [holdMovement(walletId, cmd)], now, insert) ? hold : undefined;
 }
 
 /**
@@ -222,7 +252,9 @@ async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd:
   const update = trx.updateTable('holds').set(closed).where('transactionId', '=', t)
     .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
     .returning('transactionId');
-  const entries = await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld, atCommit: ifStillHeld });
-  if (!entries) return undefined;
+  // A hold this replica placed is settled without reading the wallets (`moveAtCommit`), else on them locked.
+  const moved = (ifStillHeld && moveAtCommit(trx, `settle:${t}`, movements, now, update))
+    || await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
+  if (!moved) return undefined;
   return { transactionId: t, walletId: hold.walletId, amountCents: hold.amountCents, attempt: 0, refusal: null, createdAt: now, ...closed };
 }

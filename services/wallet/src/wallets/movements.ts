@@ -3,7 +3,7 @@ import { sql, type Insertable, type Kysely, type OperationNodeSource, type Trans
 import { AppError, type LedgerTxType } from '@aex/contracts';
 import { precompiled, writeAtCommit, type Slots } from '@aex/platform';
 import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
-import { applyEntry } from '../domain/ledger.js';
+import { applyEntry, entryChange } from '../domain/ledger.js';
 
 export interface Movement {
   walletId: string;
@@ -159,4 +159,74 @@ async function writeMovements(trx: Transaction<Database>, entries: Insertable<Le
   if (alongside && opts.onlyWithAlongside && opts.atCommit && writeAtCommit(trx, { parts: [['alongside', alongside], ['entries', ledger], ['balances', balances]], guard: 'alongside' })) return true;
   const result = await sql`with ${alongside ? sql`alongside as (${alongside}),` : sql``} entries as (${ledger}) ${balances}`.execute(trx);
   return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+/**
+ * The movements made without reading the wallets first (issue 14): written by the statement before
+ * the commit (`writeAtCommit`) with `alongside`, the saga step's `holds` write, as changes relative
+ * to what the wallets hold when that statement runs, each ledger entry's balances taken from what the
+ * update returns. The statement writes only if every wallet could make its movements (open, with
+ * enough available and held at every entry, D13.2 as `applyEntry` decides it) and `alongside` wrote
+ * its row; else it fails, the transaction is undone, and the step runs again the ordinary way
+ * (`applyMovements` on the wallets locked), which refuses or moves as it decides. False, with
+ * nothing done, when no write at commit is possible: the caller then moves the ordinary way.
+ *
+ * For a movement the caller's own row makes happen once (`onceByCaller`); a wallet that is a closed
+ * child's (D6.8: its credits return to the parent) is left to the ordinary way.
+ */
+export function moveAtCommit(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, alongside: OperationNodeSource): boolean {
+  type Totals = { balance: number; held: number; earned: number; spent: number; needAvailable: number; needHeld: number };
+  const wallets = new Map<string, Totals>();
+  const entries: Array<Insertable<LedgerEntryRow> & { balanceLater: number; heldLater: number }> = [];
+  for (const m of movements) {
+    const change = entryChange(m.txType, m.amountCents);
+    if (!change.ok) return false;
+    const w = wallets.get(m.walletId) ?? { balance: 0, held: 0, earned: 0, spent: 0, needAvailable: 0, needHeld: 0 };
+    w.balance += change.value.balanceCents;
+    w.held += change.value.heldCents;
+    if (m.txType === 'settlement_in') w.earned += m.amountCents;
+    if (m.txType === 'settlement_out') w.spent -= m.amountCents;
+    // What the wallet must have had for every entry up to here to leave available and held ≥ 0.
+    w.needAvailable = Math.max(w.needAvailable, w.held - w.balance);
+    w.needHeld = Math.max(w.needHeld, -w.held);
+    wallets.set(m.walletId, w);
+    entries.push({
+      id: randomUUID(), walletId: m.walletId, operationId: m.operationId ?? operationId, transactionId: m.transactionId ?? null, txType: m.txType,
+      amountCents: m.amountCents, balanceAfterCents: 0, availableAfterCents: 0, description: m.description, createdAt: now,
+      // Filled below: what the wallet's later entries of this operation still change.
+      balanceLater: -w.balance, heldLater: -w.held,
+    });
+  }
+  for (const e of entries) {
+    const w = wallets.get(e.walletId)!;
+    e.balanceLater += w.balance;
+    e.heldLater += w.held;
+  }
+  const ids = [...wallets.keys()];
+  const totals = [...wallets.values()];
+  const column = <K extends keyof (typeof entries)[number]>(key: K) => entries.map((e) => e[key] ?? null);
+  // Locked in id order first, as every movement locks its wallets (no deadlock with `applyMovements`):
+  // the update below reads this count before it changes a row.
+  const locked = sql`select id from wallets where id = any(${ids}::uuid[]) order by id for update`;
+  const balances = sql`
+    update wallets as w set balance_cents = w.balance_cents + v.balance, held_cents = w.held_cents + v.held,
+      lifetime_earned_cents = w.lifetime_earned_cents + v.earned, lifetime_spent_cents = w.lifetime_spent_cents + v.spent, updated_at = ${now}
+    from (select * from unnest(${ids}::uuid[], ${totals.map((t) => t.balance)}::bigint[], ${totals.map((t) => t.held)}::bigint[],
+      ${totals.map((t) => t.earned)}::bigint[], ${totals.map((t) => t.spent)}::bigint[], ${totals.map((t) => t.needAvailable)}::bigint[],
+      ${totals.map((t) => t.needHeld)}::bigint[]) as u(id, balance, held, earned, spent, need_available, need_held)) as v
+    where w.id = v.id and (select count(*) from locked) = ${ids.length} and w.closed_at is null and w.balance_cents - w.held_cents >= v.need_available and w.held_cents >= v.need_held
+    returning w.id, w.balance_cents, w.held_cents`;
+  const ledger = sql`
+    insert into ledger_entries (id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, balance_after_cents, available_after_cents, description, created_at)
+    select e.id, e.wallet_id, e.operation_id, e.transaction_id, e.tx_type, e.amount_cents, b.balance_cents - e.balance_later,
+      (b.balance_cents - e.balance_later) - (b.held_cents - e.held_later), e.description, e.created_at
+    from unnest(${column('id')}::uuid[], ${column('walletId')}::uuid[], ${column('operationId')}::text[], ${column('transactionId')}::uuid[],
+      ${column('txType')}::text[], ${column('amountCents')}::bigint[], ${column('description')}::text[], ${column('createdAt')}::timestamptz[],
+      ${column('balanceLater')}::bigint[], ${column('heldLater')}::bigint[])
+      with ordinality as e(id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, description, created_at, balance_later, held_later, n)
+    join balances as b on b.id = e.wallet_id
+    order by e.n`;
+  // Every wallet moved and the caller's row written, or nothing at all.
+  const moved = sql`select a.* from alongside as a where (select count(*) from balances) = ${ids.length}`;
+  return writeAtCommit(trx, { parts: [['locked', locked], ['balances', balances], ['alongside', alongside], ['entries', ledger], ['moved', moved]], guard: 'moved' });
 }

@@ -55,15 +55,23 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
   }
 }
 
+/**
+ * A transaction still in progress (not in a terminal status), written out rather than with
+ * parameters: the predicate of the partial indexes of migration `0005-active-transactions`, which
+ * the planner can use only for a condition it can see is that one (issue 14: the count read every
+ * transaction the agents ever had).
+ */
+export const ACTIVE = sql<boolean>`status not in (${sql.raw(TERMINAL_STATUSES.map((s) => `'${s}'`).join(', '))})`;
+
 /** Both parties' non-terminal transactions but one (compiled once: every creation counts them). */
-const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
+export const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
   .selectFrom('transactions')
   .select([
     sql<number>`count(*) filter (where consumer_agent_id = ${$.consumer} or provider_agent_id = ${$.consumer})::int`.as('c'),
     sql<number>`count(*) filter (where consumer_agent_id = ${$.provider} or provider_agent_id = ${$.provider})::int`.as('p'),
   ])
   .where((eb) => eb.or([eb('consumerAgentId', 'in', [$.consumer, $.provider]), eb('providerAgentId', 'in', [$.consumer, $.provider])]))
-  .where('status', 'not in', [...TERMINAL_STATUSES])
+  .where(ACTIVE)
   .where('id', '!=', $.excluding));
 
 /**

@@ -207,12 +207,17 @@ export interface SpawnedProcess {
 export function spawnMain(main: string, env: Record<string, string>, ready: RegExp): Promise<SpawnedProcess> {
   const child = spawn(process.execPath, [...nodeFlagsOfStart(), main], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let started = false;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${main} did not start:\n${out}`)), 60_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
+      // Matched once: a long-running process's output is only kept from then on (searching all of it
+      // again for every chunk made a busy process's pipe cost the test runner more than the process).
+      if (started) return;
       const match = ready.exec(out);
       if (match) {
+        started = true;
         clearTimeout(timer);
         resolve({ child, output: () => out, match });
       }

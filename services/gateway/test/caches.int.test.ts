@@ -152,4 +152,50 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
     // The capacity and the refill of those 250 ms (2.5 tokens), nothing more — and nothing less.
     expect(allowed).toBe(600 + 2);
   });
+
+  /** The bus with its KV reads of the limiter's bucket counted. */
+  function countingReads(b: Bus): { bus: Bus; reads: () => number } {
+    let reads = 0;
+    const counted = new Proxy(b, {
+      get: (target, prop, receiver) => prop !== 'kv' ? Reflect.get(target, prop, receiver) : async (...args: Parameters<Bus['kv']>) => {
+        const kv = await target.kv(...args);
+        return { ...kv, get: (key: string) => (reads++, kv.get(key)), update: kv.update.bind(kv), create: kv.create.bind(kv) };
+      },
+    });
+    return { bus: counted, reads: () => reads };
+  }
+
+  it('takes from the bucket it wrote last without reading it again, and reads it when another wrote since', async () => {
+    const b = await bus();
+    const { bus: counted, reads } = countingReads(b);
+    let now = 1_700_000_000_000;
+    const limiter = await RateLimiter.create(counted, limits, () => now);
+    cleanups.push(() => limiter.stop());
+    // A bucket taken now and then (no lease): one compare-and-set each, a read only for the first.
+    for (let i = 0; i < 4; i++, now += 1_000) expect((await limiter.take('write', 'calm')).allowed).toBe(true);
+    expect(reads()).toBe(1);
+    expect(await sharedTokens(b, 'write.calm')).toBeCloseTo(10 - 4 + (10 / 60) * 3, 6);
+    // Another replica writes: the remembered write is stale, its compare-and-set fails, the store is read.
+    const other = await RateLimiter.create(b, limits, () => now);
+    cleanups.push(() => other.stop());
+    expect((await other.take('write', 'calm')).allowed).toBe(true);
+    expect((await limiter.take('write', 'calm')).allowed).toBe(true);
+    expect(reads()).toBe(2);
+    expect(await sharedTokens(b, 'write.calm')).toBeCloseTo(10 - 6 + (10 / 60) * 4, 6);
+  });
+
+  it('refuses only on what the store holds, never on a stale write of its own (tokens given back since)', async () => {
+    const b = await bus();
+    const now = 1_700_000_000_000;
+    const limiter = await RateLimiter.create(b, limits, () => now);
+    cleanups.push(() => limiter.stop());
+    for (let i = 0; i < 10; i++) expect((await limiter.take('write', 'drained')).allowed).toBe(true);
+    expect(await sharedTokens(b, 'write.drained')).toBe(0);
+    // Elsewhere the bucket gets tokens back (another replica's refunds): what this one wrote last says empty.
+    const kv = await b.kv(names.bucket(b.namespace, 'rate_limits'), { ttlMs: 120_000 });
+    await kv.put('write.drained', JSON.stringify({ tokens: 3, atMs: now }));
+    const taken = await Promise.all(Array.from({ length: 4 }, () => limiter.take('write', 'drained')));
+    expect(taken.map((t) => t.allowed)).toEqual([true, true, true, false]);
+    expect(await sharedTokens(b, 'write.drained')).toBe(0);
+  });
 });

@@ -1,5 +1,5 @@
 import { AppError, names } from '@aex/contracts';
-import { KvConflictError, type Bus, type KvStore } from '@aex/platform';
+import { KvConflictError, RecentMap, type Bus, type KvEntry, type KvStore } from '@aex/platform';
 import { spareTokens, takeResult, takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
 
 export type RateGroup = 'read' | 'write' | 'discovery' | 'key_rotation' | 'accounts_ip' | 'public_ip' | 'auth_failures_ip';
@@ -54,6 +54,12 @@ export class RateLimiter {
   private readonly queues = new Map<string, Waiter[]>();
   private readonly leases = new Map<string, Lease>();
   private readonly demand = new Map<string, Demand>();
+  /**
+   * What this replica last wrote to each bucket, with its revision (issue 14): the next
+   * compare-and-set is tried on it without reading the store first. Only another replica's write (or
+   * the entry's expiry) makes it stale, and then the compare-and-set fails and the bucket is read.
+   */
+  private readonly written = new RecentMap<string, KvEntry>(10_000);
   private readonly sweeper: NodeJS.Timeout;
 
   private constructor(private readonly kv: KvStore, private readonly limits: Record<RateGroup, number>, private readonly clock: () => number) {
@@ -118,12 +124,12 @@ export class RateLimiter {
   private async giveBack(key: string, limit: number, n: number): Promise<void> {
     if (n < 1) return;
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const entry = await this.kv.get(key).catch(() => null);
+      const { entry } = await this.read(key, round).catch(() => ({ entry: null }));
       if (!entry) return; // expired: the bucket is full anyway
       const now = this.clock();
       const state = { tokens: Math.min(limit, tokensAt(JSON.parse(entry.value) as BucketState, limit, now) + n), atMs: now };
       try {
-        await this.kv.update(key, JSON.stringify(state), entry.revision);
+        await this.write(key, JSON.stringify(state), entry);
         return;
       } catch (err) {
         if (!(err instanceof KvConflictError)) return;
@@ -138,22 +144,25 @@ export class RateLimiter {
   private async takeBatch(key: string, limit: number, n: number, wanted: number): Promise<TakeResult[]> {
     try {
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        const entry = await this.kv.get(key);
+        const { entry, known } = await this.read(key, round);
         const now = this.clock();
         const batch = takeTokens(entry ? (JSON.parse(entry.value) as BucketState) : null, limit, now, n);
+        // A refusal is decided on the store's entry only: what this replica wrote may be stale (another
+        // replica gave tokens back since, or the entry expired, which makes the bucket full).
+        if (known && batch.granted < n) continue;
         // A batch that takes nothing changes nothing worth writing: the bucket only refills with time.
         if (batch.granted === 0) return batch.results;
         const spare = spareTokens(batch.state.tokens, limit, wanted);
         const shared = { tokens: batch.state.tokens - spare, atMs: now };
         try {
-          const value = JSON.stringify(shared);
-          if (entry) await this.kv.update(key, value, entry.revision);
-          else await this.kv.create(key, value);
+          await this.write(key, JSON.stringify(shared), entry);
           if (spare > 0) this.addLease(key, { tokens: spare, shared, limit, expiresAt: now + LEASE_MS });
           return batch.results;
         } catch (err) {
           if (!(err instanceof KvConflictError)) throw err;
         }
+        // What this replica wrote last was stale: read the bucket now, at once.
+        if (known) continue;
         // Another replica won this round: read its write and go again, after a short jitter.
         await new Promise((r) => setTimeout(r, Math.random() * Math.min(8, round + 1)));
       }
@@ -162,6 +171,26 @@ export class RateLimiter {
     }
     // Sixty-four rounds lost to other replicas: the store is not keeping up, which is an outage.
     throw unavailable();
+  }
+
+  /**
+   * The bucket as the first round of a compare-and-set starts from: what this replica last wrote,
+   * when it remembers it (the write then proves it current or fails), else the store's entry.
+   */
+  private async read(key: string, round: number): Promise<{ entry: KvEntry | null; known: boolean }> {
+    const written = round === 0 ? this.written.get(key) : undefined;
+    return written ? { entry: written, known: true } : { entry: await this.kv.get(key), known: false };
+  }
+
+  /** Compare-and-set of the bucket on `entry` (create when there is none), remembered when it succeeds. */
+  private async write(key: string, value: string, entry: KvEntry | null): Promise<void> {
+    try {
+      const revision = entry ? await this.kv.update(key, value, entry.revision) : await this.kv.create(key, value);
+      this.written.set(key, { value, revision });
+    } catch (err) {
+      this.written.delete(key);
+      throw err;
+    }
   }
 
   /** One token from this replica's lease of the bucket, when it holds one; an ended lease goes back. */

@@ -9,8 +9,8 @@ import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
-import { transactionView } from './views.js';
+import { announce, awaitRow, lockTransaction, move, moveAtCommit, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateAtCommit, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
+import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
 type Trx = Transaction<Database>;
@@ -204,10 +204,12 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
     const patch = checked.ok
       ? { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }
       : { deliveryAttempts: attempts, statusReason: 'output_validation_failed' };
-    const moved = guarded ? await moveKnown(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
+    // Guarded: written at commit when it can be (one round trip), else at once.
+    const moved = guarded ? (await moveAtCommit(trx, t, to, patch, now)) ?? (await moveKnown(trx, t, to, patch, now)) : await move(trx, t, to, patch, now);
     if (moved && checked.ok) await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
     return moved;
   };
+  let delivered: VersionedRow | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
     // The row as last seen, if it is still that version and may be delivered (issue 14: no locking read).
     let moved = canDeliver(seen.row.status) ? await deliverOn(trx, seen.row, true) : undefined;
@@ -216,9 +218,11 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
       assertAction('deliver', t.status);
       moved = (await deliverOn(trx, t, false))!;
     }
-    deps.known.remember(moved);
-    return { data: transactionView(moved) };
+    delivered = moved;
+    return rowReply(moved);
   });
+  // Once committed: a row written at commit has its new version only now.
+  deps.known.remember(delivered!);
   deps.relay.kick();
   if (checked.ok) return reply;
   const left = reply.data.maxDeliveryAttempts - reply.data.deliveryAttempts;
@@ -243,26 +247,28 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   /** The settlement asked for on `t` (delivered, hold held); `guarded`: only if `t` is still the row's version. */
   const settleOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
     const changes = { hold: 'settling' as const, qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now };
-    const next = guarded ? await updateKnown(trx, t, changes) : await updateRow(trx, t.id, changes);
+    // Guarded: written at commit when it can be (one round trip), else at once.
+    const next = guarded ? updateAtCommit(trx, t, changes) ?? (await updateKnown(trx, t, changes)) : await updateRow(trx, t.id, changes);
     if (!next) return undefined;
     await requestSettlement(trx, next, now);
     await cancelTimer(trx, TIMERS.reviewWindow, t.id);
     return next;
   };
+  let settling: VersionedRow | undefined;
   const asked = await ctx.effect(deps.db, async (trx) => {
+    settling = undefined;
     // The row as last seen, if it is still that version (issue 14: no locking read).
     const fast = seen.row.status === 'delivered' && seen.row.hold === 'held' ? await settleOn(trx, seen.row, true) : undefined;
     if (fast) {
-      deps.known.remember(fast);
-      return { status: 202, data: transactionView(fast) };
+      settling = fast;
+      return rowReply(fast, 202);
     }
     const t = (await lockTransaction(trx, seen.row.id))!;
     assertAction('verify', t.status);
     if (t.hold !== 'settling') {
       if (t.hold !== 'held') throw new Error(`transaction ${t.id} delivered with hold ${t.hold}`);
-      const next = (await settleOn(trx, t, false))!;
-      deps.known.remember(next);
-      return { status: 202, data: transactionView(next) };
+      settling = (await settleOn(trx, t, false))!;
+      return { status: 202, data: transactionView(settling) };
     }
     // Already settling: a verify sent again, or one that came as the review window ended (D9.7) —
     // the consumer's score and notes are still kept when none were given yet; the trust score counts them.
@@ -275,6 +281,8 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
     watch.close();
     throw err;
   });
+  // Once committed: a row written at commit has its new version only now.
+  if (settling) deps.known.remember(settling);
   deps.relay.kick();
   const t = await awaitRow(deps.db, deps.signals, seen.row.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
   return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };

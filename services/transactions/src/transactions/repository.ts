@@ -45,6 +45,18 @@ export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | un
 export const updateKnown = async (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
   (await trx.executeQuery(rowUpdate(trx, t.id, changes, t.version))).rows[0];
 
+/**
+ * `updateKnown` made by the statement written before the commit (`writeAtCommit`, issue 14: one
+ * round trip less). Returns the row as the update leaves it — the parts this replica does not keep
+ * (input, output, metadata) and the new version filled in by that statement, before the commit's
+ * answer — or undefined when the write cannot go at commit (the caller then updates at once). A row
+ * that moved on since undoes the transaction, and the step runs again.
+ */
+export function updateAtCommit(trx: Trx, t: KnownRow, changes: Updateable<TransactionRow>): VersionedRow | undefined {
+  const next = { ...t, ...changes } as VersionedRow;
+  return writeAtCommit<VersionedRow>(trx, { parts: [['moved', rowUpdate(trx, t.id, changes, t.version)]], guard: 'moved', written: ([row]) => Object.assign(next, row) }) ? next : undefined;
+}
+
 /** Updates the row `id` with `changes`, returning it as it leaves it (undefined when there is none). */
 export const updateRow = async (trx: Trx, id: string, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
   (await trx.executeQuery(rowUpdate(trx, id, changes))).rows[0];
@@ -122,9 +134,8 @@ async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold
   let next: VersionedRow | undefined;
   if (guarded === 'at commit') {
     // The row as the move leaves it (what the messages below tell), made exact by the statement.
-    const moved = { ...t, ...changes } as VersionedRow;
-    if (!writeAtCommit<VersionedRow>(trx, { parts: [['moved', rowUpdate(trx, t.id, changes, t.version!)]], guard: 'moved', written: ([row]) => Object.assign(moved, row) })) return undefined;
-    next = moved;
+    next = updateAtCommit(trx, t as KnownRow, changes);
+    if (!next) return undefined;
   } else {
     // The update first: a guarded one that finds the row moved on must leave nothing written.
     next = guarded

@@ -3,6 +3,19 @@ import type { NegotiationRow, TransactionRow } from '../db/schema.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/**
+ * An answer showing the transaction as it is when the answer is sent, not when the handler returns
+ * it: a row written at commit (`updateAtCommit`, `moveAtCommit`) is completed by the statement
+ * written before the commit — its input, output and metadata, which a replica does not keep — after
+ * the handler's part of the database transaction has returned its answer.
+ */
+export const rowReply = (t: TransactionRow, status?: number): { readonly status?: number; readonly data: TransactionView } => ({
+  ...(status === undefined ? {} : { status }),
+  get data() {
+    return transactionView(t);
+  },
+});
+
 /** Spec "Transaction" with the EXT fields of D9.10; shown to both parties alike. */
 export function transactionView(t: TransactionRow): TransactionView {
   return {

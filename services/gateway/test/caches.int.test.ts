@@ -104,11 +104,17 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
     return e ? (JSON.parse(e.value) as { tokens: number }).tokens : Number.NaN;
   }
 
+  /** A limiter on `b` with `clock`, stopped (its leases given back) after the test. */
+  async function limiterOn(b: Bus, clock: () => number, groups: typeof limits = limits): Promise<RateLimiter> {
+    const limiter = await RateLimiter.create(b, groups, clock);
+    cleanups.push(() => limiter.stop());
+    return limiter;
+  }
+
   it('takes what the last quarter second asked for ahead, spends it locally, and gives back what is left', async () => {
     const b = await bus();
     let now = 1_700_000_000_000;
-    const limiter = await RateLimiter.create(b, limits, () => now);
-    cleanups.push(() => limiter.stop());
+    const limiter = await limiterOn(b, () => now);
     for (let i = 0; i < 20; i++) expect((await limiter.take('read', 'hot')).allowed).toBe(true);
     expect(await sharedTokens(b, 'read.hot')).toBe(980);
     now += 250; // a new period: the last one asked for 20
@@ -130,8 +136,7 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
   it('leases nothing from a bucket below half: each token is taken from the store', async () => {
     const b = await bus();
     let now = 1_700_000_000_000;
-    const limiter = await RateLimiter.create(b, limits, () => now);
-    cleanups.push(() => limiter.stop());
+    const limiter = await limiterOn(b, () => now);
     for (let i = 0; i < 6; i++) await limiter.take('write', 'low');
     now += 250;
     expect((await limiter.take('write', 'low')).allowed).toBe(true);
@@ -143,8 +148,7 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
     const b = await bus();
     let now = 1_700_000_000_000;
     const clock = () => now;
-    const replicas = await Promise.all([RateLimiter.create(b, { ...limits, read: 600 }, clock), RateLimiter.create(b, { ...limits, read: 600 }, clock)]);
-    for (const r of replicas) cleanups.push(() => r.stop());
+    const replicas = await Promise.all([limiterOn(b, clock, { ...limits, read: 600 }), limiterOn(b, clock, { ...limits, read: 600 })]);
     for (let i = 0; i < 40; i++) await replicas[i % 2]!.take('read', 'shared');
     now += 250; // both now lease ahead
     const burst = await Promise.all(Array.from({ length: 1200 }, (_, i) => replicas[i % 2]!.take('read', 'shared')));
@@ -169,15 +173,13 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
     const b = await bus();
     const { bus: counted, reads } = countingReads(b);
     let now = 1_700_000_000_000;
-    const limiter = await RateLimiter.create(counted, limits, () => now);
-    cleanups.push(() => limiter.stop());
+    const limiter = await limiterOn(counted, () => now);
     // A bucket taken now and then (no lease): one compare-and-set each, a read only for the first.
     for (let i = 0; i < 4; i++, now += 1_000) expect((await limiter.take('write', 'calm')).allowed).toBe(true);
     expect(reads()).toBe(1);
     expect(await sharedTokens(b, 'write.calm')).toBeCloseTo(10 - 4 + (10 / 60) * 3, 6);
     // Another replica writes: the remembered write is stale, its compare-and-set fails, the store is read.
-    const other = await RateLimiter.create(b, limits, () => now);
-    cleanups.push(() => other.stop());
+    const other = await limiterOn(b, () => now);
     expect((await other.take('write', 'calm')).allowed).toBe(true);
     expect((await limiter.take('write', 'calm')).allowed).toBe(true);
     expect(reads()).toBe(2);
@@ -187,8 +189,7 @@ describe('D4 token buckets taken ahead in leases (issue 14)', () => {
   it('refuses only on what the store holds, never on a stale write of its own (tokens given back since)', async () => {
     const b = await bus();
     const now = 1_700_000_000_000;
-    const limiter = await RateLimiter.create(b, limits, () => now);
-    cleanups.push(() => limiter.stop());
+    const limiter = await limiterOn(b, () => now);
     for (let i = 0; i < 10; i++) expect((await limiter.take('write', 'drained')).allowed).toBe(true);
     expect(await sharedTokens(b, 'write.drained')).toBe(0);
     // Elsewhere the bucket gets tokens back (another replica's refunds): what this one wrote last says empty.

@@ -9,7 +9,7 @@ import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, moveAtCommit, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateAtCommit, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
+import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -204,8 +204,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
     const patch = checked.ok
       ? { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }
       : { deliveryAttempts: attempts, statusReason: 'output_validation_failed' };
-    // Guarded: written at commit when it can be (one round trip), else at once.
-    const moved = guarded ? (await moveAtCommit(trx, t, to, patch, now)) ?? (await moveKnown(trx, t, to, patch, now)) : await move(trx, t, to, patch, now);
+    const moved = guarded ? await moveKnown(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
     if (moved && checked.ok) await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
     return moved;
   };
@@ -247,8 +246,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   /** The settlement asked for on `t` (delivered, hold held); `guarded`: only if `t` is still the row's version. */
   const settleOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
     const changes = { hold: 'settling' as const, qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now };
-    // Guarded: written at commit when it can be (one round trip), else at once.
-    const next = guarded ? updateAtCommit(trx, t, changes) ?? (await updateKnown(trx, t, changes)) : await updateRow(trx, t.id, changes);
+    const next = guarded ? await updateKnown(trx, t, changes) : await updateRow(trx, t.id, changes);
     if (!next) return undefined;
     await requestSettlement(trx, next, now);
     await cancelTimer(trx, TIMERS.reviewWindow, t.id);

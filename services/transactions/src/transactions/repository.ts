@@ -39,22 +39,19 @@ export async function partyTransaction(db: Kysely<Database>, known: KnownTransac
 export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | undefined> => trx.selectFrom('transactions').selectAll().select(VERSION).where('id', '=', id).forUpdate().executeTakeFirst();
 
 /**
- * Updates the row that `t` was read as, if it is still that version: undefined when it moved on
- * since (the caller then decides again on the row locked). Nothing is written when it finds none.
+ * Updates the row that `t` was read as, if it is still that version. When it can (`writeAtCommit`,
+ * issue 14: one round trip less), the update is made by the statement written before the commit:
+ * the row returned is then `t` with the changes, completed by that statement — the parts a replica
+ * does not keep (input, output, metadata) and the new version — once it has run, so an answer
+ * showing it is built when sent (`rowReply`); a row that moved on since undoes the transaction, and
+ * the step runs again. Made at once otherwise: undefined, with nothing written, when the row moved
+ * on (the caller then decides again on the row locked).
  */
-export const updateKnown = async (trx: Trx, t: Pick<KnownRow, 'id' | 'version'>, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
-  (await trx.executeQuery(rowUpdate(trx, t.id, changes, t.version))).rows[0];
-
-/**
- * `updateKnown` made by the statement written before the commit (`writeAtCommit`, issue 14: one
- * round trip less). Returns the row as the update leaves it — the parts this replica does not keep
- * (input, output, metadata) and the new version filled in by that statement, before the commit's
- * answer — or undefined when the write cannot go at commit (the caller then updates at once). A row
- * that moved on since undoes the transaction, and the step runs again.
- */
-export function updateAtCommit(trx: Trx, t: KnownRow, changes: Updateable<TransactionRow>): VersionedRow | undefined {
+export async function updateKnown(trx: Trx, t: KnownRow, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> {
   const next = { ...t, ...changes } as VersionedRow;
-  return writeAtCommit<VersionedRow>(trx, { parts: [['moved', rowUpdate(trx, t.id, changes, t.version)]], guard: 'moved', written: ([row]) => Object.assign(next, row) }) ? next : undefined;
+  const update = rowUpdate(trx, t.id, changes, t.version);
+  if (writeAtCommit<VersionedRow>(trx, { parts: [['moved', update]], guard: 'moved', written: ([row]) => Object.assign(next, row) })) return next;
+  return (await trx.executeQuery(update)).rows[0];
 }
 
 /** Updates the row `id` with `changes`, returning it as it leaves it (undefined when there is none). */
@@ -107,43 +104,25 @@ export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | '
 
 /**
  * `move` of the row as it was known (`KnownTransactions`) without a lock: made only if the row is
- * still that version, else undefined and nothing written — the caller decides again on the row
- * locked (issue 14: a saga step or request that finds the row as it left it saves the locking read).
+ * still that version (`updateKnown`: by the statement before the commit when it can be, with the
+ * step's messages and timers — a saga step of one round trip), else undefined and nothing written —
+ * the caller decides again on the row locked (issue 14: a saga step or request that finds the row
+ * as it left it saves the locking read).
  */
 export function moveKnown(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
   return moveRow(trx, t, to, patch, now, true);
 }
 
-/**
- * `moveKnown` made by the statement written before the commit, with the step's messages and timers
- * (`writeAtCommit`, issue 14: a saga step of one round trip). Returns the row as the move leaves it,
- * completed with what the statement returns by the time the transaction commits; undefined when the
- * write cannot go at commit (the caller then moves at once). A row that moved on since undoes the
- * transaction, and the step runs again.
- */
-export function moveAtCommit(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
-  return moveRow(trx, t, to, patch, now, 'at commit');
-}
-
-async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean | 'at commit'): Promise<VersionedRow | undefined> {
+async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean): Promise<VersionedRow | undefined> {
   if (!canMove(t.status, to)) throw new Error(`transaction ${t.id}: no move from ${t.status} to ${to}`);
   const changes: Updateable<TransactionRow> = { statusReason: null, ...patch, status: to, updatedAt: now };
   const hold = patch.hold ?? t.hold;
   const returning = isTerminal(to) && (hold === 'requested' || hold === 'held');
   if (returning) changes.hold = 'returning';
-  let next: VersionedRow | undefined;
-  if (guarded === 'at commit') {
-    // The row as the move leaves it (what the messages below tell), made exact by the statement.
-    next = updateAtCommit(trx, t as KnownRow, changes);
-    if (!next) return undefined;
-  } else {
-    // The update first: a guarded one that finds the row moved on must leave nothing written.
-    next = guarded
-      ? await updateKnown(trx, { id: t.id, version: t.version! }, changes)
-      : await updateRow(trx, t.id, changes);
-    if (!next && !guarded) throw new Error(`transaction ${t.id} to move is gone`);
-    if (!next) return undefined;
-  }
+  // The update first: a guarded one that finds the row moved on must leave nothing written.
+  const next = guarded ? await updateKnown(trx, t as KnownRow, changes) : await updateRow(trx, t.id, changes);
+  if (!next && !guarded) throw new Error(`transaction ${t.id} to move is gone`);
+  if (!next) return undefined;
   if (returning) await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
   if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
   await announce(trx, next, t.status, now);

@@ -61,7 +61,7 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
  * the planner can use only for a condition it can see is that one (issue 14: the count read every
  * transaction the agents ever had).
  */
-export const ACTIVE = sql<boolean>`status not in (${sql.raw(TERMINAL_STATUSES.map((s) => `'${s}'`).join(', '))})`;
+const ACTIVE = sql<boolean>`status not in (${sql.raw(TERMINAL_STATUSES.map((s) => `'${s}'`).join(', '))})`;
 
 /** Both parties' non-terminal transactions but one (compiled once: every creation counts them). */
 export const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx

@@ -32,22 +32,19 @@ type Trx = Transaction<Database>;
  */
 type WalletIds = ReturnType<typeof walletDirectory>;
 const walletDirectory = () => ({
-  known: new Map<string, string>(),
-  async ofAgent(trx: Trx, agentId: string): Promise<string> {
+  known: new RecentMap<string, string>(100_000),
+  /** The agent's wallet, undefined when it has none (not remembered: it may open later). */
+  async find(trx: Trx, agentId: string): Promise<string | undefined> {
     const cached = this.known.get(agentId);
     if (cached) return cached;
     const row = await trx.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst();
-    if (!row) throw new Error(`agent ${agentId} has no wallet`);
-    this.learn(agentId, row.id);
-    return row.id;
+    if (row) this.known.set(agentId, row.id);
+    return row?.id;
   },
-  /** The agent's wallet if this replica has met it already (no read). */
-  cached(agentId: string): string | undefined {
-    return this.known.get(agentId);
-  },
-  learn(agentId: string, walletId: string): void {
-    if (this.known.size >= 100_000) this.known.clear();
-    this.known.set(agentId, walletId);
+  async ofAgent(trx: Trx, agentId: string): Promise<string> {
+    const id = await this.find(trx, agentId);
+    if (!id) throw new Error(`agent ${agentId} has no wallet`);
+    return id;
   },
   async platform(trx: Trx): Promise<string> {
     const cached = this.known.get('platform');
@@ -106,7 +103,7 @@ async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmoun
   const now = deps.now();
   // Nearly always the transaction's first command: its hold is decided without reading the `holds`
   // row first, and written only if there is none (issue 14) — else decided below on the row there is.
-  const first = placeFirstAtCommit(trx, walletIds, cmd, now) ?? await placeHold(trx, walletIds, cmd, now, { ifFirst: true });
+  const first = (await placeFirstAtCommit(trx, walletIds, cmd, now)) ?? (await placeHold(trx, cmd, now, { ifFirst: true }));
   if (first) {
     if (first.status === 'held') rememberHeld(held, first);
     return announce(deps, trx, first);
@@ -115,7 +112,7 @@ async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmoun
   const retry = existing?.status === 'refused' && existing.refusal === 'insufficient_funds' && cmd.attempt > existing.attempt;
   if (existing && !retry) return announce(deps, trx, existing);
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
-  const hold = (await placeHold(trx, walletIds, cmd, now, { ifFirst: false }))!;
+  const hold = (await placeHold(trx, cmd, now, { ifFirst: false }))!;
   if (hold.status === 'held') rememberHeld(held, hold);
   await announce(deps, trx, hold);
 }
@@ -129,9 +126,8 @@ type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents
  * The hold (or its refusal) written for the command, the consumer's wallet locked. `ifFirst`: only
  * if the transaction has no `holds` row yet; undefined, with nothing written, when it has one.
  */
-async function placeHold(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
+async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
   const [wallet] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
-  if (wallet) walletIds.learn(cmd.consumerAgentId, wallet.id);
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
   const hold: HoldRow = !wallet
     ? { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now }
@@ -142,7 +138,7 @@ async function placeHold(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: 
   if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
   const movement = holdMovement(wallet!.id, cmd);
   // The hold's row written with the movement, in its statement; with `ifFirst`, the movement only with the row.
-  const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst, atCommit: ifFirst });
+  const entries = await applyMovements(trx, `hold:${cmd.transactionId}`, [movement], now, { locked: [wallet!], onceByCaller: true, alongside: insert, onlyWithAlongside: ifFirst });
   return entries ? hold : undefined;
 }
 
@@ -155,10 +151,10 @@ const holdMovement = (walletId: string, cmd: HoldCommand): Movement => ({
  * movement and its `holds` row written at commit, only if the wallet has the funds and the
  * transaction no `holds` row yet (`moveAtCommit`); else the transaction is undone and the command
  * runs again the ordinary way, which refuses or finds the row there is. Undefined when not possible
- * here (a wallet this replica has not met yet, or no write at commit): `placeHold` then.
+ * here (an agent without a wallet, or no write at commit): `placeHold` then.
  */
-function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date): HoldRow | undefined {
-  const walletId = walletIds.cached(cmd.consumerAgentId);
+async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date): Promise<HoldRow | undefined> {
+  const walletId = await walletIds.find(trx, cmd.consumerAgentId);
   if (!walletId) return undefined;
   const hold: HoldRow = {
     transactionId: cmd.transactionId, walletId, amountCents: cmd.amountCents, attempt: cmd.attempt, status: 'held', refusal: null,

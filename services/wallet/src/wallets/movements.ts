@@ -35,12 +35,6 @@ export interface MovementOptions {
    * is written. For a saga step made without reading its `holds` row first (issue 14).
    */
   onlyWithAlongside?: boolean;
-  /**
-   * With `onlyWithAlongside`: the movements written by the statement before the commit, with the
-   * step's messages (`writeAtCommit`, issue 14: a saga step of one round trip fewer). When
-   * `alongside` then writes nothing, the transaction is undone and the step runs again.
-   */
-  atCommit?: boolean;
 }
 
 /**
@@ -156,7 +150,6 @@ async function writeMovements(trx: Transaction<Database>, entries: Insertable<Le
     from unnest(${rows.map((w) => w.id)}::uuid[], ${rows.map((w) => w.balanceCents)}::bigint[], ${rows.map((w) => w.heldCents)}::bigint[],
       ${rows.map((w) => w.lifetimeEarnedCents)}::bigint[], ${rows.map((w) => w.lifetimeSpentCents)}::bigint[]) as v(id, balance, held, earned, spent)
     where w.id = v.id and ${condition}`;
-  if (alongside && opts.onlyWithAlongside && opts.atCommit && writeAtCommit(trx, { parts: [['alongside', alongside], ['entries', ledger], ['balances', balances]], guard: 'alongside' })) return true;
   const result = await sql`with ${alongside ? sql`alongside as (${alongside}),` : sql``} entries as (${ledger}) ${balances}`.execute(trx);
   return Number(result.numAffectedRows ?? 0) > 0;
 }

@@ -3,7 +3,7 @@ import { budgetFloor, pricingProblems, slaProblems, withDefaults } from '../src/
 import { inputCompatibility, ioSignature, outputCompatibility, requiredOutput, schemaTypes, typeFits, valueType } from '../src/domain/compatibility.js';
 import { cheapness, compositeRank, RANK_WEIGHTS, speed } from '../src/domain/rank.js';
 import { schemaText, searchText, vocabularyOf, words } from '../src/domain/search-text.js';
-import { combineMatch, compatibilityScore, preference, PREFERENCE_SHARE } from '../src/discovery/discover.js';
+import { ceilingScore, combineMatch, compatibilityScore, preference, PREFERENCE_SHARE } from '../src/discovery/discover.js';
 import { editDistance } from '../src/discovery/lexicon.js';
 import { needTokens } from '../src/discovery/need.js';
 import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relationWeight, type Relevance, type ScorableDocument } from '../src/discovery/scorer.js';
@@ -11,8 +11,11 @@ import { correctionWeight, LexicalSemanticScorer, maxEdits, parseTsvector, relat
 /** A relevance as a map by id, to look up a few. */
 const relevanceMap = (r: Relevance): Map<string, number> => new Map(r.ids.map((id, i) => [id, r.values[i]!]));
 import { WordNet } from '../src/discovery/thesaurus.js';
+import { EmbeddingRows } from '../src/discovery/embedding-rows.js';
+import { dotKernel, queryMax } from '../src/discovery/int8-dot.js';
 import { embeddingText, fromBytes, toBytes, UniversalSentenceEncoder } from '../src/discovery/sentence-encoder.js';
 import type { Lexicon } from '../src/discovery/lexicon.js';
+import { selectPage } from '../src/services/page-select.js';
 
 describe('composite_rank (D7.5)', () => {
   it('is 0.5·trust + 0.3·cheapness + 0.2·speed, each in [0, 1]', () => {
@@ -278,22 +281,90 @@ describe('sentence embeddings (closeness of meaning)', () => {
     expect(await best('zzzz qqqq')).toEqual([]);
   });
 
-  it('scores the same when the worker compares half of the services in parallel', async () => {
+  it('compares a need with the quantised embeddings as with the float ones (issue 14)', async () => {
     const encoder = await UniversalSentenceEncoder.load();
-    // The same model without the parallel scan: everything compared on this thread.
-    const plain = { name: encoder.name, dims: encoder.dims, embed: (t: string[]) => encoder.embed(t), close: async () => undefined };
-    const parallel = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
-    const serial = new LexicalSemanticScorer(lexicon, new WordNet(), plain);
-    const vectors = await encoder.embed(topics);
-    for (const scorer of [parallel, serial]) {
-      topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
-      scorer.remove('s4'); // a dead row in the shared memory must not match
+    const needs = ['how many yen is 250 euros', 'shrink a picture', 'will it be stormy tomorrow', 'can ibuprofen be taken together with warfarin'];
+    const [vectors, queries] = [await encoder.embed(topics), await encoder.embed(needs)];
+    const cos = (x: Float32Array, y: Float32Array) => x.reduce((s, v, i) => s + v * y[i]!, 0);
+    const rows = new EmbeddingRows(encoder.dims);
+    expect(rows.kind).toBe('simd');
+    vectors.forEach((v, slot) => rows.set(slot, v));
+    rows.set(vectors.length, null);
+    for (const q of queries) {
+      const got = rows.cosines(q, vectors.length + 1);
+      vectors.forEach((v, slot) => expect(Math.abs(got[slot]! - cos(q, v))).toBeLessThan(0.002));
+      expect(got[vectors.length]).toBe(0);
     }
-    for (const need of ['how many yen is 250 euros', 'shrink a picture', 'will it be stormy tomorrow']) {
-      const [a, b] = [relevanceMap(await parallel.relevance(need)), relevanceMap(await serial.relevance(need))];
-      expect([...a.keys()].sort()).toEqual([...b.keys()].sort());
-      for (const [id, r] of a) expect(r).toBeCloseTo(b.get(id)!, 5);
-      expect(a.has('s4')).toBe(false);
+    // Through the scorer: the order of meaning is the float one.
+    const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
+    topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
+    for (const [i, need] of needs.entries()) {
+      const found = relevanceMap(await scorer.relevance(need));
+      const expected = vectors.map((v, slot) => [`s${slot}`, cos(queries[i]!, v)] as const).sort((a, b) => b[1] - a[1])[0]![0];
+      expect([...found].sort((a, b) => b[1] - a[1])[0]![0]).toBe(expected);
+    }
+  });
+});
+
+describe('the quantised dot products (issue 14)', () => {
+  const random = (seed: number) => () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+
+  it('gives the same sums in WebAssembly and in JavaScript, at the largest values, for any row length', () => {
+    const next = random(7);
+    for (const stride of [16, 48, 512, 1024]) {
+      const count = 300;
+      const memory = new WebAssembly.Memory({ initial: Math.ceil((stride * 2 + count * (stride + 4)) / 65_536) + 1 });
+      const at = { query: 0, rows: stride * 2, out: stride * 2 + count * stride };
+      const q = new Int16Array(memory.buffer, at.query, stride);
+      const rows = new Int8Array(memory.buffer, at.rows, count * stride);
+      const max = queryMax(stride);
+      for (let k = 0; k < stride; k++) q[k] = Math.round((next() * 2 - 1) * max);
+      for (let i = 0; i < rows.length; i++) rows[i] = Math.round(next() * 254 - 127);
+      // The extremes: a row of +127 and one of −127 with a query at its largest, one sign and the other.
+      q.fill(max, 0, stride / 2).fill(-max, stride / 2);
+      rows.fill(127, 0, stride / 2).fill(-127, stride / 2, stride).fill(-127, stride, stride + stride / 2).fill(127, stride + stride / 2, 2 * stride);
+      const simd = dotKernel(memory);
+      expect(simd.kind).toBe('simd');
+      simd.dotRows(at, stride, count);
+      const fromSimd = Int32Array.from(new Int32Array(memory.buffer, at.out, count));
+      dotKernel(memory, 'js').dotRows(at, stride, count);
+      const fromJs = new Int32Array(memory.buffer, at.out, count);
+      expect([...fromSimd]).toEqual([...fromJs]);
+      expect(fromSimd[0]).toBe(127 * max * stride);
+      expect(fromSimd[1]).toBe(-127 * max * stride);
+      // And by hand, for one row.
+      let expected = 0;
+      for (let k = 0; k < stride; k++) expected += rows[7 * stride + k]! * q[k]!;
+      expect(fromSimd[7]).toBe(expected);
+    }
+  });
+
+  it('keeps rows through growth and compaction, rows of any length (padded to 16)', () => {
+    const next = random(11);
+    for (const dims of [8, 20, 512]) {
+      const unit = () => {
+        const v = Float32Array.from({ length: dims }, () => next() * 2 - 1);
+        const n = Math.hypot(...v);
+        return v.map((x) => x / n);
+      };
+      for (const kind of ['simd', 'js'] as const) {
+        const rows = new EmbeddingRows(dims, kind);
+        expect(rows.kind).toBe(kind);
+        const vectors = Array.from({ length: 3000 }, unit); // beyond the first allocation: the memory grows
+        vectors.forEach((v, slot) => rows.set(slot, v));
+        const q = unit();
+        const cos = (v: Float32Array) => v.reduce((s, x, i) => s + x * q[i]!, 0);
+        const got = rows.cosines(q, vectors.length);
+        vectors.forEach((v, slot) => expect(Math.abs(got[slot]! - cos(v))).toBeLessThan(0.01));
+        // Every third row kept, moved down as the scorer compacts.
+        const kept = vectors.filter((_, slot) => slot % 3 === 0);
+        for (let slot = 0; slot < vectors.length; slot += 3) rows.move(slot, slot / 3);
+        const after = rows.cosines(q, kept.length);
+        kept.forEach((v, slot) => expect(after[slot]).toBe(got[slot * 3]));
+      }
     }
   });
 });
@@ -301,29 +372,15 @@ describe('sentence embeddings (closeness of meaning)', () => {
 describe('a consistent view while the index changes (issue 9: discover never fails mid-query)', () => {
   const lexicon: Lexicon = { stems: async (ws) => new Map(ws.map((w) => [w, w])), corrections: async () => [] };
   const dims = 8;
-  // An encoder that answers after a random pause, and scans "in its worker" only after another
-  // one: the index changes under every query, between its snapshot and its answer.
+  // An encoder that answers after a random pause: the index changes under every query, between its
+  // snapshot and its answer.
   const pause = () => new Promise<void>((r) => setTimeout(r, Math.random() * 2));
-  let rows: Float32Array<ArrayBufferLike> = new Float32Array(0);
   const unit = (seed: number) => Float32Array.from({ length: dims }, (_, k) => (k === seed % dims ? 1 : 0));
   const slowEncoder = {
     name: 'slow', dims,
     embed: async (texts: string[]) => {
       await pause();
       return texts.map((_, i) => unit(i));
-    },
-    embedAndScan(_text: string, from: number, to: number) {
-      const q = unit(0);
-      const vector = pause().then(() => q);
-      const partial = vector.then(pause).then(() => {
-        const out = new Float32Array(Math.max(0, Math.min(to, rows.length / dims) - from));
-        for (let s = 0; s < out.length; s++) for (let k = 0; k < dims; k++) out[s]! += rows[(from + s) * dims + k]! * q[k]!;
-        return out;
-      });
-      return { vector, partial };
-    },
-    share(buffer: SharedArrayBuffer) {
-      rows = new Float32Array(buffer);
     },
     close: async () => undefined,
   };
@@ -380,7 +437,7 @@ describe('a consistent view while the index changes (issue 9: discover never fai
   }, 60_000);
 
   it('falls back to words alone, saying why, when the encoder fails or is down', async () => {
-    const failing = { ...slowEncoder, embedAndScan: undefined, embed: async () => Promise.reject(new Error('worker crashed')) };
+    const failing = { ...slowEncoder, embed: async () => Promise.reject(new Error('worker crashed')) };
     const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), failing);
     scorer.upsert({ id: 'a', searchDoc: "'parcel':1A", expansionDoc: '', embedding: unit(1) });
     const r = await scorer.relevance('parcel');
@@ -391,5 +448,55 @@ describe('a consistent view while the index changes (issue 9: discover never fai
     const d = await down.relevance('parcel');
     expect(d.meaningError).toMatch(/stopped/);
     expect(relevanceMap(d).has('a')).toBe(true);
+  });
+});
+
+describe('a page of a listing without sorting every match (issue 14)', () => {
+  it('gives the ranks a full sort gives, for any page, with keys that tie a little, a lot or not at all', () => {
+    let seed = 3;
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (const distinct of [1, 3, 50, 100_000]) {
+      for (const count of [0, 1, 2, 7, 500, 3000]) {
+        const key = Array.from({ length: count }, () => Math.floor(next() * distinct));
+        const second = Array.from({ length: count }, () => Math.floor(next() * 4));
+        // A total order, as the listing's (sort key, then createdAt, then id).
+        const compare = (a: number, b: number) => key[a]! - key[b]! || second[a]! - second[b]! || a - b;
+        const sorted = Array.from({ length: count }, (_, i) => i).sort(compare);
+        for (const [offset, limit] of [[0, 1], [0, 20], [5, 20], [count - 3, 10], [Math.floor(count / 2), 100], [0, count + 5], [count, 5], [count + 10, 5]]) {
+          if (offset! < 0) continue;
+          expect(selectPage(count, compare, offset!, limit!)).toEqual(sorted.slice(offset, offset! + limit!));
+        }
+      }
+    }
+  });
+
+  it('takes linear time when every key ties (compared with a sort of the same items)', () => {
+    const count = 100_000;
+    let calls = 0;
+    const compare = (a: number, b: number) => {
+      calls += 1;
+      return a - b;
+    };
+    // Items in reverse order, all with the same sort key: the case that sorted all 100,000 before.
+    const order = (i: number) => count - 1 - i;
+    selectPage(count, (a, b) => compare(order(a), order(b)), 0, 50);
+    // A sort needs about n·log2(n) ≈ 1.7 million comparisons; the selection a few per item.
+    expect(calls).toBeLessThan(5 * count);
+  });
+});
+
+describe('the best score a related service could get (issue 14: only counted when below the short list)', () => {
+  it('is exactly compatibilityScore with input and output fitting fully, and never below a real score', () => {
+    let seed = 5;
+    const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
+    for (const [withInput, withOutput] of [[false, false], [true, false], [false, true], [true, true]] as const) {
+      const ceiling = ceilingScore(withInput, withOutput);
+      for (let i = 0; i < 20_000; i++) {
+        const [need, pref] = [0.001 + next(), next() * 1.2 - 0.1];
+        expect(ceiling(need, pref)).toBe(compatibilityScore({ need, ...(withInput ? { input: 1 } : {}), ...(withOutput ? { output: 1 } : {}) }, pref));
+        const actual = compatibilityScore({ need, ...(withInput ? { input: next() } : {}), ...(withOutput ? { output: next() } : {}) }, pref);
+        expect(actual).toBeLessThanOrEqual(ceiling(need, pref));
+      }
+    }
   });
 });

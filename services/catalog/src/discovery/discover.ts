@@ -58,6 +58,24 @@ export function compatibilityScore(parts: { need?: number; input?: number; outpu
   return Math.round(score * 10_000) / 10_000;
 }
 
+/**
+ * The best compatibilityScore a service related to the need by `need` (> 0) could get with preference
+ * `pref`: its input and output, when the query has them, fitting fully. The same arithmetic as
+ * `compatibilityScore`, in the same order, without building the parts: it runs for every service
+ * related to a need (tens of thousands at 100,000 services, issue 14).
+ */
+export function ceilingScore(withInput: boolean, withOutput: boolean): (need: number, pref: number) => number {
+  let weight = MATCH_WEIGHTS.need;
+  if (withInput) weight += MATCH_WEIGHTS.input;
+  if (withOutput) weight += MATCH_WEIGHTS.output;
+  return (need, pref) => {
+    let sum = MATCH_WEIGHTS.need * need;
+    if (withInput) sum += MATCH_WEIGHTS.input;
+    if (withOutput) sum += MATCH_WEIGHTS.output;
+    return Math.round((sum / weight) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref)) * 10_000) / 10_000;
+  };
+}
+
 interface Candidate {
   service: IndexedService;
   parts: { need?: number; input?: number; output?: number };
@@ -85,12 +103,10 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const keep = limit + RECHECK_EXTRA;
   const best: Candidate[] = [];
   let total = 0;
-  // The best score a service could get with its relevance and preference: input and output fitting fully.
-  const ceilingParts = { ...(body.inputAvailable ? { input: 1 } : {}), ...(wantedOutput ? { output: 1 } : {}) };
-  const ceiling = (need: number, pref: number) => compatibilityScore({ need, ...ceilingParts }, pref);
+  const ceiling = ceilingScore(Boolean(body.inputAvailable), wantedOutput !== undefined);
   const consider = (s: IndexedService, need: number | undefined): void => {
-    const provider = index.providers.get(s.agentId);
-    if (!provider || provider.status !== 'active') return;
+    const provider = s.provider;
+    if (provider.status !== 'active') return;
     if (category !== undefined && s.category !== category) return;
     if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) return;
     if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) return;
@@ -118,8 +134,8 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   };
   if (scored) {
     // With a need, only the services related to it can match: those, not the whole index.
-    for (let i = 0; i < scored.ids.length; i++) {
-      const s = index.services.get(scored.ids[i]!);
+    for (let i = 0; i < scored.items.length; i++) {
+      const s = scored.items[i];
       if (s) consider(s, scored.values[i]!);
     }
   } else {

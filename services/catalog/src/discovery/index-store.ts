@@ -10,6 +10,8 @@ import { embeddingText, fromBytes, toBytes, type SentenceEncoder } from './sente
 export interface IndexedService {
   id: string;
   agentId: string;
+  /** Its provider's entry in the index (the same object, updated in place). */
+  provider: IndexedProvider;
   /** Lower-cased (discovery compares without case). */
   category: string;
   /** As written (listing filters on it exactly, D7.5). */
@@ -65,7 +67,7 @@ export class DiscoveryIndex {
 
   constructor(
     private readonly db: Kysely<Database>,
-    readonly scorer: RelevanceScorer,
+    readonly scorer: RelevanceScorer<IndexedService>,
     private readonly encoder: SentenceEncoder | null,
     private readonly logger: Logger,
     private readonly pollMs = 200,
@@ -139,7 +141,17 @@ export class DiscoveryIndex {
   private async loadProviders(ids: string[]): Promise<void> {
     const rows = await this.db.selectFrom('providers').select(['agentId', 'name', 'status', 'trustScore', sql<string>`written_xid::text`.as('xid')])
       .where('agentId', 'in', ids).execute();
-    for (const p of rows) this.providers.set(p.agentId, { name: p.name, status: p.status, trustScore: p.trustScore, writtenXid: p.xid });
+    for (const p of rows) Object.assign(this.provider(p.agentId), { name: p.name, status: p.status, trustScore: p.trustScore, writtenXid: p.xid });
+  }
+
+  /**
+   * The index's entry for a provider, which its services point to. One not loaded yet (its row is
+   * in the next poll) is an entry of unknown status: its services match nothing until it is loaded.
+   */
+  private provider(agentId: string): IndexedProvider {
+    let p = this.providers.get(agentId);
+    if (!p) this.providers.set(agentId, (p = { name: '', status: 'unknown', trustScore: 0, writtenXid: '' }));
+    return p;
   }
 
   private async loadServices(ids: string[]): Promise<void> {
@@ -156,14 +168,15 @@ export class DiscoveryIndex {
         this.scorer.remove(s.id);
         continue;
       }
-      this.services.set(s.id, {
-        id: s.id, agentId: s.agentId, category: s.category.toLowerCase(), categoryExact: s.category, tags: s.tags, createdAtMs: s.createdAt.getTime(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
+      const indexed: IndexedService = {
+        id: s.id, agentId: s.agentId, provider: this.provider(s.agentId), category: s.category.toLowerCase(), categoryExact: s.category, tags: s.tags, createdAtMs: s.createdAt.getTime(), priceCents: s.priceCents, budgetFloorCents: s.budgetFloorCents,
         maxLatencyMs: s.maxLatencyMs, cheapness: cheapness(s.priceCents), speed: speed(s.maxLatencyMs), inputSig: ioSignature(s.inputSchema), outputSig: ioSignature(s.outputSchema), writtenXid: s.xid,
         revision: s.revision, inputSchema: s.inputSchema, outputSchema: s.outputSchema,
-      });
+      };
+      this.services.set(s.id, indexed);
       const current = this.encoder !== null && s.embedding !== null && s.embeddingModel === this.encoder.name;
       if (this.encoder && !current) this.unembedded.add(s.id);
-      this.scorer.upsert({ id: s.id, searchDoc: s.doc, expansionDoc: s.expansion, embedding: current ? fromBytes(s.embedding!) : null });
+      this.scorer.upsert({ id: s.id, item: indexed, searchDoc: s.doc, expansionDoc: s.expansion, embedding: current ? fromBytes(s.embedding!) : null });
     }
   }
 

@@ -2,7 +2,7 @@ import type { catalogOps } from '@aex/contracts';
 import type { OperationHandler, Stoppable } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { discover } from './discover.js';
-import { DiscoveryIndex } from './index-store.js';
+import { DiscoveryIndex, type IndexedService } from './index-store.js';
 import { PostgresLexicon } from './lexicon.js';
 import { LexicalSemanticScorer } from './scorer.js';
 import { startQueryRetention } from './retention.js';
@@ -15,7 +15,7 @@ export interface Discovery extends Stoppable {
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
   const { encoder } = deps.meaning;
-  const scorer = new LexicalSemanticScorer(new PostgresLexicon(deps.db), deps.thesaurus, encoder);
+  const scorer = new LexicalSemanticScorer<IndexedService>(new PostgresLexicon(deps.db), deps.thesaurus, encoder);
   const index = new DiscoveryIndex(deps.db, scorer, encoder, deps.logger);
   await index.start();
   const retention = startQueryRetention(deps.db, deps.logger, deps.now);

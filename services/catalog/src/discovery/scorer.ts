@@ -1,11 +1,14 @@
+import { EmbeddingRows } from './embedding-rows.js';
 import type { Lexicon } from './lexicon.js';
 import { needTokens } from './need.js';
 import type { Relation, Thesaurus } from './thesaurus.js';
 import type { SentenceEncoder } from './sentence-encoder.js';
 
 /** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
-export interface ScorableDocument {
+export interface ScorableDocument<T = undefined> {
   id: string;
+  /** The caller's own record of the document, given back with its relevance (no lookup by id). */
+  item?: T;
   /** The sentence embedding of the service (unit vector), when there is one. */
   embedding: Float32Array | null;
   /** `search_doc::text`, e.g. `'digest':3A,10C 'hash':5A`. */
@@ -19,9 +22,9 @@ export interface ScorableDocument {
  * Postgres text search and WordNet; an embedding model would implement it by embedding documents
  * on `upsert` and the need in `relevance`, with no change to the rest of discovery.
  */
-export interface RelevanceScorer {
+export interface RelevanceScorer<T = undefined> {
   readonly name: string;
-  upsert(doc: ScorableDocument): void;
+  upsert(doc: ScorableDocument<T>): void;
   remove(id: string): void;
   /**
    * Relevance in (0, 1] of every indexed document related to the need (absent means 0), computed on
@@ -29,15 +32,17 @@ export interface RelevanceScorer {
    * and a document removed before the answer is not in it. With `after`, nothing of the index is
    * read before it resolves (the caller's catch-up), while the need's own analysis already runs.
    */
-  relevance(need: string, after?: Promise<void>): Promise<Relevance>;
+  relevance(need: string, after?: Promise<void>): Promise<Relevance<T>>;
 }
 
-export interface Relevance {
+export interface Relevance<T = undefined> {
   /**
-   * The related documents and their relevance, side by side (no map: at 100,000 services a query
-   * relates tens of thousands, and hashing them cost more than scoring them; issue 14).
+   * The related documents, their items and their relevance, side by side (no map: at 100,000
+   * services a query relates tens of thousands, and looking each up by id cost more than scoring
+   * them; issue 14).
    */
   ids: string[];
+  items: (T | undefined)[];
   values: number[];
   /** Set when meaning should have counted but could not (the encoder failed): why. */
   meaningError?: string;
@@ -67,9 +72,6 @@ const RARE_BROADER_BOOST = 1.5;
 
 /** Below this a service only brushes the need (a faint relation of one word): not a match. */
 export const MIN_RELEVANCE = 0.05;
-
-/** The share of the embedding rows the encoder's worker compares (this thread the rest), measured at 100,000 services. */
-const WORKER_SHARE = 0.42;
 
 /** Share of relevance that comes from topical closeness in word-vector space (the rest is lexical). */
 const SEMANTIC_SHARE = 0.3;
@@ -105,30 +107,34 @@ const EXPANSION_CLASS = 0;
  * so it is 1 when every concept appears as itself in the name or tags, and lower as matches become
  * less direct or land in less telling fields. Postings are kept in memory by lexeme.
  */
-export class LexicalSemanticScorer implements RelevanceScorer {
+export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> {
   readonly name = 'lexical-semantic-v1';
   private readonly lexemeIds = new Map<string, number>();
   private readonly df: number[] = [];
   private readonly postingSlots: number[][] = [];
   private readonly postingClasses: number[][] = [];
-  private readonly slotIds: (string | null)[] = [];
+  private slotIds: (string | null)[] = [];
+  private slotItems: (T | undefined)[] = [];
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
   private dead = 0;
   /** Queries between their snapshot and their answer: slots must not move under them. */
   private reading = 0;
-  /** Sentence embeddings, one row per slot (all zero: none), contiguous for speed. */
-  private docVecs: Float32Array<ArrayBufferLike> = new Float32Array(0);
+  /** Sentence embeddings, one row per slot (zeros: none), when there is an encoder. */
+  private readonly rows: EmbeddingRows | null;
 
-  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly encoder: SentenceEncoder | null = null) {}
+  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly encoder: SentenceEncoder | null = null) {
+    this.rows = encoder ? new EmbeddingRows(encoder.dims) : null;
+  }
 
   get size(): number {
     return this.slotOf.size;
   }
 
-  upsert(doc: ScorableDocument): void {
+  upsert(doc: ScorableDocument<T>): void {
     this.remove(doc.id);
     const slot = this.slotIds.length;
     this.slotIds.push(doc.id);
+    this.slotItems.push(doc.item);
     const lexemes: number[] = [];
     const classes = parseTsvector(doc.searchDoc);
     for (const lexeme of parseTsvector(doc.expansionDoc).keys()) if (!classes.has(lexeme)) classes.set(lexeme, EXPANSION_CLASS);
@@ -140,18 +146,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingClasses[id]!.push(cls);
     }
     this.slotOf.set(doc.id, { slot, lexemes });
-    const v = doc.embedding;
-    const d = this.encoder?.dims ?? 0;
-    if (v && v.length === d) {
-      if (this.docVecs.length < (slot + 1) * d) {
-        const grown = this.allocate(Math.max((slot + 1) * d, this.docVecs.length * 2));
-        grown.set(this.docVecs);
-        this.adopt(grown);
-      }
-      this.docVecs.set(v, slot * d);
-    } else if (d && this.docVecs.length >= (slot + 1) * d) {
-      this.docVecs.fill(0, slot * d, (slot + 1) * d);
-    }
+    this.rows?.set(slot, doc.embedding?.length === this.rows.dims ? doc.embedding : null);
   }
 
   remove(id: string): void {
@@ -161,12 +156,13 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     // The row of its embedding stays as it is until compaction: a query that began before the
     // removal still reads it, and every query masks the rows dead in its own snapshot.
     this.slotIds[at.slot] = null;
+    this.slotItems[at.slot] = undefined;
     this.slotOf.delete(id);
     this.dead += 1;
     if (this.reading === 0) this.compactIfDue();
   }
 
-  async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance> {
+  async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance<T>> {
     const tokens = needTokens(need);
     const { concepts, corrections } = await this.concepts(tokens, after);
     // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
@@ -182,24 +178,15 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     this.reading += 1;
     try {
       const ids = this.slotIds.slice();
-      if (!encoder || encoder.problem) {
+      if (!encoder || encoder.problem || !this.rows) {
         const found = this.answer(ids, this.lexicalRelevance(concepts), null);
         return encoder?.problem ? { ...found, meaningError: encoder.problem } : found;
       }
-      const d = encoder.dims;
-      const rows = Math.min(ids.length, Math.floor(this.docVecs.length / d));
-      // The worker compares the first rows while this thread compares the rest.
-      // Less than half to the worker: it embeds the need before it scans, this thread only waits for that.
-      const split = encoder.embedAndScan ? Math.floor(rows * WORKER_SHARE) : 0;
-      const pending = encoder.embedAndScan
-        ? encoder.embedAndScan(corrected, 0, split)
-        : { vector: encoder.embed([corrected]).then((v) => v[0]!), partial: Promise.resolve(new Float32Array(0)) };
+      const vector = encoder.embed([corrected]);
       const lexical = this.lexicalRelevance(concepts);
       let semantic: Float32Array;
       try {
-        semantic = this.semanticRelevance(await pending.vector, ids, split, rows);
-        const lower = await pending.partial;
-        for (let slot = 0; slot < lower.length; slot++) semantic[slot] = ids[slot] === null ? 0 : closeness(lower[slot]!);
+        semantic = this.semanticRelevance(this.rows, (await vector)[0]!, ids);
       } catch (err) {
         return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
       }
@@ -215,8 +202,8 @@ export class LexicalSemanticScorer implements RelevanceScorer {
    * documents still in their slot now: one removed (or written again) while the query ran is left out.
    * A service close in meaning that shares no word with the need counts by its meaning alone.
    */
-  private answer(ids: (string | null)[], lexical: Float64Array, semantic: Float32Array | null): Relevance {
-    const out: Relevance = { ids: [], values: [] };
+  private answer(ids: (string | null)[], lexical: Float64Array, semantic: Float32Array | null): Relevance<T> {
+    const out: Relevance<T> = { ids: [], items: [], values: [] };
     const alone = MIN_RELEVANCE / SEMANTIC_SHARE;
     for (let slot = 0; slot < ids.length; slot++) {
       const lex = lexical[slot]!;
@@ -226,6 +213,7 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       const id = ids[slot];
       if (id && this.slotIds[slot] === id) {
         out.ids.push(id);
+        out.items.push(this.slotItems[slot]);
         out.values.push(r);
       }
     }
@@ -233,28 +221,14 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   }
 
   /**
-   * Closeness of meaning, per slot: the cosine of the need's sentence embedding with each service's,
-   * counted from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at FLOOR + SPAN.
+   * Closeness of meaning, per slot of the pinned `ids`: the cosine of the need's sentence embedding
+   * with each service's, counted from SEMANTIC_FLOOR (unrelated texts score about 0–0.15) up to 1 at
+   * FLOOR + SPAN. A slot emptied since the snapshot keeps its row until compaction (which waits for
+   * readers) and is masked here.
    */
-  private semanticRelevance(q: Float32Array, ids: (string | null)[], from: number, to: number): Float32Array {
-    const d = q.length;
-    const vecs = this.docVecs;
-    const out = new Float32Array(to);
-    for (let slot = from; slot < to; slot++) {
-      if (ids[slot] === null) continue;
-      // Four running sums: fewer dependent additions per step (512 dimensions, thousands of rows).
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      for (let k = 0, i = slot * d; k < d; k += 4, i += 4) {
-        s0 += vecs[i]! * q[k]!;
-        s1 += vecs[i + 1]! * q[k + 1]!;
-        s2 += vecs[i + 2]! * q[k + 2]!;
-        s3 += vecs[i + 3]! * q[k + 3]!;
-      }
-      out[slot] = closeness(s0 + s1 + s2 + s3);
-    }
+  private semanticRelevance(rows: EmbeddingRows, q: Float32Array, ids: (string | null)[]): Float32Array {
+    const out = rows.cosines(q, ids.length);
+    for (let slot = 0; slot < out.length; slot++) out[slot] = ids[slot] === null ? 0 : closeness(out[slot]!);
     return out;
   }
 
@@ -369,16 +343,6 @@ export class LexicalSemanticScorer implements RelevanceScorer {
     return out;
   }
 
-  /** Embedding rows live in shared memory when the encoder scans part of them in its worker. */
-  private allocate(floats: number): Float32Array<ArrayBufferLike> {
-    return this.encoder?.share ? new Float32Array(new SharedArrayBuffer(floats * 4)) : new Float32Array(floats);
-  }
-
-  private adopt(rows: Float32Array<ArrayBufferLike>): void {
-    this.docVecs = rows;
-    if (rows.buffer instanceof SharedArrayBuffer) this.encoder?.share?.(rows.buffer);
-  }
-
   private lexemeId(lexeme: string): number {
     let id = this.lexemeIds.get(lexeme);
     if (id === undefined) {
@@ -399,10 +363,12 @@ export class LexicalSemanticScorer implements RelevanceScorer {
   private compact(): void {
     const remap = new Map<number, number>();
     const ids: string[] = [];
+    const items: (T | undefined)[] = [];
     this.slotIds.forEach((id, slot) => {
       if (id === null) return;
       remap.set(slot, ids.length);
       ids.push(id);
+      items.push(this.slotItems[slot]);
     });
     for (let lex = 0; lex < this.postingSlots.length; lex++) {
       const slots: number[] = [];
@@ -416,14 +382,10 @@ export class LexicalSemanticScorer implements RelevanceScorer {
       this.postingSlots[lex] = slots;
       this.postingClasses[lex] = classes;
     }
-    if (this.encoder) {
-      const d = this.encoder.dims;
-      const vecs = this.allocate(Math.max(ids.length * d, d));
-      for (const [from, to] of remap) if ((from + 1) * d <= this.docVecs.length) vecs.set(this.docVecs.subarray(from * d, (from + 1) * d), to * d);
-      this.adopt(vecs);
-    }
-    this.slotIds.length = 0;
-    this.slotIds.push(...ids);
+    // Slots only move down, in order: each row is copied before its place is taken.
+    if (this.rows) for (const [from, to] of remap) this.rows.move(from, to);
+    this.slotIds = ids;
+    this.slotItems = items;
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }

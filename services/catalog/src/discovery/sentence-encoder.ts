@@ -8,12 +8,6 @@ export interface SentenceEncoder {
   /** Why the encoder cannot answer right now (its worker stopped and is being restarted), or null. */
   readonly problem?: string | null;
   embed(texts: string[]): Promise<Float32Array[]>;
-  /**
-   * Optional: embeds one text and compares it with rows `from…to−1` of the shared embeddings (given
-   * by `share`) in parallel with the caller: `vector` first, then the raw cosines of those rows.
-   */
-  embedAndScan?(text: string, from: number, to: number): { vector: Promise<Float32Array>; partial: Promise<Float32Array> };
-  share?(rows: SharedArrayBuffer): void;
   close(): Promise<void>;
 }
 
@@ -32,7 +26,6 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
   private next = 0;
   private readonly pending = new Map<number, Pending>();
   private worker: Worker | null = null;
-  private shared: SharedArrayBuffer | null = null;
   private closing = false;
   private restartDelayMs = RESTART_MIN_MS;
   private restartTimer: NodeJS.Timeout | undefined;
@@ -56,34 +49,6 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
     });
   }
 
-  embedAndScan(text: string, from: number, to: number): { vector: Promise<Float32Array>; partial: Promise<Float32Array> } {
-    const worker = this.worker;
-    if (!worker) {
-      const failed = Promise.reject(new Error(`sentence encoder: ${this.problem}`));
-      failed.catch(() => undefined);
-      return { vector: failed, partial: failed };
-    }
-    const id = this.next++;
-    let pending!: Pending;
-    const vector = new Promise<Float32Array[]>((resolve, reject) => {
-      pending = { resolve, reject };
-    });
-    const partial = new Promise<Float32Array>((resolve, reject) => {
-      pending.resolvePartial = resolve;
-      pending.rejectPartial = reject;
-    });
-    // Callers may drop the partial result after a failure of the vector: never an unhandled rejection.
-    partial.catch(() => undefined);
-    this.pending.set(id, pending);
-    worker.postMessage({ id, texts: [text.slice(0, MAX_CHARS)], scan: { from, to } });
-    return { vector: vector.then((v) => v[0]!), partial };
-  }
-
-  share(rows: SharedArrayBuffer): void {
-    this.shared = rows;
-    this.worker?.postMessage({ share: rows });
-  }
-
   async close(): Promise<void> {
     this.closing = true;
     clearTimeout(this.restartTimer);
@@ -93,23 +58,16 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
   private attach(worker: Worker): void {
     this.worker = worker;
     this.problem = null;
-    if (this.shared) worker.postMessage({ share: this.shared });
-    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; partial?: Float32Array; error?: string }) => {
+    worker.on('message', (m: { id?: number; vectors?: Float32Array[]; error?: string }) => {
       if (m.id === undefined) return;
       const p = this.pending.get(m.id);
       if (!p) return;
+      this.pending.delete(m.id);
       if (m.error !== undefined) {
-        this.pending.delete(m.id);
-        const err = new Error(`sentence encoder: ${m.error}`);
-        p.reject(err);
-        p.rejectPartial?.(err);
+        p.reject(new Error(`sentence encoder: ${m.error}`));
       } else if (m.vectors) {
-        if (!p.resolvePartial) this.pending.delete(m.id);
         p.resolve(m.vectors);
         this.restartDelayMs = RESTART_MIN_MS;
-      } else if (m.partial) {
-        this.pending.delete(m.id);
-        p.resolvePartial?.(m.partial);
       }
     });
     let reason = 'it exited';
@@ -146,10 +104,7 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
   }
 
   private failAll(err: Error): void {
-    for (const p of this.pending.values()) {
-      p.reject(err);
-      p.rejectPartial?.(err);
-    }
+    for (const p of this.pending.values()) p.reject(err);
     this.pending.clear();
   }
 }
@@ -157,8 +112,6 @@ export class UniversalSentenceEncoder implements SentenceEncoder {
 interface Pending {
   resolve: (v: Float32Array[]) => void;
   reject: (e: Error) => void;
-  resolvePartial?: (v: Float32Array) => void;
-  rejectPartial?: (e: Error) => void;
 }
 
 const LOAD_TIMEOUT_MS = 60_000;

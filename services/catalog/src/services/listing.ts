@@ -4,6 +4,7 @@ import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import type { DiscoveryIndex, IndexedService } from '../discovery/index-store.js';
 import { blend, compositeRankSql, RANK_WEIGHTS } from '../domain/rank.js';
+import { selectPage } from './page-select.js';
 import { listItemView } from './views.js';
 
 type Ops = typeof catalogOps;
@@ -32,17 +33,16 @@ const SORT_KEY: Record<ServiceSort, (s: IndexedService, trustScore: number) => n
 };
 
 /**
- * The ids of one page and the total, from the index. The page is found without sorting everything:
- * the keys of all matches are sorted as numbers (native), which gives the key of the last place of
- * the page; only the matches up to that key are sorted with the tie-breaks.
+ * The ids of one page and the total, from the index: the matches' sort keys in one array, their
+ * page selected without sorting the rest (`selectPage`).
  */
 function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: string[], offset: number, limit: number): { ids: string[]; total: number } {
   const keyOf = SORT_KEY[(query.sortBy ?? 'composite_rank') as ServiceSort];
   const matches: IndexedService[] = [];
   const keys: number[] = [];
   for (const s of index.services.values()) {
-    const p = index.providers.get(s.agentId);
-    if (!p || p.status !== 'active') continue;
+    const p = s.provider;
+    if (p.status !== 'active') continue;
     if (query.category !== undefined && s.categoryExact !== query.category) continue;
     if (query.maxPriceCents !== undefined && s.priceCents > query.maxPriceCents) continue;
     if (query.minTrustScore !== undefined && p.trustScore < query.minTrustScore) continue;
@@ -51,13 +51,12 @@ function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: st
     matches.push(s);
     keys.push(keyOf(s, p.trustScore));
   }
-  const wanted = offset + limit;
-  if (offset >= matches.length) return { ids: [], total: matches.length };
-  const bound = wanted < matches.length ? Float64Array.from(keys).sort()[wanted - 1]! : Number.POSITIVE_INFINITY;
-  const chosen: { s: IndexedService; key: number }[] = [];
-  for (let i = 0; i < matches.length; i++) if (keys[i]! <= bound) chosen.push({ s: matches[i]!, key: keys[i]! });
-  chosen.sort((a, b) => a.key - b.key || b.s.createdAtMs - a.s.createdAtMs || (a.s.id < b.s.id ? -1 : a.s.id > b.s.id ? 1 : 0));
-  return { ids: chosen.slice(offset, wanted).map((c) => c.s.id), total: matches.length };
+  const compare = (a: number, b: number): number => {
+    const x = matches[a]!;
+    const y = matches[b]!;
+    return keys[a]! - keys[b]! || y.createdAtMs - x.createdAtMs || (x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+  };
+  return { ids: selectPage(matches.length, compare, offset, limit).map((i) => matches[i]!.id), total: matches.length };
 }
 
 /** "a, b,,c" → ["a", "b", "c"]: the services listed carry all of them (D7.5). */

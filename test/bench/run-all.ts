@@ -4,7 +4,7 @@
  * run, with the ratio and the target. All figures are also written as JSON, so that runs can be
  * compared over time.
  *
- *   pnpm bench                              all of them (about 15 minutes)
+ *   pnpm bench                              all of them (about 20 minutes)
  *   pnpm bench --only gateway,lifecycle     some of them
  *   pnpm bench --json bench-results.json    where the JSON goes (default: .data/bench/<time>.json)
  */

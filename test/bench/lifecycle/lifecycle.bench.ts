@@ -5,8 +5,9 @@
  * node-postgres (same transactions, same row counts, no HTTP, no NATS, no validation). Everything on
  * the exchange side is real: Postgres, NATS JetStream, every service, HTTP.
  *
- *   pnpm bench:lifecycle                    400 lifecycles
- *   pnpm bench:lifecycle --lifecycles 1000
+ *   pnpm bench:lifecycle                    1,500 lifecycles (400 gave figures dominated by the start:
+ *                                           4 s of load, the first second's warm-up in it)
+ *   pnpm bench:lifecycle --lifecycles 400   a quicker look
  *   pnpm bench:lifecycle --concurrency 1    one lifecycle at a time: latency without queueing
  *   pnpm bench:lifecycle --json out.json    figures also written as JSON (what `pnpm bench` tabulates)
  *   pnpm bench:lifecycle --cpu-prof x.cpuprofile   a CPU profile of the exchange over the saturated part
@@ -28,7 +29,7 @@ import { withBenchExchange, withBenchProcesses } from '../exchange.js';
 import { row, writeReport } from '../report.js';
 
 const args = process.argv.slice(2);
-const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 400) || 400;
+const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 1500) || 1500;
 const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
 /** `--processes`: every service in a process of its own (as deployed), not the whole exchange in this one. */
 const PROCESSES = args.includes('--processes');

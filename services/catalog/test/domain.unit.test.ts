@@ -297,6 +297,8 @@ describe('sentence embeddings (closeness of meaning)', () => {
     }
     // Through the scorer: the order of meaning is the float one.
     const scorer = new LexicalSemanticScorer(lexicon, new WordNet(), encoder);
+    expect(scorer.meaningScan).toBe('simd');
+    expect(new LexicalSemanticScorer(lexicon, new WordNet()).meaningScan).toBe(null);
     topics.forEach((t, i) => scorer.upsert({ id: `s${i}`, searchDoc: "'unrelatedword':1A", expansionDoc: '', embedding: vectors[i]! }));
     for (const [i, need] of needs.entries()) {
       const found = relevanceMap(await scorer.relevance(need));

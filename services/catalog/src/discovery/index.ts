@@ -16,6 +16,9 @@ export interface Discovery extends Stoppable {
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
   const { encoder } = deps.meaning;
   const scorer = new LexicalSemanticScorer<IndexedService>(new PostgresLexicon(deps.db), deps.thesaurus, encoder);
+  if (scorer.meaningScan === 'js') {
+    deps.logger.warn('WebAssembly SIMD is not available in this runtime: each discover compares the need with every service in plain JavaScript, about 30 times slower (docs/discovery.md)');
+  }
   const index = new DiscoveryIndex(deps.db, scorer, encoder, deps.logger);
   await index.start();
   const retention = startQueryRetention(deps.db, deps.logger, deps.now);

@@ -130,6 +130,11 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
     return this.slotOf.size;
   }
 
+  /** How the need's embedding is compared with the services': `simd` (WebAssembly), `js`, or not at all. */
+  get meaningScan(): 'simd' | 'js' | null {
+    return this.rows?.kind ?? null;
+  }
+
   upsert(doc: ScorableDocument<T>): void {
     this.remove(doc.id);
     const slot = this.slotIds.length;

@@ -134,7 +134,7 @@ describe('POST /v1/agents/{id}/spawn (D6.8)', () => {
     expectError(await owner.client.spawnAgent(owner.agentId, { name: 'one too many' }), 409, 'LIMIT_REACHED');
     expectError(await owner.client.createAgent({ name: 'one too many', agentType: 'persistent' }), 409, 'LIMIT_REACHED');
     await endLifetime(children[0]!.agentId);
-    await expect.poll(async () => (unwrap(await owner.client.getAgent(children[0]!.agentId)) as { status: string }).status, { timeout: 10_000, interval: 50 }).toBe('expired');
+    await expect.poll(async () => (unwrap(await owner.client.getAgent(children[0]!.agentId)) as { status: string }).status, { timeout: 10_000, interval: 200 }).toBe('expired');
     unwrap(await owner.client.spawnAgent(owner.agentId, { name: 'a place again' }));
   });
 });
@@ -188,12 +188,12 @@ describe('expiry of a child (D6.8)', () => {
     unwrap(await child.client.createService(serviceBody({ category })));
     expect(unwrap(await parent.client.listServices({ category })).length).toBe(1);
     await endLifetime(child.agentId);
-    await expect.poll(async () => (await child.client.getAgent(child.agentId)).status, { timeout: 10_000, interval: 50 }).toBe(401);
-    await expect.poll(async () => (unwrap(await parent.client.getAgent(child.agentId)) as { status: string }).status, { timeout: 10_000, interval: 50 }).toBe('expired');
-    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 50 }).toBe(5000);
+    await expect.poll(async () => (await child.client.getAgent(child.agentId)).status, { timeout: 10_000, interval: 200 }).toBe(401);
+    await expect.poll(async () => (unwrap(await parent.client.getAgent(child.agentId)) as { status: string }).status, { timeout: 10_000, interval: 200 }).toBe('expired');
+    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 200 }).toBe(5000);
     expect(await entries(parent.client, parent.agentId, ['parent_allocation', 'parent_return'])).toEqual([['parent_allocation', -1500], ['parent_return', 1500]]);
     expect(unwrap(await parent.owner.client.getWallet(child.agentId))).toMatchObject({ balanceCents: 0, availableCents: 0 });
-    await expect.poll(async () => unwrap(await parent.client.listServices({ category })).length, { timeout: 10_000, interval: 50 }).toBe(0);
+    await expect.poll(async () => unwrap(await parent.client.listServices({ category })).length, { timeout: 10_000, interval: 200 }).toBe(0);
     // A closed wallet takes no money (D6.8): what would reach it belongs to the parent.
     expectError(await parent.owner.client.fund(child.agentId, 500), 409, 'INVALID_STATE');
     // Nobody brings an expired child back: deactivation is refused, a new key does not authenticate.
@@ -236,11 +236,11 @@ describe('expiry of a child (D6.8)', () => {
     const paid = await createHeld(child, { serviceId: b.serviceId, input: INPUT });
     await endLifetime(child.agentId);
     // 2000 − 300 − 500 = 1200 returns at once; 800 stays held.
-    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 50 }).toBe(4200);
+    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 200 }).toBe(4200);
     expect(unwrap(await parent.client.getWallet(child.agentId))).toMatchObject({ balanceCents: 800, heldCents: 800, availableCents: 0 });
     // The seller cancels one: its 300 goes back to the child and on to the parent in one step.
     unwrap(await a.seller.client.cancel(cancelled.id));
-    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 50 }).toBe(4500);
+    await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 200 }).toBe(4500);
     // The other is delivered and settles at the end of its review window (the child can no longer verify).
     unwrap(await b.seller.client.deliver(paid.id, OUTPUT));
     const settled = await waitForStatus(b.seller, paid.id, 'settled', 15_000);

@@ -1,5 +1,5 @@
-import { AppError, events, MessageEnvelope, subjects, transactionOutcome, validator, type identityOps, type Static } from '@aex/contracts';
-import { ack, enqueue, GroupCommit, inTransaction, nak, requireAgent, term, type OperationHandler, type Stoppable } from '@aex/platform';
+import { AppError, events, subjects, transactionOutcome, validator, type identityOps, type Static } from '@aex/contracts';
+import { ack, enqueue, GroupCommit, inTransaction, readMessage, requireAgent, retryLater, type OperationHandler, type Stoppable } from '@aex/platform';
 import { sql } from 'kysely';
 import type { IdentityDeps } from './context.js';
 import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
@@ -10,7 +10,6 @@ const CONSUMER = 'identity-trust-outcomes';
 /** Outcomes written per database transaction at most (group commit, issue 14). */
 const BATCH = 64;
 
-const envelopeCheck = validator(MessageEnvelope);
 const outcomeCheck = validator(transactionOutcome.data);
 
 interface Outcome {
@@ -39,24 +38,21 @@ export async function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable
     filter: subjects.event(deps.bus.namespace, transactionOutcome.type),
     concurrency: BATCH * 2,
     handler: async (msg) => {
-      const env = envelopeCheck.check(msg.data);
-      const data = env.ok ? outcomeCheck.check(env.value.data) : env;
-      if (!env.ok || !data.ok) {
-        deps.logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
-        return term('invalid payload');
-      }
+      const read = readMessage(msg, outcomeCheck, deps.logger);
+      if (!read.ok) return read.outcome;
+      const { envelope, data } = read;
       try {
-        const changed = await batches.submit({ messageId: env.value.id, e: data.value });
+        const changed = await batches.submit({ messageId: envelope.id, e: data });
         // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md): told
         // when it changed, not for every outcome (most leave a settled provider's score as it was).
         if (changed) {
           deps.relay.kick();
-          await forgetAfterCommit(deps, { agentIds: [data.value.providerAgentId] }, deps.logger);
+          await forgetAfterCommit(deps, { agentIds: [data.providerAgentId] }, deps.logger);
         }
         return ack();
       } catch (err) {
         deps.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'trust outcome not recorded; will retry');
-        return nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
+        return retryLater(msg);
       }
     },
   });

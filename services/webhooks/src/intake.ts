@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { MessageEnvelope, subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
-import { ack, nak, term, type Stoppable } from '@aex/platform';
+import { subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
+import { ack, readMessage, retryLater, type Stoppable } from '@aex/platform';
 import { GroupCommit } from './group-commit.js';
 import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from './context.js';
@@ -9,7 +9,6 @@ import type { Database } from './db/schema.js';
 import { firstAttemptAt } from './domain/schedule.js';
 import { webhookIdOf } from './domain/signing.js';
 
-const envelopeCheck = validator(MessageEnvelope);
 const dataCheck = validator(TransactionEventData);
 const CONSUMER = 'webhooks-transaction-events';
 /**
@@ -37,21 +36,18 @@ export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promi
     filter: subjects.event(deps.bus.namespace, TRANSACTION_EVENTS_FILTER),
     concurrency: BATCH * 2,
     handler: async (msg) => {
-      const env = envelopeCheck.check(msg.data);
-      const data = env.ok ? dataCheck.check(env.value.data) : env;
-      if (!env.ok || !data.ok) {
-        deps.logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
-        return term('invalid payload');
-      }
-      const type = env.value.type.replace(/^transactions\./, '');
+      const read = readMessage(msg, dataCheck, deps.logger);
+      if (!read.ok) return read.outcome;
+      const { envelope, data } = read;
+      const type = envelope.type.replace(/^transactions\./, '');
       // D14.1: the spec's payload, `data` with previousStatus and statusReason added.
-      const body = JSON.stringify({ type, timestamp: env.value.occurredAt, data: data.value });
+      const body = JSON.stringify({ type, timestamp: envelope.occurredAt, data });
       try {
-        await batches.add({ id: env.value.id, type, body, agents: [...new Set([data.value.consumerAgentId, data.value.providerAgentId])] });
+        await batches.add({ id: envelope.id, type, body, agents: [...new Set([data.consumerAgentId, data.providerAgentId])] });
         return ack();
       } catch (err) {
         deps.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'webhook intake failed; will retry');
-        return nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
+        return retryLater(msg);
       }
     },
   });

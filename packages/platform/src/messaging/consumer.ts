@@ -1,12 +1,27 @@
 import type { Kysely, Transaction } from 'kysely';
-import { MessageEnvelope, validator, isAppError, type MessageDef, type Static, type MessageEnvelope as Envelope } from '@aex/contracts';
-import { ack, nak, term, type Bus, type Stoppable } from '../bus/types.js';
+import { MessageEnvelope, validator, isAppError, type MessageDef, type Static, type MessageEnvelope as Envelope, type Validator } from '@aex/contracts';
+import { ack, nak, term, type Bus, type BusMessage, type Outcome, type Stoppable } from '../bus/types.js';
 import { subjects } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { AlreadyApplied, inTransaction, recordApplied } from './outbox.js';
 
 const envelopeCheck = validator(MessageEnvelope);
+
+/**
+ * A delivered message's envelope and data, each checked against its contract. One that breaks it is
+ * logged, and its outcome is `term`: it would break it again on every delivery, so it is never retried.
+ */
+export function readMessage<T>(msg: BusMessage, dataCheck: Validator<T>, logger: Logger): { ok: true; envelope: Envelope; data: T } | { ok: false; outcome: Outcome } {
+  const env = envelopeCheck.check(msg.data);
+  const data = env.ok ? dataCheck.check(env.value.data) : env;
+  if (env.ok && data.ok) return { ok: true, envelope: env.value as Envelope, data: data.value };
+  logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
+  return { ok: false, outcome: term('invalid payload') };
+}
+
+/** A message whose handling failed, delivered again later: after 200 ms, doubling with each delivery up to 30 s. */
+export const retryLater = (msg: BusMessage): Outcome => nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
 
 export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   bus: Bus;
@@ -66,26 +81,22 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
     filter: subject,
     concurrency: opts.concurrency ?? 4,
     handler: async (msg) => {
-      const env = envelopeCheck.check(msg.data);
-      const data = env.ok ? dataCheck.check(env.value.data) : env;
-      if (!env.ok || !data.ok) {
-        opts.logger.error({ subject: msg.subject, errors: data.ok ? [] : data.errors }, 'message failed its contract; terminated');
-        return term('invalid payload');
-      }
+      const read = readMessage(msg, dataCheck, opts.logger);
+      if (!read.ok) return read.outcome;
       try {
         let result: R | undefined;
-        const applied = await applyOnce(opts.db, opts.durable, env.value as Envelope, async (trx, e) => {
-          result = await opts.handle(trx, data.value as Static<M['data']>, e);
+        const applied = await applyOnce(opts.db, opts.durable, read.envelope, async (trx, e) => {
+          result = await opts.handle(trx, read.data as Static<M['data']>, e);
         });
-        if (applied) await opts.afterCommit?.(data.value as Static<M['data']>, result as R);
+        if (applied) await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
         return ack();
       } catch (err) {
         if (isAppError(err)) {
-          opts.logger.error({ err, subject: msg.subject, messageId: env.value.id }, 'message rejected by its handler; terminated');
+          opts.logger.error({ err, subject: msg.subject, messageId: read.envelope.id }, 'message rejected by its handler; terminated');
           return term(err.message);
         }
         opts.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'message handling failed; will retry');
-        return nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
+        return retryLater(msg);
       }
     },
   });

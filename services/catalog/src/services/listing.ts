@@ -24,11 +24,11 @@ const COLUMNS = [
 ] as const;
 
 /** One listed service's sort key, smaller first (descending sorts negated); ties go by createdAt desc, then id. */
-const SORT_KEY: Record<ServiceSort, (s: IndexedService, trustScore: number) => number> = {
-  composite_rank: (s, trust) => -blend(RANK_WEIGHTS, trust, s.cheapness, s.speed),
+const SORT_KEY: Record<ServiceSort, (s: IndexedService) => number> = {
+  composite_rank: (s) => -blend(RANK_WEIGHTS, s.provider.trustScore, s.cheapness, s.speed),
   price_asc: (s) => s.priceCents,
   price_desc: (s) => -s.priceCents,
-  trust_score: (_s, trust) => -trust,
+  trust_score: (s) => -s.provider.trustScore,
   created_at: (s) => -s.createdAtMs,
 };
 
@@ -49,7 +49,7 @@ function listFromIndex(index: DiscoveryIndex, query: ListServicesQuery, tags: st
     if (query.maxLatencyMs !== undefined && s.maxLatencyMs > query.maxLatencyMs) continue;
     if (tags.length > 0 && !tags.every((t) => s.tags.includes(t))) continue;
     matches.push(s);
-    keys.push(keyOf(s, p.trustScore));
+    keys.push(keyOf(s));
   }
   const compare = (a: number, b: number): number => {
     const x = matches[a]!;

@@ -2,10 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TERMINAL_STATUSES } from '@aex/contracts';
-import { loadConfig, type Bus } from '@aex/platform';
+import { inTransaction, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startTransactionService, type TransactionService } from '../src/index.js';
-import { activeCounts, checkActiveLimit } from '../src/transactions/rules.js';
+import { activeCounts, checkActiveLimit, checkCreationLimits } from '../src/transactions/rules.js';
+import type { Database } from '../src/db/schema.js';
+import type { Kysely } from 'kysely';
 
 // D9.6 (issue 14): the active-transactions limit is counted from the transactions in progress
 // alone, by the partial indexes of migration 0005, however long the parties' history.
@@ -27,12 +29,12 @@ afterAll(async () => {
 });
 
 /** `n` transactions of `consumer` from `provider` in `status`, written straight into the table. */
-const seed = (consumer: string, provider: string, status: string, n: number) => sql`
+const seed = (consumer: string, provider: string, status: string, n: number, db: Kysely<Database> = service.deps.db) => sql`
   insert into transactions (id, consumer_agent_id, provider_agent_id, consumer_account_id, service_id, service_revision, service_version,
     category, pricing, sla, status, input, units, list_price_cents, hold, initiated_at, max_delivery_attempts, metadata, created_at, updated_at)
   select gen_random_uuid(), ${consumer}, ${provider}, gen_random_uuid(), gen_random_uuid(), 1, '1.0.0', 'crypto', '{}', '{}', ${status}, '{}', 1, 100,
     'none', now(), 3, '{}', now(), now()
-  from generate_series(1, ${n})`.execute(service.deps.db);
+  from generate_series(1, ${n})`.execute(db);
 
 describe('the active-transactions limit (D9.6, issue 14)', () => {
   it('counts only the transactions in progress, through the indexes of those alone', async () => {
@@ -68,5 +70,63 @@ describe('the active-transactions limit (D9.6, issue 14)', () => {
     await seed(randomUUID(), provider, 'delivered', 1);
     await expect(service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }, randomUUID())))
       .rejects.toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'provider' } }] });
+  });
+
+  describe('counted by the statement written before the commit when nothing is decided after it (issue 14)', () => {
+    const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID() });
+
+    /** Runs `checkCreationLimits` as a creation does (`inTransaction`), then `after`; how many times the step ran. */
+    async function create(consumer: string, provider: string, rules: Parameters<typeof checkCreationLimits>[1], after?: (trx: Kysely<Database>) => Promise<void>) {
+      let runs = 0;
+      const marker = randomUUID();
+      const outcome = await inTransaction(service.deps.db, async (trx) => {
+        runs++;
+        // What the creation writes before its limits: an ended transaction of an agent of its own.
+        await seed(marker, randomUUID(), 'settled', 1, trx);
+        await checkCreationLimits(trx, rules, attempt(consumer, provider));
+        await after?.(trx);
+      }).then(() => 'created', (err: unknown) => err);
+      const written = await service.deps.db.selectFrom('transactions').select('id').where('consumerAgentId', '=', marker).execute();
+      return { runs, outcome, written: written.length };
+    }
+
+    it('under the limit: one run, the count made with the commit', async () => {
+      const [consumer, provider] = [randomUUID(), randomUUID()];
+      await seed(consumer, provider, 'funds_held', 99);
+      expect(await create(consumer, provider, {})).toEqual({ runs: 1, outcome: 'created', written: 1 });
+    });
+
+    it('counts what the transaction wrote after the check: the count is the statement before the commit', async () => {
+      const [consumer, provider] = [randomUUID(), randomUUID()];
+      await seed(consumer, provider, 'funds_held', 99);
+      // The 100th written after the check returned: counted at the commit, so the step runs again,
+      // counting at once this time (99, before its own write), and commits.
+      const r = await create(consumer, provider, {}, (trx) => seed(randomUUID(), provider, 'delivered', 1, trx).then(() => undefined));
+      expect(r).toEqual({ runs: 2, outcome: 'created', written: 1 });
+    });
+
+    it('at the limit: 409 LIMIT_REACHED with its details, nothing written', async () => {
+      const [consumer, provider] = [randomUUID(), randomUUID()];
+      await seed(consumer, provider, 'funds_held', 100);
+      const r = await create(consumer, provider, {});
+      expect(r.runs).toBe(2);
+      expect(r.written).toBe(0);
+      expect(r.outcome).toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'consumer' } }] });
+    });
+
+    it('with a spending rule to read, counted at once, before the rules are applied (the order of the errors kept)', async () => {
+      const [consumer, provider] = [randomUUID(), randomUUID()];
+      await seed(consumer, provider, 'funds_held', 100);
+      // Both the limit and the daily spend are passed: the limit is the error, as before.
+      const r = await create(consumer, provider, { maxDailySpendCents: 1 });
+      expect(r).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'LIMIT_REACHED' }] } });
+      // A per-transaction cap refusing the price: the limit is still decided first.
+      const capped = await create(consumer, provider, { maxTransactionCents: 1 });
+      expect(capped).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'LIMIT_REACHED' }] } });
+      // Under the limit, the rule refuses.
+      const [c2, p2] = [randomUUID(), randomUUID()];
+      const refused = await create(c2, p2, { maxDailySpendCents: 1 });
+      expect(refused).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'DELEGATION_EXCEEDED' }] } });
+    });
   });
 });

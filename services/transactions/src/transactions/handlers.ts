@@ -8,7 +8,7 @@ import type { Database, TransactionRow } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
-import { agentLockKeys, agentLocks, checkActiveLimit, checkDelegation, delegationOf } from './rules.js';
+import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './rules.js';
 import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
@@ -127,10 +127,10 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
       await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
     }
     // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2,
-    // by the insert's statement) are then held for three statements, not for the whole creation, so
-    // a provider many consumers buy from at once does not make them queue behind each other's writes.
-    await checkActiveLimit(trx, { consumer: caller.agentId, provider: contract.agentId }, id);
-    await checkDelegation(trx, rules, { consumerAgentId: caller.agentId, category: contract.category, priceCents: offered, now, excluding: id });
+    // by the insert's statement) are then held only until the commit, usually made by the next
+    // statement (`checkCreationLimits`), so a provider many consumers buy from at once does not make
+    // them queue behind each other's writes.
+    await checkCreationLimits(trx, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id });
     // The saga's answer finds the row as it was written (`holdPlaced`): no locking read.
     deps.known.remember(t);
     return { status: 202, data: transactionView(t) };

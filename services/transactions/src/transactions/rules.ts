@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, identityOps, TERMINAL_STATUSES, type DelegationRules } from '@aex/contracts';
-import { callOrThrow, precompiled, type ExchangeConfig, type Slots } from '@aex/platform';
+import { callOrThrow, precompiled, writeAtCommit, type ExchangeConfig, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { delegationRefusal } from '../domain/delegation.js';
@@ -63,8 +63,8 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
  */
 const ACTIVE = sql<boolean>`status not in (${sql.raw(TERMINAL_STATUSES.map((s) => `'${s}'`).join(', '))})`;
 
-/** Both parties' non-terminal transactions but one (compiled once: every creation counts them). */
-export const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
+/** Both parties' non-terminal transactions but one. */
+const countActive = (trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
   .selectFrom('transactions')
   .select([
     sql<number>`count(*) filter (where consumer_agent_id = ${$.consumer} or provider_agent_id = ${$.consumer})::int`.as('c'),
@@ -72,7 +72,40 @@ export const activeCounts = precompiled((trx: Kysely<Database>, $: Slots<{ consu
   ])
   .where((eb) => eb.or([eb('consumerAgentId', 'in', [$.consumer, $.provider]), eb('providerAgentId', 'in', [$.consumer, $.provider])]))
   .where(ACTIVE)
-  .where('id', '!=', $.excluding));
+  .where('id', '!=', $.excluding);
+
+/** `countActive`, compiled once: every creation counts them. */
+export const activeCounts = precompiled(countActive);
+
+/** A row while both parties are under the D9.6 limit, none once either has reached it. */
+const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
+  .selectFrom(countActive(trx, $).as('counts'))
+  .select(sql<number>`1`.as('ok'))
+  .where('counts.c', '<', ACTIVE_TRANSACTIONS_LIMIT)
+  .where('counts.p', '<', ACTIVE_TRANSACTIONS_LIMIT));
+
+/**
+ * A creation's limits, in the order they are decided: D9.6 (409 LIMIT_REACHED), then D10.2 (403).
+ * Made once the parties' locks are held (`agentLocks`), so what is counted cannot be passed by two
+ * creations at once; `excluding` is the transaction being created.
+ *
+ * Issue 14: when nothing is decided after the count — no spend to read, no rule refusing the price —
+ * the count is made by the statement written before the commit (`writeAtCommit`), whose snapshot is
+ * taken after the locks as a statement of its own would be: one round trip less. When a party has
+ * reached the limit that statement writes nothing, the transaction is undone, and the creation runs
+ * again, counting here to refuse with the error and its details.
+ */
+export async function checkCreationLimits(
+  trx: Trx,
+  rules: DelegationRules,
+  attempt: { consumerAgentId: string; providerAgentId: string; category: string; priceCents: number; now: Date; excluding: string },
+): Promise<void> {
+  const agents = { consumer: attempt.consumerAgentId, provider: attempt.providerAgentId };
+  const countIsLast = rules.maxDailySpendCents === undefined && !delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: 0 });
+  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, { ...agents, excluding: attempt.excluding })]], guard: 'limits' })) return;
+  await checkActiveLimit(trx, agents, attempt.excluding);
+  await checkDelegation(trx, rules, attempt);
+}
 
 /**
  * D10.2: the consumer's spending in the rolling 24 h — agreed prices that reached `funds_held` and

@@ -5,7 +5,7 @@ import { TERMINAL_STATUSES } from '@aex/contracts';
 import { inTransaction, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startTransactionService, type TransactionService } from '../src/index.js';
-import { activeCounts, checkActiveLimit, checkCreationLimits } from '../src/transactions/rules.js';
+import { activeCounts, checkActiveLimit, checkCreationLimits, lockAgents } from '../src/transactions/rules.js';
 import type { Database } from '../src/db/schema.js';
 import type { Kysely } from 'kysely';
 
@@ -112,6 +112,27 @@ describe('the active-transactions limit (D9.6, issue 14)', () => {
       expect(r.runs).toBe(2);
       expect(r.written).toBe(0);
       expect(r.outcome).toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'consumer' } }] });
+    });
+
+    it('lets exactly one of many creations at once take the last place: the count is taken after the parties\' locks', async () => {
+      const [consumer, provider] = [randomUUID(), randomUUID()];
+      await seed(consumer, provider, 'funds_held', 99);
+      const outcomes = await Promise.all(Array.from({ length: 8 }, () => inTransaction(service.deps.db, async (trx) => {
+        // As a creation does: the parties' locks, its own row in progress, then the limits.
+        await lockAgents(trx, [consumer, provider]);
+        const id = randomUUID();
+        await sql`insert into transactions (id, consumer_agent_id, provider_agent_id, consumer_account_id, service_id, service_revision, service_version,
+            category, pricing, sla, status, input, units, list_price_cents, hold, initiated_at, max_delivery_attempts, metadata, created_at, updated_at)
+          values (${id}, ${consumer}, ${provider}, gen_random_uuid(), gen_random_uuid(), 1, '1.0.0', 'crypto', '{}', '{}', 'funds_held', '{}', 1, 100,
+            'none', now(), 3, '{}', now(), now())`.execute(trx);
+        // The rest of a creation's work before its commit, so that the creations overlap.
+        await new Promise((r) => setTimeout(r, 50));
+        await checkCreationLimits(trx, {}, { ...attempt(consumer, provider), excluding: id });
+      }).then(() => 'created', (err: { entries?: Array<{ code: string }> }) => err.entries?.[0]?.code ?? String(err))));
+      expect(outcomes.filter((o) => o === 'created')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'LIMIT_REACHED')).toHaveLength(7);
+      const { c } = (await activeCounts(service.deps.db, { consumer, provider, excluding: randomUUID() })).rows[0]!;
+      expect(c).toBe(100);
     });
 
     it('with a spending rule to read, counted at once, before the rules are applied (the order of the errors kept)', async () => {

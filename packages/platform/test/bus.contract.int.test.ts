@@ -186,6 +186,25 @@ describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
     expect(await kv.keys()).toEqual([]);
   });
 
+  it('KV keys answers at once while entries are expiring (issue 14: nats.js keys() could wait out a 30 s heartbeat)', async () => {
+    const name = `${bus.namespace}_expiring`;
+    buckets.push(name);
+    const kv = await bus.kv(name, { ttlMs: 1000 });
+    await Promise.all(Array.from({ length: 40 }, (_, i) => kv.put(`r${i}`, 'v')));
+    // Listed again and again across the moment the entries expire: each listing ends in well under
+    // a second, whatever it finds (some, then none).
+    const started = Date.now();
+    let slowest = 0;
+    let last: string[] = [];
+    while (Date.now() - started < 2500) {
+      const t0 = Date.now();
+      last = await kv.keys();
+      slowest = Math.max(slowest, Date.now() - t0);
+    }
+    expect(slowest).toBeLessThan(2000);
+    expect(last).toEqual([]);
+  }, 20_000);
+
   it('KV keys lists the keys holding a value, without deleted ones', async () => {
     const name = `${bus.namespace}_keys`;
     buckets.push(name);

@@ -324,6 +324,7 @@ export class NatsBus implements Bus {
 
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
     const kv: KV = await this.kvm.create(bucket, { history: 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+    const jsm = this.jsm;
     const conflict = (key: string) => (err: unknown): never => {
       if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
         throw new KvConflictError(key);
@@ -342,10 +343,17 @@ export class NatsBus implements Bus {
       async delete(key) {
         await kv.delete(key);
       },
+      // Not nats.js's `kv.keys()`: its ordered consumer, when an entry expires between the count of
+      // what it will deliver and the delivery, waits for an idle heartbeat (30 s) before it ends.
+      // The gateway registry's entries expire by design, so identity's forgets — which list it —
+      // stalled for 30 s now and then after a gateway died. The stream's subjects instead, then each
+      // key's last entry (deleted and expired ones left out): requests with a bound, no consumer.
       async keys() {
-        const found: string[] = [];
-        for await (const k of await kv.keys()) found.push(k);
-        return found;
+        const prefix = `$KV.${bucket}.`;
+        const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
+        const listed = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
+        const live = await Promise.all(listed.map(async (key) => ((await kv.get(key))?.operation === 'PUT' ? key : null)));
+        return live.filter((key): key is string => key !== null);
       },
     };
   }

@@ -6,7 +6,7 @@ import { AUTH_CACHE, hashApiKey, type SpawnAgentBody, type SpawnedAgentView } fr
 import { buildGateway } from '@aex/gateway';
 import { eventually, testLogger } from '@aex/platform/testing';
 import { ExchangeClient } from '@aex/client';
-import { exchangeProcess, expectError, signingMember, startTestExchange, type Member, type TestExchange } from './harness.js';
+import { exchangeProcess, expectError, showLogOnFailure, signingMember, startTestExchange, type ExchangeProcess, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
 
 // D6.8, D10.1, D13.2, issue 11 item 4: child agents — spawned with a budget moved atomically from
@@ -282,8 +282,10 @@ describe('the spawn saga (D6.8, D9.9)', () => {
 });
 
 describe('expiry across a crash (D6.8, issue 11 item 7)', () => {
+  let proc: ExchangeProcess | undefined;
+  showLogOnFailure(() => proc);
   it('expires a child whose lifetime ended while the exchange was down (SIGKILL), once, its funds back with the parent', async () => {
-    const proc = await exchangeProcess();
+    proc = await exchangeProcess();
     try {
       let url = await proc.start();
       const parent = await signingMember(new ExchangeClient({ baseUrl: url }), 'parent');

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { beforeEach, expect } from 'vitest';
 import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@aex/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
@@ -251,6 +251,21 @@ export interface ExchangeProcess {
   kill(): Promise<void>;
   /** Kills it and removes its database and NATS namespace. */
   dispose(): Promise<void>;
+  /** What every run of the process printed, each run headed by its start: what a failing test shows. */
+  log(): string;
+}
+
+/**
+ * Prints what the exchange process said, every run of it, when a test of the enclosing block fails
+ * (E2E_LOG_LEVEL=info for the request log too): a crash test's failure is read from both sides.
+ */
+export function showLogOnFailure(proc: () => ExchangeProcess | undefined): void {
+  beforeEach((ctx) => {
+    ctx.onTestFailed(() => {
+      const p = proc();
+      if (p) process.stderr.write(`the exchange's log:\n${p.log()}\n`);
+    });
+  });
 }
 
 /** An exchange process on the test's own database and NATS namespace, with sandbox payments. */
@@ -264,10 +279,12 @@ export async function exchangeProcess(extra: Record<string, string> = {}): Promi
     PORT: '0',
     ADMIN_TOKEN,
     PAYMENTS_PROVIDER: 'sandbox',
-    LOG_LEVEL: 'warn',
+    // E2E_LOG_LEVEL: more of the process's log when a failure has to be understood.
+    LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'warn',
     ...extra,
   };
   let running: ChildProcess | undefined;
+  const runs: Array<() => string> = [];
   const kill = async () => {
     if (running) await stopProcess(running, 'SIGKILL');
     running = undefined;
@@ -277,8 +294,11 @@ export async function exchangeProcess(extra: Record<string, string> = {}): Promi
     async start() {
       const p = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/);
       running = p.child;
+      const head = `--- run ${runs.length + 1}, started ${new Date().toISOString()} ---`;
+      runs.push(() => `${head}\n${p.output()}`);
       return p.match[1]!;
     },
+    log: () => runs.map((run) => run()).join('\n'),
     get child() {
       return running;
     },

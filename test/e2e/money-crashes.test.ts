@@ -8,7 +8,7 @@ import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import type { FundView, WithdrawView } from '@aex/contracts';
 import { eventually, testLogger } from '@aex/platform/testing';
 import { startEmbeddedPostgres, type Started } from '@aex/stack';
-import { ADMIN_TOKEN, exchangeProcess, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
+import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
 
 // D5.4 / D5.5: money requests carrying an Idempotency-Key move money exactly once per key, whatever
 // fails between the client and the ledger — the whole exchange killed mid-stream, or its database
@@ -28,6 +28,7 @@ async function settle(call: () => Promise<Outcome<Money>>): Promise<Outcome<Mone
 
 describe('keyed money requests while the whole exchange is killed (SIGKILL) and restarted', () => {
   let proc: ExchangeProcess;
+  showLogOnFailure(() => proc);
   beforeAll(async () => {
     proc = await exchangeProcess({ RATE_LIMIT_WRITE_PER_MIN: '1000000', RATE_LIMIT_READ_PER_MIN: '1000000' });
   });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import type { NewAccountView } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
-import { ADMIN_TOKEN, exchangeProcess, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
+import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
 
 // The agent-creation saga (identity → openWallet command → wallet → wallet.opened → identity) survives
 // a stopped wallet service and a process killed at any moment: no committed data is lost and no
@@ -48,6 +48,7 @@ describe('wallet service down during sign-up', () => {
 
 describe('process killed during sign-ups', () => {
   let proc: ExchangeProcess;
+  showLogOnFailure(() => proc);
   let runningUrl = '';
 
   beforeAll(async () => {

@@ -5,7 +5,7 @@ import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@aex/c
 import type { TransactionStatus } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';
-import { ADMIN_TOKEN, exchangeProcess, signingMember, type ExchangeProcess } from './harness.js';
+import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
 // Issue 10 item 8, issue 11 item 7: a model-based test. Random operations (create, negotiate, accept,
@@ -101,6 +101,7 @@ interface Expectation { status: number; apply?: (answer?: { id: string } | null,
 
 describe('transactions, disputes and child agents against a reference model, with the whole exchange killed at random (issues 10, 11)', () => {
   let proc: ExchangeProcess;
+  showLogOnFailure(() => proc);
   let db: pg.Client;
   let url: string;
   const agents: Agent[] = [];

@@ -11,7 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
 import { freePort } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
-import { exchangeProcess, signingMember, type ExchangeProcess } from './harness.js';
+import { exchangeProcess, showLogOnFailure, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
 // Issue 12 item 8: purchases stream in while the whole exchange (dispatcher included) is killed with
@@ -54,6 +54,7 @@ describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)',
   let hook: http.Server;
   let hookUrl: string;
   let proc: ExchangeProcess;
+  showLogOnFailure(() => proc);
   let nats: ReturnType<typeof natsServer>;
   let store: string;
   let url: string;

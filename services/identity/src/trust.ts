@@ -1,6 +1,6 @@
 import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
-import { consumeIdempotently, enqueue, precompiled, requireAgent, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
-import { sql, type Insertable, type Kysely } from 'kysely';
+import { consumeIdempotently, enqueue, precompiled, requireAgent, writeAtCommit, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
+import { CompiledQuery, sql, type Insertable, type Kysely } from 'kysely';
 import type { Database } from './db/schema.js';
 import type { IdentityDeps } from './context.js';
 import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
@@ -13,6 +13,13 @@ import { forgetAfterCommit } from './key-cache.js';
  * of every outcome), that row locked, so outcomes ending together are all counted. A
  * changed score is published (`identity.agent.trust_changed`); the catalog shows it in listing and
  * discovery.
+ *
+ * Issue 14: most outcomes leave the score as it was (a settled provider's score moves by less than a
+ * point). Such an outcome is kept by the statement written before the commit, with the message's
+ * record and the `COMMIT` (`writeAtCommit`): one round trip, where keeping it, reading the sums and
+ * committing took three. That statement writes only if the score stays as the sums make it; when it
+ * changes, the transaction is undone and the outcome kept again here, the new score then written and
+ * published.
  */
 export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
   return consumeIdempotently({
@@ -29,29 +36,45 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     },
     handle: async (trx, e): Promise<boolean> => {
       const input = outcomeInput(e);
-      const [kept] = (await keepOutcome(trx, { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) })).rows;
-      if (!kept) return false;
-      // The insert added the outcome to the agent's sums (migration 0009's trigger) and left its score
-      // row locked until the commit: outcomes of one agent ending together are all counted.
-      const [current] = (await scoreOf(trx, { agentId: e.providerAgentId })).rows;
-      if (!current) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
-      const score = trustScore({ weightedValue: Number(current.weightedValue), halfWeights: Number(current.halfWeights) });
-      if (score === current.score) return false;
+      const outcome = { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) };
+      if (writeAtCommit(trx, { parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' })) return false;
+      const [counted] = (await keepOutcome(trx, outcome)).rows;
+      if (!counted) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
+      if (!counted.kept) return false;
+      const score = trustScore({ weightedValue: Number(counted.weightedValue), halfWeights: Number(counted.halfWeights) });
+      if (score === counted.score) return false;
       const now = deps.now();
       await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();
-      await enqueue(trx, events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: current.score }, { now });
+      await enqueue(trx, events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: counted.score }, { now });
       return true;
     },
   });
 }
 
-// Compiled once (issue 14): every settled purchase records an outcome.
+interface Counted {
+  /** False when the transaction's outcome was kept before (the sums are then as they were). */
+  kept: boolean;
+  score: number;
+  weightedValue: string;
+  halfWeights: string;
+}
+
+/**
+ * Keeps an outcome (the insert's trigger adds it to the agent's sums and locks its score row) and
+ * reads the sums back, in one statement (migration 0010): no row for an agent without a score.
+ */
 const keepOutcome = precompiled((db: Kysely<Database>, $: Slots<Insertable<Database['trustOutcomes']>>) => db
-  .insertInto('trustOutcomes')
-  .values({ transactionId: $.transactionId, agentId: $.agentId, outcome: $.outcome, qualityScore: $.qualityScore, late: $.late, value: $.value, halfWeights: $.halfWeights, endedAt: $.endedAt })
-  .onConflict((oc) => oc.column('transactionId').doNothing())
-  .returning('transactionId'));
-const scoreOf = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db.selectFrom('trustScores').select(['score', 'weightedValue', 'halfWeights']).where('agentId', '=', $.agentId));
+  .selectFrom(sql<Counted>`trust_outcome_kept(${$.transactionId}, ${$.agentId}, ${$.outcome}, ${$.qualityScore}, ${$.late}, ${$.value}, ${$.halfWeights}, ${$.endedAt})`.as('c'))
+  .selectAll());
+
+/**
+ * A row when the outcome leaves the score as it is: kept before, or the score `trustScore` computes
+ * from the new sums is the one stored (the same whole-number formula, the prior given from
+ * `TRUST_PRIOR`; a test compares the two over many sums).
+ */
+export const scoreUnchangedSql = (counted: string) => `select 1 as ok from "${counted}" as c where not c.kept or c.score =
+  (2 * (${TRUST_PRIOR.value * TRUST_PRIOR.halfWeights} + c.weighted_value) + ${TRUST_PRIOR.halfWeights} + c.half_weights) / (2 * (${TRUST_PRIOR.halfWeights} + c.half_weights))`;
+const scoreUnchanged = CompiledQuery.raw(scoreUnchangedSql('counted'), []);
 
 /** GET /v1/agents/{id}/trust (EXT, D15.2): any authenticated caller, as the public profile. */
 export const getTrust = (deps: IdentityDeps): OperationHandler<(typeof identityOps)['getTrust']> => async ({ path }, ctx) => {

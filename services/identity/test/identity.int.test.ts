@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUTH_CACHE, commands, hashApiKey, events, identityOps, subjects, transactionOutcome, type MessageEnvelope, type Principal } from '@aex/contracts';
 import pg from 'pg';
+import { sql } from 'kysely';
 import { ack, callOperation, callOrThrow, connectServiceDb, loadConfig, type Bus, type BusMessage, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService } from '@aex/wallet';
 import { startIdentityService, type IdentityService } from '../src/index.js';
 import { outcomeInput, trustScore } from '../src/domain/trust.js';
 import { database as database_ } from '../src/db/migrations/index.js';
+import { scoreUnchangedSql } from '../src/trust.js';
 import type { Database } from '../src/db/schema.js';
 
 // The identity service alone on real Postgres and JetStream, driven over its bus operations and
@@ -150,6 +152,71 @@ describe('trust outcomes (D15.2)', () => {
     expect(kept).toHaveLength(24);
   });
 
+  it('keeps an outcome that leaves the score as it was in one statement, with its record and the commit; a changed score is written and published (issue 14)', async () => {
+    const agentId = (await signUp()).reply.data.agent.id;
+    // Every statement the identity service sends that keeps an outcome of this test, by transaction id.
+    const statements = new Map<string, string[]>();
+    const query = pg.Client.prototype.query;
+    const spy = function (this: pg.Client, ...args: unknown[]) {
+      const q = args[0] as string | { text: string; values?: unknown[] };
+      const text = typeof q === 'string' ? q : q.text;
+      const values = (typeof q === 'string' ? args[1] : q.values) as unknown[] | undefined;
+      const id = values?.find((v) => typeof v === 'string' && statements.has(v)) as string | undefined;
+      if (id && text.includes('trust_outcome_kept')) statements.get(id)!.push(text);
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    };
+    pg.Client.prototype.query = spy as typeof query;
+    try {
+      const subject = subjects.event(bus.namespace, transactionOutcome.type);
+      const send = async (data: ReturnType<typeof outcome>) => {
+        statements.set(data.transactionId, []);
+        const env = { id: randomUUID(), type: transactionOutcome.type, occurredAt: data.at, data };
+        await bus.publish(subject, env, { msgId: env.id });
+        await eventually(async () => (await identity.deps.db.selectFrom('processedMessages').select('messageId').where('messageId', '=', env.id).executeTakeFirst()) ?? null);
+        return statements.get(data.transactionId)!;
+      };
+      // Settled at quality 50, on time: the sums move, the score stays 50 (D15.2's worked examples).
+      const same = await send({ transactionId: randomUUID(), providerAgentId: agentId, outcome: 'settled', qualityScore: 50, late: false, at: new Date().toISOString() });
+      expect(same).toHaveLength(1);
+      expect(same[0]).toMatch(/^\/\* then commit \*\/ with/);
+      expect(same[0]).toContain('processed_messages');
+      const kept = await identity.deps.db.selectFrom('trustScores').selectAll().where('agentId', '=', agentId).executeTakeFirstOrThrow();
+      expect({ score: kept.score, weightedValue: Number(kept.weightedValue), halfWeights: Number(kept.halfWeights) }).toEqual({ score: 50, weightedValue: 100, halfWeights: 2 });
+      // A failure moves it to 43: that statement is undone, the outcome kept again and the score written.
+      const moved = await send({ transactionId: randomUUID(), providerAgentId: agentId, outcome: 'failed', qualityScore: null, late: false, at: new Date().toISOString() });
+      expect(moved).toHaveLength(2);
+      expect(moved[1]).not.toContain('processed_messages');
+      const row = await identity.deps.db.selectFrom('trustScores').selectAll().where('agentId', '=', agentId).executeTakeFirstOrThrow();
+      expect({ score: row.score, weightedValue: Number(row.weightedValue), halfWeights: Number(row.halfWeights) }).toEqual({ score: 43, weightedValue: 100, halfWeights: 4 });
+      const changed = await eventually(async () => envelopes(events.trustScoreChanged.type).find((e) => e.data.agentId === agentId) ?? null);
+      expect(changed.data).toEqual({ agentId, trustScore: 43, previousTrustScore: 50 });
+      expect(await identity.deps.db.selectFrom('trustOutcomes').select('transactionId').where('agentId', '=', agentId).execute()).toHaveLength(2);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+  });
+
+  it('decides "the score stays" in SQL exactly as trustScore computes it (issue 14)', async () => {
+    // Every sum of up to 40 half weights (values 0–100 each), and random larger ones.
+    const points: Array<[number, number]> = [];
+    for (let h = 0; h <= 40; h++) for (let w = 0; w <= 100 * h; w++) points.push([w, h]);
+    for (let i = 0; i < 20_000; i++) {
+      const h = 1 + Math.floor(Math.random() * 2_000_000);
+      points.push([Math.floor(Math.random() * (100 * h + 1)), h]);
+    }
+    const count = async (offset: number) => {
+      const scores = points.map(([w, h]) => trustScore({ weightedValue: w, halfWeights: h }) + offset);
+      const { rows } = await sql<{ n: number }>`
+        with counted as (select true as kept, s as score, w as weighted_value, h as half_weights
+          from unnest(${points.map((p) => p[0])}::bigint[], ${points.map((p) => p[1])}::bigint[], ${scores}::int[]) as t(w, h, s))
+        select count(*)::int as n from (${sql.raw(scoreUnchangedSql('counted'))}) as unchanged`.execute(identity.deps.db);
+      return rows[0]!.n;
+    };
+    expect(await count(0)).toBe(points.length);
+    expect(await count(1)).toBe(0);
+    expect(await count(-1)).toBe(0);
+  });
+
   it('counts each outcome once when two replicas take outcomes of the same agents side by side, with repeated messages (D15.2)', async () => {
     const second = await startIdentityService({ bus, databaseUrl: database.url, config, logger });
     try {
@@ -193,7 +260,7 @@ describe('trust outcomes (D15.2)', () => {
   it('starts the sums from the outcomes recorded before them (migration 0009)', async () => {
     const earlier = await createTestDatabase();
     try {
-      const { '0009-trust-sums': _added, ...before } = database_.migrations;
+      const { '0009-trust-sums': _added, '0010-trust-outcome-kept': _later, ...before } = database_.migrations;
       await (await connectServiceDb({ url: earlier.url, schema: database_.schema, migrations: before })).close();
       const admin = new pg.Client({ connectionString: earlier.url });
       await admin.connect();
@@ -230,7 +297,7 @@ describe('restart', () => {
     const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
     expect(row?.id).toBe(reply.data.id);
     const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
-    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children', '0009-trust-sums']);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children', '0009-trust-sums', '0010-trust-outcome-kept']);
   });
 });
 

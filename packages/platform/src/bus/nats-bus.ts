@@ -343,11 +343,12 @@ export class NatsBus implements Bus {
       async delete(key) {
         await kv.delete(key);
       },
-      // Not nats.js's `kv.keys()`: its ordered consumer, when an entry expires between the count of
-      // what it will deliver and the delivery, waits for an idle heartbeat (30 s) before it ends.
-      // The gateway registry's entries expire by design, so identity's forgets — which list it —
-      // stalled for 30 s now and then after a gateway died. The stream's subjects instead, then each
-      // key's last entry (deleted and expired ones left out): requests with a bound, no consumer.
+      // Not nats.js's `kv.keys()`: its push consumer ends a listing on the last message it counted,
+      // or else on an idle heartbeat, and an entry that expires between the count and the delivery
+      // leaves it waiting for that. The gateway registry's entries expire by design, and identity
+      // lists it for every forget; identity's stall after a gateway died went away with this change
+      // (docs/performance.md, "Sixth session"). The stream's subjects instead, then each key's last
+      // entry (deleted and expired ones left out): requests with a bound, no consumer.
       async keys() {
         const prefix = `$KV.${bucket}.`;
         const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });

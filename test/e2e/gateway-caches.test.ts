@@ -80,13 +80,22 @@ describe('gateway replicas answer from memory, told of every change (issue 14, D
     expect(unwrap(await on2({ apiKey: rotated.apiKey }).getAgent(worker.agentId)).id).toBe(worker.agentId);
   });
 
-  it('lists every live replica in the registry, and a closed one leaves it', async () => {
+  it('lists every live replica in the registry; a closed one marks its entry left, and a change after it does not wait for it', async () => {
     const registry = await ex.bus.kv(GATEWAY_CACHES.registry(ex.bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
-    expect(await registry.keys()).toHaveLength(2);
+    const live = await registry.keys();
+    expect(live).toHaveLength(2);
     const third = await buildGateway({ bus: ex.bus, config: ex.config, logger: testLogger() });
-    expect(await registry.keys()).toHaveLength(3);
+    const [thirdId] = (await registry.keys()).filter((k) => !live.includes(k));
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId });
     await third.close();
-    expect(await registry.keys()).toHaveLength(2);
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, left: true });
+    // Listed, nobody listening, but left: not fenced (the entry stays as it is) and not waited for.
+    const worker = await ex.addAgent(owner);
+    const started = performance.now();
+    unwrap(await owner.client.updateAgent(worker.agentId, { name: 'after a replica left' }));
+    expect(performance.now() - started).toBeLessThan(GATEWAY_CACHES.leaseMs);
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, left: true });
+    expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('after a replica left');
   });
 
   it('fences a replica that does not confirm: the change waits out its lease, and the replica leaves the registry', async () => {
@@ -99,8 +108,9 @@ describe('gateway replicas answer from memory, told of every change (issue 14, D
     unwrap(await owner.client.updateAgent(worker.agentId, { name: 'waited' }));
     expect(performance.now() - started).toBeGreaterThanOrEqual(GATEWAY_CACHES.leaseMs);
     expect(await registry.get(silent)).toBeNull();
-    // The live replicas answered, and were not fenced.
-    expect(await registry.keys()).toHaveLength(2);
+    // The live replicas answered, and were not fenced (the closed one's entry is still marked left).
+    const entries = await Promise.all((await registry.keys()).map(async (k) => JSON.parse((await registry.get(k))!.value) as { left?: true }));
+    expect(entries.filter((e) => !e.left)).toHaveLength(2);
     expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('waited');
   });
 

@@ -40,7 +40,9 @@ export const AUTH_CACHE = {
  * `leaseMs` of a renewal the registry accepted. Identity tells every listed replica what changed on
  * `forgetSubject` and waits for each one's acknowledgement before it answers the change; a replica
  * that does not acknowledge within `ackTimeoutMs` is fenced (its entry deleted, so its next renewal
- * fails and it empties its memory) and identity waits out its lease.
+ * fails and it empties its memory) and identity waits out its lease. A replica that stops cleanly
+ * marks its entry `left` after it has emptied its memory for good: identity neither fences it nor
+ * waits for it (the entry expires with the registry's TTL).
  */
 export const GATEWAY_CACHES = {
   registry: (ns: string) => names.bucket(ns, 'gateways'),
@@ -55,6 +57,13 @@ export const GATEWAY_CACHES = {
    */
   ackTimeoutMs: 3_000,
 } as const;
+
+/** A replica's entry in the gateway registry. */
+export interface GatewayRegistryEntry {
+  replicaId: string;
+  /** Set by the replica as it stops, once its memory is emptied and will not be used again. */
+  left?: true;
+}
 
 /** What identity tells the gateways to forget: principals by API-key hash, cached answers by agent. */
 export interface CacheInvalidation {

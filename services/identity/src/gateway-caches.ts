@@ -1,4 +1,4 @@
-import { GATEWAY_CACHES, type CacheInvalidation } from '@aex/contracts';
+import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } from '@aex/contracts';
 import type { Bus, KvStore, Logger } from '@aex/platform';
 
 /**
@@ -63,11 +63,25 @@ export class GatewayCaches {
       )
     ).filter((id): id is string => id !== undefined);
     if (silent.length === 0) return;
+    // A replica that stopped cleanly since the listing marked its entry `left` once its memory was
+    // gone for good: nothing to fence or wait for.
+    const fenced = (await Promise.all(silent.map(async (id) => ((await this.hasLeft(id)) ? undefined : id)))).filter((id): id is string => id !== undefined);
+    if (fenced.length === 0) return;
     // Deleted after the silence: a renewal accepted before the delete was sent before it, so one
     // lease from now every such replica has stopped answering from memory.
-    await Promise.all(silent.map((id) => this.registry.delete(id).catch((err: unknown) => this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica'))));
-    this.logger.warn({ replicas: silent }, 'gateway replicas did not confirm a cache invalidation; fenced, waiting out their lease');
+    await Promise.all(fenced.map((id) => this.registry.delete(id).catch((err: unknown) => this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica'))));
+    this.logger.warn({ replicas: fenced }, 'gateway replicas did not confirm a cache invalidation; fenced, waiting out their lease');
     await sleep(GATEWAY_CACHES.leaseMs);
+  }
+
+  /** Whether the replica's entry says it left; an unreadable entry counts as not (it is fenced). */
+  private async hasLeft(id: string): Promise<boolean> {
+    try {
+      const entry = await this.registry.get(id);
+      return entry !== null && (JSON.parse(entry.value) as Partial<GatewayRegistryEntry>).left === true;
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GATEWAY_CACHES, type CacheInvalidation } from '@aex/contracts';
+import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } from '@aex/contracts';
 import { KvConflictError, type Bus, type KvStore, type Logger, type Stoppable } from '@aex/platform';
 
 /** What a replica's caches are told: forget these (by tag), or everything. */
@@ -66,14 +66,21 @@ export class CacheMembership {
     this.listeners.push(listener);
   }
 
-  /** Leaves the registry (identity stops asking) and stops using the caches. */
+  /**
+   * Stops using the caches, then marks this replica's entry `left` and stops listening. Marked, not
+   * deleted: identity may have listed this replica just before and find nobody listening; the mark
+   * tells it that this replica's memory is gone for good, so it neither fences it nor waits out a
+   * lease for it (a deleted entry is what a fence leaves, and must be waited out). The mark is a
+   * compare-and-set on the last renewal: after a fence there is nothing to mark.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
     this.forget('all');
-    // A renewal under way lands before the delete, or fails after it without listing again.
+    // A renewal under way lands before the mark, or fails after it without listing again.
     while (this.renewing) await new Promise((r) => setTimeout(r, 5));
-    await this.registry.delete(this.replicaId).catch(() => undefined);
+    const left: GatewayRegistryEntry = { replicaId: this.replicaId, left: true };
+    await this.registry.update(this.replicaId, JSON.stringify(left), this.revision).catch(() => undefined);
     await this.sub?.stop().catch(() => undefined);
   }
 
@@ -83,7 +90,8 @@ export class CacheMembership {
   }
 
   private entry(): string {
-    return JSON.stringify({ replicaId: this.replicaId });
+    const entry: GatewayRegistryEntry = { replicaId: this.replicaId };
+    return JSON.stringify(entry);
   }
 
   private async register(): Promise<void> {

@@ -50,22 +50,20 @@ export class GatewayCaches {
       await sleep(GATEWAY_CACHES.leaseMs);
       return;
     }
-    const silent = (
+    const fenced = (
       await Promise.all(
         replicas.map(async (id) => {
           try {
             await this.bus.request(GATEWAY_CACHES.forgetSubject(this.bus.namespace, id), what, { timeoutMs: GATEWAY_CACHES.ackTimeoutMs });
             return undefined;
           } catch {
-            return id;
+            // Silent. One that stopped cleanly since the listing marked its entry `left` once its
+            // memory was gone for good: nothing to fence or wait for.
+            return (await this.hasLeft(id)) ? undefined : id;
           }
         }),
       )
     ).filter((id): id is string => id !== undefined);
-    if (silent.length === 0) return;
-    // A replica that stopped cleanly since the listing marked its entry `left` once its memory was
-    // gone for good: nothing to fence or wait for.
-    const fenced = (await Promise.all(silent.map(async (id) => ((await this.hasLeft(id)) ? undefined : id)))).filter((id): id is string => id !== undefined);
     if (fenced.length === 0) return;
     // Deleted after the silence: a renewal accepted before the delete was sent before it, so one
     // lease from now every such replica has stopped answering from memory.

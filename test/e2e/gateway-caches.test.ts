@@ -83,18 +83,20 @@ describe('gateway replicas answer from memory, told of every change (issue 14, D
   it('lists every live replica in the registry; a closed one marks its entry left, and a change after it does not wait for it', async () => {
     const registry = await ex.bus.kv(GATEWAY_CACHES.registry(ex.bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
     const live = await registry.keys();
-    expect(live).toHaveLength(2);
+    // The two gateways, and the transactions replica (it keeps the rules in force, D10.1).
+    const roles = await Promise.all(live.map(async (k) => (JSON.parse((await registry.get(k))!.value) as { role: string }).role));
+    expect(roles.sort()).toEqual(['gateway', 'gateway', 'transactions']);
     const third = await buildGateway({ bus: ex.bus, config: ex.config, logger: testLogger() });
     const [thirdId] = (await registry.keys()).filter((k) => !live.includes(k));
-    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId });
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, role: 'gateway' });
     await third.close();
-    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, left: true });
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, role: 'gateway', left: true });
     // Listed, nobody listening, but left: not fenced (the entry stays as it is) and not waited for.
     const worker = await ex.addAgent(owner);
     const started = performance.now();
     unwrap(await owner.client.updateAgent(worker.agentId, { name: 'after a replica left' }));
     expect(performance.now() - started).toBeLessThan(GATEWAY_CACHES.leaseMs);
-    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, left: true });
+    expect(JSON.parse((await registry.get(thirdId!))!.value)).toEqual({ replicaId: thirdId, role: 'gateway', left: true });
     expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('after a replica left');
   });
 
@@ -110,7 +112,7 @@ describe('gateway replicas answer from memory, told of every change (issue 14, D
     expect(await registry.get(silent)).toBeNull();
     // The live replicas answered, and were not fenced (the closed one's entry is still marked left).
     const entries = await Promise.all((await registry.keys()).map(async (k) => JSON.parse((await registry.get(k))!.value) as { left?: true }));
-    expect(entries.filter((e) => !e.left)).toHaveLength(2);
+    expect(entries.filter((e) => !e.left)).toHaveLength(3);
     expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('waited');
   });
 

@@ -60,12 +60,15 @@ export const identityOps = {
   getDidDocument: operation('identity', 'getDidDocument', 'none', parts(I.AgentPath, Empty, Type.Any()), I.DidDocument),
   /**
    * Internal (no route): the delegation rules in force for an agent (D10.1) with the facts the
-   * transaction service checks them against. Identity owns the rules; they are read at each check.
+   * transaction service checks them against. Identity owns the rules; a transactions replica keeps
+   * what it read in memory only while identity keeps that memory true (docs/gateway-caches.md).
    */
   effectiveDelegation: operation(
     'identity', 'effectiveDelegation', 'none',
     parts(I.AgentPath, Empty, Type.Any()),
-    Type.Object({ agentId: Type.String(), status: I.AgentStatus, rules: I.DelegationRules }),
+    // `parentAgentId`: a child's rules in force depend on its parent's too (D6.8), which the
+    // transaction service's cache of them must know to forget them with the parent's (issue 14).
+    Type.Object({ agentId: Type.String(), accountId: Type.String(), parentAgentId: Type.Union([Type.String(), Type.Null()]), status: I.AgentStatus, rules: I.DelegationRules }),
   ),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */
   authenticate: operation(

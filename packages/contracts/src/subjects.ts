@@ -58,15 +58,25 @@ export const GATEWAY_CACHES = {
   ackTimeoutMs: 3_000,
 } as const;
 
-/** A replica's entry in the gateway registry. */
+/**
+ * A replica's entry in the registry of replicas that keep identity's data in memory: gateways
+ * (principals, profiles) and, since issue 14, transactions replicas (rules in force, D10.1).
+ */
 export interface GatewayRegistryEntry {
   replicaId: string;
+  /** What kind of replica it is ('gateway', 'transactions'): for the reader, identity tells them all alike. */
+  role?: string;
   /** Set by the replica as it stops, once its memory is emptied and will not be used again. */
   left?: true;
 }
 
-/** What identity tells the gateways to forget: principals by API-key hash, cached answers by agent. */
+/**
+ * What identity tells the replicas in the registry to forget: principals by API-key hash, cached
+ * answers by agent, and (`accountIds`, when an account's default delegation changed) whatever was
+ * cached for any agent of the account.
+ */
 export interface CacheInvalidation {
   keyHashes: string[];
   agentIds: string[];
+  accountIds?: string[];
 }

@@ -7,6 +7,8 @@ export * from './rpc.js';
 export * from './runtime.js';
 export * from './reply-budget.js';
 export * from './recent-map.js';
+export * from './caches/membership.js';
+export * from './caches/local-cache.js';
 export * from './idempotency/records.js';
 export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';

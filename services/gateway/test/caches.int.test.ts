@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GATEWAY_CACHES, names } from '@aex/contracts';
-import type { Bus } from '@aex/platform';
+import { agentTag, CacheMembership, keyTag, LocalCache, type Bus } from '@aex/platform';
 import { testLogger } from '@aex/platform/testing';
-import { LocalCache } from '../src/caches/local-cache.js';
-import { agentTag, CacheMembership, keyTag } from '../src/caches/membership.js';
 import { RateLimiter } from '../src/guards/rate-limit.js';
 import { bus, cleanups } from './bus-kit.js';
 

@@ -2,8 +2,9 @@ import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } fro
 import type { Bus, KvStore, Logger } from '@aex/platform';
 
 /**
- * Identity's side of the gateways' own memory (D2.5, docs/gateway-caches.md): after a change
- * commits, every gateway replica listed in the registry is told what to forget, and the change is
+ * Identity's side of the replicas' own memory (D2.5, docs/gateway-caches.md): after a change
+ * commits, every replica listed in the registry (gateways; transactions replicas, which keep the
+ * delegation rules in force) is told what to forget, and the change is
  * answered only when each one has confirmed. A replica that does not confirm is fenced — its entry
  * deleted, so its next renewal fails and it empties its memory — and the lease it may still be
  * answering under is waited out. Either way no replica answers from the old state once the change
@@ -40,7 +41,7 @@ export class GatewayCaches {
   }
 
   async forget(what: CacheInvalidation): Promise<void> {
-    if (what.keyHashes.length === 0 && what.agentIds.length === 0) return;
+    if (what.keyHashes.length === 0 && what.agentIds.length === 0 && (what.accountIds ?? []).length === 0) return;
     let replicas: string[];
     try {
       replicas = await this.listedFromNow();

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { DelegationRules } from '@aex/contracts';
+import type { Bus, ExchangeConfig, LocalCache, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { KnownTransactions } from './known-transactions.js';
 import type { PinnedContracts } from './pinned-contracts.js';
@@ -15,5 +16,10 @@ export interface TransactionDeps {
   signals: SagaSignals;
   /** The latest versions of transactions this replica wrote or read (issue 14). */
   known: KnownTransactions;
+  /**
+   * The delegation rules in force of the agents this replica checked (D10.1, issue 14), by agent:
+   * used only while identity keeps them true (docs/gateway-caches.md), else read from identity.
+   */
+  delegations: LocalCache<DelegationRules>;
   now: () => Date;
 }

@@ -1,5 +1,6 @@
 import { subjects, transactionOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import type { DelegationRules } from '@aex/contracts';
+import { CacheMembership, LocalCache, OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -12,6 +13,9 @@ import * as negotiation from './transactions/negotiation.js';
 import { rpcTimeout } from './transactions/rules.js';
 import { serveSaga } from './transactions/saga.js';
 import { startTimers } from './transactions/timers.js';
+
+/** Rules in force kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
+const DELEGATIONS = { ttlMs: 30_000, maxEntries: 50_000 };
 
 export interface TransactionService extends Component {
   deps: TransactionDeps;
@@ -30,7 +34,10 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   // A saga step done here for a request waiting on another replica reaches it as a notice.
   const signals = new SagaSignals(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
   const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), now: opts.now ?? (() => new Date()) };
+  // Listed with the gateways among the replicas identity tells of every change (docs/gateway-caches.md).
+  const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
+  const delegations = new LocalCache<DelegationRules>(membership, DELEGATIONS);
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
   const timers = startTimers(deps, opts.timerPollMs);
@@ -65,6 +72,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
     checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();
+      await membership.stop();
       await timers.stop();
       await saga.stop();
       await notices.stop();

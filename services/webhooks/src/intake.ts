@@ -13,11 +13,14 @@ const dataCheck = validator(TransactionEventData);
 const CONSUMER = 'webhooks-transaction-events';
 /**
  * Events written per database transaction at most, and how long the first waits for company (issue
- * 14: 10 ms rather than 4 gathers a lifecycle's events into about half as many statements; the
- * deliveries start that much later).
+ * 14). Every transaction event comes here — four per settled purchase — whether or not a party has a
+ * webhook URL, and each batch is a commit of its own. With 10 ms, a busy exchange wrote batches of
+ * about 1.7 events: 2.4 of the 8 commits of a lifecycle were this intake's. 40 ms gathers about four
+ * times as many per commit (docs/performance.md, "Seventh session"); a webhook's first attempt starts
+ * up to 40 ms after its event, far inside D14.4's first retry at 5 s.
  */
 const BATCH = 128;
-const BATCH_WAIT_MS = 10;
+const BATCH_WAIT_MS = 40;
 
 interface Pending { id: string; type: string; body: string; agents: string[] }
 

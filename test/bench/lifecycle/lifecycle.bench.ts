@@ -11,6 +11,8 @@
  *   pnpm bench:lifecycle --concurrency 1    one lifecycle at a time: latency without queueing
  *   pnpm bench:lifecycle --json out.json    figures also written as JSON (what `pnpm bench` tabulates)
  *   pnpm bench:lifecycle --cpu-prof x.cpuprofile   a CPU profile of the exchange over the saturated part
+ *   pnpm bench:lifecycle --saturated-only   no paced part (10 lifecycles stand in for it): half the time,
+ *                                           for comparing two versions back to back
  *
  * The load comes from outside: a child process of its own signs and sends the requests, so its CPU
  * (Ed25519 signing, the HTTP client) is not taken from the exchange's event loop. It still shares the
@@ -33,6 +35,7 @@ const LIFECYCLES = Number(args[args.indexOf('--lifecycles') + 1] ?? 1500) || 150
 const CONCURRENCY = Number(args[args.indexOf('--concurrency') + 1] ?? 16) || 16;
 /** `--processes`: every service in a process of its own (as deployed), not the whole exchange in this one. */
 const PROCESSES = args.includes('--processes');
+const SATURATED_ONLY = args.includes('--saturated-only');
 /** `--cpu-prof <file>`: the exchange's CPU profile over the saturated part (in-process runs only). */
 const CPU_PROF = args.includes('--cpu-prof') ? args[args.indexOf('--cpu-prof') + 1] : undefined;
 /**
@@ -110,7 +113,7 @@ async function main() {
 }
 
 function fromAnotherProcess(url: string): Promise<LoadResult> {
-  const child = fork(fileURLToPath(import.meta.url), ['--load', url, '--lifecycles', String(LIFECYCLES), '--concurrency', String(CONCURRENCY)], {
+  const child = fork(fileURLToPath(import.meta.url), ['--load', url, '--lifecycles', String(LIFECYCLES), '--concurrency', String(CONCURRENCY), ...(SATURATED_ONLY ? ['--saturated-only'] : [])], {
     execArgv: ['--import', 'tsx'],
   });
   // The child marks its saturated part; in-process, this process's CPU and event loop over it are the exchange's.
@@ -194,7 +197,7 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
   // The latency a caller sees when the exchange is busy but not saturated: lifecycles started at a
   // fixed pace, half the saturated rate just measured, whether or not earlier ones have finished.
   const pacedCreate: number[] = [];
-  const count = Math.max(100, Math.round(LIFECYCLES / 2));
+  const count = SATURATED_ONLY ? 10 : Math.max(100, Math.round(LIFECYCLES / 2));
   const interval = 1000 / (perSecond / 2);
   const pacedStart = performance.now();
   await Promise.all(Array.from({ length: count }, async (_, i) => {

@@ -74,11 +74,13 @@ export class AlreadyApplied extends Error {
 export const HAND_OFF_LEASE_MS = 5_000;
 /**
  * How long handed-off rows gather before one statement marks them published (issue 14: a mark per
- * few rows was a tenth of a lifecycle's statements). Far inside `HAND_OFF_LEASE_MS`, so no drain
- * takes a row waiting for its mark; a crash in this time only has the rows published again after
- * their lease, which JetStream drops as duplicates of their message ids.
+ * few rows was a tenth of a lifecycle's statements; at 200 ms the marks of the five services were
+ * still half a statement and half a commit per lifecycle on a slow machine, at 1 s a tenth). Far
+ * inside `HAND_OFF_LEASE_MS`, so no drain takes a row waiting for its mark; a crash in this time only
+ * has the rows published again after their lease, which JetStream drops as duplicates of their
+ * message ids.
  */
-const MARK_GATHER_MS = 200;
+const MARK_GATHER_MS = 1_000;
 
 /** What each tracked transaction has written, in order. */
 const handOffs = new WeakMap<object, Tracked>();

@@ -1,8 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
-import { callOperation, type Bus, type KvStore } from '@aex/platform';
-import { LocalCache } from '../caches/local-cache.js';
-import { agentTag, keyTag, type CacheMembership } from '../caches/membership.js';
+import { agentTag, callOperation, keyTag, LocalCache, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
 import { RateLimitedError, type RateLimiter } from './rate-limit.js';
 
 const principalCheck = validator(Principal);

@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { AppError, validator, type ErrorEntry, type IdempotencyContext, type Principal, type TSchema } from '@aex/contracts';
 import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { checkSignature } from '../domain/signature.js';
-import type { LocalCache } from '../caches/local-cache.js';
+import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';

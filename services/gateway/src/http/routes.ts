@@ -1,6 +1,6 @@
 import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, webhooksOps, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
-import { agentTag } from '../caches/membership.js';
+import { agentTag } from '@aex/platform';
 
 export type Method = 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE';
 

@@ -7,7 +7,7 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { findAgent, insertAgent, principalOf } from '../agents/repository.js';
-import { warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
 import { fullAgentView, type AgentRecord } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../wallet-saga.js';
 
@@ -125,7 +125,7 @@ export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['
   const caller = requireAgent(ctx);
   await loadOwnAccount(deps, path.accountId, caller.accountId);
   requireOwner(caller, path.accountId, 'set the account delegation rules');
-  return ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx) => {
     const row = await trx
       .updateTable('accounts')
       .set({ defaultDelegation: JSON.stringify(body) as never, updatedAt: deps.now() })
@@ -134,4 +134,8 @@ export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['
       .executeTakeFirstOrThrow();
     return { data: row.defaultDelegation };
   });
+  // D10.1: every agent of the account now has other rules in force; the transactions replicas that
+  // keep them (docs/gateway-caches.md) forget them before this is answered.
+  await forgetAfterCommit(deps, { accountIds: [path.accountId] }, ctx.logger);
+  return reply;
 };

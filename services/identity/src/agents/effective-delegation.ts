@@ -11,18 +11,19 @@ import { clampDelegation, effectiveDelegation as merge, tightenDelegation } from
  * was spawned with `inheritDelegation: false`) tightened by its own. Read at every check, so a
  * change of the parent's or the account's rules applies to the child at once.
  */
-export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; rules: DelegationRules }> {
+export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; accountId: string; parentAgentId: string | null; rules: DelegationRules }> {
   const [row] = (await agentRules(db, { agentId })).rows;
   if (!row) throw new AppError('NOT_FOUND', 'No such agent.');
-  if (!row.parentAgentId) return { status: row.status, rules: merge(row.defaultDelegation, row.delegation) };
-  return { status: row.status, rules: tightenDelegation(await childBase(db, row), row.delegation) };
+  const facts = { status: row.status, accountId: row.accountId, parentAgentId: row.parentAgentId };
+  if (!row.parentAgentId) return { ...facts, rules: merge(row.defaultDelegation, row.delegation) };
+  return { ...facts, rules: tightenDelegation(await childBase(db, row), row.delegation) };
 }
 
 /** An agent's status and rules with its account's defaults (compiled once: every purchase reads them). */
 const agentRules = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db
   .selectFrom('agents as a')
   .innerJoin('accounts as c', 'c.id', 'a.accountId')
-  .select(['a.status', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
+  .select(['a.status', 'a.accountId', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
   .where('a.id', '=', $.agentId));
 
 /** What a child's own rules tighten (D6.8): its parent's rules in force, or the account's defaults. */

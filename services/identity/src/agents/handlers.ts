@@ -183,7 +183,8 @@ export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['se
       .executeTakeFirstOrThrow();
     return { data: row.delegation };
   });
-  // The full profile shows the rules (D2.3).
+  // The full profile shows the rules (D2.3); the transactions replicas keep the rules in force of
+  // this agent and of its children, tagged with it (D10.1, D6.8).
   await forgetAfterCommit(deps, { agentIds: [path.agentId] }, ctx.logger);
   return reply;
 };

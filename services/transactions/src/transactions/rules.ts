@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, identityOps, TERMINAL_STATUSES, type DelegationRules } from '@aex/contracts';
-import { callOrThrow, precompiled, writeAtCommit, type ExchangeConfig, type Slots } from '@aex/platform';
+import { accountTag, agentTag, callOrThrow, precompiled, writeAtCommit, type ExchangeConfig, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { delegationRefusal } from '../domain/delegation.js';
@@ -10,9 +10,20 @@ type Trx = Transaction<Database>;
 /** Spec "Limits" / D9.6: non-terminal transactions per agent, counted for both parties. */
 export const ACTIVE_TRANSACTIONS_LIMIT = 100;
 
-/** D10.1: the consumer's rules in force, read from identity (their owner) at every check. */
+/**
+ * D10.1: the consumer's rules in force at every check. Identity owns them; this replica keeps what it
+ * read in memory (issue 14: the read was a ninth of a purchase's work) only while identity keeps that
+ * memory true — it tells every replica in the registry of a change to an agent's rules (tag: the
+ * agent, which also drops its children's, D6.8) or to an account's defaults (tag: the account) and
+ * waits for each before it answers the change (docs/gateway-caches.md). A read that raced a change
+ * is not kept (`begin`).
+ */
 export async function delegationOf(deps: TransactionDeps, agentId: string, requestId: string): Promise<DelegationRules> {
+  const kept = deps.delegations.get(agentId);
+  if (kept) return kept;
+  const keep = deps.delegations.begin();
   const found = await callOrThrow(deps.bus, identityOps.effectiveDelegation, { ctx: { requestId, principal: null }, input: { path: { agentId }, query: {}, body: {} } }, rpcTimeout(deps.config));
+  keep(agentId, [agentTag(agentId), accountTag(found.accountId), ...(found.parentAgentId ? [agentTag(found.parentAgentId)] : [])], found.rules);
   return found.rules;
 }
 

@@ -1,15 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } from '@aex/contracts';
-import { KvConflictError, type Bus, type KvStore, type Logger, type Stoppable } from '@aex/platform';
+import { KvConflictError, type Bus, type KvStore, type Stoppable } from '../bus/types.js';
+import type { Logger } from '../logger.js';
 
 /** What a replica's caches are told: forget these (by tag), or everything. */
 export type Forget = { tags: string[] } | 'all';
 
 export const keyTag = (keyHash: string) => `key:${keyHash}`;
 export const agentTag = (agentId: string) => `agent:${agentId}`;
+export const accountTag = (accountId: string) => `account:${accountId}`;
 
 /**
- * This replica's place among the gateways whose memory identity keeps true (D2.5, docs/gateway-caches.md).
+ * This replica's place among the replicas whose memory identity keeps true (D2.5,
+ * docs/gateway-caches.md): every gateway replica (principals, profiles) and every transactions
+ * replica (the delegation rules in force, D10.1). Its `role` only names it in the log.
  *
  * - It is listed in the registry while it lives and renews its entry every second with
  *   compare-and-set on the revision it wrote last.
@@ -37,13 +41,14 @@ export class CacheMembership {
     private readonly registry: KvStore,
     private readonly logger: Logger,
     private readonly clock: () => number,
+    private readonly role: string,
   ) {}
 
-  static async start(bus: Bus, logger: Logger, clock: () => number = () => performance.now()): Promise<CacheMembership> {
+  static async start(bus: Bus, logger: Logger, clock: () => number = () => performance.now(), role = 'gateway'): Promise<CacheMembership> {
     const registry = await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
-    const m = new CacheMembership(bus, registry, logger, clock);
+    const m = new CacheMembership(bus, registry, logger, clock, role);
     // Listening before listed: once identity can see this replica, it can reach it.
-    m.sub = await bus.serve(GATEWAY_CACHES.forgetSubject(bus.namespace, m.replicaId), `gateway-${m.replicaId}`, async (data) => {
+    m.sub = await bus.serve(GATEWAY_CACHES.forgetSubject(bus.namespace, m.replicaId), `${role}-${m.replicaId}`, async (data) => {
       m.forget(parseInvalidation(data));
       return { ok: true };
     });
@@ -79,7 +84,7 @@ export class CacheMembership {
     this.forget('all');
     // A renewal under way lands before the mark, or fails after it without listing again.
     while (this.renewing) await new Promise((r) => setTimeout(r, 5));
-    const left: GatewayRegistryEntry = { replicaId: this.replicaId, left: true };
+    const left: GatewayRegistryEntry = { replicaId: this.replicaId, role: this.role, left: true };
     await this.registry.update(this.replicaId, JSON.stringify(left), this.revision).catch(() => undefined);
     await this.sub?.stop().catch(() => undefined);
   }
@@ -90,7 +95,7 @@ export class CacheMembership {
   }
 
   private entry(): string {
-    const entry: GatewayRegistryEntry = { replicaId: this.replicaId };
+    const entry: GatewayRegistryEntry = { replicaId: this.replicaId, role: this.role };
     return JSON.stringify(entry);
   }
 
@@ -115,7 +120,7 @@ export class CacheMembership {
         // memory may have missed a change. Forget it all, then list this replica again.
         this.leaseUntil = 0;
         this.forget('all');
-        this.logger.warn({ replicaId: this.replicaId }, 'gateway caches fenced: emptied, registering again');
+        this.logger.warn({ replicaId: this.replicaId }, `${this.role} caches fenced: emptied, registering again`);
         await this.register().catch(() => undefined);
       }
       // Any other failure: the registry is unreachable, and the lease runs out by itself.
@@ -129,6 +134,6 @@ export class CacheMembership {
 function parseInvalidation(data: unknown): Forget {
   const d = data as Partial<CacheInvalidation> | null;
   const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-  if (!d || typeof d !== 'object' || !strings(d.keyHashes) || !strings(d.agentIds)) return 'all';
-  return { tags: [...d.keyHashes.map(keyTag), ...d.agentIds.map(agentTag)] };
+  if (!d || typeof d !== 'object' || !strings(d.keyHashes) || !strings(d.agentIds) || (d.accountIds !== undefined && !strings(d.accountIds))) return 'all';
+  return { tags: [...d.keyHashes.map(keyTag), ...d.agentIds.map(agentTag), ...(d.accountIds ?? []).map(accountTag)] };
 }

@@ -13,7 +13,7 @@ export type Fill<V> = (key: string, tags: string[], value: V) => void;
  * A replica's own memory of answers it would otherwise fetch over the network (docs/gateway-caches.md).
  *
  * - Read only while the membership's lease holds; otherwise every read misses.
- * - Each entry carries tags (an API-key hash, an agent id). Identity's invalidations name tags, and
+ * - Each entry carries tags (an API-key hash, an agent id, an account id). Identity's invalidations name tags, and
  *   every entry with one of them is dropped.
  * - A fill stores only if nothing was forgotten since its lookup began (the membership's epoch), so
  *   an answer read before a change never outlives the change's invalidation.

@@ -1,0 +1,89 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSigningKey, unwrap } from '@aex/client';
+import { startTransactionService, type TransactionService } from '@aex/transactions';
+import { testLogger } from '@aex/platform/testing';
+import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
+import { funded, INPUT, party, serviceBody } from './transaction-kit.js';
+
+// Issue 14 with D10.1: each transactions replica keeps the delegation rules in force it read from
+// identity, and identity makes every replica forget a change before it answers it
+// (docs/gateway-caches.md). Two transactions replicas share the bus, so a purchase lands on either:
+// after a change, every purchase must see it, whichever replica answers — a replica that kept the
+// old rules would let one through.
+
+let ex: TestExchange;
+let second: TransactionService;
+let serviceId: string;
+/** Purchases made after a change: with two replicas answering at random, a stale one is hit with probability 1 − 2⁻⁸. */
+const AFTER_A_CHANGE = 8;
+
+beforeAll(async () => {
+  // Each case makes some thirty purchases by one agent: more than D4's default write limit allows.
+  ex = await startTestExchange({ RATE_LIMIT_WRITE_PER_MIN: '10000' });
+  second = await startTransactionService({ bus: ex.bus, databaseUrl: ex.databaseUrl, config: ex.config, logger: testLogger() });
+  const seller = await party(ex);
+  serviceId = unwrap(await seller.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
+});
+afterAll(async () => {
+  await second?.stop();
+  await ex?.stop();
+});
+
+/** Purchases until both replicas have surely read the buyer's rules (each kept them), then cancels them. */
+async function warm(buyer: Member) {
+  for (let i = 0; i < AFTER_A_CHANGE; i++) {
+    const t = unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT }));
+    unwrap(await buyer.client.cancel(t.id));
+  }
+}
+
+async function everyPurchaseRefused(buyer: Member, details: unknown) {
+  for (let i = 0; i < AFTER_A_CHANGE; i++) {
+    const r = await buyer.client.createTransaction({ serviceId, input: INPUT });
+    expectError(r, 403, 'DELEGATION_EXCEEDED');
+    expect(!r.ok && r.error.errors[0]!.details).toEqual(details);
+  }
+}
+
+describe('transactions replicas keep the rules in force, told of every change (issue 14, D10.1)', () => {
+  it('an agent’s tightened rule refuses its very next purchase on every replica, and loosening it lets the next through', async () => {
+    const buyer = await funded(ex, 100_000);
+    await warm(buyer);
+    unwrap(await buyer.owner.client.setAgentDelegation(buyer.agentId, { maxTransactionCents: 500 }));
+    await everyPurchaseRefused(buyer, { rule: 'maxTransactionCents', limit: 500, attempted: 1000 });
+    unwrap(await buyer.owner.client.setAgentDelegation(buyer.agentId, {}));
+    await warm(buyer);
+  });
+
+  it('an account’s tightened defaults refuse the next purchase of every agent of the account (D10.1: defaults under the agent’s own)', async () => {
+    const buyer = await funded(ex, 100_000);
+    await warm(buyer);
+    unwrap(await buyer.owner.client.setAccountDelegation(buyer.accountId, { maxTransactionCents: 600 }));
+    await everyPurchaseRefused(buyer, { rule: 'maxTransactionCents', limit: 600, attempted: 1000 });
+    // The agent's own rule still overrides the defaults, field by field.
+    unwrap(await buyer.owner.client.setAgentDelegation(buyer.agentId, { maxTransactionCents: 2000 }));
+    await warm(buyer);
+  });
+
+  it('a parent’s tightened rules refuse its child’s next purchase (D6.8: the child starts from them)', async () => {
+    const parent = await funded(ex, 100_000);
+    const view = unwrap(await parent.client.spawnAgent(parent.agentId, { name: 'child', budgetCents: 50_000 }));
+    const keys = generateSigningKey();
+    unwrap(await ex.anon.as({ apiKey: view.apiKey }).updateAgent(view.id, { signingKeyPublic: keys.publicKey }));
+    const child: Member = { accountId: view.accountId, agentId: view.id, apiKey: view.apiKey, client: ex.anon.as({ apiKey: view.apiKey, signingSecretKey: keys.secretKey }) };
+    // The child's wallet is funded by the spawn saga: its first purchase may come before it.
+    await expect.poll(async () => unwrap(await child.client.getWallet(child.agentId)).balanceCents, { timeout: 10_000 }).toBe(50_000);
+    await warm(child);
+    unwrap(await parent.owner.client.setAgentDelegation(parent.agentId, { maxTransactionCents: 700 }));
+    await everyPurchaseRefused(child, { rule: 'maxTransactionCents', limit: 700, attempted: 1000 });
+  });
+
+  it('answers from memory: with identity stopped, a buyer whose rules are kept still buys', async () => {
+    const buyer = await funded(ex, 100_000);
+    await warm(buyer);
+    // Last in this file: identity does not come back. The gateways keep the principal (D2.5), the
+    // transactions replicas the rules; without the latter every purchase would wait for identity.
+    await ex.identity.stop();
+    for (let i = 0; i < 4; i++) expect(unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT })).status).toBe('funds_held');
+  });
+});

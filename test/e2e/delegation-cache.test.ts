@@ -5,11 +5,11 @@ import { testLogger } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { funded, INPUT, party, serviceBody } from './transaction-kit.js';
 
-// Issue 14 with D10.1: each transactions replica keeps the delegation rules in force it read from
-// identity, and identity makes every replica forget a change before it answers it
-// (docs/gateway-caches.md). Two transactions replicas share the bus, so a purchase lands on either:
-// after a change, every purchase must see it, whichever replica answers — a replica that kept the
-// old rules would let one through.
+// Issue 14 with D10.1 and D7.6: each transactions replica keeps the delegation rules in force it read
+// from identity and the current contracts it read from the catalog; the owner makes every replica
+// forget a change before it answers it (docs/gateway-caches.md). Two transactions replicas share the
+// bus, so a purchase lands on either: after a change, every purchase must see it, whichever replica
+// answers — a replica that kept the old rules or contract would let one through.
 
 let ex: TestExchange;
 let second: TransactionService;
@@ -29,12 +29,9 @@ afterAll(async () => {
   await ex?.stop();
 });
 
-/** Purchases until both replicas have surely read the buyer's rules (each kept them), then cancels them. */
-async function warm(buyer: Member) {
-  for (let i = 0; i < AFTER_A_CHANGE; i++) {
-    const t = unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT }));
-    unwrap(await buyer.client.cancel(t.id));
-  }
+/** Purchases until both replicas have surely read the buyer's rules and the contract (each kept them). */
+async function warm(buyer: Member, service = serviceId) {
+  for (let i = 0; i < AFTER_A_CHANGE; i++) expect(unwrap(await buyer.client.createTransaction({ serviceId: service, input: INPUT })).status).toBe('funds_held');
 }
 
 async function everyPurchaseRefused(buyer: Member, details: unknown) {
@@ -78,12 +75,53 @@ describe('transactions replicas keep the rules in force, told of every change (i
     await everyPurchaseRefused(child, { rule: 'maxTransactionCents', limit: 700, attempted: 1000 });
   });
 
-  it('answers from memory: with identity stopped, a buyer whose rules are kept still buys', async () => {
+  it('a paused service refuses the next purchase on every replica, and resumed takes it again (D7.6, D9.1)', async () => {
+    const buyer = await funded(ex, 100_000);
+    const seller = await party(ex);
+    const own = unwrap(await seller.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
+    await warm(buyer, own);
+    unwrap(await seller.client.updateService(own, { status: 'paused' }));
+    for (let i = 0; i < AFTER_A_CHANGE; i++) expectError(await buyer.client.createTransaction({ serviceId: own, input: INPUT }), 409, 'SERVICE_NOT_ACTIVE');
+    unwrap(await seller.client.updateService(own, { status: 'active' }));
+    await warm(buyer, own);
+  });
+
+  it('a new price is charged from the next purchase on every replica (a new revision, D7.6)', async () => {
+    const buyer = await funded(ex, 100_000);
+    const seller = await party(ex);
+    const own = unwrap(await seller.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
+    await warm(buyer, own);
+    unwrap(await seller.client.updateService(own, { pricing: { model: 'fixed', basePriceCents: 1300 }, version: '1.1.0' }));
+    for (let i = 0; i < AFTER_A_CHANGE; i++) {
+      const t = unwrap(await buyer.client.createTransaction({ serviceId: own, input: INPUT }));
+      expect(t).toMatchObject({ agreedPriceCents: 1300, serviceVersion: '1.1.0' });
+    }
+  });
+
+  it('a deleted service, and a deactivated provider’s, refuse the next purchase on every replica (D6.5)', async () => {
+    const buyer = await funded(ex, 100_000);
+    const seller = await party(ex);
+    const [gone, orphaned] = await Promise.all([1, 2].map(async () => unwrap(await seller.client.createService(serviceBody())).id));
+    await warm(buyer, gone!);
+    await warm(buyer, orphaned!);
+    unwrap(await seller.client.deleteService(gone!));
+    for (let i = 0; i < AFTER_A_CHANGE; i++) expectError(await buyer.client.createTransaction({ serviceId: gone!, input: INPUT }), 409, 'SERVICE_NOT_ACTIVE');
+    unwrap(await seller.owner.client.deactivateAgent(seller.agentId));
+    for (let i = 0; i < AFTER_A_CHANGE; i++) {
+      const r = await buyer.client.createTransaction({ serviceId: orphaned!, input: INPUT });
+      expectError(r, 409, 'SERVICE_NOT_ACTIVE');
+      expect(!r.ok && r.error.errors[0]!.details).toEqual({ serviceStatus: 'active', providerStatus: 'deactivated' });
+    }
+  });
+
+  it('answers from memory: with identity and the catalog stopped, a buyer whose rules and contract are kept still buys', async () => {
     const buyer = await funded(ex, 100_000);
     await warm(buyer);
-    // Last in this file: identity does not come back. The gateways keep the principal (D2.5), the
-    // transactions replicas the rules; without the latter every purchase would wait for identity.
+    // Last in this file: neither comes back. The gateways keep the principal (D2.5), the
+    // transactions replicas the rules and the contract; without them every purchase would wait for
+    // identity and the catalog, and fail.
     await ex.identity.stop();
-    for (let i = 0; i < 4; i++) expect(unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT })).status).toBe('funds_held');
+    await ex.catalog.stop();
+    await warm(buyer);
   });
 });

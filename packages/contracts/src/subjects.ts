@@ -71,7 +71,7 @@ export interface GatewayRegistryEntry {
 }
 
 /**
- * What identity tells the replicas in the registry to forget: principals by API-key hash, cached
+ * What identity (or the catalog) tells the replicas in the registry to forget: principals by API-key hash, cached
  * answers by agent, and (`accountIds`, when an account's default delegation changed) whatever was
  * cached for any agent of the account.
  */
@@ -79,4 +79,6 @@ export interface CacheInvalidation {
   keyHashes: string[];
   agentIds: string[];
   accountIds?: string[];
+  /** Services whose current contract changed (the catalog tells this; issue 14). */
+  serviceIds?: string[];
 }

@@ -9,6 +9,7 @@ export * from './reply-budget.js';
 export * from './recent-map.js';
 export * from './caches/membership.js';
 export * from './caches/local-cache.js';
+export * from './caches/replica-caches.js';
 export * from './idempotency/records.js';
 export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';

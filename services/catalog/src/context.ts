@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { ValidatorCache } from '@aex/schemas';
-import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, Logger, OutboxRelay, ReplicaCaches } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { Thesaurus } from './discovery/thesaurus.js';
 import type { Meaning } from './discovery/sentence-encoder.js';
@@ -12,6 +12,11 @@ export interface CatalogDeps {
   config: ExchangeConfig;
   logger: Logger;
   relay: OutboxRelay;
+  /**
+   * Tells the replicas that keep a service's current contract in memory (the transactions replicas,
+   * issue 14) to forget it, and waits for each, before a change is answered (docs/gateway-caches.md).
+   */
+  replicas: ReplicaCaches;
   /** Compiled validators by service id and contract revision (D7.2). */
   validators: ValidatorCache;
   /** WordNet, shared by indexing (expansions) and discovery (query analysis). */

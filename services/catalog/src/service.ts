@@ -1,6 +1,6 @@
 import { catalogOps } from '@aex/contracts';
 import { ValidatorCache } from '@aex/schemas';
-import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -24,7 +24,8 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const thesaurus = new WordNet();
   const meaning = await Meaning.load(logger, opts.config.DISCOVERY_MEANING === 'true');
-  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
+  const replicas = await ReplicaCaches.open(opts.bus, logger);
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, replicas, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
@@ -46,19 +47,22 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
     db: serviceDb,
     config: opts.config,
   });
+  let stopped: Promise<void> | undefined;
   return {
     deps,
     discovery,
     checks: async () => [await databaseCheck(db), meaningCheck(meaning)],
-    async stop() {
-      await server.stop();
-      await discovery.stop();
-      await replica.stop();
-      await relay.stop();
-      await close();
-      thesaurus.close();
-      await meaning.encoder?.close();
-    },
+    // Once: a second call (a test that stopped it early, then its teardown) waits for the first.
+    stop: () =>
+      (stopped ??= (async () => {
+        await server.stop();
+        await discovery.stop();
+        await replica.stop();
+        await relay.stop();
+        await close();
+        thesaurus.close();
+        await meaning.encoder?.close();
+      })()),
   };
 }
 

@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, KvStore, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, KvStore, Logger, OutboxRelay, ReplicaCaches } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { WebhookUrlPolicy } from './domain/webhook-url.js';
-import type { GatewayCaches } from './gateway-caches.js';
 
 /** What every identity handler works with; the clock comes in so rules stay testable. */
 export interface IdentityDeps {
@@ -13,7 +12,7 @@ export interface IdentityDeps {
   relay: OutboxRelay;
   authCache: KvStore;
   /** The gateways' own memory of principals and agents, told of every change (docs/gateway-caches.md). */
-  gateways: GatewayCaches;
+  gateways: ReplicaCaches;
   /** D14.5 registration check of webhook URLs. */
   webhookPolicy: WebhookUrlPolicy;
   now: () => Date;

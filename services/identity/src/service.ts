@@ -1,9 +1,8 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
-import { GatewayCaches } from './gateway-caches.js';
 import { database } from './db/migrations/index.js';
 import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
@@ -41,7 +40,7 @@ export async function startIdentityService(opts: {
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
   const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
-  const gateways = await GatewayCaches.open(opts.bus, logger);
+  const gateways = await ReplicaCaches.open(opts.bus, logger);
   const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, gateways, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);

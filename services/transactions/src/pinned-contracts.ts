@@ -1,11 +1,16 @@
 import { catalogOps, type ContractView } from '@aex/contracts';
-import { callOrThrow, type Bus } from '@aex/platform';
+import { agentTag, callOrThrow, serviceTag, type Bus, type LocalCache } from '@aex/platform';
 import { ValidatorCache, validateAgainst, type SchemaSide, type ValidationOutcome } from '@aex/schemas';
 
 /**
  * The contracts transactions are bound to (issue 10, D7.6): a transaction keeps the revision it was
  * created with, read from the catalog (`catalog.getContract`). A revision never changes, so it is
  * cached for good (least recently used evicted); its validators are compiled once per revision.
+ *
+ * A service's *current* contract (its revision, status and provider's status) does change. Issue 14:
+ * it is kept in `current` only while the catalog keeps that memory true — it tells every replica in
+ * the registry to forget a service it changed, or a provider whose status it applied, and waits for
+ * each before it answers (docs/gateway-caches.md). A read that raced such a change is not kept.
  */
 export class PinnedContracts {
   private readonly revisions = new Map<string, ContractView>();
@@ -14,12 +19,17 @@ export class PinnedContracts {
   constructor(
     private readonly bus: Bus,
     private readonly timeoutMs: number,
+    private readonly currents: LocalCache<ContractView>,
     private readonly capacity = 2000,
   ) {}
 
-  /** The service's current contract, with its current status and its provider's (never cached). */
+  /** The service's current contract, with its current status and its provider's. */
   async current(serviceId: string, requestId: string): Promise<ContractView> {
+    const kept = this.currents.get(serviceId);
+    if (kept) return kept;
+    const keep = this.currents.begin();
     const c = await callOrThrow(this.bus, catalogOps.getContract, { ctx: { requestId, principal: null }, input: { path: { serviceId }, query: {}, body: {} } }, this.timeoutMs);
+    keep(serviceId, [serviceTag(serviceId), agentTag(c.agentId)], c);
     this.remember(c);
     return c;
   }

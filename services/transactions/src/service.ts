@@ -1,5 +1,5 @@
 import { subjects, transactionOps } from '@aex/contracts';
-import type { DelegationRules } from '@aex/contracts';
+import type { ContractView, DelegationRules } from '@aex/contracts';
 import { CacheMembership, LocalCache, OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
@@ -14,8 +14,8 @@ import { rpcTimeout } from './transactions/rules.js';
 import { serveSaga } from './transactions/saga.js';
 import { startTimers } from './transactions/timers.js';
 
-/** Rules in force kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
-const DELEGATIONS = { ttlMs: 30_000, maxEntries: 50_000 };
+/** Rules in force and current contracts kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
+const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
 
 export interface TransactionService extends Component {
   deps: TransactionDeps;
@@ -30,13 +30,14 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
-  const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config));
+
   // A saga step done here for a request waiting on another replica reaches it as a notice.
   const signals = new SagaSignals(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
   const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
-  // Listed with the gateways among the replicas identity tells of every change (docs/gateway-caches.md).
+  // Listed with the gateways among the replicas identity and the catalog tell of every change (docs/gateway-caches.md).
   const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
-  const delegations = new LocalCache<DelegationRules>(membership, DELEGATIONS);
+  const delegations = new LocalCache<DelegationRules>(membership, KEPT);
+  const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
   const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);

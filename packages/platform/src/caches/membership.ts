@@ -9,6 +9,7 @@ export type Forget = { tags: string[] } | 'all';
 export const keyTag = (keyHash: string) => `key:${keyHash}`;
 export const agentTag = (agentId: string) => `agent:${agentId}`;
 export const accountTag = (accountId: string) => `account:${accountId}`;
+export const serviceTag = (serviceId: string) => `service:${serviceId}`;
 
 /**
  * This replica's place among the replicas whose memory identity keeps true (D2.5,
@@ -134,6 +135,7 @@ export class CacheMembership {
 function parseInvalidation(data: unknown): Forget {
   const d = data as Partial<CacheInvalidation> | null;
   const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-  if (!d || typeof d !== 'object' || !strings(d.keyHashes) || !strings(d.agentIds) || (d.accountIds !== undefined && !strings(d.accountIds))) return 'all';
-  return { tags: [...d.keyHashes.map(keyTag), ...d.agentIds.map(agentTag), ...(d.accountIds ?? []).map(accountTag)] };
+  const optional = (v: unknown): v is string[] | undefined => v === undefined || strings(v);
+  if (!d || typeof d !== 'object' || !strings(d.keyHashes) || !strings(d.agentIds) || !optional(d.accountIds) || !optional(d.serviceIds)) return 'all';
+  return { tags: [...d.keyHashes.map(keyTag), ...d.agentIds.map(agentTag), ...(d.accountIds ?? []).map(accountTag), ...(d.serviceIds ?? []).map(serviceTag)] };
 }

@@ -24,6 +24,7 @@ export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable
     consumeIdempotently({
       ...base, durable: STATUS_CONSUMER, def: events.agentStatusChanged,
       handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
+      afterCommit: (e) => forgetProvider(deps, e.agentId),
     }),
     consumeIdempotently({
       ...base, durable: 'catalog-agent-trust', def: events.trustScoreChanged,
@@ -48,8 +49,16 @@ export const applyAgentEvent = (deps: CatalogDeps): OperationHandler<(typeof cat
   if (body.type !== events.agentStatusChanged.type) throw new AppError('VALIDATION_ERROR', 'Only agent status changes are applied directly.', { field: '/body/type' });
   const e = statusChange.parse(body.data, '/body/data');
   const applied = await applyOnce(deps.db, STATUS_CONSUMER, body, (trx) => upsertProvider(trx, { ...e, at: new Date(body.occurredAt) }));
+  if (applied) await forgetProvider(deps, e.agentId);
   return { data: { applied } };
 };
+
+/**
+ * After a provider's status changed here: the contracts of its services that the transactions
+ * replicas keep say `providerStatus` (issue 14), so they are forgotten before the change is answered
+ * (identity waits for `applyAgentEvent`) or acknowledged (the event through JetStream).
+ */
+const forgetProvider = (deps: CatalogDeps, agentId: string) => deps.replicas.forget({ keyHashes: [], agentIds: [agentId] });
 
 interface ProviderFact {
   agentId: string;

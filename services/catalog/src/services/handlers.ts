@@ -110,6 +110,8 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     return { data: serviceView(next) };
   });
   deps.relay.kick();
+  // Issue 14: the transactions replicas keep the current contract; none buys on the old one once this is answered.
+  await deps.replicas.forget({ keyHashes: [], agentIds: [], serviceIds: [path.serviceId] });
   return reply;
 };
 
@@ -126,6 +128,7 @@ export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteSe
     return { data: serviceView(next) };
   });
   deps.relay.kick();
+  await deps.replicas.forget({ keyHashes: [], agentIds: [], serviceIds: [path.serviceId] });
   return reply;
 };
 

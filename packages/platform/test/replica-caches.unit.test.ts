@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { Bus, KvStore } from '@aex/platform';
-import { testLogger } from '@aex/platform/testing';
-import { GatewayCaches } from '../src/gateway-caches.js';
+import type { Bus, KvStore } from '../src/bus/types.js';
+import { ReplicaCaches } from '../src/caches/replica-caches.js';
+import { testLogger } from '../src/testing/index.js';
 
 // A burst of changes shares listings of the gateway registry, each started after the changes it serves.
 
@@ -25,11 +25,11 @@ function fakeBus(registered: () => string[]) {
   return { bus, listings, told, now: () => tick };
 }
 
-describe('gateway caches: listing the replicas', () => {
+describe('replica caches: listing the replicas', () => {
   it('serves a burst of forgets with two listings, each forget with one started after it was asked', async () => {
     let replicas = ['a'];
     const fake = fakeBus(() => replicas);
-    const caches = await GatewayCaches.open(fake.bus, testLogger());
+    const caches = await ReplicaCaches.open(fake.bus, testLogger());
     const asked: number[] = [];
     const forget = () => {
       asked.push(fake.now());
@@ -49,7 +49,7 @@ describe('gateway caches: listing the replicas', () => {
 
   it('starts a new listing for a forget asked after the last one ended', async () => {
     const fake = fakeBus(() => ['a']);
-    const caches = await GatewayCaches.open(fake.bus, testLogger());
+    const caches = await ReplicaCaches.open(fake.bus, testLogger());
     await caches.forget({ keyHashes: [], agentIds: ['x'] });
     await caches.forget({ keyHashes: [], agentIds: ['y'] });
     expect(fake.listings).toHaveLength(2);

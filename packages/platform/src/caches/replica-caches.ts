@@ -1,24 +1,26 @@
 import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } from '@aex/contracts';
-import type { Bus, KvStore, Logger } from '@aex/platform';
+import type { Bus, KvStore } from '../bus/types.js';
+import type { Logger } from '../logger.js';
 
 /**
- * Identity's side of the replicas' own memory (D2.5, docs/gateway-caches.md): after a change
+ * The owner's side of the replicas' own memory (D2.5, docs/gateway-caches.md): after a change
  * commits, every replica listed in the registry (gateways; transactions replicas, which keep the
- * delegation rules in force) is told what to forget, and the change is
+ * delegation rules in force and the services' current contracts) is told what to forget by the
+ * service that owns the data (identity, the catalog), and the change is
  * answered only when each one has confirmed. A replica that does not confirm is fenced — its entry
  * deleted, so its next renewal fails and it empties its memory — and the lease it may still be
  * answering under is waited out. Either way no replica answers from the old state once the change
  * has been answered.
  */
-export class GatewayCaches {
+export class ReplicaCaches {
   private constructor(
     private readonly bus: Bus,
     private readonly registry: KvStore,
     private readonly logger: Logger,
   ) {}
 
-  static async open(bus: Bus, logger: Logger): Promise<GatewayCaches> {
-    return new GatewayCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger);
+  static async open(bus: Bus, logger: Logger): Promise<ReplicaCaches> {
+    return new ReplicaCaches(bus, await bus.kv(GATEWAY_CACHES.registry(bus.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs }), logger);
   }
 
   /** The listing that starts when the one under way ends: every forget asked meanwhile shares it. */
@@ -41,7 +43,7 @@ export class GatewayCaches {
   }
 
   async forget(what: CacheInvalidation): Promise<void> {
-    if (what.keyHashes.length === 0 && what.agentIds.length === 0 && (what.accountIds ?? []).length === 0) return;
+    if (what.keyHashes.length === 0 && what.agentIds.length === 0 && (what.accountIds ?? []).length === 0 && (what.serviceIds ?? []).length === 0) return;
     let replicas: string[];
     try {
       replicas = await this.listedFromNow();

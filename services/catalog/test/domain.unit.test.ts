@@ -416,8 +416,10 @@ describe('a consistent view while the index changes (issue 9: discover never fai
     })();
     let queries = 0;
     const failures: string[] = [];
+    // At least 250 queries each, and on until the writer has made 5,000 changes: how many it makes
+    // per query depends on the machine's load, which a count of queries alone left to chance.
     await Promise.all(Array.from({ length: 8 }, async () => {
-      for (let i = 0; i < 250; i++) {
+      for (let i = 0; i < 250 || writes <= 5000; i++) {
         const found = await scorer.relevance('track a parcel');
         const [scores, meaningError] = [relevanceMap(found), found.meaningError];
         queries += 1;
@@ -433,7 +435,7 @@ describe('a consistent view while the index changes (issue 9: discover never fai
     stop = true;
     await writer;
     expect(failures).toEqual([]);
-    expect(queries).toBe(2000);
+    expect(queries).toBeGreaterThanOrEqual(2000);
     // Removals far beyond the compaction threshold happened while queries were reading.
     expect(writes).toBeGreaterThan(5000);
   }, 60_000);

@@ -11,8 +11,8 @@ export interface IdentityDeps {
   logger: Logger;
   relay: OutboxRelay;
   authCache: KvStore;
-  /** The gateways' own memory of principals and agents, told of every change (docs/gateway-caches.md). */
-  gateways: ReplicaCaches;
+  /** The gateways' and transactions replicas' own memory of principals, agents and rules, told of every change (docs/gateway-caches.md). */
+  replicas: ReplicaCaches;
   /** D14.5 registration check of webhook URLs. */
   webhookPolicy: WebhookUrlPolicy;
   now: () => Date;

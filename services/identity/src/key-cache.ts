@@ -13,13 +13,14 @@ export async function markStale(cache: KvStore, hashes: string[]): Promise<void>
 
 /**
  * After a commit that changed agents, their keys or an account's default rules: the shared cache's
- * markers for the keys, then every replica in the registry (gateways, transactions) forgets the keys'
- * principals and what it keeps about the agents and accounts (gateway-caches.ts). Awaited before the change is answered, so the next request sees it anywhere.
+ * markers for the keys, then every replica in the registry (gateways, transactions) forgets the
+ * keys' principals and what it keeps about the agents and accounts (`ReplicaCaches`). Awaited before
+ * the change is answered, so the next request sees it anywhere.
  */
-export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | 'gateways'>, what: { keyHashes?: string[]; agentIds?: string[]; accountIds?: string[] }, logger: Logger): Promise<void> {
+export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | 'replicas'>, what: { keyHashes?: string[]; agentIds?: string[]; accountIds?: string[] }, logger: Logger): Promise<void> {
   const keyHashes = what.keyHashes ?? [];
   if (keyHashes.length > 0) await markStaleAfterCommit(deps.authCache, keyHashes, logger);
-  await deps.gateways.forget({ keyHashes, agentIds: what.agentIds ?? [], ...(what.accountIds ? { accountIds: what.accountIds } : {}) });
+  await deps.replicas.forget({ keyHashes, agentIds: what.agentIds ?? [], ...(what.accountIds ? { accountIds: what.accountIds } : {}) });
 }
 
 /** After a commit: retried until it lands, because a missed marker keeps a principal cached up to the TTL. */

@@ -40,8 +40,8 @@ export async function startIdentityService(opts: {
   const relay = new OutboxRelay(db, opts.bus, logger);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
   const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
-  const gateways = await ReplicaCaches.open(opts.bus, logger);
-  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, gateways, webhookPolicy, now: opts.now ?? (() => new Date()) };
+  const replicas = await ReplicaCaches.open(opts.bus, logger);
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, replicas, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);

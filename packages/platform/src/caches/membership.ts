@@ -12,16 +12,17 @@ export const accountTag = (accountId: string) => `account:${accountId}`;
 export const serviceTag = (serviceId: string) => `service:${serviceId}`;
 
 /**
- * This replica's place among the replicas whose memory identity keeps true (D2.5,
- * docs/gateway-caches.md): every gateway replica (principals, profiles) and every transactions
- * replica (the delegation rules in force, D10.1). Its `role` only names it in the log.
+ * This replica's place among the replicas whose memory the owners of the data keep true (D2.5,
+ * docs/gateway-caches.md): every gateway replica (principals, profiles: identity) and every
+ * transactions replica (the delegation rules in force, D10.1: identity; services' current contracts:
+ * the catalog). Its `role` only names it in the registry and the log.
  *
  * - It is listed in the registry while it lives and renews its entry every second with
  *   compare-and-set on the revision it wrote last.
  * - Its caches may be used only within `leaseMs` of the moment a renewal that the registry accepted
  *   was *sent* (`usable()`): a replica cut off from NATS stops answering from memory within the lease.
- * - Identity asks it to forget what changed and waits for the answer. A replica that did not answer
- *   is fenced: identity deletes its entry, waits out the lease, then answers. The fenced replica's
+ * - The owner asks it to forget what changed and waits for the answer (`ReplicaCaches`). A replica
+ *   that did not answer is fenced: the owner deletes its entry, waits out the lease, then answers. The fenced replica's
  *   next renewal then fails; it empties its caches before it lists itself again.
  * - `epoch` changes whenever anything is forgotten: a cache fill that began before it is not stored,
  *   so a lookup that raced a change cannot put the old answer back (local-cache.ts).

@@ -59,12 +59,13 @@ export const GATEWAY_CACHES = {
 } as const;
 
 /**
- * A replica's entry in the registry of replicas that keep identity's data in memory: gateways
- * (principals, profiles) and, since issue 14, transactions replicas (rules in force, D10.1).
+ * A replica's entry in the registry of replicas that keep other services' data in memory: gateways
+ * (principals, profiles) and, since issue 14, transactions replicas (rules in force, D10.1;
+ * services' current contracts, D7.6).
  */
 export interface GatewayRegistryEntry {
   replicaId: string;
-  /** What kind of replica it is ('gateway', 'transactions'): for the reader, identity tells them all alike. */
+  /** What kind of replica it is ('gateway', 'transactions'): for the reader; the owners tell them all alike. */
   role?: string;
   /** Set by the replica as it stops, once its memory is emptied and will not be used again. */
   left?: true;

@@ -1,4 +1,4 @@
-import { AUTH_CACHE, type Principal } from '@aex/contracts';
+import { AUTH_CACHE, type CacheInvalidation, type Principal } from '@aex/contracts';
 import type { KvStore, Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 
@@ -17,10 +17,9 @@ export async function markStale(cache: KvStore, hashes: string[]): Promise<void>
  * keys' principals and what it keeps about the agents and accounts (`ReplicaCaches`). Awaited before
  * the change is answered, so the next request sees it anywhere.
  */
-export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | 'replicas'>, what: { keyHashes?: string[]; agentIds?: string[]; accountIds?: string[] }, logger: Logger): Promise<void> {
-  const keyHashes = what.keyHashes ?? [];
-  if (keyHashes.length > 0) await markStaleAfterCommit(deps.authCache, keyHashes, logger);
-  await deps.replicas.forget({ keyHashes, agentIds: what.agentIds ?? [], ...(what.accountIds ? { accountIds: what.accountIds } : {}) });
+export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | 'replicas'>, what: Partial<CacheInvalidation>, logger: Logger): Promise<void> {
+  if (what.keyHashes?.length) await markStaleAfterCommit(deps.authCache, what.keyHashes, logger);
+  await deps.replicas.forget(what);
 }
 
 /** After a commit: retried until it lands, because a missed marker keeps a principal cached up to the TTL. */

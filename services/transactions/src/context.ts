@@ -6,6 +6,13 @@ import type { KnownTransactions } from './known-transactions.js';
 import type { PinnedContracts } from './pinned-contracts.js';
 import type { SagaSignals } from './saga-signals.js';
 
+/** An agent's rules in force with what they depend on (its account's defaults, its parent's rules). */
+export interface KeptDelegation {
+  accountId: string;
+  parentAgentId: string | null;
+  rules: DelegationRules;
+}
+
 export interface TransactionDeps {
   db: Kysely<Database>;
   bus: Bus;
@@ -20,6 +27,6 @@ export interface TransactionDeps {
    * The delegation rules in force of the agents this replica checked (D10.1, issue 14), by agent:
    * used only while identity keeps them true (docs/gateway-caches.md), else read from identity.
    */
-  delegations: LocalCache<DelegationRules>;
+  delegations: LocalCache<KeptDelegation>;
   now: () => Date;
 }

@@ -25,13 +25,11 @@ export class PinnedContracts {
 
   /** The service's current contract, with its current status and its provider's. */
   async current(serviceId: string, requestId: string): Promise<ContractView> {
-    const kept = this.currents.get(serviceId);
-    if (kept) return kept;
-    const keep = this.currents.begin();
-    const c = await callOrThrow(this.bus, catalogOps.getContract, { ctx: { requestId, principal: null }, input: { path: { serviceId }, query: {}, body: {} } }, this.timeoutMs);
-    keep(serviceId, [serviceTag(serviceId), agentTag(c.agentId)], c);
-    this.remember(c);
-    return c;
+    return this.currents.through(serviceId, async () => {
+      const c = await callOrThrow(this.bus, catalogOps.getContract, { ctx: { requestId, principal: null }, input: { path: { serviceId }, query: {}, body: {} } }, this.timeoutMs);
+      this.remember(c);
+      return c;
+    }, (c) => [serviceTag(serviceId), agentTag(c.agentId)]);
   }
 
   /** One revision of a contract. */

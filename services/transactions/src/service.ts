@@ -1,7 +1,7 @@
 import { subjects, transactionOps } from '@aex/contracts';
-import type { ContractView, DelegationRules } from '@aex/contracts';
+import type { ContractView } from '@aex/contracts';
 import { CacheMembership, LocalCache, OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
-import type { TransactionDeps } from './context.js';
+import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
 import { KnownTransactions } from './known-transactions.js';
@@ -36,7 +36,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
   // Listed with the gateways among the replicas identity and the catalog tell of every change (docs/gateway-caches.md).
   const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
-  const delegations = new LocalCache<DelegationRules>(membership, KEPT);
+  const delegations = new LocalCache<KeptDelegation>(membership, KEPT);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
   const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
   relay.start();

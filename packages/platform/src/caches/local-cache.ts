@@ -13,8 +13,8 @@ export type Fill<V> = (key: string, tags: string[], value: V) => void;
  * A replica's own memory of answers it would otherwise fetch over the network (docs/gateway-caches.md).
  *
  * - Read only while the membership's lease holds; otherwise every read misses.
- * - Each entry carries tags (an API-key hash, an agent id, an account id). Identity's invalidations name tags, and
- *   every entry with one of them is dropped.
+ * - Each entry carries tags (an API-key hash, an agent, an account, a service). The owners'
+ *   invalidations (identity's, the catalog's) name tags, and every entry with one of them is dropped.
  * - A fill stores only if nothing was forgotten since its lookup began (the membership's epoch), so
  *   an answer read before a change never outlives the change's invalidation.
  * - Bounded: entries expire after `ttlMs` and the oldest go first beyond `maxEntries`.
@@ -44,6 +44,19 @@ export class LocalCache<V> {
       return undefined;
     }
     return e.value;
+  }
+
+  /**
+   * The value kept under `key`, else `load`'s, kept with the tags it names unless a change came
+   * while it loaded: the plain read-through that `get` and `begin` make.
+   */
+  async through(key: string, load: () => Promise<V>, tagsOf: (value: V) => string[]): Promise<V> {
+    const kept = this.get(key);
+    if (kept !== undefined) return kept;
+    const keep = this.begin();
+    const value = await load();
+    keep(key, tagsOf(value), value);
+    return value;
   }
 
   /** Call before the lookup; the returned function stores its result unless a change came meanwhile. */

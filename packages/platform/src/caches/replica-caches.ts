@@ -42,8 +42,11 @@ export class ReplicaCaches {
     return this.nextListing;
   }
 
-  async forget(what: CacheInvalidation): Promise<void> {
-    if (what.keyHashes.length === 0 && what.agentIds.length === 0 && (what.accountIds ?? []).length === 0 && (what.serviceIds ?? []).length === 0) return;
+  /** Tells every replica to forget what is named (any part may be left out) and waits for each. */
+  async forget(named: Partial<CacheInvalidation>): Promise<void> {
+    // Key hashes and agent ids always go on the wire: a replica takes a message without them as "forget everything".
+    const what: CacheInvalidation = { ...named, keyHashes: named.keyHashes ?? [], agentIds: named.agentIds ?? [] };
+    if (Object.values(what).every((ids: string[] | undefined) => !ids?.length)) return;
     let replicas: string[];
     try {
       replicas = await this.listedFromNow();

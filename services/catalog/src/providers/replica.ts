@@ -58,7 +58,7 @@ export const applyAgentEvent = (deps: CatalogDeps): OperationHandler<(typeof cat
  * replicas keep say `providerStatus` (issue 14), so they are forgotten before the change is answered
  * (identity waits for `applyAgentEvent`) or acknowledged (the event through JetStream).
  */
-const forgetProvider = (deps: CatalogDeps, agentId: string) => deps.replicas.forget({ keyHashes: [], agentIds: [agentId] });
+const forgetProvider = (deps: CatalogDeps, agentId: string) => deps.replicas.forget({ agentIds: [agentId] });
 
 interface ProviderFact {
   agentId: string;

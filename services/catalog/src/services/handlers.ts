@@ -111,7 +111,7 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
   });
   deps.relay.kick();
   // Issue 14: the transactions replicas keep the current contract; none buys on the old one once this is answered.
-  await deps.replicas.forget({ keyHashes: [], agentIds: [], serviceIds: [path.serviceId] });
+  await deps.replicas.forget({ serviceIds: [path.serviceId] });
   return reply;
 };
 
@@ -128,7 +128,7 @@ export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteSe
     return { data: serviceView(next) };
   });
   deps.relay.kick();
-  await deps.replicas.forget({ keyHashes: [], agentIds: [], serviceIds: [path.serviceId] });
+  await deps.replicas.forget({ serviceIds: [path.serviceId] });
   return reply;
 };
 

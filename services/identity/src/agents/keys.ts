@@ -37,7 +37,7 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
     }
     // Before the commit too, as the marker: should this process die before telling them afterwards,
     // no gateway still holds the old key's principal (docs/gateway-caches.md).
-    await deps.replicas.forget({ keyHashes: oldHashes, agentIds: [] });
+    await deps.replicas.forget({ keyHashes: oldHashes });
     return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
   });
   deps.relay.kick();

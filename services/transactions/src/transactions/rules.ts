@@ -19,11 +19,11 @@ export const ACTIVE_TRANSACTIONS_LIMIT = 100;
  * is not kept (`begin`).
  */
 export async function delegationOf(deps: TransactionDeps, agentId: string, requestId: string): Promise<DelegationRules> {
-  const kept = deps.delegations.get(agentId);
-  if (kept) return kept;
-  const keep = deps.delegations.begin();
-  const found = await callOrThrow(deps.bus, identityOps.effectiveDelegation, { ctx: { requestId, principal: null }, input: { path: { agentId }, query: {}, body: {} } }, rpcTimeout(deps.config));
-  keep(agentId, [agentTag(agentId), accountTag(found.accountId), ...(found.parentAgentId ? [agentTag(found.parentAgentId)] : [])], found.rules);
+  const found = await deps.delegations.through(
+    agentId,
+    () => callOrThrow(deps.bus, identityOps.effectiveDelegation, { ctx: { requestId, principal: null }, input: { path: { agentId }, query: {}, body: {} } }, rpcTimeout(deps.config)),
+    (f) => [agentTag(agentId), accountTag(f.accountId), ...(f.parentAgentId ? [agentTag(f.parentAgentId)] : [])],
+  );
   return found.rules;
 }
 

@@ -19,6 +19,15 @@ export interface Component {
 }
 
 /**
+ * `stop` made to run once: a second call (a test that stopped a service early, then its teardown)
+ * gets the first call's promise instead of stopping everything again.
+ */
+export function once(stop: () => Promise<void>): () => Promise<void> {
+  let stopped: Promise<void> | undefined;
+  return () => (stopped ??= stop());
+}
+
+/**
  * Stops on SIGINT/SIGTERM with grace, exit code 0. A second signal exits at once with 1 — unless it
  * comes within a second of the first: Ctrl-C reaches the process both from the terminal and relayed
  * by the package manager that started it, and that is still one request to stop.

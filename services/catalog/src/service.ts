@@ -1,6 +1,6 @@
 import { catalogOps } from '@aex/contracts';
 import { ValidatorCache } from '@aex/schemas';
-import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -47,22 +47,20 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
     db: serviceDb,
     config: opts.config,
   });
-  let stopped: Promise<void> | undefined;
   return {
     deps,
     discovery,
     checks: async () => [await databaseCheck(db), meaningCheck(meaning)],
-    // Once: a second call (a test that stopped it early, then its teardown) waits for the first.
-    stop: () =>
-      (stopped ??= (async () => {
-        await server.stop();
-        await discovery.stop();
-        await replica.stop();
-        await relay.stop();
-        await close();
-        thesaurus.close();
-        await meaning.encoder?.close();
-      })()),
+    // Once (`once`): a test that stopped it early, then its teardown, stops it one time.
+    stop: once(async () => {
+      await server.stop();
+      await discovery.stop();
+      await replica.stop();
+      await relay.stop();
+      await close();
+      thesaurus.close();
+      await meaning.encoder?.close();
+    }),
   };
 }
 

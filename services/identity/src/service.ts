@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -77,22 +77,20 @@ export async function startIdentityService(opts: {
     db: serviceDb,
     config: opts.config,
   });
-  let stopped: Promise<void> | undefined;
   return {
     deps,
     checks: async () => [await databaseCheck(db)],
-    // Once: a second call (a test that stopped it early, then its teardown) waits for the first.
-    stop: () =>
-      (stopped ??= (async () => {
-        await server.stop();
-        await redrive.stop();
-        await expiry.stop();
-        await walletOpened.stop();
-        await children.stop();
-        await trust.stop();
-        await audit.stop();
-        await relay.stop();
-        await close();
-      })()),
+    // Once (`once`): a test that stopped it early, then its teardown, stops it one time.
+    stop: once(async () => {
+      await server.stop();
+      await redrive.stop();
+      await expiry.stop();
+      await walletOpened.stop();
+      await children.stop();
+      await trust.stop();
+      await audit.stop();
+      await relay.stop();
+      await close();
+    }),
   };
 }

@@ -243,6 +243,8 @@ export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTE
 /** A whole exchange running as its own process (the `pnpm start` main), to be killed and restarted. */
 export interface ExchangeProcess {
   db: TestDatabase;
+  /** Its NATS namespace (BUS_NAMESPACE). */
+  namespace: string;
   /** Starts the process and resolves with its URL once it listens. */
   start(): Promise<string>;
   /** The running process, if any. */
@@ -291,6 +293,7 @@ export async function exchangeProcess(extra: Record<string, string> = {}): Promi
   };
   return {
     db,
+    namespace,
     async start() {
       const p = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/);
       running = p.child;

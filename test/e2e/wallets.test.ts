@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { subjects } from '@aex/contracts';
+import { ack } from '@aex/platform';
+import { eventually } from '@aex/platform/testing';
 import { ADMIN_TOKEN, expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 
 // Wallets, funding, payouts, the ledger and its invariant check (D13, D15.3) through the gateway.
@@ -104,10 +107,26 @@ describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
       expect(new Set(entries.rows.map((e) => e.tx)).size).toBeLessThan(30);
       const paid = await sql.query('select id from wallet.funding_sessions where id = any($1) and status = $2', [sessions, 'paid']);
       expect(paid.rowCount).toBe(30);
-      const evts = await sql.query("select payload->'data'->>'sessionId' as s from wallet.outbox where type = 'wallet.wallet.funded' and payload->'data'->>'sessionId' = any($1)", [sessions]);
-      expect(evts.rows.map((e: { s: string }) => e.s).sort()).toEqual([...sessions].sort());
     } finally {
       await sql.end();
+    }
+    // One `wallet.funded` event per funding, as published (the outbox removes a row once JetStream has it).
+    const events: string[] = [];
+    const consumer = await ex.bus.consume({
+      stream: 'events',
+      durable: `funded-${randomUUID().slice(0, 8)}`,
+      filter: subjects.event(ex.bus.namespace, 'wallet.wallet.funded'),
+      handler: async (msg) => {
+        const sessionId = (msg.data as { data: { sessionId: string } }).data.sessionId;
+        if (sessions.includes(sessionId)) events.push(sessionId);
+        return ack();
+      },
+    });
+    try {
+      await eventually(async () => events.length >= sessions.length);
+      expect(events.sort()).toEqual([...sessions].sort());
+    } finally {
+      await consumer.stop();
     }
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });

@@ -9,7 +9,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
-import { freePort } from '@aex/platform';
+import { subjects, TRANSACTION_EVENTS_FILTER } from '@aex/contracts';
+import { ack, connectBus, freePort } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
 import { exchangeProcess, showLogOnFailure, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
@@ -58,6 +59,7 @@ describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)',
   let nats: ReturnType<typeof natsServer>;
   let store: string;
   let url: string;
+  let natsUrl: string;
 
   beforeAll(async () => {
     hook = http.createServer((req, res) => {
@@ -72,10 +74,11 @@ describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)',
     hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
     store = mkdtempSync(join(tmpdir(), 'aex-chaos-nats-'));
     const port = await freePort();
+    natsUrl = `nats://127.0.0.1:${port}`;
     nats = natsServer(port, store);
     await nats.start();
     proc = await exchangeProcess({
-      NATS_URL: `nats://127.0.0.1:${port}`, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,200,400,800,1000,1000,1000,1000',
+      NATS_URL: natsUrl, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,200,400,800,1000,1000,1000,1000',
       WEBHOOK_TIMEOUT_MS: '3000', RATE_LIMIT_WRITE_PER_MIN: '1000000', RATE_LIMIT_READ_PER_MIN: '1000000', RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
     });
     url = await proc.start();
@@ -128,9 +131,18 @@ describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)',
 
     const db = new pg.Client({ connectionString: proc.db.url });
     await db.connect();
+    // The transaction events published, read from their stream (the outbox removes a row once JetStream has it).
+    const bus = await connectBus({ NATS_URL: natsUrl, BUS_NAMESPACE: proc.namespace }, 'chaos-test', { allowMemory: false });
+    const eventIds = new Set<string>();
+    const eventConsumer = await bus.consume({
+      stream: 'events',
+      durable: 'chaos-test-transaction-events',
+      filter: subjects.event(proc.namespace, TRANSACTION_EVENTS_FILTER),
+      handler: async (msg) => (eventIds.add((msg.data as { id: string }).id), ack()),
+    });
     try {
       // Everything published has its deliveries, and none is still on its way.
-      const published = async () => Number((await db.query(`select count(*)::int as n from transactions.outbox where type like 'transactions.transaction.%' and published_at is not null`)).rows[0].n);
+      const published = async () => eventIds.size;
       const counts = async () => (await db.query(`select status, count(*)::int as n from webhooks.deliveries group by status`)).rows as { status: string; n: number }[];
       await eventually(async () => {
         const [p, c] = [await published(), await counts()];
@@ -153,6 +165,8 @@ describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)',
       expect(duplicates).toBeLessThanOrEqual(8);
       for (const id of seen) expect(new Set(received.filter((r) => r.id === id).map((r) => r.body)).size).toBe(1);
     } finally {
+      await eventConsumer.stop();
+      await bus.close();
       await db.end();
     }
     // Every delivery verifies with the official library.

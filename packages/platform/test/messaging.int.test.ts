@@ -79,6 +79,15 @@ async function collect(durable: string): Promise<BusMessage[]> {
   return got;
 }
 
+/** The row `id` of the outbox, or undefined once it is gone (a published row is removed, issue 14). */
+const outboxRow = (id: string) => db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
+
+/** `bus` with every publish recorded (what a relay sent, whether or not its rows are still in the table). */
+function recording(): { bus: Bus; published: unknown[] } {
+  const published: unknown[] = [];
+  return { published, bus: Object.create(bus, { publish: { value: (...args: Parameters<Bus['publish']>) => (published.push(args[1]), bus.publish(...args)) } }) as Bus };
+}
+
 describe('outbox relay', () => {
   it('publishes only what committed, with Nats-Msg-Id = the message id', async () => {
     const got = await collect(`relay-${randomUUID().slice(0, 8)}`);
@@ -95,16 +104,18 @@ describe('outbox relay', () => {
     await eventually(async () => got.length === 1);
     expect(got[0]!.data).toMatchObject({ id: committed, type: 'test.pinged', data: { value: 1 } });
     expect(got[0]!.headers['Nats-Msg-Id'] ?? got[0]!.headers['nats-msg-id']).toBe(committed);
-    expect(await db.selectFrom('outbox').select('publishedAt').where('id', '=', committed).executeTakeFirstOrThrow()).toMatchObject({ publishedAt: expect.any(Date) });
+    // Published, so removed: the table holds only what is still on its way (issue 14).
+    expect(await outboxRow(committed)).toBeUndefined();
   });
 
-  it('re-publishing after a crash between publish and marking is dropped as a duplicate', async () => {
+  it('re-publishing after a crash between publish and removal is dropped as a duplicate', async () => {
     const got = await collect(`dup-${randomUUID().slice(0, 8)}`);
     const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
+    const { seq: _seq, ...written } = (await outboxRow(id))!;
     const relay = new OutboxRelay(db, bus, logger);
     await relay.drain();
-    // Simulate the crash: the row is still unpublished in the database, and its claim has lapsed.
-    await db.updateTable('outbox').set({ publishedAt: null, claimedUntil: new Date(Date.now() - 1) }).where('id', '=', id).execute();
+    // Simulate the crash: the row is still in the database, unpublished, and its claim has lapsed.
+    await db.insertInto('outbox').values({ ...written, headers: JSON.stringify(written.headers) as never, payload: JSON.stringify(written.payload), claimedUntil: new Date(Date.now() - 1) }).execute();
     expect(await relay.drain()).toBe(1);
     await eventually(async () => got.length >= 1);
     await new Promise((r) => setTimeout(r, 300));
@@ -131,7 +142,7 @@ describe('outbox relay', () => {
     await new Promise((r) => setTimeout(r, 450));
     expect(await relay.drain()).toBe(1);
     await eventually(async () => got.length === 1);
-    expect(await db.selectFrom('outbox').select('publishedAt').where('id', '=', id).executeTakeFirstOrThrow()).toMatchObject({ publishedAt: expect.any(Date) });
+    expect(await outboxRow(id)).toBeUndefined();
   });
 
   it('holds no lock on the outbox while it publishes: the rows can be read and claimed around it', async () => {
@@ -176,6 +187,17 @@ describe('outbox relay', () => {
     expect(new Set(got.map((m) => (m.data as { id: string }).id)).size).toBe(250);
   });
 
+  it('clears rows an earlier version marked published instead of removing them, and publishes none of them', async () => {
+    const got = await collect(`legacy-${randomUUID().slice(0, 8)}`);
+    const { id: marked } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 7 }));
+    await db.updateTable('outbox').set({ publishedAt: new Date() }).where('id', '=', marked).execute();
+    const { id: waiting } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 8 }));
+    expect(await new OutboxRelay(db, bus, logger).drain()).toBe(1);
+    await eventually(async () => got.length === 1);
+    expect(got.map((m) => (m.data as { id: string }).id)).toEqual([waiting]);
+    expect(await db.selectFrom('outbox').select('id').execute()).toEqual([]);
+  });
+
   it('runs by itself once started and publishes on kick', async () => {
     const got = await collect(`auto-${randomUUID().slice(0, 8)}`);
     const relay = new OutboxRelay(db, bus, logger, 50);
@@ -195,9 +217,9 @@ describe('outbox hand-off (issue 14)', () => {
     stoppables.push(relay);
     return relay;
   };
-  const rowOf = (id: string) => db.selectFrom('outbox').select(['publishedAt', 'claimedUntil']).where('id', '=', id).executeTakeFirstOrThrow();
+  const rowOf = async (id: string) => (await outboxRow(id))!;
 
-  it('publishes a tracked transaction’s rows right after its commit, in order, and marks them, with no drain', async () => {
+  it('publishes a tracked transaction’s rows right after its commit, in order, and removes them, with no drain', async () => {
     const got = await collect(`handoff-${randomUUID().slice(0, 8)}`);
     const relay = handingRelay();
     const ids = await inTransaction(db, async (trx) => {
@@ -209,8 +231,9 @@ describe('outbox hand-off (issue 14)', () => {
     });
     await eventually(async () => got.length === 5);
     expect(got.map((m) => (m.data as { id: string }).id)).toEqual(ids);
-    await eventually(async () => (await rowOf(ids[4]!)).publishedAt !== null);
+    await eventually(async () => (await outboxRow(ids[4]!)) === undefined);
     // Nothing was left for a drain.
+    expect(await db.selectFrom('outbox').select('id').execute()).toEqual([]);
     expect(await relay.drain()).toBe(0);
   });
 
@@ -244,7 +267,8 @@ describe('outbox hand-off (issue 14)', () => {
     await eventually(async () => got.length === 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(got.map((m) => (m.data as { id: string }).id)).toEqual([id]);
-    expect(await db.selectFrom('outbox').select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow()).toEqual({ n: 1 });
+    // The rolled-back row was never written: the table holds the committed one or, once published, nothing.
+    expect(await db.selectFrom('outbox').select('id').where('id', '!=', id).execute()).toEqual([]);
   });
 
   it('gives rows JetStream refused back to the drain at once', async () => {
@@ -260,13 +284,14 @@ describe('outbox hand-off (issue 14)', () => {
     // The drain the refusal asked for may have run while JetStream still refused: one more is enough.
     await relay.drain();
     await eventually(async () => got.length === 1);
-    await eventually(async () => (await rowOf(id)).publishedAt !== null);
+    await eventually(async () => (await outboxRow(id)) === undefined);
   });
 });
 
 describe('a consumer’s record and messages in one statement (issue 14)', () => {
   it('rolls back the effect of a message applied before, and acknowledges a repetition its handler refuses', async () => {
-    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    const sending = recording();
+    const relay = new OutboxRelay(db, sending.bus, logger, 3_600_000);
     relay.start();
     stoppables.push(relay);
     const durable = `once-${randomUUID().slice(0, 8)}`;
@@ -298,25 +323,32 @@ describe('a consumer’s record and messages in one statement (issue 14)', () =>
     expect(await db.selectFrom('effects').select('value').where('messageId', '=', id).execute()).toEqual([{ value: 5 }]);
     expect(await db.selectFrom('processedMessages').select('consumer').where('messageId', '=', id).execute()).toEqual([{ consumer: durable }]);
     // One message sent by the first application only, and no error logged as a rejection.
-    const sent = await db.selectFrom('outbox').select('payload').execute();
-    expect(sent.filter((r) => (r.payload as { data: { value: number } }).data.value === 105)).toHaveLength(1);
+    expect(sending.published.filter((e) => (e as { data: { value: number } }).data.value === 105)).toHaveLength(1);
     expect(calls).toBe(3);
     expect(errors).toEqual([]);
   });
 });
 
 describe('a step’s write at commit (issue 14)', () => {
+  /** A running relay (a tracked transaction needs one); what it published. */
   const started = () => {
-    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    const sending = recording();
+    const relay = new OutboxRelay(db, sending.bus, logger, 3_600_000);
     relay.start();
     stoppables.push(relay);
+    return sending.published as Array<{ id: string }>;
+  };
+  /** The messages were written once: one handed off, and nothing else in the table. */
+  const writtenOnce = async (published: Array<{ id: string }>) => {
+    await eventually(async () => published.length === 1);
+    expect(await db.selectFrom('outbox').select('id').where('id', '!=', published[0]!.id).execute()).toEqual([]);
   };
   /** Sets `value` of the effect row `messageId` only if it still has `expected`: an optimistic step's write. */
   const setIf = (trx: Kysely<Db>, messageId: string, expected: number, value: number) =>
     trx.updateTable('effects').set({ value }).where('messageId', '=', messageId).where('value', '=', expected).returning(['messageId', 'value']);
 
   it('makes the write in the statement with the messages, the timers and the record, before the commit', async () => {
-    started();
+    const published = started();
     await db.insertInto('effects').values({ messageId: 'a', value: 1 }).execute();
     const written: unknown[] = [];
     const atCommit = await inTransaction(db, async (trx) => {
@@ -330,7 +362,7 @@ describe('a step’s write at commit (issue 14)', () => {
     expect(atCommit).toBe(true);
     expect(written).toEqual([expect.objectContaining({ messageId: 'a', value: 2 })]);
     expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'a').executeTakeFirstOrThrow()).toEqual({ value: 2 });
-    expect(await db.selectFrom('outbox').select('id').execute()).toHaveLength(1);
+    await writtenOnce(published);
     expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'a' }]);
   });
 
@@ -338,7 +370,7 @@ describe('a step’s write at commit (issue 14)', () => {
   const C_MESSAGE = randomUUID();
 
   it('undoes everything when the write finds nothing to write, and runs the step again with its writes made at once', async () => {
-    started();
+    const published = started();
     await db.insertInto('effects').values({ messageId: 'b', value: 7 }).execute();
     const attempts: boolean[] = [];
     const value = await inTransaction(db, async (trx) => {
@@ -356,7 +388,7 @@ describe('a step’s write at commit (issue 14)', () => {
     expect({ attempts, value }).toEqual({ attempts: [true, false], value: 'again' });
     expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'b').executeTakeFirstOrThrow()).toEqual({ value: 8 });
     // Once each, from the second attempt.
-    expect(await db.selectFrom('outbox').select('id').execute()).toHaveLength(1);
+    await writtenOnce(published);
     expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'b' }]);
     expect(await db.selectFrom('processedMessages').select('messageId').execute()).toEqual([{ messageId: B_MESSAGE }]);
   });

@@ -68,19 +68,19 @@ export class AlreadyApplied extends Error {
 
 /**
  * How long a row written by a tracked transaction (`inTransaction`) stays claimed for its hand-off.
- * The relay of any replica publishes it once this has passed without the hand-off marking it (the
+ * The relay of any replica publishes it once this has passed without the hand-off removing it (the
  * writer crashed between its commit and JetStream's acknowledgement).
  */
 export const HAND_OFF_LEASE_MS = 5_000;
 /**
- * How long handed-off rows gather before one statement marks them published (issue 14: a mark per
- * few rows was a tenth of a lifecycle's statements; at 200 ms the marks of the five services were
+ * How long handed-off rows gather before one statement removes them, published (issue 14: a statement
+ * per few rows was a tenth of a lifecycle's statements; at 200 ms those of the five services were
  * still half a statement and half a commit per lifecycle on a slow machine, at 1 s a tenth). Far
- * inside `HAND_OFF_LEASE_MS`, so no drain takes a row waiting for its mark; a crash in this time only
- * has the rows published again after their lease, which JetStream drops as duplicates of their
+ * inside `HAND_OFF_LEASE_MS`, so no drain takes a row waiting for its removal; a crash in this time
+ * only has the rows published again after their lease, which JetStream drops as duplicates of their
  * message ids.
  */
-const MARK_GATHER_MS = 1_000;
+const REMOVE_GATHER_MS = 1_000;
 
 /** What each tracked transaction has written, in order. */
 const handOffs = new WeakMap<object, Tracked>();
@@ -312,15 +312,20 @@ async function write(trx: AnyDb, def: MessageDef, envelopes: MessageEnvelope[]):
 /**
  * Publishes committed outbox rows, two ways:
  * - **Hand-off** (the usual way): a tracked transaction's rows (`inTransaction`) were written already
- *   claimed; right after the commit the relay publishes them and marks them published, the marks of
- *   many hand-offs in one statement. A saga's hop thus costs one publish, not a claim round.
+ *   claimed; right after the commit the relay publishes them and removes them, the rows of many
+ *   hand-offs in one statement. A saga's hop thus costs one publish, not a claim round.
  * - **Drain** (the safety net): a relay claims a batch of unclaimed rows (or rows whose claim lapsed)
  *   for a short lease in one statement (FOR UPDATE SKIP LOCKED inside it, so replicas relay side by
- *   side), publishes it with no database lock held, and marks what JetStream acknowledged in a second
- *   statement. It runs every `pollMs`, and on a kick after a commit that wrote untracked rows.
- * A crash before marking leaves the rows claimed until the lease ends; they are then published
+ *   side), publishes it with no database lock held, and removes what JetStream acknowledged in a
+ *   second statement. It runs every `pollMs`, and on a kick after a commit that wrote untracked rows.
+ * A crash before the removal leaves the rows claimed until the lease ends; they are then published
  * again, which JetStream drops as a duplicate (same msg id inside its window) and consumers drop by
  * processed id after it.
+ *
+ * Published rows are deleted, not kept (issue 14): JetStream holds the messages (7 days), the table
+ * holds only what is still on its way, and a removal writes no new row version and no index entry,
+ * where marking a row published wrote both (8.5 per lifecycle). Versions before this one marked rows
+ * (`published_at`) and removed them a day later; `drain` still clears such rows.
  */
 export class OutboxRelay {
   private timer: NodeJS.Timeout | undefined;
@@ -332,10 +337,10 @@ export class OutboxRelay {
   /** `untrackedWrites` at this relay's last kick. */
   private kickedAt = -1;
   private readonly handingOff = new Set<Promise<void>>();
-  private toMark: string[] = [];
-  private marking: Promise<void> | null = null;
-  private markTimer: NodeJS.Timeout | undefined;
-  private markGathered: (() => void) | undefined;
+  private toRemove: string[] = [];
+  private removing: Promise<void> | null = null;
+  private removeTimer: NodeJS.Timeout | undefined;
+  private removeGathered: (() => void) | undefined;
 
   constructor(
     private readonly db: AnyDb,
@@ -385,8 +390,8 @@ export class OutboxRelay {
   private async publishHandedOff(rows: Written[]): Promise<void> {
     // Sent in order, their acknowledgements awaited together.
     const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.envelope, { msgId: row.id, headers: row.headers })));
-    this.toMark.push(...rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id));
-    void this.markPublished();
+    this.toRemove.push(...rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id));
+    void this.removePublished();
     const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
     if (failed.length === 0) return;
     // Given back at once, for the next drain rather than after the lease.
@@ -395,26 +400,26 @@ export class OutboxRelay {
     this.drainSoon();
   }
 
-  /** Marks handed-off rows published, as many as have gathered in one statement, one statement at a time. */
-  private markPublished(): Promise<void> {
-    if (this.marking) return this.marking;
-    this.marking = (async () => {
-      // A moment for the hand-offs of other commits to join: one statement marks them all. `stop` cuts it short.
+  /** Removes handed-off rows once published, as many as have gathered in one statement, one statement at a time. */
+  private removePublished(): Promise<void> {
+    if (this.removing) return this.removing;
+    this.removing = (async () => {
+      // A moment for the hand-offs of other commits to join: one statement removes them all. `stop` cuts it short.
       await new Promise<void>((resolve) => {
-        this.markGathered = resolve;
-        this.markTimer = setTimeout(resolve, this.running ? MARK_GATHER_MS : 0);
+        this.removeGathered = resolve;
+        this.removeTimer = setTimeout(resolve, this.running ? REMOVE_GATHER_MS : 0);
       });
-      while (this.toMark.length > 0) {
-        const ids = this.toMark.splice(0, 1_000);
-        // A failed mark only means the rows are published again after their lease (dropped as duplicates).
-        await sql`update outbox set published_at = now() where id = any(${ids}::uuid[])`.execute(this.db)
-          .catch((err) => this.logger.warn({ err, rows: ids.length }, 'outbox rows published but not marked; they are sent again after their lease'));
+      while (this.toRemove.length > 0) {
+        const ids = this.toRemove.splice(0, 1_000);
+        // A failed removal only means the rows are published again after their lease (dropped as duplicates).
+        await sql`delete from outbox where id = any(${ids}::uuid[])`.execute(this.db)
+          .catch((err) => this.logger.warn({ err, rows: ids.length }, 'outbox rows published but not removed; they are sent again after their lease'));
       }
     })().finally(() => {
-      this.marking = null;
-      if (this.toMark.length > 0) void this.markPublished();
+      this.removing = null;
+      if (this.toRemove.length > 0) void this.removePublished();
     });
-    return this.marking;
+    return this.removing;
   }
 
   private subjectOf(row: { kind: 'event' | 'command'; type: string }): string {
@@ -459,7 +464,7 @@ export class OutboxRelay {
       const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.payload, { msgId: row.id, headers: row.headers })));
       const published = rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id);
       const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
-      if (published.length > 0) await sql`update outbox set published_at = now() where id = any(${published}::uuid[])`.execute(db);
+      if (published.length > 0) await sql`delete from outbox where id = any(${published}::uuid[])`.execute(db);
       if (failed.length > 0) {
         // Given back at once, to be tried again by the next drain rather than after the lease.
         await sql`update outbox set claimed_until = null where id = any(${failed}::uuid[])`.execute(db);
@@ -469,8 +474,10 @@ export class OutboxRelay {
       if (rows.length < 100) break;
     }
     if (Date.now() - this.lastCleanup > 60_000) {
+      // Rows an earlier version marked published instead of removing them (a rolling upgrade's old
+      // replicas too). The table holds only what is on its way, so this reads little.
       this.lastCleanup = Date.now();
-      await db.deleteFrom('outbox').where('publishedAt', '<', sql<Date>`now() - interval '1 day'`).execute();
+      await db.deleteFrom('outbox').where('publishedAt', 'is not', null).execute();
     }
     return total;
   }
@@ -479,9 +486,9 @@ export class OutboxRelay {
     this.running = false;
     clearTimeout(this.timer);
     await Promise.all(this.handingOff);
-    clearTimeout(this.markTimer);
-    this.markGathered?.();
-    await this.marking;
+    clearTimeout(this.removeTimer);
+    this.removeGathered?.();
+    await this.removing;
     await this.draining;
   }
 }

@@ -8,12 +8,16 @@ import {
   consumeIdempotently,
   createPlatformTablesV1,
   createPlatformTablesV3,
+  createPlatformTablesV4,
   enqueue,
   HAND_OFF_LEASE_MS,
   inTransaction,
   AlreadyApplied,
   OutboxRelay,
+  PROCESSED_RETENTION_MS,
+  pruneProcessedMessages,
   recordApplied,
+  STREAM_MAX_AGE_MS,
   writeAtCommit,
   scheduleTimer,
   cancelTimer,
@@ -36,6 +40,7 @@ const migrations: Record<string, Migration> = {
     async up(db) {
       await createPlatformTablesV1(db);
       await createPlatformTablesV3(db);
+      await createPlatformTablesV4(db);
       await db.schema.createTable('effects').addColumn('message_id', 'text', (c) => c.notNull()).addColumn('value', 'integer', (c) => c.notNull()).execute();
     },
   },
@@ -206,6 +211,42 @@ describe('outbox relay', () => {
     await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 9 }));
     relay.kick();
     await eventually(async () => got.length === 1);
+  });
+});
+
+describe('consumed-message ids kept while their message can come again (issue 14)', () => {
+  const recordedAgo = (ms: number) => db.insertInto('processedMessages').values({ consumer: 'pruned', messageId: randomUUID(), processedAt: new Date(Date.now() - ms) }).execute();
+
+  it('deletes the ids recorded longer ago than a stream keeps a message (and a day), in batches, and keeps the rest', async () => {
+    expect(PROCESSED_RETENTION_MS).toBe(STREAM_MAX_AGE_MS + 86_400_000);
+    for (let i = 0; i < 5; i++) await recordedAgo(PROCESSED_RETENTION_MS + 3_600_000);
+    await recordedAgo(STREAM_MAX_AGE_MS);
+    await recordedAgo(PROCESSED_RETENTION_MS - 60_000);
+    await recordedAgo(0);
+    expect(await pruneProcessedMessages(db, { batch: 2 })).toBe(5);
+    expect(await db.selectFrom('processedMessages').select('consumer').execute()).toHaveLength(3);
+    expect(await pruneProcessedMessages(db)).toBe(0);
+  });
+
+  it('stops after the batches it was given, the rest left for its next round', async () => {
+    for (let i = 0; i < 5; i++) await recordedAgo(PROCESSED_RETENTION_MS + 3_600_000);
+    expect(await pruneProcessedMessages(db, { batch: 2, maxBatches: 1 })).toBe(2);
+    expect(await db.selectFrom('processedMessages').select('consumer').execute()).toHaveLength(3);
+  });
+
+  it('is done by each service’s relay: its first drain prunes', async () => {
+    await recordedAgo(PROCESSED_RETENTION_MS + 3_600_000);
+    await recordedAgo(0);
+    const relay = new OutboxRelay(db, bus, logger, 3_600_000);
+    relay.start();
+    stoppables.push(relay);
+    await relay.drain();
+    await eventually(async () => (await db.selectFrom('processedMessages').select('consumer').execute()).length === 1);
+  });
+
+  it('finds them through a BRIN index of the time they were recorded', async () => {
+    const index = await sql<{ indexdef: string }>`select indexdef from pg_indexes where schemaname = 'msgtest' and indexname = 'processed_messages_age'`.execute(db);
+    expect(index.rows[0]?.indexdef).toMatch(/USING brin \(processed_at\)/);
   });
 });
 

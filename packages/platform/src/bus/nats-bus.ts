@@ -6,7 +6,7 @@ import {
 import { Kvm, type KV } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, STREAM_MAX_AGE_MS, Semaphore, encodeMessage,
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
@@ -16,7 +16,6 @@ import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 const decoder = new TextDecoder();
 
 const nanos = (ms: number) => ms * 1_000_000;
-const DAY_MS = 86_400_000;
 
 /**
  * NATS_URL as connect options: one URL or several, comma-separated; credentials in a URL
@@ -161,7 +160,7 @@ export class NatsBus implements Bus {
       subjects: [subject],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
-      max_age: nanos(7 * DAY_MS),
+      max_age: nanos(STREAM_MAX_AGE_MS),
       duplicate_window: nanos(2 * 60_000),
     };
     try {

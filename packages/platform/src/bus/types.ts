@@ -16,6 +16,9 @@ export interface BusMessage {
 }
 
 export type Outcome = { type: 'ack' } | { type: 'nak'; delayMs: number } | { type: 'term'; reason: string };
+/** How long the events and commands streams keep a message (`max_age`): none older is delivered again. */
+export const STREAM_MAX_AGE_MS = 7 * 86_400_000;
+
 export const ack = (): Outcome => ({ type: 'ack' });
 export const nak = (delayMs: number): Outcome => ({ type: 'nak', delayMs });
 export const term = (reason: string): Outcome => ({ type: 'term', reason });

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CompiledQuery, sql, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
 import { subjects, type MessageDef, type MessageEnvelope, type Static } from '@aex/contracts';
-import type { Bus, MsgHeaders } from '../bus/types.js';
+import { STREAM_MAX_AGE_MS, type Bus, type MsgHeaders } from '../bus/types.js';
 import { injectTrace, outsideTrace } from '../bus/tracing.js';
 import { isUniqueViolation } from '../db/errors.js';
 import type { PlatformTables } from '../db/platform-tables.js';
@@ -247,6 +247,34 @@ export async function recordApplied(trx: AnyDb, consumer: string, messageId: str
 }
 
 /**
+ * How long a consumed message's id is kept (issue 14): a message is delivered again only while its
+ * stream still holds it (`STREAM_MAX_AGE_MS`), and it was published before its id was recorded, so an
+ * id recorded longer ago than that cannot be needed; a day more for clocks. Kept forever, the ids grew
+ * by about ten rows per purchase.
+ */
+export const PROCESSED_RETENTION_MS = STREAM_MAX_AGE_MS + 86_400_000;
+/** How often each relay prunes them: ten minutes of ids at 100 purchases a second is some 60 statements. */
+const PRUNE_EVERY_MS = 600_000;
+
+/**
+ * Deletes the consumed-message ids older than `PROCESSED_RETENTION_MS`, a batch per statement (a long
+ * backlog after an upgrade is not one huge transaction), at most `maxBatches` of them and while
+ * `going()` says so; how many.
+ */
+export async function pruneProcessedMessages(db: AnyDb, opts: { batch?: number; maxBatches?: number; going?: () => boolean } = {}): Promise<number> {
+  const batch = opts.batch ?? 10_000;
+  let total = 0;
+  for (let i = 0; i < (opts.maxBatches ?? 1_000) && (opts.going?.() ?? true); i++) {
+    const r = await sql`delete from processed_messages where ctid in (
+      select ctid from processed_messages where processed_at < now() - make_interval(secs => ${PROCESSED_RETENTION_MS / 1000}) limit ${batch})`.execute(db);
+    const n = Number(r.numAffectedRows ?? 0);
+    total += n;
+    if (n < batch) break;
+  }
+  return total;
+}
+
+/**
  * `db.transaction().execute(fn)`, after which what `fn` wrote to the outbox is published at once by
  * the service's relay (issue 14: a saga's hop waits for no claim round). Every service transaction
  * that may write to the outbox runs through here. `fn` may run twice: again, in a new transaction,
@@ -334,6 +362,8 @@ export class OutboxRelay {
   private draining: Promise<void> | null = null;
   private again = false;
   private lastCleanup = 0;
+  private lastPrune = 0;
+  private pruning: Promise<void> | null = null;
   /** `untrackedWrites` at this relay's last kick. */
   private kickedAt = -1;
   private readonly handingOff = new Set<Promise<void>>();
@@ -479,6 +509,14 @@ export class OutboxRelay {
       this.lastCleanup = Date.now();
       await db.deleteFrom('outbox').where('publishedAt', 'is not', null).execute();
     }
+    if (!this.pruning && Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
+      // The service's consumed-message ids too old to be needed (each service's relay, its own
+      // schema), beside the drains rather than in their way: a backlog takes many statements.
+      this.lastPrune = Date.now();
+      this.pruning = pruneProcessedMessages(db, { going: () => this.running })
+        .then(() => undefined, (err: unknown) => this.logger.warn({ err }, 'consumed-message ids not pruned; trying again later'))
+        .finally(() => (this.pruning = null));
+    }
     return total;
   }
 
@@ -489,6 +527,7 @@ export class OutboxRelay {
     clearTimeout(this.removeTimer);
     this.removeGathered?.();
     await this.removing;
+    await this.pruning;
     await this.draining;
   }
 }

@@ -9,6 +9,7 @@ import * as m0007 from './0007-operator-actions.js';
 import * as m0008 from './0008-children.js';
 import * as m0009 from './0009-trust-sums.js';
 import * as m0010 from './0010-trust-outcome-kept.js';
+import * as m0011 from './0011-processed-age.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -21,6 +22,7 @@ export const migrations: Record<string, Migration> = {
   '0008-children': m0008,
   '0009-trust-sums': m0009,
   '0010-trust-outcome-kept': m0010,
+  '0011-processed-age': m0011,
 };
 
 /** The identity service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */

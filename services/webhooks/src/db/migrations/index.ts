@@ -1,7 +1,8 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001-initial.js';
 import * as m0002 from './0002-pending-by-agent.js';
-export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-pending-by-agent': m0002 };
+import * as m0003 from './0003-processed-age.js';
+export const migrations: Record<string, Migration> = { '0001-initial': m0001, '0002-pending-by-agent': m0002, '0003-processed-age': m0003 };
 
 /** The webhooks service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */
 export const database = { schema: 'webhooks', migrations };

@@ -503,7 +503,7 @@ describe('idempotent consumer', () => {
 });
 
 describe('durable timers', () => {
-  it('fires a due timer exactly once across two runners, in the transaction that marks it', async () => {
+  it('fires a due timer exactly once across two runners, in the transaction that removes it', async () => {
     const fired: string[] = [];
     const handler = async (trx: unknown, t: { key: string }) => {
       fired.push(t.key);
@@ -519,8 +519,20 @@ describe('durable timers', () => {
     expect(fa + fb).toBe(20);
     expect(new Set(fired).size).toBe(20);
     expect(fired).not.toContain('later');
-    const { n } = await db.selectFrom('timers').select(sql<number>`count(*)::int`.as('n')).where('firedAt', 'is not', null).executeTakeFirstOrThrow();
-    expect(n).toBe(20);
+    // Fired, so gone (issue 14): only the timer not yet due is left.
+    expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'later' }]);
+  });
+
+  it('clears the timers an earlier version kept once fired, without firing them', async () => {
+    await db.transaction().execute(async (trx) => {
+      await scheduleTimer(trx, { kind: 'test', key: 'kept', fireAt: new Date(Date.now() - 60_000) });
+      await scheduleTimer(trx, { kind: 'test', key: 'due', fireAt: new Date(Date.now() - 1000) });
+    });
+    await db.updateTable('timers').set({ firedAt: new Date() }).where('key', '=', 'kept').execute();
+    const fired: string[] = [];
+    expect(await new TimerRunner(db, { test: async (_trx, t) => void fired.push(t.key) }, logger).fireDue()).toBe(1);
+    expect(fired).toEqual(['due']);
+    expect(await db.selectFrom('timers').select('key').execute()).toEqual([]);
   });
 
   it('reschedules a failing timer with backoff and records the error; the effect is rolled back', async () => {

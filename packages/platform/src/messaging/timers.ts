@@ -33,13 +33,15 @@ export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key
 
 /**
  * Fires due timers (ARCHITECTURE "Timers"): each is claimed with FOR UPDATE SKIP LOCKED and fired in
- * the same transaction that marks it fired, so many replicas can run side by side and a crash
- * mid-fire leaves it due. A failing handler is retried with backoff.
+ * the same transaction that removes it, so many replicas can run side by side and a crash mid-fire
+ * leaves it due. A failing handler is retried with backoff.
  */
 export class TimerRunner<DB> {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private busy: Promise<void> | null = null;
+  /** Whether the timers an earlier version kept once fired (`fired_at`) were cleared. */
+  private clearedFired = false;
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -68,6 +70,10 @@ export class TimerRunner<DB> {
 
   /** Fires every due timer; returns how many fired. */
   async fireDue(now?: Date): Promise<number> {
+    if (!this.clearedFired) {
+      await (this.db as unknown as Kysely<PlatformTables>).deleteFrom('timers').where('firedAt', 'is not', null).execute();
+      this.clearedFired = true;
+    }
     let fired = 0;
     for (;;) {
       const result = await this.fireOne(now);
@@ -97,9 +103,11 @@ export class TimerRunner<DB> {
         claimed = row;
         const handler = this.handlers[row.kind];
         if (!handler) throw new Error(`no handler for timer kind ${row.kind}`);
-        // Marked before its handler runs: what the handler does to timers (written before the commit
-        // with its messages) comes after, so it may even schedule this kind and key again.
-        await trx.updateTable('timers').set({ firedAt: sql<Date>`now()` }).where('id', '=', row.id).execute();
+        // Removed before its handler runs, in the handler's transaction (a failure puts it back): what
+        // the handler does to timers (written before the commit with its messages) comes after, so it
+        // may even schedule this kind and key again. A fired timer is deleted, not kept (issue 14:
+        // marked `fired_at`, they stayed for ever); `fired_at` is left to rows of earlier versions.
+        await trx.deleteFrom('timers').where('id', '=', row.id).execute();
         await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
         return 'fired';
       });

@@ -259,14 +259,15 @@ const PRUNE_EVERY_MS = 600_000;
 /**
  * Deletes the consumed-message ids older than `PROCESSED_RETENTION_MS`, a batch per statement (a long
  * backlog after an upgrade is not one huge transaction), at most `maxBatches` of them and while
- * `going()` says so; how many.
+ * `going()` says so; how many. Every replica's relay prunes: each batch skips the rows another is
+ * deleting, so they share the work instead of waiting for each other's locks.
  */
 export async function pruneProcessedMessages(db: AnyDb, opts: { batch?: number; maxBatches?: number; going?: () => boolean } = {}): Promise<number> {
   const batch = opts.batch ?? 10_000;
   let total = 0;
   for (let i = 0; i < (opts.maxBatches ?? 1_000) && (opts.going?.() ?? true); i++) {
     const r = await sql`delete from processed_messages where ctid in (
-      select ctid from processed_messages where processed_at < now() - make_interval(secs => ${PROCESSED_RETENTION_MS / 1000}) limit ${batch})`.execute(db);
+      select ctid from processed_messages where processed_at < now() - make_interval(secs => ${PROCESSED_RETENTION_MS / 1000}) limit ${batch} for update skip locked)`.execute(db);
     const n = Number(r.numAffectedRows ?? 0);
     total += n;
     if (n < batch) break;

@@ -595,6 +595,38 @@ describe('timers of a tracked transaction (issue 14)', () => {
     ]);
   });
 
+  it('cancels through the (kind, key) index, however many entries deleted timers left in the due index', async () => {
+    handingRelay();
+    // One connection, so that its statistics can be flushed and read back in order.
+    const one = await connectServiceDb<Db>({ url: database.url, schema: 'msgtest', migrations, poolSize: 1 });
+    try {
+      const later = new Date(Date.now() + 3_600_000);
+      // Hundreds of timers scheduled and cancelled: dead entries, until a vacuum, in both indexes.
+      await inTransaction(one.db, async (trx) => {
+        for (let i = 0; i < 300; i++) await scheduleTimer(trx, { kind: 'test', key: `dead-${i}`, fireAt: later });
+      });
+      await one.db.deleteFrom('timers').where('key', 'like', 'dead-%').execute();
+      await one.db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'test', key: 'target', fireAt: later }));
+      const reads = async () => {
+        await sql`select pg_stat_force_next_flush()`.execute(one.db);
+        const { rows } = await sql<{ name: string; n: string }>`select indexrelname as name, idx_tup_read as n from pg_stat_user_indexes where schemaname = 'msgtest' and relname = 'timers'`.execute(one.db);
+        return Object.fromEntries(rows.map((r) => [r.name, Number(r.n)]));
+      };
+      const before = await reads();
+      await inTransaction(one.db, async (trx) => {
+        await cancelTimer(trx, ['test', 'other'], 'target');
+        await enqueue(trx, pinged, { value: 1 });
+      });
+      await one.db.transaction().execute((trx) => cancelTimer(trx, 'test', 'dead-1'));
+      const after = await reads();
+      expect(after['timers_due']! - before['timers_due']!).toBe(0);
+      expect(after['timers_kind_key']! - before['timers_kind_key']!).toBeLessThan(10);
+      expect(await one.db.selectFrom('timers').select('key').where('key', '=', 'target').execute()).toEqual([]);
+    } finally {
+      await one.close();
+    }
+  });
+
   it('rolls timer changes back with the transaction, and lets a timer’s handler schedule its own kind and key again', async () => {
     handingRelay();
     await inTransaction(db, async (trx) => {

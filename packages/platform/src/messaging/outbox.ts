@@ -176,9 +176,14 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
   }
   const cancelled = timers.filter((t) => t.op === 'cancel');
   if (cancelled.length > 0) {
-    ctes.push(`cancelled as (
-      delete from timers using unnest(${$(cancelled.map((t) => t.kind))}::text[], ${$(cancelled.map((t) => t.key))}::text[]) as c(kind, key)
-      where timers.kind = c.kind and timers.key = c.key and timers.fired_at is null)`);
+    // Each key's kinds through the (kind, key) unique index, whatever the planner thinks of the
+    // table's size (issue 14): a join with the keys, or a condition on `fired_at`, let it read the
+    // whole due index — every entry that deleted timers left there until the next vacuum — for
+    // every cancellation. A fired timer is deleted when it fires, so none is left to spare.
+    const kinds = new Map<string, string[]>();
+    for (const t of cancelled) kinds.set(t.key, [...(kinds.get(t.key) ?? []), t.kind]);
+    const byKey = [...kinds].map(([key, ks]) => `(timers.key = ${$(key)} and timers.kind = any(${$(ks)}::text[]))`);
+    ctes.push(`cancelled as (delete from timers where ${byKey.join(' or ')})`);
   }
   if (ctes.length === 0) return;
   // The guard part must have written a row: 1 / 0 fails the statement (and so skips its COMMIT) when

@@ -26,7 +26,8 @@ export async function cancelTimer(trx: AnyDb, kind: string | readonly string[], 
   const kinds = typeof kind === 'string' ? [kind] : [...kind];
   // Deferred or not, all kinds the same way (a transaction is tracked or it is not).
   if (kinds.every((k) => deferTimerChange(trx, { op: 'cancel', kind: k, key }))) return;
-  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('kind', 'in', kinds).where('key', '=', key).where('firedAt', 'is', null).execute();
+  // Through the (kind, key) unique index: no condition on `fired_at` (see `flushTracked`).
+  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('key', '=', key).where('kind', '=', sql<string>`any(${kinds}::text[])`).execute();
 }
 
 export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }) => Promise<void>;

@@ -83,8 +83,19 @@ export interface DisputeRow {
   updatedAt: Date;
 }
 
+/**
+ * D9.6: an agent's running counts of the transactions it takes part in (migration 0007): `started`
+ * and `ended`, each written by a trigger of `transactions`; in progress = started − ended.
+ */
+export interface AgentActivityRow {
+  agentId: string;
+  counter: 'started' | 'ended';
+  n: string;
+}
+
 export interface Database extends PlatformTables {
   transactions: TransactionRow;
   negotiationMessages: NegotiationRow;
   disputes: DisputeRow;
+  agentActivity: AgentActivityRow;
 }

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import { AppError, identityOps, TERMINAL_STATUSES, type DelegationRules } from '@aex/contracts';
+import { AppError, identityOps, type DelegationRules } from '@aex/contracts';
 import { accountTag, agentTag, callOrThrow, precompiled, writeAtCommit, type ExchangeConfig, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
@@ -53,13 +53,13 @@ export function agentLocks(keys: string[]) {
 }
 
 /**
- * D9.6: 409 LIMIT_REACHED when either party already has 100 transactions in progress; `excluding`
- * is the transaction being created in this database transaction, not counted against itself.
+ * D9.6: 409 LIMIT_REACHED when either party would have more than 100 transactions in progress. The
+ * counts include the transaction being created: its insert, made before, counted it (migration 0007).
  */
-export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }, excluding: string): Promise<void> {
-  const { c, p } = (await activeCounts(trx, { ...agents, excluding })).rows[0]!;
+export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }): Promise<void> {
+  const { c, p } = (await activeCounts(trx, agents)).rows[0]!;
   for (const [role, n] of [['consumer', c], ['provider', p]] as const) {
-    if (n >= ACTIVE_TRANSACTIONS_LIMIT) {
+    if (n > ACTIVE_TRANSACTIONS_LIMIT) {
       const who = role === 'consumer' ? 'You have' : 'The provider has';
       throw new AppError('LIMIT_REACHED', `${who} ${ACTIVE_TRANSACTIONS_LIMIT} transactions in progress already; finish or cancel some first.`, { details: { limit: ACTIVE_TRANSACTIONS_LIMIT, party: role } });
     }
@@ -67,38 +67,32 @@ export async function checkActiveLimit(trx: Trx, agents: { consumer: string; pro
 }
 
 /**
- * A transaction still in progress (not in a terminal status), written out rather than with
- * parameters: the predicate of the partial indexes of migration `0005-active-transactions`, which
- * the planner can use only for a condition it can see is that one (issue 14: the count read every
- * transaction the agents ever had).
+ * An agent's transactions in progress: the running counts of those it started taking part in and of
+ * those that ended (migration 0007), two rows read through their key however long its history; 0
+ * for an agent never counted.
  */
-const ACTIVE = sql<boolean>`status not in (${sql.raw(TERMINAL_STATUSES.map((s) => `'${s}'`).join(', '))})`;
+const inProgress = (agentId: unknown) =>
+  sql<number>`(select coalesce(sum(case counter when 'started' then n else -n end), 0)::int from agent_activity where agent_id = ${agentId})`;
 
-/** Both parties' non-terminal transactions but one. */
-const countActive = (trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
-  .selectFrom('transactions')
-  .select([
-    sql<number>`count(*) filter (where consumer_agent_id = ${$.consumer} or provider_agent_id = ${$.consumer})::int`.as('c'),
-    sql<number>`count(*) filter (where consumer_agent_id = ${$.provider} or provider_agent_id = ${$.provider})::int`.as('p'),
-  ])
-  .where((eb) => eb.or([eb('consumerAgentId', 'in', [$.consumer, $.provider]), eb('providerAgentId', 'in', [$.consumer, $.provider])]))
-  .where(ACTIVE)
-  .where('id', '!=', $.excluding);
+/** Both parties' transactions in progress. */
+const countActive = (trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string }>) =>
+  trx.selectNoFrom([inProgress($.consumer).as('c'), inProgress($.provider).as('p')]);
 
 /** `countActive`, compiled once: every creation counts them. */
 export const activeCounts = precompiled(countActive);
 
-/** A row while both parties are under the D9.6 limit, none once either has reached it. */
-const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; excluding: string }>) => trx
+/** A row while both parties are within the D9.6 limit (the creation counted), none once either is past it. */
+const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string }>) => trx
   .selectFrom(countActive(trx, $).as('counts'))
   .select(sql<number>`1`.as('ok'))
-  .where('counts.c', '<', ACTIVE_TRANSACTIONS_LIMIT)
-  .where('counts.p', '<', ACTIVE_TRANSACTIONS_LIMIT));
+  .where('counts.c', '<=', ACTIVE_TRANSACTIONS_LIMIT)
+  .where('counts.p', '<=', ACTIVE_TRANSACTIONS_LIMIT));
 
 /**
  * A creation's limits, in the order they are decided: D9.6 (409 LIMIT_REACHED), then D10.2 (403).
  * Made once the parties' locks are held (`agentLocks`), so what is counted cannot be passed by two
- * creations at once; `excluding` is the transaction being created.
+ * creations at once. The transaction being created is written before them: the active counts include
+ * it (its insert counted it), the daily spend leaves it out (`excluding`).
  *
  * Issue 14: when nothing is decided after the count — no spend to read, no rule refusing the price —
  * the count is made by the statement written before the commit (`writeAtCommit`), whose snapshot is
@@ -113,8 +107,8 @@ export async function checkCreationLimits(
 ): Promise<void> {
   const agents = { consumer: attempt.consumerAgentId, provider: attempt.providerAgentId };
   const countIsLast = rules.maxDailySpendCents === undefined && !delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: 0 });
-  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, { ...agents, excluding: attempt.excluding })]], guard: 'limits' })) return;
-  await checkActiveLimit(trx, agents, attempt.excluding);
+  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, agents)]], guard: 'limits' })) return;
+  await checkActiveLimit(trx, agents);
   await checkDelegation(trx, rules, attempt);
 }
 

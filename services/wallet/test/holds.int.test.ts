@@ -324,3 +324,44 @@ describe('holds and settlements on wallets the replica knows, without reading th
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 });
+
+describe('fundings by group commit (issue 14)', () => {
+  const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
+  const funding = async (agentId: string, amountCents: number) => ({ agentId, walletId: await walletOf(agentId), amountCents, sessionId: `cs_test_${randomUUID()}`, provider: 'sandbox' });
+  /** The fundings' entries: which database transaction wrote each, and the balance it left. */
+  const entriesOf = async (sessions: string[]) => (await sql<{ operationId: string; tx: string; balanceAfterCents: string }>`
+    select operation_id, xmin::text as tx, balance_after_cents from ledger_entries where operation_id = any(${sessions}) order by seq`.execute(wallet.deps.db)).rows;
+
+  it('writes a batch in one statement, each funding answered with the balance its own entry left', async () => {
+    const [a, b] = [await agentWith(0), await agentWith(1000)];
+    const fundings = await Promise.all([a, b, a, b, a, a].map((agent, i) => funding(agent, 500 + i)));
+    // The first two are written at once (two batches in flight); the four others wait, then go together.
+    const answers = await Promise.all(fundings.map((f) => wallet.deps.fundings.submit(f)));
+    expect(answers).toEqual([500, 1501, 500 + 502, 1501 + 503, 1002 + 504, 1506 + 505]);
+    const entries = await entriesOf(fundings.map((f) => f.sessionId));
+    expect(entries.map((e) => [e.operationId, Number(e.balanceAfterCents)]).sort()).toEqual(fundings.map((f, i) => [f.sessionId, answers[i]]).sort());
+    expect(new Set(entries.slice(2).map((e) => e.tx)).size).toBe(1);
+    const sessions = await wallet.deps.db.selectFrom('fundingSessions').select(['id', 'status']).where('id', 'in', fundings.map((f) => f.sessionId)).execute();
+    expect(sessions.map((s) => s.status)).toEqual(Array(6).fill('paid'));
+    expect(await balances(a)).toEqual({ balanceCents: 500 + 502 + 504 + 505, heldCents: 0 });
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+
+  it('writes a batch holding a closed child’s wallet the ordinary way: the child’s credit goes on to its parent (D6.8)', async () => {
+    const [parent, other, third] = [await agentWith(3000), await agentWith(0), await agentWith(0)];
+    const child = randomUUID();
+    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: randomUUID(), budgetCents: 1000 });
+    await eventually(async () => childAnswers.some((x) => x.data.childAgentId === child && x.type === childSaga.funded.type) || null);
+    await send(childSaga.close, { childAgentId: child });
+    await eventually(async () => (await balances(parent)).balanceCents === 3000 || null);
+    // Two fundings to keep both batches in flight busy, then a batch of three with the closed wallet in it.
+    const fundings = await Promise.all([other, third, other, child, other].map((agent) => funding(agent, 700)));
+    const answers = await Promise.all(fundings.map((f) => wallet.deps.fundings.submit(f)));
+    expect(answers).toEqual([700, 700, 1400, 700, 2100]);
+    const entries = await entriesOf(fundings.map((f) => f.sessionId));
+    expect(new Set(entries.filter((e) => fundings.findIndex((f) => f.sessionId === e.operationId) >= 2).map((e) => e.tx)).size).toBe(1);
+    expect(await balances(child)).toEqual({ balanceCents: 0, heldCents: 0 });
+    expect(await balances(parent)).toEqual({ balanceCents: 3700, heldCents: 0 });
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+});

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { events } from '@aex/contracts';
 import { enqueueMany, GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
 import type { Database } from '../db/schema.js';
-import { applyMovements } from './movements.js';
+import { applyMovements, moveAtCommit } from './movements.js';
 
 /** One confirmed funding (D13.4): its wallet, amount and the processor's session. */
 export interface Funding {
@@ -21,32 +21,45 @@ const MAX_IN_FLIGHT = 2;
 
 /**
  * Confirmed fundings written by group commit (issue 14): every funding that arrives while a batch
- * is being written goes into the next one, and a batch is one database transaction — the wallets
- * locked once in id order, one statement each for the ledger entries, the balances, the sessions and
- * the `wallet.funded` events. Each funding still has its own ledger entry (its operation is its
- * session), its own session row and its own event; only the transaction is shared. A funding alone
- * is written at once. Returns each funding's balance right after its entry.
+ * is being written goes into the next one, and a batch is one database transaction. Each funding
+ * still has its own ledger entry (its operation is its session), its own session row and its own
+ * `wallet.funded` event; only the transaction is shared. A funding alone is written at once.
+ * Returns each funding's balance right after its entry.
+ *
+ * A batch is one statement, its `BEGIN` and `COMMIT` in the same round trip (`moveAtCommit`): the
+ * wallets locked in id order, the balances, the entries, the sessions and the events — so a wallet
+ * is locked for one round trip, which is what bounds the fundings of one wallet. When that statement
+ * cannot write (a wallet became a closed child's, D6.8: its credit returns to the parent), the batch
+ * is written the ordinary way, on the wallets locked first.
  */
 export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () => Date): GroupCommit<Funding, number> {
   return new GroupCommit<Funding, number>(
     async (fundings) => {
       const at = now();
-      const balances = await inTransaction(db, async (trx) => {
+      const operation = `fundings:${randomUUID()}`;
+      const movements = fundings.map((f) => ({
+        walletId: f.walletId, txType: 'fund' as const, amountCents: f.amountCents, operationId: f.sessionId,
+        description: `Funded through ${f.provider} session ${f.sessionId}`,
+      }));
+      const written = new Map<string, number>();
+      await inTransaction(db, async (trx) => {
+        written.clear();
+        const sessions = trx.insertInto('fundingSessions').values(fundings.map((f) => ({
+          id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
+        })));
+        await enqueueMany(trx, events.walletFunded, fundings.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
+        const remember = (entries: Array<{ operationId: string; balanceAfterCents: number }>) => {
+          for (const e of entries) written.set(e.operationId, Number(e.balanceAfterCents));
+        };
+        if (moveAtCommit(trx, operation, movements, at, sessions.returning('id'), { written: remember })) return;
         // The movement (which locks the wallets FOR UPDATE) comes before the session rows: inserting
         // a row first would take a key-share lock on its wallet and deadlock concurrent fundings.
-        const entries = (await applyMovements(trx, `fundings:${randomUUID()}`, fundings.map((f) => ({
-          walletId: f.walletId, txType: 'fund' as const, amountCents: f.amountCents, operationId: f.sessionId,
-          description: `Funded through ${f.provider} session ${f.sessionId}`,
-        })), at, { onceByCaller: true }))!;
-        await trx.insertInto('fundingSessions').values(fundings.map((f) => ({
-          id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
-        }))).execute();
-        await enqueueMany(trx, events.walletFunded, fundings.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
-        // The entries come in the order of the fundings; those of an expired child's return follow them.
-        return fundings.map((f) => Number(entries.find((e) => e.operationId === f.sessionId)!.balanceAfterCents));
+        remember((await applyMovements(trx, operation, movements, at, { onceByCaller: true }))!);
+        await sessions.execute();
       });
       relay.kick();
-      return balances;
+      // The entries of an expired child's return (the ordinary way) are not fundings': only these are read.
+      return fundings.map((f) => written.get(f.sessionId)!);
     },
     { maxBatch: MAX_BATCH, maxInFlight: MAX_IN_FLIGHT },
   );

@@ -154,6 +154,9 @@ async function writeMovements(trx: Transaction<Database>, entries: Insertable<Le
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
+/** A ledger entry written at commit (`moveAtCommit`): its operation and the balance right after it. */
+export interface WrittenEntry { operationId: string; balanceAfterCents: number }
+
 /**
  * The movements made without reading the wallets first (issue 14): written by the statement before
  * the commit (`writeAtCommit`) with `alongside`, the saga step's `holds` write, as changes relative
@@ -165,9 +168,10 @@ async function writeMovements(trx: Transaction<Database>, entries: Insertable<Le
  * nothing done, when no write at commit is possible: the caller then moves the ordinary way.
  *
  * For a movement the caller's own row makes happen once (`onceByCaller`); a wallet that is a closed
- * child's (D6.8: its credits return to the parent) is left to the ordinary way.
+ * child's (D6.8: its credits return to the parent) is left to the ordinary way. `written` gets the
+ * entries once the statement has run, before the commit is answered (a group commit's balances).
  */
-export function moveAtCommit(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, alongside: OperationNodeSource): boolean {
+export function moveAtCommit(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, alongside: OperationNodeSource, opts: { written?: (entries: WrittenEntry[]) => void } = {}): boolean {
   type Totals = { balance: number; held: number; earned: number; spent: number; needAvailable: number; needHeld: number };
   const wallets = new Map<string, Totals>();
   const entries: Array<Insertable<LedgerEntryRow> & { balanceLater: number; heldLater: number }> = [];
@@ -218,8 +222,15 @@ export function moveAtCommit(trx: Transaction<Database>, operationId: string, mo
       ${column('balanceLater')}::bigint[], ${column('heldLater')}::bigint[])
       with ordinality as e(id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, description, created_at, balance_later, held_later, n)
     join balances as b on b.id = e.wallet_id
-    order by e.n`;
-  // Every wallet moved and the caller's row written, or nothing at all.
-  const moved = sql`select a.* from alongside as a where (select count(*) from balances) = ${ids.length}`;
-  return writeAtCommit(trx, { parts: [['locked', locked], ['balances', balances], ['alongside', alongside], ['entries', ledger], ['moved', moved]], guard: 'moved' });
+    order by e.n
+    returning operation_id, balance_after_cents`;
+  // Every wallet moved and the caller's row written, or nothing at all: the entries, once that holds.
+  const moved = sql`select e.operation_id, e.balance_after_cents from entries as e
+    where exists (select 1 from alongside) and (select count(*) from balances) = ${ids.length}`;
+  const { written } = opts;
+  return writeAtCommit<{ operationId: string; balanceAfterCents: string | number }>(trx, {
+    parts: [['locked', locked], ['balances', balances], ['alongside', alongside], ['entries', ledger], ['moved', moved]],
+    guard: 'moved',
+    ...(written && { written: (rows) => written(rows.map((r) => ({ operationId: r.operationId, balanceAfterCents: Number(r.balanceAfterCents) }))) }),
+  });
 }

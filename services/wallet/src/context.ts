@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, GroupCommit, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, GroupCommit, Logger, OutboxRelay, RecentMap } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { PaymentProcessor } from './payments/processor.js';
 import type { Funding } from './wallets/fundings.js';
+import type { WalletAccess } from './wallets/handlers.js';
 
 export interface WalletDeps {
   db: Kysely<Database>;
@@ -12,6 +13,8 @@ export interface WalletDeps {
   relay: OutboxRelay;
   payments: PaymentProcessor | null;
   /** Confirmed fundings without an Idempotency-Key, written by group commit (wallets/fundings.ts). */
-  fundings: GroupCommit<Funding, number>;
+  fundings: GroupCommit<Funding, number | null>;
+  /** Who may fund each wallet this replica has funded, by agent (never changes: handlers.ts). */
+  access: RecentMap<string, WalletAccess>;
   now: () => Date;
 }

@@ -1,5 +1,5 @@
 import { walletOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, RecentMap, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -22,7 +22,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const now = opts.now ?? (() => new Date());
-  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), fundings: fundingWriter(db, relay, now), now };
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config.PAYMENTS_PROVIDER), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childSaga, commands, subjects, walletOps, walletSaga, type MessageDef, type MessageEnvelope, type Principal, type Static } from '@aex/contracts';
-import { ack, callOrThrow, inTransaction, loadConfig, type Bus } from '@aex/platform';
+import { ack, callOperation, callOrThrow, inTransaction, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
@@ -329,6 +329,17 @@ describe('fundings by group commit (issue 14)', () => {
   const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
   const funding = async (agentId: string, amountCents: number) => ({ agentId, walletId: await walletOf(agentId), amountCents, sessionId: `cs_test_${randomUUID()}`, provider: 'sandbox' });
   /** The fundings' entries: which database transaction wrote each, and the balance it left. */
+  /** A child of `parent`, its budget allocated, then closed (its money back with the parent). */
+  const closedChildOf = async (parent: string) => {
+    const child = randomUUID();
+    const before = (await balances(parent)).balanceCents;
+    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: randomUUID(), budgetCents: 1000 });
+    await eventually(async () => childAnswers.some((x) => x.data.childAgentId === child && x.type === childSaga.funded.type) || null);
+    await send(childSaga.close, { childAgentId: child });
+    await eventually(async () => (await wallet.deps.db.selectFrom('wallets').select('closedAt').where('agentId', '=', child).executeTakeFirstOrThrow()).closedAt !== null || null);
+    await eventually(async () => (await balances(parent)).balanceCents === before || null);
+    return child;
+  };
   const entriesOf = async (sessions: string[]) => (await sql<{ operationId: string; tx: string; balanceAfterCents: string }>`
     select operation_id, xmin::text as tx, balance_after_cents from ledger_entries where operation_id = any(${sessions}) order by seq`.execute(wallet.deps.db)).rows;
 
@@ -347,21 +358,51 @@ describe('fundings by group commit (issue 14)', () => {
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 
-  it('writes a batch holding a closed child’s wallet the ordinary way: the child’s credit goes on to its parent (D6.8)', async () => {
+  it('writes a batch holding a closed child’s wallet the ordinary way: that funding is refused (null, D6.8), the others written', async () => {
     const [parent, other, third] = [await agentWith(3000), await agentWith(0), await agentWith(0)];
-    const child = randomUUID();
-    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: randomUUID(), budgetCents: 1000 });
-    await eventually(async () => childAnswers.some((x) => x.data.childAgentId === child && x.type === childSaga.funded.type) || null);
-    await send(childSaga.close, { childAgentId: child });
-    await eventually(async () => (await balances(parent)).balanceCents === 3000 || null);
+    const child = await closedChildOf(parent);
     // Two fundings to keep both batches in flight busy, then a batch of three with the closed wallet in it.
     const fundings = await Promise.all([other, third, other, child, other].map((agent) => funding(agent, 700)));
     const answers = await Promise.all(fundings.map((f) => wallet.deps.fundings.submit(f)));
-    expect(answers).toEqual([700, 700, 1400, 700, 2100]);
+    expect(answers).toEqual([700, 700, 1400, null, 2100]);
     const entries = await entriesOf(fundings.map((f) => f.sessionId));
+    expect(entries.map((e) => e.operationId)).not.toContain(fundings[3]!.sessionId);
     expect(new Set(entries.filter((e) => fundings.findIndex((f) => f.sessionId === e.operationId) >= 2).map((e) => e.tx)).size).toBe(1);
+    const sessions = await wallet.deps.db.selectFrom('fundingSessions').select('id').where('id', 'in', fundings.map((f) => f.sessionId)).execute();
+    expect(sessions.map((s) => s.id).sort()).toEqual(fundings.filter((_, i) => i !== 3).map((f) => f.sessionId).sort());
     expect(await balances(child)).toEqual({ balanceCents: 0, heldCents: 0 });
-    expect(await balances(parent)).toEqual({ balanceCents: 3700, heldCents: 0 });
+    expect(await balances(parent)).toEqual({ balanceCents: 3000, heldCents: 0 });
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+
+  it('funds a wallet it has funded before without reading it, and still refuses one closed since (409) and callers it never allowed (404)', async () => {
+    const parent = await agentWith(3000);
+    const { accountId } = await wallet.deps.db.selectFrom('wallets').select('accountId').where('agentId', '=', parent).executeTakeFirstOrThrow();
+    const child = randomUUID();
+    await send(childSaga.allocate, { childAgentId: child, parentAgentId: parent, accountId: accountId!, budgetCents: 1000 });
+    await eventually(async () => childAnswers.some((x) => x.data.childAgentId === child && x.type === childSaga.funded.type) || null);
+    const as = (agentId: string, isOwner = false, account = accountId!): Principal => ({ agentId, accountId: account, isOwner, status: 'active', parentAgentId: null, signingKeyPublic: null });
+    const fundAs = (principal: Principal, keyed = false) => callOperation(bus, walletOps.fund, {
+      ctx: { requestId: randomUUID(), principal, ...(keyed ? { idempotency: { key: randomUUID(), scope: `agent:${principal.agentId}`, fingerprint: randomUUID() } } : {}) },
+      input: { path: { agentId: child }, query: {}, body: { amountCents: 500 } },
+    }, { timeoutMs: 5000 });
+    // The parent funds its child (D6.8): the wallet is then known to this replica.
+    const first = await fundAs(as(parent));
+    expect(first.ok && first.data).toMatchObject({ funded: true, newBalanceCents: 1500 });
+    expect(wallet.deps.access.get(child)).toMatchObject({ agentId: child, parentAgentId: parent });
+    // Known, it still answers 404 to an agent of another account and to a sibling that is not the owner.
+    for (const stranger of [as(randomUUID(), true, randomUUID()), as(randomUUID())]) {
+      const r = await fundAs(stranger);
+      expect(!r.ok && r.status).toBe(404);
+    }
+    await send(childSaga.close, { childAgentId: child });
+    await eventually(async () => (await balances(parent)).balanceCents === 3000 - 1000 + 1500 || null);
+    for (const keyed of [false, true]) {
+      const r = await fundAs(as(parent), keyed);
+      expect(!r.ok && [r.status, r.errors[0]?.code]).toEqual([409, 'INVALID_STATE']);
+    }
+    expect(await balances(child)).toEqual({ balanceCents: 0, heldCents: 0 });
+    expect(await balances(parent)).toEqual({ balanceCents: 3500, heldCents: 0 });
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 });

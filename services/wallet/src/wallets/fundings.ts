@@ -14,6 +14,11 @@ export interface Funding {
   provider: string;
 }
 
+const movementsOf = (fundings: Funding[]) => fundings.map((f) => ({
+  walletId: f.walletId, txType: 'fund' as const, amountCents: f.amountCents, operationId: f.sessionId,
+  description: `Funded through ${f.provider} session ${f.sessionId}`,
+}));
+
 /** Fundings waiting beyond this many go into the next batch. */
 const MAX_BATCH = 64;
 /** Batches written at the same time (their wallets are locked in id order, so they cannot deadlock). */
@@ -30,36 +35,41 @@ const MAX_IN_FLIGHT = 2;
  * wallets locked in id order, the balances, the entries, the sessions and the events — so a wallet
  * is locked for one round trip, which is what bounds the fundings of one wallet. When that statement
  * cannot write (a wallet became a closed child's, D6.8: its credit returns to the parent), the batch
- * is written the ordinary way, on the wallets locked first.
+ * is written the ordinary way: a closed child's wallet takes no funding (D6.8, null), the others are
+ * written on their wallets locked first.
  */
-export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () => Date): GroupCommit<Funding, number> {
-  return new GroupCommit<Funding, number>(
+export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () => Date): GroupCommit<Funding, number | null> {
+  return new GroupCommit<Funding, number | null>(
     async (fundings) => {
       const at = now();
       const operation = `fundings:${randomUUID()}`;
-      const movements = fundings.map((f) => ({
-        walletId: f.walletId, txType: 'fund' as const, amountCents: f.amountCents, operationId: f.sessionId,
-        description: `Funded through ${f.provider} session ${f.sessionId}`,
-      }));
       const written = new Map<string, number>();
       await inTransaction(db, async (trx) => {
         written.clear();
-        const sessions = trx.insertInto('fundingSessions').values(fundings.map((f) => ({
-          id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
-        })));
-        await enqueueMany(trx, events.walletFunded, fundings.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
         const remember = (entries: Array<{ operationId: string; balanceAfterCents: number }>) => {
           for (const e of entries) written.set(e.operationId, Number(e.balanceAfterCents));
         };
-        if (moveAtCommit(trx, operation, movements, at, sessions.returning('id'), { written: remember })) return;
+        const sessionsOf = (batch: Funding[]) => trx.insertInto('fundingSessions').values(batch.map((f) => ({
+          id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
+        })));
+        const eventsOf = (batch: Funding[]) => enqueueMany(trx, events.walletFunded, batch.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
+        if (moveAtCommit(trx, operation, movementsOf(fundings), at, sessionsOf(fundings).returning('id'), { written: remember })) {
+          await eventsOf(fundings);
+          return;
+        }
+        // The ordinary way (the statement above wrote nothing, or cannot be used here).
+        const closed = await trx.selectFrom('wallets').select('id').where('id', 'in', [...new Set(fundings.map((f) => f.walletId))]).where('closedAt', 'is not', null).execute();
+        const open = fundings.filter((f) => !closed.some((c) => c.id === f.walletId));
+        if (open.length === 0) return;
         // The movement (which locks the wallets FOR UPDATE) comes before the session rows: inserting
         // a row first would take a key-share lock on its wallet and deadlock concurrent fundings.
-        remember((await applyMovements(trx, operation, movements, at, { onceByCaller: true }))!);
-        await sessions.execute();
+        remember((await applyMovements(trx, operation, movementsOf(open), at, { onceByCaller: true }))!);
+        await sessionsOf(open).execute();
+        await eventsOf(open);
       });
       relay.kick();
-      // The entries of an expired child's return (the ordinary way) are not fundings': only these are read.
-      return fundings.map((f) => written.get(f.sessionId)!);
+      // The entries of an expired child's return (a wallet closed after the check above) are not fundings': only these are read.
+      return fundings.map((f) => written.get(f.sessionId) ?? null);
     },
     { maxBatch: MAX_BATCH, maxInFlight: MAX_IN_FLIGHT },
   );

@@ -37,23 +37,38 @@ function entryView(e: Selectable<LedgerEntryRow>): LedgerEntryView {
 }
 
 /**
- * D13.1 / D13.6: the agent's own wallet, or any wallet of the account for its owner agent — and
- * (EXT, D6.8) a child's wallet for its parent, whose money it spends; others see 404.
+ * Who may use a wallet (D13.1, D13.6, D6.8): its agent, the owner agent of its account, and for a
+ * child's wallet its parent. None of it ever changes once the wallet exists (one wallet per agent,
+ * none deleted; an agent keeps its account and its parent), so a replica keeps it for the wallets it
+ * has funded (issue 14): a funding then reads nothing before its batch, which itself refuses a wallet
+ * closed since (fundings.ts).
  */
-async function accessibleWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow> {
-  const w = await deps.db.selectFrom('wallets').selectAll().where('agentId', '=', agentId).executeTakeFirst();
-  let allowed = w && (w.agentId === caller.agentId || (caller.isOwner && w.accountId === caller.accountId));
-  if (w && !allowed && w.parentWalletId && w.accountId === caller.accountId) {
-    const parent = await deps.db.selectFrom('wallets').select('agentId').where('id', '=', w.parentWalletId).executeTakeFirst();
-    allowed = parent?.agentId === caller.agentId;
-  }
-  if (!allowed) throw new AppError('NOT_FOUND', 'No such wallet.');
-  return w!;
+export interface WalletAccess { id: string; agentId: string; accountId: string | null; parentAgentId: string | null }
+
+/** D13.1 / D13.6: the agent's own wallet, or any of the account's for its owner agent; (EXT, D6.8) a child's for its parent. */
+const mayUse = (w: WalletAccess, caller: Principal): boolean =>
+  w.agentId === caller.agentId || (w.accountId === caller.accountId && (caller.isOwner || w.parentAgentId === caller.agentId));
+
+const noSuchWallet = () => new AppError('NOT_FOUND', 'No such wallet.');
+
+/** The wallet of `agentId` if the caller may use it; others see 404. */
+async function accessibleWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow & { parentAgentId: string | null }> {
+  const w = await deps.db.selectFrom('wallets as w').leftJoin('wallets as p', 'p.id', 'w.parentWalletId')
+    .selectAll('w').select('p.agentId as parentAgentId').where('w.agentId', '=', agentId).executeTakeFirst();
+  if (!w?.agentId || !mayUse({ ...w, agentId: w.agentId }, caller)) throw noSuchWallet();
+  return w;
 }
 
 /** D6.8: an expired child's wallet takes no new money and pays none out; its funds went to the parent. */
 function requireOpen(w: WalletRow): void {
-  if (w.closedAt) throw new AppError('INVALID_STATE', 'This child agent has expired: its wallet is closed and its funds returned to its parent.', { details: { status: 'closed' } });
+  if (w.closedAt) throw closedWallet();
+}
+
+/** The caller's usable wallet (404 otherwise), refused when it is closed (409). */
+async function openWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow> {
+  const w = await accessibleWallet(deps, caller, agentId);
+  requireOpen(w);
+  return w;
 }
 
 function requirePayments(deps: WalletDeps) {
@@ -65,18 +80,43 @@ export const getWallet = (deps: WalletDeps): OperationHandler<Ops['getWallet']> 
   data: walletView(await accessibleWallet(deps, requireAgent(ctx), path.agentId)),
 });
 
+/**
+ * The wallet a funding goes to: from what this replica keeps (a wallet known to be closed since is
+ * refused by the funding's batch), else read and checked to be open, then kept.
+ */
+async function fundableWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletAccess> {
+  const known = deps.access.get(agentId);
+  if (known) {
+    if (!mayUse(known, caller)) throw noSuchWallet();
+    return known;
+  }
+  const w = await accessibleWallet(deps, caller, agentId);
+  requireOpen(w);
+  const access: WalletAccess = { id: w.id, agentId, accountId: w.accountId, parentAgentId: w.parentAgentId };
+  deps.access.set(agentId, access);
+  return access;
+}
+
+const closedWallet = () => new AppError('INVALID_STATE', 'This child agent has expired: its wallet is closed and its funds returned to its parent.', { details: { status: 'closed' } });
+
 /** POST /v1/wallets/{agentId}/fund (D13.4): sandbox confirms at once. */
 export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async ({ path, body }, ctx) => {
-  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
-  requireOpen(wallet);
+  const caller = requireAgent(ctx);
+  // Without a key, from what this replica knows of the wallet (its batch refuses one closed since);
+  // with a key (D5.5: its effect is written on its own), the wallet read and checked in full.
+  const known = ctx.keyed ? undefined : await fundableWallet(deps, caller, path.agentId);
+  const read = known ? undefined : await openWallet(deps, caller, path.agentId);
   const payments = requirePayments(deps);
   const session = await payments.createCheckout(body.amountCents);
   const checkoutUrl = `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`;
-  if (session.confirmed && !ctx.keyed) {
+  if (known && session.confirmed) {
     // No key to record with the effect: written with the fundings arriving alongside (fundings.ts).
-    const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name });
+    const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: known.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name });
+    if (newBalanceCents === null) throw closedWallet();
     return groupCommitted(ctx, { data: { checkoutUrl, sessionId: session.sessionId, funded: true, amountCents: body.amountCents, newBalanceCents } });
   }
+  // A session the processor has yet to confirm is recorded on the wallet as it is now.
+  const wallet = read ?? (await openWallet(deps, caller, path.agentId));
   const now = deps.now();
   const reply = await ctx.effect(deps.db, async (trx) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
@@ -106,8 +146,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
 
 /** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
 export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> => async ({ path, body }, ctx) => {
-  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
-  requireOpen(wallet);
+  const wallet = await openWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
   const now = deps.now();
   const reply = await ctx.effect(deps.db, async (trx) => {

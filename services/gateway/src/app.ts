@@ -11,6 +11,7 @@ import { acceptJsonBodies } from './http/json-body.js';
 import { openApiDocument } from './http/openapi.js';
 import { routeHandler, send, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
+import { requestLogger } from './http/request-logger.js';
 import { knownPaths, routes } from './http/routes.js';
 
 export interface GatewayOptions {
@@ -35,6 +36,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 
   const app = Fastify({
     loggerInstance: opts.logger.child({ service: 'gateway' }) as FastifyBaseLogger,
+    childLoggerFactory: requestLogger,
     bodyLimit: config.BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY === 'true',
     routerOptions: {

@@ -328,7 +328,6 @@ describe('holds and settlements on wallets the replica knows, without reading th
 describe('fundings by group commit (issue 14)', () => {
   const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
   const funding = async (agentId: string, amountCents: number) => ({ agentId, walletId: await walletOf(agentId), amountCents, sessionId: `cs_test_${randomUUID()}`, provider: 'sandbox' });
-  /** The fundings' entries: which database transaction wrote each, and the balance it left. */
   /** A child of `parent`, its budget allocated, then closed (its money back with the parent). */
   const closedChildOf = async (parent: string) => {
     const child = randomUUID();
@@ -340,6 +339,7 @@ describe('fundings by group commit (issue 14)', () => {
     await eventually(async () => (await balances(parent)).balanceCents === before || null);
     return child;
   };
+  /** The fundings' entries: which database transaction wrote each, and the balance it left. */
   const entriesOf = async (sessions: string[]) => (await sql<{ operationId: string; tx: string; balanceAfterCents: string }>`
     select operation_id, xmin::text as tx, balance_after_cents from ledger_entries where operation_id = any(${sessions}) order by seq`.execute(wallet.deps.db)).rows;
 

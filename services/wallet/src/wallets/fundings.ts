@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { events } from '@aex/contracts';
 import { enqueueMany, GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
 import type { Database } from '../db/schema.js';
-import { applyMovements, moveAtCommit } from './movements.js';
+import { applyMovements, moveAtCommit, type WrittenEntry } from './movements.js';
 
 /** One confirmed funding (D13.4): its wallet, amount and the processor's session. */
 export interface Funding {
@@ -34,8 +34,8 @@ const MAX_IN_FLIGHT = 2;
  * A batch is one statement, its `BEGIN` and `COMMIT` in the same round trip (`moveAtCommit`): the
  * wallets locked in id order, the balances, the entries, the sessions and the events — so a wallet
  * is locked for one round trip, which is what bounds the fundings of one wallet. When that statement
- * cannot write (a wallet became a closed child's, D6.8: its credit returns to the parent), the batch
- * is written the ordinary way: a closed child's wallet takes no funding (D6.8, null), the others are
+ * cannot write (a wallet became a closed child's since the handler knew it), the batch is written the
+ * ordinary way: a closed child's wallet takes no funding (D6.8: its answer is null), the others are
  * written on their wallets locked first.
  */
 export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () => Date): GroupCommit<Funding, number | null> {
@@ -46,8 +46,8 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
       const written = new Map<string, number>();
       await inTransaction(db, async (trx) => {
         written.clear();
-        const remember = (entries: Array<{ operationId: string; balanceAfterCents: number }>) => {
-          for (const e of entries) written.set(e.operationId, Number(e.balanceAfterCents));
+        const remember = (entries: WrittenEntry[]) => {
+          for (const e of entries) written.set(e.operationId, e.balanceAfterCents);
         };
         const sessionsOf = (batch: Funding[]) => trx.insertInto('fundingSessions').values(batch.map((f) => ({
           id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
@@ -58,8 +58,8 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
           return;
         }
         // The ordinary way (the statement above wrote nothing, or cannot be used here).
-        const closed = await trx.selectFrom('wallets').select('id').where('id', 'in', [...new Set(fundings.map((f) => f.walletId))]).where('closedAt', 'is not', null).execute();
-        const open = fundings.filter((f) => !closed.some((c) => c.id === f.walletId));
+        const closed = new Set((await trx.selectFrom('wallets').select('id').where('id', 'in', [...new Set(fundings.map((f) => f.walletId))]).where('closedAt', 'is not', null).execute()).map((w) => w.id));
+        const open = fundings.filter((f) => !closed.has(f.walletId));
         if (open.length === 0) return;
         // The movement (which locks the wallets FOR UPDATE) comes before the session rows: inserting
         // a row first would take a key-share lock on its wallet and deadlock concurrent fundings.

@@ -59,13 +59,15 @@ async function accessibleWallet(deps: WalletDeps, caller: Principal, agentId: st
   return w;
 }
 
+const closedWallet = () => new AppError('INVALID_STATE', 'This child agent has expired: its wallet is closed and its funds returned to its parent.', { details: { status: 'closed' } });
+
 /** D6.8: an expired child's wallet takes no new money and pays none out; its funds went to the parent. */
 function requireOpen(w: WalletRow): void {
   if (w.closedAt) throw closedWallet();
 }
 
 /** The caller's usable wallet (404 otherwise), refused when it is closed (409). */
-async function openWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow> {
+async function openWallet(deps: WalletDeps, caller: Principal, agentId: string): Promise<WalletRow & { parentAgentId: string | null }> {
   const w = await accessibleWallet(deps, caller, agentId);
   requireOpen(w);
   return w;
@@ -90,14 +92,11 @@ async function fundableWallet(deps: WalletDeps, caller: Principal, agentId: stri
     if (!mayUse(known, caller)) throw noSuchWallet();
     return known;
   }
-  const w = await accessibleWallet(deps, caller, agentId);
-  requireOpen(w);
+  const w = await openWallet(deps, caller, agentId);
   const access: WalletAccess = { id: w.id, agentId, accountId: w.accountId, parentAgentId: w.parentAgentId };
   deps.access.set(agentId, access);
   return access;
 }
-
-const closedWallet = () => new AppError('INVALID_STATE', 'This child agent has expired: its wallet is closed and its funds returned to its parent.', { details: { status: 'closed' } });
 
 /** POST /v1/wallets/{agentId}/fund (D13.4): sandbox confirms at once. */
 export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async ({ path, body }, ctx) => {

@@ -184,8 +184,9 @@ describe('the Helm chart (issue 13)', () => {
   it('offers every D16 setting the services read, with the bounds they check (values.schema.json ↔ ConfigSchema)', () => {
     const schema = JSON.parse(readFileSync(join(chartDir, 'values.schema.json'), 'utf8')) as { properties: { config: { properties: Record<string, { type: string; enum?: string[]; minimum?: number; maximum?: number; pattern?: string }> } } };
     const chartConfig = schema.properties.config.properties;
-    // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets).
-    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'EXCHANGE_VERSION'];
+    // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets). TLS is
+    // the ingress's in a cluster, so the gateway's own certificate files are not offered.
+    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
     const settable = Object.keys(ConfigSchema.properties).filter((n) => !managed.includes(n));
     expect(Object.keys(chartConfig).sort()).toEqual(settable.sort());
     for (const name of settable) {

@@ -210,18 +210,19 @@ describe('signing keys (D3.2)', () => {
     expectError(await thief.client.updateAgent(thief.agentId, { signingKeyPublic: victim.keys!.publicKey }), 409, 'CONFLICT');
   });
 
-  it('replaces a registered key only with proof of possession of the new one', async () => {
+  it('D3.5: replaces a registered key with a plain PATCH, and refuses a proof that does not verify', async () => {
     const m = await ex.addAgent(owner);
     const next = generateSigningKey();
-    const bare = await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey });
-    expectError(bare, 400, 'VALIDATION_ERROR');
-    expect(!bare.ok && bare.error.errors[0]!.field).toBe('/body/signingKeyProof');
     const wrong = await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey, signingKeyProof: signingKeyProof(generateSigningKey().secretKey, m.accountId) });
     expectError(wrong, 400, 'VALIDATION_ERROR');
+    expect(!wrong.ok && wrong.error.errors[0]!.field).toBe('/body/signingKeyProof');
     const otherAccount = await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey, signingKeyProof: signingKeyProof(next.secretKey, randomUUID()) });
     expectError(otherAccount, 400, 'VALIDATION_ERROR');
-    const proven = unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey, signingKeyProof: signingKeyProof(next.secretKey, m.accountId) }));
-    expect(proven.signingKeyPublic).toBe(next.publicKey);
+    const plain = unwrap(await m.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey }, { idempotencyKey: randomUUID() }));
+    expect(plain.signingKeyPublic).toBe(next.publicKey);
+    const proven = generateSigningKey();
+    const withProof = unwrap(await m.client.as({ apiKey: m.apiKey, signingSecretKey: next.secretKey }).updateAgent(m.agentId, { signingKeyPublic: proven.publicKey, signingKeyProof: signingKeyProof(proven.secretKey, m.accountId) }));
+    expect(withProof.signingKeyPublic).toBe(proven.publicKey);
   });
 
   it('takes a first key without proof (the spec registers one by a plain PATCH), and checks a proof when given', async () => {

@@ -252,7 +252,7 @@ describe('negotiation (D9.4, D11)', () => {
 
   it('opens with the consumer\'s offer, enforces turns and message rules, and settles on the accepted price', async () => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    expect(t).toMatchObject({ status: 'negotiating', agreedPriceCents: null });
+    expect(t).toMatchObject({ status: 'negotiating', agreedPriceCents: null, statusReason: 'negotiable_pricing' });
     expect(await wallet(consumer)).toMatchObject({ heldCents: 0 });
     expectError(await consumer.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 700 } }), 400, 'NEGOTIATION_OUT_OF_TURN');
     expectError(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: {} }), 400, 'INVALID_NEGOTIATION_MESSAGE');
@@ -272,6 +272,16 @@ describe('negotiation (D9.4, D11)', () => {
     ]);
     expectError(await provider.client.negotiate(t.id, { type: 'reject', terms: {} }), 409, 'INVALID_STATE');
     await expect.poll(() => eventsOf(t.id).map((e) => e.data.status)).toEqual(['initiated', 'negotiating', 'matched', 'funds_held']);
+  });
+
+  it('says why a fixed-price purchase negotiates: a maxPriceCents above the list price opens a negotiation at that price (D9.4)', async () => {
+    const fixed = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
+    const t = data(await consumer.client.createTransaction({ serviceId: fixed, input: INPUT, maxPriceCents: 1200 }));
+    expect(t).toMatchObject({ status: 'negotiating', statusReason: 'max_price_differs_from_list_price', agreedPriceCents: null });
+    const messages = data(await consumer.client.negotiations(t.id));
+    expect(messages.map((m) => [m.messageType, m.terms])).toEqual([['initial_offer', { priceCents: 1200 }]]);
+    const bought = data(await consumer.client.createTransaction({ serviceId: fixed, input: INPUT, maxPriceCents: 1000 }));
+    expect(bought).toMatchObject({ status: 'funds_held', statusReason: null });
   });
 
   it('ends on reject and on withdraw, each with its reason (D11.3)', async () => {

@@ -154,7 +154,8 @@ export const webhooksOps = {
 };
 
 export interface RpcRequest<In = unknown> {
-  ctx: { requestId: string; principal: Principal | null; admin?: boolean; idempotency?: IdempotencyContext };
+  /** `signed`: the gateway verified an X-AE-Signature by the principal's current signing key (D3). */
+  ctx: { requestId: string; principal: Principal | null; admin?: boolean; signed?: boolean; idempotency?: IdempotencyContext };
   input: In;
 }
 

@@ -10,7 +10,8 @@ const utf8 = new TextEncoder();
 function makeAjv(coerceTypes: boolean): Ajv2020 {
   // Our own contract schemas are trusted and compiled once; untrusted service schemas get their own
   // instance in the catalog.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes, useDefaults: true, allowUnionTypes: true });
+  // `verbose`: an error carries its schema, so an unknown property can be answered with the closest allowed one.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, coerceTypes, useDefaults: true, allowUnionTypes: true, verbose: true });
   addFormats(ajv);
   // `maxJsonBytes`: the size of a free-form value (metadata, capabilities, examples) as JSON. Every
   // stored resource must fit in one bus message and one answer (packages/platform reply-budget.ts).
@@ -82,7 +83,15 @@ export function toEntries(errors: ErrorObject[], prefix = '', code: ErrorCode = 
     } else if (e.keyword === 'additionalProperties') {
       const name = String((e.params as { additionalProperty: string }).additionalProperty);
       field = `${field}/${escapePointer(name)}`;
-      message = `Unknown property "${name}" is not allowed.`;
+      const allowed = Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+      const guess = closestName(name, allowed);
+      message = guess ? `Unknown property "${name}" is not allowed; did you mean "${guess}"?` : `Unknown property "${name}" is not allowed.`;
+      const key = `${field}|${message}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      entries.push({ code, message, field, details: { keyword: e.keyword, ...e.params, allowedProperties: allowed, ...(guess ? { didYouMean: guess } : {}) } });
+      if (entries.length >= 20) break;
+      continue;
     } else {
       message = `${describe(field)} ${e.message ?? 'is invalid'}.`;
     }
@@ -94,6 +103,41 @@ export function toEntries(errors: ErrorObject[], prefix = '', code: ErrorCode = 
   }
   if (entries.length === 0) entries.push({ code, message: 'The request is invalid.', field: prefix || '' });
   return entries;
+}
+
+/**
+ * The allowed name an unknown one most likely meant: the same letters in another case, or the
+ * fewest edits (insert, delete, replace, swap of neighbours) within a third of its length, at least 2.
+ */
+export function closestName(name: string, allowed: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
+  const sameCase = allowed.find((a) => a.toLowerCase() === lower);
+  if (sameCase) return sameCase;
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const candidate of allowed) {
+    const d = editDistance(lower, candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Optimal string alignment distance (Damerau–Levenshtein without repeated edits of one substring). */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 8) return Number.MAX_SAFE_INTEGER;
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
 }
 
 function describe(field: string): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AppError, catalogOps, CreateAccountBody, ERROR_CODES, ERROR_STATUS, identityOps, PageQuery, Type, validator, walletOps } from '../src/index.js';
+import { AppError, catalogOps, closestName, CreateAccountBody, ERROR_CODES, ERROR_STATUS, identityOps, PageQuery, Type, validator, walletOps } from '../src/index.js';
 
 describe('D1.3 validation entries', () => {
   const check = validator(CreateAccountBody);
@@ -87,5 +87,28 @@ describe('request bounds every contract enforces', () => {
     };
     for (const ops of [identityOps, walletOps, catalogOps]) for (const op of Object.values(ops)) walk(op.input, `${op.service}.${op.name}`);
     expect(unbounded).toEqual([]);
+  });
+});
+
+describe('unknown properties name the closest allowed one', () => {
+  it.each([
+    ['nede', ['need', 'inputAvailable', 'maxBudgetCents'], 'need'],
+    ['maxbudgetcents', ['need', 'maxBudgetCents'], 'maxBudgetCents'],
+    ['inputAvailabel', ['need', 'inputAvailable'], 'inputAvailable'],
+    ['colour', ['need', 'limit'], undefined],
+  ])('%s among %j → %s', (name, allowed, expected) => {
+    expect(closestName(name, allowed)).toBe(expected);
+  });
+
+  it('says "did you mean" in the message and lists the allowed properties in details', () => {
+    const r = validator(CreateAccountBody).check({ accountType: 'individual', email: 'a@b.c', displayName: 'A', agent: { name: 'x' }, displayname: 'B' }, '/body');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.errors[0]).toMatchObject({
+      code: 'VALIDATION_ERROR',
+      field: '/body/displayname',
+      message: 'Unknown property "displayname" is not allowed; did you mean "displayName"?',
+      details: { didYouMean: 'displayName', allowedProperties: expect.arrayContaining(['accountType', 'email', 'displayName']) },
+    });
   });
 });

@@ -20,6 +20,15 @@ export const ConfigSchema = Type.Object({
   BUS_NAMESPACE: Type.String({ default: 'aex', pattern: '^[a-z][a-z0-9_]{0,30}$' }),
   PAYMENTS_PROVIDER: Type.Union([Type.Literal('none'), Type.Literal('sandbox')], { default: 'none' }),
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /**
+   * D3.5: `plain` — an authenticated PATCH replaces an agent's signing key, as the spec says;
+   * `signed` — replacing a registered key also needs an X-AE-Signature by the current key, or the
+   * account's owner agent (so a stolen API key alone cannot swap the key).
+   */
+  SIGNING_KEY_REPLACEMENT: Type.Union([Type.Literal('plain'), Type.Literal('signed')], { default: 'plain' }),
+  /** The gateway serves HTTPS with this PEM certificate chain and key (both or neither); else plain HTTP. */
+  TLS_CERT_FILE: Type.Optional(Type.String({ minLength: 1 })),
+  TLS_KEY_FILE: Type.Optional(Type.String({ minLength: 1 })),
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: Bool(false),
   WEBHOOK_RETRY_DELAYS_MS: Type.String({ default: '0,5000,300000,1800000,7200000,18000000,36000000,36000000', pattern: '^\\d+(,\\d+)*$' }),
   WEBHOOK_TIMEOUT_MS: Int(15000, 1),
@@ -88,7 +97,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(variable, `is invalid: ${first.message}`);
   }
   const cfg = result.value;
-  const publicBase = (cfg.PUBLIC_BASE_URL ?? `http://${cfg.HOST}:${cfg.PORT}`).replace(/\/+$/, '');
+  if ((cfg.TLS_CERT_FILE === undefined) !== (cfg.TLS_KEY_FILE === undefined)) {
+    throw new ConfigError(cfg.TLS_CERT_FILE === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'must be set together with the other of TLS_CERT_FILE and TLS_KEY_FILE.');
+  }
+  const publicBase = (cfg.PUBLIC_BASE_URL ?? `${cfg.TLS_CERT_FILE ? 'https' : 'http'}://${cfg.HOST}:${cfg.PORT}`).replace(/\/+$/, '');
   return { ...cfg, PUBLIC_BASE_URL: publicBase };
 }
 

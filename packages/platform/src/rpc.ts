@@ -16,6 +16,8 @@ export interface HandlerContext {
   requestId: string;
   principal: Principal | null;
   admin: boolean;
+  /** The gateway verified an X-AE-Signature by the principal's current signing key (D3.5 `signed` mode). */
+  signed: boolean;
   logger: Logger;
   /** The one way a handler changes state (D5.5): see `EffectRunner`. */
   effect: EffectRunner;
@@ -93,7 +95,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
         const input = check.check(req.input);
         if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, keyed: req.ctx.idempotency !== undefined, logger: log, replyBudgetBytes: budget };
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, keyed: req.ctx.idempotency !== undefined, logger: log, replyBudgetBytes: budget };
         if (op.auth === 'agent') requireAgent(base as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
         return await records.run(req.ctx.idempotency, requestId, async (effect) => {

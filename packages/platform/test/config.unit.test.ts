@@ -27,9 +27,21 @@ describe('D16 configuration', () => {
     ['PUBLIC_BASE_URL', 'ftp://x'],
     ['WEBHOOK_RETRY_DELAYS_MS', '1,a,3'],
     ['ADMIN_TOKEN', 'short'],
+    ['SIGNING_KEY_REPLACEMENT', 'loose'],
+    ['TLS_CERT_FILE', '/etc/exchange/cert.pem'],
   ])('stops with a message naming %s for %s', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(name);
+  });
+
+  it('defaults D3.5 replacement to plain and takes signed', () => {
+    expect(loadConfig({}).SIGNING_KEY_REPLACEMENT).toBe('plain');
+    expect(loadConfig({ SIGNING_KEY_REPLACEMENT: 'signed' }).SIGNING_KEY_REPLACEMENT).toBe('signed');
+  });
+
+  it('derives an https PUBLIC_BASE_URL when the gateway serves TLS, and needs the key with the certificate', () => {
+    expect(loadConfig({ TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem', PORT: '8443' }).PUBLIC_BASE_URL).toBe('https://127.0.0.1:8443');
+    expect(() => loadConfig({ TLS_KEY_FILE: '/k.pem' })).toThrow('TLS_CERT_FILE');
   });
 
   it('treats empty variables as unset', () => {

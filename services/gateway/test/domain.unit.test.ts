@@ -1,4 +1,4 @@
-import { generateKeyPairSync, sign } from 'node:crypto';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { generateSigningKey, signRequest } from '@aex/client';
 import { takeToken } from '../src/domain/token-bucket.js';
@@ -86,6 +86,30 @@ describe('D3 signatures', () => {
   it('requires both headers', () => {
     expect(signed({ signature: undefined })).toMatchObject({ ok: false, code: 'SIGNATURE_REQUIRED' });
     expect(signed({ timestamp: undefined })).toMatchObject({ ok: false, code: 'SIGNATURE_REQUIRED' });
+  });
+
+  it('tells a refused caller the signed-string format and its reading of the request, nothing secret', () => {
+    const refused = signed({ rawBody: Buffer.from('{"a":2}') });
+    expect(refused.ok).toBe(false);
+    if (refused.ok) return;
+    expect(refused.help).toEqual({
+      format: '{timestamp}:{METHOD}:{path}:{bodyHash}',
+      headers: { signature: 'X-AE-Signature', timestamp: 'X-AE-Signature-Timestamp' },
+      algorithm: expect.stringContaining('Ed25519'),
+      method: 'POST',
+      target: '/v1/transactions?x=1',
+      bodyHash: createHash('sha256').update('{"a":2}').digest('hex'),
+      timestamp: '2026-06-01T12:00:00.000Z',
+      signedString: signingString('2026-06-01T12:00:00.000Z', 'POST', '/v1/transactions?x=1', '{"a":2}'),
+    });
+    expect(JSON.stringify(refused.help)).not.toContain(keys.publicKey);
+  });
+
+  it('names no signed string when the timestamp is missing or unreadable', () => {
+    const missing = signed({ timestamp: undefined });
+    expect(!missing.ok && missing.help).toMatchObject({ timestamp: null, signedString: null, method: 'POST', target: '/v1/transactions?x=1' });
+    const unreadable = signed({ timestamp: 'yesterday' });
+    expect(!unreadable.ok && unreadable.help).toMatchObject({ timestamp: 'yesterday', signedString: null });
   });
 
   it('accepts 300 s of skew either way and no more (D3.4)', () => {

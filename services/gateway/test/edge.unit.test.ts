@@ -4,6 +4,7 @@ import { takeTokens } from '../src/domain/token-bucket.js';
 import { jsonProblem, MAX_JSON_DEPTH, textProblem, valuesProblem } from '../src/http/input-hygiene.js';
 import { coerceQuery, isMalformedQuery, parseQueryString } from '../src/http/query-string.js';
 import { routes } from '../src/http/routes.js';
+import { invalidJson } from '../src/http/json-body.js';
 
 // Input hygiene at the edge (what JSON and URLs allow but the exchange refuses), strict query
 // numbers, batch token takes (D4.1), and the route table's bond with D5.5.
@@ -87,5 +88,29 @@ describe('route table and D5.5', () => {
       if (!r.op) continue;
       expect([r.method, r.url, r.op.effect]).toEqual([r.method, r.url, r.method !== 'GET']);
     }
+  });
+});
+
+describe('INVALID_JSON names where the body stops being JSON', () => {
+  const at = (text: string) => {
+    try {
+      JSON.parse(text);
+    } catch (err) {
+      return invalidJson(text, err).entries[0]!;
+    }
+    throw new Error('parsed');
+  };
+
+  it('gives the character, line and column of a trailing comma', () => {
+    expect(at('{"need":"x",}')).toMatchObject({ code: 'INVALID_JSON', field: '/body', details: { position: 12, line: 1, column: 13 } });
+    expect(at('{"need":"x",}').message).toMatch(/^The request body is not valid JSON: .+ at line 1, column 13 \(character 12\)\.$/);
+  });
+
+  it('counts lines of a body sent pretty-printed', () => {
+    expect(at('{\n  "need": "x"\n  "limit": 3\n}').details).toMatchObject({ line: 3, column: 3 });
+  });
+
+  it('places a body cut short at its end', () => {
+    expect(at('{"need":').details).toMatchObject({ position: 8, line: 1, column: 9 });
   });
 });

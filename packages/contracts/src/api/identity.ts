@@ -31,10 +31,10 @@ export const Capabilities = Type.Array(Type.String({ minLength: 1, maxLength: 20
 export const SigningKeyPublic = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', description: 'Ed25519 public key, base64 of the raw 32 bytes' });
 /**
  * EXT proof of possession of a new signing key: base64 Ed25519 signature, by that key, of the text
- * `agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}`. Required to replace a key an
- * agent already has; verified when given with a first key (the client's `signingKeyProof` makes it).
+ * `agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}`. Optional; verified whenever
+ * given (D3.5), so a client can show it holds the key it registers (the client's `signingKeyProof` makes it).
  */
-export const SigningKeyProof = Type.String({ pattern: '^[A-Za-z0-9+/_-]{86}(==)?$', description: 'Ed25519 signature of the proof text by the new key, base64' });
+export const SigningKeyProof = Type.String({ pattern: '^[A-Za-z0-9+/_-]{86}(==)?$', description: 'Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (D3.5)' });
 export const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'http(s) URL that receives webhooks' });
 
 export const InitialAgentInput = Strict({

@@ -2,16 +2,47 @@ import { createHash, createPublicKey, verify, type KeyObject } from 'node:crypto
 
 /** D3.1: `{timestamp}:{METHOD}:{path}:{bodyHash}` with the lowercase hex SHA-256 of the raw body. */
 export function signingString(timestamp: string, method: string, target: string, rawBody: Uint8Array | string | undefined): string {
-  const bodyHash = createHash('sha256').update(rawBody ?? '').digest('hex');
-  return `${timestamp}:${method.toUpperCase()}:${target}:${bodyHash}`;
+  return `${timestamp}:${method.toUpperCase()}:${target}:${bodyHashOf(rawBody)}`;
+}
+
+const bodyHashOf = (rawBody: Uint8Array | string | undefined) => createHash('sha256').update(rawBody ?? '').digest('hex');
+
+function helpFor(input: { timestamp: string | undefined; method: string; target: string; rawBody: Uint8Array | undefined }, timestampUsable: boolean): SignatureHelp {
+  const timestamp = input.timestamp ?? null;
+  return {
+    format: '{timestamp}:{METHOD}:{path}:{bodyHash}',
+    headers: { signature: 'X-AE-Signature', timestamp: 'X-AE-Signature-Timestamp' },
+    algorithm: 'Ed25519 over the UTF-8 signed string; the signature in standard base64; bodyHash the lowercase hex SHA-256 of the body bytes as sent (of the empty string without a body)',
+    method: input.method.toUpperCase(),
+    target: input.target,
+    bodyHash: bodyHashOf(input.rawBody),
+    timestamp,
+    signedString: timestamp !== null && timestampUsable ? signingString(timestamp, input.method, input.target, input.rawBody) : null,
+  };
 }
 
 const ISO_WITH_ZONE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
 export const MAX_SKEW_MS = 300_000;
 
+/**
+ * What a refused signature's 401 tells the caller (docs/signing.md): the format of the signed
+ * string and the server's reading of this request — method, target and body hash, and the string it
+ * verified when the timestamp was usable. Nothing in it is secret: it is all derived from the request.
+ */
+export interface SignatureHelp {
+  format: '{timestamp}:{METHOD}:{path}:{bodyHash}';
+  headers: { signature: 'X-AE-Signature'; timestamp: 'X-AE-Signature-Timestamp' };
+  algorithm: string;
+  method: string;
+  target: string;
+  bodyHash: string;
+  timestamp: string | null;
+  signedString: string | null;
+}
+
 export type SignatureCheck =
   | { ok: true }
-  | { ok: false; code: 'SIGNATURE_REQUIRED' | 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED'; message: string };
+  | { ok: false; code: 'SIGNATURE_REQUIRED' | 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED'; message: string; help: SignatureHelp };
 
 const keyCache = new Map<string, KeyObject>();
 
@@ -39,21 +70,24 @@ export function checkSignature(input: {
   publicKey: string | null;
   nowMs: number;
 }): SignatureCheck {
+  const refuse = (code: 'SIGNATURE_REQUIRED' | 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED', message: string, timestampUsable = true): SignatureCheck => ({ ok: false, code, message, help: helpFor(input, timestampUsable) });
   if (!input.signature || !input.timestamp) {
-    return { ok: false, code: 'SIGNATURE_REQUIRED', message: 'This request must carry X-AE-Signature and X-AE-Signature-Timestamp headers.' };
+    return refuse('SIGNATURE_REQUIRED', 'This request must carry X-AE-Signature and X-AE-Signature-Timestamp headers: an Ed25519 signature of "{timestamp}:{METHOD}:{path}:{bodyHash}" by the agent\'s registered signing key (details.docs).');
   }
   if (!ISO_WITH_ZONE.test(input.timestamp) || Number.isNaN(Date.parse(input.timestamp))) {
-    return { ok: false, code: 'SIGNATURE_INVALID', message: 'X-AE-Signature-Timestamp must be an ISO 8601 timestamp with a zone.' };
+    return refuse('SIGNATURE_INVALID', 'X-AE-Signature-Timestamp must be an ISO 8601 timestamp with a zone, such as 2026-01-31T12:00:00Z.', false);
   }
   if (Math.abs(input.nowMs - Date.parse(input.timestamp)) > MAX_SKEW_MS) {
-    return { ok: false, code: 'SIGNATURE_EXPIRED', message: 'The signature timestamp is more than 5 minutes away from the server clock.' };
+    return refuse('SIGNATURE_EXPIRED', 'The signature timestamp is more than 5 minutes away from the server clock; sign with the current time.');
   }
-  if (!input.publicKey) return { ok: false, code: 'SIGNATURE_INVALID', message: 'The agent has no registered signingKeyPublic.' };
+  if (!input.publicKey) return refuse('SIGNATURE_INVALID', 'The agent has no registered signingKeyPublic: register one with PATCH /v1/agents/{id} first.');
   const key = publicKeyObject(input.publicKey);
   // D3.2: standard base64, base64url accepted too.
   const sig = /^[A-Za-z0-9+/_-]+={0,2}$/.test(input.signature) ? Buffer.from(input.signature.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : null;
-  if (!key || !sig || sig.length !== 64) return { ok: false, code: 'SIGNATURE_INVALID', message: 'The signature is not a base64 Ed25519 signature.' };
+  if (!key || !sig || sig.length !== 64) return refuse('SIGNATURE_INVALID', 'X-AE-Signature is not the base64 of a 64-byte Ed25519 signature.');
   const message = Buffer.from(signingString(input.timestamp, input.method, input.target, input.rawBody), 'utf8');
-  if (!verify(null, message, key, sig)) return { ok: false, code: 'SIGNATURE_INVALID', message: 'The signature does not verify against the registered key.' };
+  if (!verify(null, message, key, sig)) {
+    return refuse('SIGNATURE_INVALID', 'The signature does not verify against the registered key: compare your signed string with details.signedString.');
+  }
   return { ok: true };
 }

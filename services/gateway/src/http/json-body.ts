@@ -31,8 +31,8 @@ export function acceptJsonBodies(app: FastifyInstance): void {
     }
     try {
       value = sjson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
-    } catch {
-      return done(new AppError('INVALID_JSON', 'The request body is not valid JSON.'), undefined);
+    } catch (err) {
+      return done(invalidJson(text, err), undefined);
     }
     const problem = jsonProblem(text);
     if (problem) {
@@ -43,4 +43,22 @@ export function acceptJsonBodies(app: FastifyInstance): void {
   };
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => parse(req, body as Buffer, done));
   app.addContentTypeParser(/^application\/[a-z0-9.+-]+\+json$/i, { parseAs: 'buffer' }, (req, body, done) => parse(req, body as Buffer, done));
+}
+
+/**
+ * INVALID_JSON that says where: the parser's reason and the position it stopped at, as a character
+ * offset and as line and column (both from 1), so the sender can find the mistake in what it sent.
+ */
+export function invalidJson(text: string, err: unknown): AppError {
+  const reason = err instanceof SyntaxError ? err.message.replace(/ in JSON at position \d+.*$/s, '').replace(/^JSON\.parse: /, '') : 'unreadable';
+  const found = err instanceof SyntaxError ? /at position (\d+)/.exec(err.message) : null;
+  // V8 names no position at the end of the input ("Unexpected end of JSON input").
+  const position = found ? Number(found[1]) : text.length;
+  const before = text.slice(0, position).split('\n');
+  const line = before.length;
+  const column = before[before.length - 1]!.length + 1;
+  return new AppError('INVALID_JSON', `The request body is not valid JSON: ${reason} at line ${line}, column ${column} (character ${position}).`, {
+    field: '/body',
+    details: { position, line, column, reason },
+  });
 }

@@ -52,15 +52,17 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
       reply.headers(r.headers);
     }
     const sig = { signature: header(req, 'x-ae-signature'), timestamp: header(req, 'x-ae-signature-timestamp') };
+    let signed = false;
     if (principal && (spec.signature === 'required' || sig.signature !== undefined || sig.timestamp !== undefined)) {
       const result = checkSignature({ ...sig, method: req.method, target: req.url, rawBody: req.rawBody, publicKey: principal.signingKeyPublic, nowMs: Date.now() });
-      if (!result.ok) throw new AppError(result.code, result.message);
+      if (!result.ok) throw new AppError(result.code, result.message, { details: { ...result.help, docs: `${config.PUBLIC_BASE_URL}/docs/signing.md` } });
+      signed = true;
     }
     const idempotency = idempotencyOf(spec, req, principal);
 
     let answer: Answer;
     try {
-      answer = await execute(spec, check, req, principal, idempotency, guards.views, bus, config);
+      answer = await execute(spec, check, req, principal, signed, idempotency, guards.views, bus, config);
     } catch (err) {
       const appErr = toAppError(err, req.log as unknown as Logger);
       answer = errorResponse(appErr.status, appErr.entries, req.id);
@@ -88,7 +90,7 @@ function idempotencyOf(spec: RouteSpec, req: FastifyRequest, principal: Principa
 }
 
 async function execute(
-  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, idempotency: IdempotencyContext | undefined, views: LocalCache<string>, bus: Bus, config: ExchangeConfig,
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: IdempotencyContext | undefined, views: LocalCache<string>, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
@@ -98,7 +100,7 @@ async function execute(
     if (hit !== undefined) return { status: spec.successStatus, body: successBodyOfJson(hit, req.id) };
   }
   const fill = cached ? views.begin() : undefined;
-  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(idempotency ? { idempotency } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed } : {}), ...(idempotency ? { idempotency } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
   // Only a plain answer is kept: no stored replay, no pagination, no meta of its own.
   if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;

@@ -17,12 +17,18 @@ import { clampForChild } from './effective-delegation.js';
 type Ops = typeof identityOps;
 
 /**
- * D3.2 rules of a signing-key change: a strong key, and proof of possession — required to replace a
- * key the agent already has, verified whenever given. A first key without proof is accepted (the
- * spec's own flow registers one by a plain PATCH); no agent can take a key another one registered
- * (repository `addSigningKey`), so a key is only ever credited to the agent that holds it first.
+ * D3.5 rules of a signing-key change. The key must be a strong Ed25519 key (D3.2). A plain PATCH
+ * replaces a registered key, as the spec says; a `signingKeyProof` (the new key's signature of the
+ * documented text), when present, must verify. With `SIGNING_KEY_REPLACEMENT=signed`, replacing a
+ * registered key also needs the request signed by the current key (the gateway verified it) or the
+ * account's owner agent (the recovery of a lost key). No agent can take a key another one
+ * registered (repository `addSigningKey`).
  */
-function checkSigningKeyChange(accountId: string, current: string | null, next: string | null | undefined, proof: string | undefined): void {
+function checkSigningKeyChange(
+  change: { accountId: string; current: string | null; next: string | null | undefined; proof: string | undefined },
+  request: { mode: 'plain' | 'signed'; signed: boolean; byOwner: boolean },
+): void {
+  const { accountId, current, next, proof } = change;
   if (!next) {
     if (proof !== undefined) throw new AppError('VALIDATION_ERROR', 'signingKeyProof is only given with a new signingKeyPublic.', { field: '/body/signingKeyProof' });
     return;
@@ -30,14 +36,11 @@ function checkSigningKeyChange(accountId: string, current: string | null, next: 
   if (next === current) return;
   const problem = signingKeyProblem(next);
   if (problem) throw new AppError('VALIDATION_ERROR', `The signing key ${problem}.`, { field: '/body/signingKeyPublic' });
-  if (proof === undefined) {
-    if (current) {
-      throw new AppError('VALIDATION_ERROR', `Replacing a registered signing key needs signingKeyProof: the new key's signature of "${signingKeyProofMessage(accountId, next)}".`, { field: '/body/signingKeyProof' });
-    }
-    return;
-  }
-  if (!verifySigningKeyProof(accountId, next, proof)) {
+  if (proof !== undefined && !verifySigningKeyProof(accountId, next, proof)) {
     throw new AppError('VALIDATION_ERROR', `signingKeyProof is not the new key's signature of "${signingKeyProofMessage(accountId, next)}".`, { field: '/body/signingKeyProof' });
+  }
+  if (current && request.mode === 'signed' && !request.signed && !request.byOwner) {
+    throw new AppError('SIGNATURE_REQUIRED', "This exchange replaces a registered signing key only on a request signed by the current key (X-AE-Signature), or by the account's owner agent.", { details: { setting: 'SIGNING_KEY_REPLACEMENT=signed' } });
   }
 }
 
@@ -60,7 +63,7 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   if (!mayGovernAccount(caller, caller.accountId)) throw new AppError('FORBIDDEN', "Only the account's owner agent may create agents.");
   requireActive(caller);
   const { signingKeyProof, ...fields } = body;
-  checkSigningKeyChange(caller.accountId, null, fields.signingKeyPublic, signingKeyProof);
+  checkSigningKeyChange({ accountId: caller.accountId, current: null, next: fields.signingKeyPublic, proof: signingKeyProof }, { mode: deps.config.SIGNING_KEY_REPLACEMENT, signed: ctx.signed, byOwner: true });
   await checkWebhookUrl(fields.webhookUrl, deps, '/body/webhookUrl');
   const now = deps.now();
   const id = randomUUID();
@@ -97,7 +100,10 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
   let hash: string | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
     const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
-    checkSigningKeyChange(current.accountId, current.signingKeyPublic, body.signingKeyPublic, body.signingKeyProof);
+    checkSigningKeyChange(
+      { accountId: current.accountId, current: current.signingKeyPublic, next: body.signingKeyPublic, proof: body.signingKeyProof },
+      { mode: deps.config.SIGNING_KEY_REPLACEMENT, signed: ctx.signed, byOwner: mayGovernAccount(caller, current.accountId) },
+    );
     const patch: Partial<AgentRow> = { updatedAt: now };
     if (body.name !== undefined) patch.name = body.name;
     if (body.description !== undefined) patch.description = body.description;

@@ -122,7 +122,9 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
       const expiresAt = new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000);
       await trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId: id, fromAgentId: caller.agentId, messageType: 'initial_offer', round: 1, terms: JSON.stringify({ priceCents: offered }) as never, message: null, expiresAt, createdAt: now }).execute();
       await scheduleOfferExpiry(trx, id, 1, expiresAt);
-      t = await move(trx, t, 'negotiating', {}, now);
+      // Says why the purchase negotiates: a consumer naming a maxPriceCents other than the list price
+      // opens a negotiation at that price instead of buying (D9.4), which surprises if unexplained.
+      t = await move(trx, t, 'negotiating', { statusReason: contract.pricing.model === 'negotiable' ? 'negotiable_pricing' : 'max_price_differs_from_list_price' }, now);
     } else {
       await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
     }

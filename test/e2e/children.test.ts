@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, unwrap } from '@aex/client';
+import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import { AUTH_CACHE, hashApiKey, type SpawnAgentBody, type SpawnedAgentView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
 import { eventually, testLogger } from '@aex/platform/testing';
-import { ExchangeClient } from '@aex/client';
+import { ExchangeClient } from '@agent-exchange/client';
 import { exchangeProcess, expectError, showLogOnFailure, signingMember, startTestExchange, type ExchangeProcess, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, unwrap } from '@aex/client';
+import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import { startTransactionService, type TransactionService } from '@aex/transactions';
 import { testLogger } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';

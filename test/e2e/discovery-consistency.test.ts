@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody, DiscoverView, ServiceView } from '@aex/contracts';
 import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { testLogger } from '@aex/platform/testing';

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap, type Failure } from '@aex/client';
+import { unwrap, type Failure } from '@agent-exchange/client';
 import type { CreateServiceBody, DiscoverBody, ServiceView } from '@aex/contracts';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 

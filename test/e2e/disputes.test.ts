@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import type { OpenDisputeBody } from '@aex/contracts';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus, type Party } from './transaction-kit.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import { ERROR_STATUS } from '@aex/contracts';
 import { routes } from '@aex/gateway';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';

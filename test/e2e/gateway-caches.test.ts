@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { GATEWAY_CACHES } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
 import { testLogger } from '@aex/platform/testing';

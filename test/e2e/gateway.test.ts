@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import { ERROR_STATUS } from '@aex/contracts';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, signingKeyProof, unwrap } from '@aex/client';
+import { generateSigningKey, signingKeyProof, unwrap } from '@agent-exchange/client';
 import { subjects } from '@aex/contracts';
 import type { Stoppable } from '@aex/platform';
 import { expectError, startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';

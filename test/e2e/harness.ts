@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeEach, expect } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@agent-exchange/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
 import { startCatalogService, type CatalogService } from '@aex/catalog';

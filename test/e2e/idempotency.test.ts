@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKey, unwrap } from '@aex/client';
+import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import { ADMIN_TOKEN, startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';
 
 // D5 through the gateway: on every route that changes something, a repeat with the same

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, signingKeyProof, signRequest, unwrap } from '@aex/client';
+import { ExchangeClient, generateSigningKey, signingKeyProof, signRequest, unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, uniqueEmail, type Member, type TestExchange } from './harness.js';
 
 // Accounts and agents through the gateway (D2, D6.1–D6.7), each route with its errors and the

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 

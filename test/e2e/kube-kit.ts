@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { createTestBus, createTestDatabase, eventually, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { containersOf, ready, start, terminate, type Launcher, type RunningContainer } from '../deploy/boot.js';
 import type { KubeObject } from '../deploy/helm.js';

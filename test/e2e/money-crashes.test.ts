@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import type { FundView, WithdrawView } from '@aex/contracts';
 import { eventually, testLogger } from '@aex/platform/testing';
 import { startEmbeddedPostgres, type Started } from '@aex/stack';

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { buildGateway } from '@aex/gateway';
 import { loadConfig, NatsBus } from '@aex/platform';
 import { createTestBus, eventually, testLogger, testNamespace } from '@aex/platform/testing';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap, type Outcome, type Success } from '@aex/client';
+import { unwrap, type Outcome, type Success } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 
 // D15.3, issue 11 item 6: every operator action is in an audit log the operator can read — the

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap, verifyWebhook } from '@aex/client';
+import { ExchangeClient, unwrap, verifyWebhook } from '@agent-exchange/client';
 import { eventually } from '@aex/platform/testing';
 import { createTestBus, createTestDatabase, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { signingMember, spawnMain, stopProcess, uniqueEmail, type SpawnedProcess } from './harness.js';

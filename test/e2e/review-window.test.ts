@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import { startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 

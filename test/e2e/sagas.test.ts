@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import type { NewAccountView } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';

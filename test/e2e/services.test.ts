@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap, type Failure, type Outcome } from '@aex/client';
+import { unwrap, type Failure, type Outcome } from '@agent-exchange/client';
 import { catalogOps, type CreateServiceBody, type ServiceView } from '@aex/contracts';
 import { callOrThrow } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';

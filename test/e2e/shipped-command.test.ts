@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { signingMember, uniqueEmail } from './harness.js';
 
 // Issue 9: exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with

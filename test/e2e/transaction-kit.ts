@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { unwrap } from '@aex/client';
+import { unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
 import type { Member, TestExchange } from './harness.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@agent-exchange/client';
 import type { TransactionStatus } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unwrap, type Outcome } from '@aex/client';
+import { unwrap, type Outcome } from '@agent-exchange/client';
 import { subjects, TRANSACTION_EVENTS_FILTER, type MessageEnvelope, type TransactionView } from '@aex/contracts';
 import { ack, type Stoppable } from '@aex/platform';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';

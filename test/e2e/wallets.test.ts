@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import { subjects } from '@aex/contracts';
 import { ack } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';

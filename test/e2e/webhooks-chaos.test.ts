@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { ExchangeClient, unwrap, type Outcome } from '@aex/client';
+import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import { subjects, TRANSACTION_EVENTS_FILTER } from '@aex/contracts';
 import { ack, connectBus, freePort } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';

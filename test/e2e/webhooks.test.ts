@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { unwrap, verifyWebhook } from '@aex/client';
+import { unwrap, verifyWebhook } from '@agent-exchange/client';
 import { eventually } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus } from './transaction-kit.js';

@@ -47,7 +47,7 @@ import type {
   WebhookTestView,
   WebhookView,
 } from '@aex/contracts';
-import { signRequest } from './signing.js';
+import { publicKeyOf, signingKeyProof, signRequest } from './signing.js';
 
 /** A failed call, as a value: the HTTP status and every D1.3 error entry of the envelope. */
 export class ExchangeError extends Error {
@@ -167,6 +167,24 @@ export class ExchangeClient {
   setAgentDelegation = (agentId: string, body: DelegationRules, o: Keyed = {}) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body, ...o });
   /** D6.8: a child agent with `budgetCents` moved from the parent's wallet; 402 when the parent is short. */
   spawnAgent = (agentId: string, body: SpawnAgentBody, o: Keyed = {}) => this.request<SpawnedAgentView>('POST', `/v1/agents/${enc(agentId)}/spawn`, { body, ...o });
+  /**
+   * Registers this client's signing key (`signingSecretKey`) as the agent's `signingKeyPublic`, with
+   * a proof that the client holds it (D3.5). The registration itself is sent unsigned, since the
+   * exchange cannot know the new key yet — or signed by `previousSecretKey`, the key it replaces,
+   * which an exchange set to `SIGNING_KEY_REPLACEMENT=signed` asks of an agent replacing its own key.
+   * Every later call of this client is signed with the new key.
+   */
+  registerSigningKey = async (agentId: string, o: Keyed & { previousSecretKey?: string } = {}): Promise<Outcome<FullAgentView>> => {
+    const secretKey = this.opts.signingSecretKey;
+    if (!secretKey) throw new Error('registerSigningKey needs a client made with a signingSecretKey');
+    const agent = await this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`, { sign: false });
+    if (!agent.ok) return agent;
+    if (!('accountId' in agent.data)) return { ok: false, status: 403, headers: agent.headers, error: new ExchangeError(403, [{ code: 'FORBIDDEN', message: 'Only an agent of your own account can be given a signing key.' }], agent.requestId) };
+    const body = { signingKeyPublic: publicKeyOf(secretKey), signingKeyProof: signingKeyProof(secretKey, agent.data.accountId) };
+    const path = `/v1/agents/${enc(agentId)}`;
+    const headers = o.previousSecretKey ? signRequest(o.previousSecretKey, { method: 'PATCH', target: path, body: JSON.stringify(body) }) : undefined;
+    return this.request<FullAgentView>('PATCH', path, { body, sign: false, ...(headers ? { headers } : {}), ...(o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : {}) });
+  };
   rotateKey = (agentId: string, o: Keyed = {}) =>
     this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`, o);
   didDocument = (agentId: string) => this.request<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`);

@@ -1,6 +1,6 @@
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { generateSigningKey, signRequest } from '@aex/client';
+import { generateSigningKey, signRequest } from '@agent-exchange/client';
 import { takeToken } from '../src/domain/token-bucket.js';
 import { checkSignature, signingString } from '../src/domain/signature.js';
 import { errorResponse } from '../src/http/envelope.js';

@@ -1,6 +1,6 @@
 import { Point } from '@noble/ed25519';
 import { describe, expect, it } from 'vitest';
-import { generateSigningKey, signingKeyProof } from '@aex/client';
+import { generateSigningKey, signingKeyProof } from '@agent-exchange/client';
 import { signingKeyProofMessage } from '@aex/contracts';
 import { signingKeyProblem, verifySigningKeyProof } from '../src/domain/signing-keys.js';
 

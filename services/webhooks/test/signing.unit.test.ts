@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { signWebhook, verifyWebhook, WebhookVerificationError } from '@aex/client';
+import { signWebhook, verifyWebhook, WebhookVerificationError } from '@agent-exchange/client';
 import { afterFailure, firstAttemptAt } from '../src/domain/schedule.js';
 import { newSecret, sign, signatureHeader, webhookIdOf } from '../src/domain/signing.js';
 

@@ -14,7 +14,7 @@
  *   pnpm bench:discovery --json out.json figures also written as JSON (what `pnpm bench` tabulates)
  */
 import pg from 'pg';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody, DiscoverBody, ListServicesQuery } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 import type { Stack } from '@aex/stack';

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon, { type Options, type Result } from 'autocannon';
 import Fastify from 'fastify';
 import pg from 'pg';
-import { ExchangeClient, unwrap } from '@aex/client';
+import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { withBenchExchange } from '../exchange.js';
 import { row, table, writeReport } from '../report.js';
 

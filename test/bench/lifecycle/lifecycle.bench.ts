@@ -24,7 +24,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { ExchangeClient, generateSigningKey, unwrap } from '@aex/client';
+import { ExchangeClient, generateSigningKey, unwrap } from '@agent-exchange/client';
 import { startCpuProfile } from '../cpu-profile.js';
 import { keepAliveFetch } from '../http-fetch.js';
 import { withBenchExchange, withBenchProcesses } from '../exchange.js';

@@ -1,4 +1,5 @@
 import js from '@eslint/js';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -12,5 +13,7 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
-  { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**'], rules: { 'no-console': 'off' } },
+  { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**', 'test/openapi/write-openapi.ts'], rules: { 'no-console': 'off' } },
+  // Programs people run with node: the examples, and the client's build.
+  { files: ['examples/**/*.mjs', 'packages/*/build.mjs'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },
 );

@@ -1,23 +1,164 @@
-import { ERROR_CODES, Type, type TSchema } from '@aex/contracts';
+import * as contracts from '@aex/contracts';
+import { ERROR_CODES, ERROR_STATUS, Type, type ErrorCode, type TSchema } from '@aex/contracts';
+import { OPERATION_EXAMPLES } from './openapi-examples.js';
 import type { RouteSpec } from './routes.js';
 
-const plain = (s: TSchema | undefined): unknown => (s === undefined ? undefined : JSON.parse(JSON.stringify(s)));
+/**
+ * Our schemas' own keywords become `x-` extensions in the document (OpenAPI tools accept only
+ * those); TypeBox's symbols are dropped by the JSON round trip.
+ */
+const OWN_KEYWORDS: Record<string, string> = { maxJsonBytes: 'x-max-json-bytes' };
+const plain = (s: TSchema | undefined): unknown =>
+  s === undefined ? undefined : JSON.parse(JSON.stringify(s), function (this: Record<string, unknown>, key, value) {
+    if (key in OWN_KEYWORDS && typeof value === 'number') {
+      this[OWN_KEYWORDS[key]!] = value;
+      return undefined;
+    }
+    return value;
+  });
+/**
+ * The contract schemas the packages export by name become `components.schemas` entries that routes
+ * refer to, so a resource is described once (TransactionView, ServiceView…) and generated types
+ * carry its name.
+ */
+const NAMED = new Map<unknown, string>(
+  Object.entries(contracts).filter(([name, v]) => /^[A-Z]/.test(name) && typeof v === 'object' && v !== null && 'type' in v).map(([name, v]) => [v, name]),
+);
+
+class SchemaRegistry {
+  readonly schemas: Record<string, unknown> = {};
+  /** A `$ref` to the named schema when the contract names it, else the schema itself. */
+  ref(s: TSchema | undefined): unknown {
+    if (s === undefined) return undefined;
+    const name = NAMED.get(s);
+    if (!name) {
+      // Arrays of a named item: the array inline, the item referred to.
+      const item = (s as { type?: string; items?: TSchema }).type === 'array' ? (s as unknown as { items: TSchema }).items : undefined;
+      if (item && NAMED.has(item)) return { ...(plain({ ...s, items: undefined } as unknown as TSchema) as object), items: this.ref(item) };
+      return plain(s);
+    }
+    this.schemas[name] ??= plain(s);
+    return { $ref: `#/components/schemas/${name}` };
+  }
+}
+
 const isAny = (s: TSchema | undefined) => !s || Object.keys(plain(s) as object).length === 0;
 
 const ErrorEntry = Type.Object({
-  code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
-  message: Type.String(),
-  field: Type.Optional(Type.String({ description: 'JSON Pointer into the request (D1.3)' })),
-  details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  code: Type.Union(ERROR_CODES.filter((c) => c !== 'HUMAN_APPROVAL_REQUIRED').map((c) => Type.Literal(c)), { description: 'UPPER_SNAKE error code (docs/api.md, "Errors")' }),
+  message: Type.String({ description: 'One human sentence' }),
+  field: Type.Optional(Type.String({ description: 'JSON Pointer into the request, such as /body/name or /query/limit' })),
+  details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Facts about the error: the limit reached, the status found, the signed string read…' })),
 });
 const Meta = Type.Object({ requestId: Type.String({ format: 'uuid' }), timestamp: Type.String({ format: 'date-time' }) });
+const Pagination = Type.Object({ total: Type.Integer({ minimum: 0 }), limit: Type.Integer({ minimum: 1 }), offset: Type.Integer({ minimum: 0 }), hasMore: Type.Boolean() });
+
+const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+const SIGNATURE_TEXT = 'Base64 Ed25519 signature, by the agent\'s registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md).';
+const TIMESTAMP_TEXT = 'The ISO 8601 time with a zone that was signed; within 300 s of the server clock.';
+const header = (name: string, description: string, schema: object, required = false) => ({ name, in: 'header', required, description, schema });
+const PARAMETER_COMPONENTS = {
+  RequestId: header('X-Request-Id', 'Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID.', { type: 'string', format: 'uuid' }),
+  IdempotencyKey: header('Idempotency-Key', 'Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency").', { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' }),
+  Signature: header('X-AE-Signature', SIGNATURE_TEXT + ' Optional here; verified when present.', { type: 'string' }),
+  SignatureRequired: header('X-AE-Signature', SIGNATURE_TEXT + ' Required on this route.', { type: 'string' }, true),
+  SignatureTimestamp: header('X-AE-Signature-Timestamp', TIMESTAMP_TEXT, { type: 'string', format: 'date-time' }),
+  SignatureTimestampRequired: header('X-AE-Signature-Timestamp', TIMESTAMP_TEXT, { type: 'string', format: 'date-time' }, true),
+};
+
+const HEADER_COMPONENTS = {
+  RequestId: { description: 'The request id, as in meta.requestId', schema: { type: 'string', format: 'uuid' } },
+  RateLimitLimit: { description: 'Requests per minute of the route\'s group', schema: { type: 'integer' } },
+  RateLimitRemaining: { description: 'Requests left now', schema: { type: 'integer' } },
+  RateLimitReset: { description: 'Seconds until the bucket is full again', schema: { type: 'integer' } },
+  RetryAfter: { description: 'Seconds to wait before retrying (429, 503, and 409 IDEMPOTENCY_KEY_IN_USE)', schema: { type: 'integer', minimum: 1 } },
+  IdempotentReplayed: { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
+};
+const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
+
+const responseHeaders = (r: RouteSpec, status: number) => {
+  const h: Record<string, unknown> = { 'X-Request-Id': headerRef('RequestId') };
+  if (r.rateGroup && status !== 503) {
+    h['RateLimit-Limit'] = headerRef('RateLimitLimit');
+    h['RateLimit-Remaining'] = headerRef('RateLimitRemaining');
+    h['RateLimit-Reset'] = headerRef('RateLimitReset');
+  }
+  if (status === 429 || status === 503 || status === 409) h['Retry-After'] = headerRef('RetryAfter');
+  if (MUTATING.has(r.method) && r.op && status < 500) h['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
+  return h;
+};
+
+/** Every code a route can answer: its operation's own, then the edge's, by what the route takes. */
+export function routeErrorCodes(r: RouteSpec): ErrorCode[] {
+  const codes = new Set<ErrorCode>(r.errors ?? []);
+  const input = r.op?.input.properties as Record<string, TSchema> | undefined;
+  const takesParams = ['path', 'query'].some((p) => Object.keys((input?.[p] as { properties?: object } | undefined)?.properties ?? {}).length > 0);
+  if (takesParams || r.body) codes.add('VALIDATION_ERROR');
+  if (r.body) ['INVALID_JSON', 'PAYLOAD_TOO_LARGE', 'UNSUPPORTED_MEDIA_TYPE'].forEach((c) => codes.add(c as ErrorCode));
+  if (r.auth === 'agent') {
+    ['UNAUTHENTICATED', 'SIGNATURE_INVALID', 'SIGNATURE_EXPIRED'].forEach((c) => codes.add(c as ErrorCode));
+    if (r.signature === 'required') codes.add('SIGNATURE_REQUIRED');
+  }
+  if (r.auth === 'admin') ['UNAUTHENTICATED', 'NOT_FOUND'].forEach((c) => codes.add(c as ErrorCode));
+  if (MUTATING.has(r.method) && r.op) ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'].forEach((c) => codes.add(c as ErrorCode));
+  if (r.rateGroup) ['RATE_LIMITED', 'RATE_LIMITER_UNAVAILABLE'].forEach((c) => codes.add(c as ErrorCode));
+  if (r.op) codes.add('SERVICE_UNAVAILABLE');
+  codes.add('INTERNAL_ERROR');
+  return [...codes];
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'The request is invalid', 401: 'Not authenticated, or the signature is missing, invalid or expired', 402: 'Not enough available balance',
+  403: 'Authenticated but not allowed', 404: 'No such resource, or one the caller may not see', 409: 'Conflicts with the resource\'s current state',
+  405: 'The path does not take this method', 413: 'The body is larger than the limit', 415: 'The body is not application/json', 422: 'The Idempotency-Key was used for another request',
+  429: 'Rate limited', 500: 'The exchange failed to handle the request', 501: 'Not configured on this exchange', 503: 'A part of the exchange is unavailable; retry',
+};
+
+function errorResponses(r: RouteSpec): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of routeErrorCodes(r)) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, unknown> = {};
+  // A reference to the status's shared response, its description naming this route's codes (OpenAPI 3.1).
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) out[String(status)] = { $ref: `#/components/responses/Error${status}`, description: `${STATUS_TEXT[status] ?? 'Error'}: ${codes.join(', ')}` };
+  return out;
+}
+
+/** One shared error response per status: the envelope, the headers it carries and an example. */
+function errorResponseComponents(): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  // 405 belongs to no operation: a path answers it for the methods it does not take.
+  for (const status of [...new Set(Object.values(ERROR_STATUS))].filter((st) => st !== 405).sort((a, b) => a - b)) {
+    const first = ERROR_CODES.find((c) => ERROR_STATUS[c] === status)!;
+    const headers: Record<string, unknown> = { 'X-Request-Id': headerRef('RequestId') };
+    if (status === 429 || status === 503 || status === 409) headers['Retry-After'] = headerRef('RetryAfter');
+    out[`Error${status}`] = {
+      description: STATUS_TEXT[status] ?? 'Error',
+      headers,
+      content: {
+        'application/json': {
+          schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+          example: { data: null, meta: { requestId: '7d0c5a0e-8f0e-4a57-9d53-7f7f5c1e2b9a', timestamp: '2026-01-31T12:00:00.000Z' }, errors: [{ code: first, message: exampleMessage(first) }] },
+        },
+      },
+    };
+  }
+  return out;
+}
+
+const exampleMessage = (code: ErrorCode) => code.charAt(0) + code.slice(1).toLowerCase().replace(/_/g, ' ') + '.';
 
 /**
  * OpenAPI 3.1 generated from the route table and the very schemas the gateway and the services
- * validate with (packages/contracts), so the document cannot drift from the behaviour.
+ * validate with (packages/contracts), so the document cannot drift from the behaviour. Each route
+ * lists the headers it reads, its success and every error status it can answer, with examples.
  */
 export function openApiDocument(routes: RouteSpec[], version: string, serverUrl: string): object {
   const paths: Record<string, Record<string, unknown>> = {};
+  const registry = new SchemaRegistry();
   for (const r of routes) {
     const path = r.url.replace(/:([A-Za-z]+)/g, '{$1}');
     const input = r.op?.input.properties as Record<string, TSchema> | undefined;
@@ -25,39 +166,92 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
     for (const [where, part] of [['path', input?.path], ['query', input?.query]] as const) {
       const props = (part as { properties?: Record<string, TSchema> } | undefined)?.properties ?? {};
       const required = new Set((part as { required?: string[] } | undefined)?.required ?? []);
-      for (const [name, schema] of Object.entries(props)) parameters.push({ name, in: where, required: where === 'path' || required.has(name), schema: plain(schema) });
+      for (const [name, schema] of Object.entries(props)) {
+        const s = plain(schema) as { description?: string };
+        parameters.push({ name, in: where, required: where === 'path' || required.has(name), ...(s.description ? { description: s.description } : {}), schema: s });
+      }
     }
-    const data = r.raw ? plain(r.op?.output) : Type.Object({ data: r.op?.output ?? r.output ?? Type.Unknown(), meta: Meta, errors: Type.Null() });
+    const param = (name: keyof typeof PARAMETER_COMPONENTS) => ({ $ref: `#/components/parameters/${name}` });
+    parameters.push(param('RequestId'));
+    if (r.auth === 'agent') parameters.push(...(r.signature === 'required' ? [param('SignatureRequired'), param('SignatureTimestampRequired')] : [param('Signature'), param('SignatureTimestamp')]));
+    if (MUTATING.has(r.method) && r.op) parameters.push(param('IdempotencyKey'));
+
+    const operationId = r.op ? `${r.op.name}${r.raw ? 'Raw' : ''}` : r.tag === 'protocol' ? 'getProtocol' : `gateway_${r.tag}`;
+    const examples = OPERATION_EXAMPLES[operationId];
+    const paginated = r.method === 'GET' && (plain(r.op?.output) as { type?: string } | undefined)?.type === 'array';
+    const data = r.raw
+      ? registry.ref(r.op?.output)
+      : {
+          type: 'object',
+          required: ['data', 'meta', 'errors'],
+          properties: {
+            data: registry.ref(r.op?.output ?? r.output ?? Type.Unknown()),
+            meta: { $ref: '#/components/schemas/Meta' },
+            ...(paginated ? { pagination: { $ref: '#/components/schemas/Pagination' } } : {}),
+            errors: { type: 'null' },
+          },
+        };
+    const success = { description: 'Success', headers: responseHeaders(r, r.successStatus), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
+    const responses: Record<string, unknown> = { [String(r.successStatus)]: success };
+    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9)', headers: responseHeaders(r, 202), content: { 'application/json': { schema: data } } };
+    Object.assign(responses, errorResponses(r));
+
     const operation: Record<string, unknown> = {
-      summary: r.summary,
+      summary: r.summary.replace(/ \((?:[^()]*\bD\d+(?:\.\d+)?[^()]*)\)$/, ''),
       tags: [r.tag],
-      operationId: r.op ? `${r.op.service}.${r.op.name}${r.raw ? 'Raw' : ''}` : `gateway.${r.tag}`,
+      operationId,
       parameters,
       security: r.auth === 'agent' ? [{ apiKey: [] }] : r.auth === 'admin' ? [{ operatorToken: [] }] : [],
-      responses: {
-        [String(r.successStatus)]: { description: 'Success', content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: plain(data as TSchema) } } },
-        default: { description: 'Error (D1)', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' } } } },
-      },
+      responses,
     };
     if (r.body && r.op && !isAny(input?.body)) {
-      operation.requestBody = { required: r.body === true, content: { 'application/json': { schema: plain(input!.body) } } };
+      operation.requestBody = { required: r.body === true, content: { 'application/json': { schema: registry.ref(input!.body), ...(examples?.request ? { example: examples.request } : {}) } } };
     }
     if (r.signature === 'required') operation['x-signature-required'] = true;
     (paths[path] ??= {})[r.method.toLowerCase()] = operation;
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Agent Exchange', version, description: 'A marketplace where software agents buy and sell machine-callable services.' },
-    servers: [{ url: serverUrl }],
+    info: {
+      title: 'Agent Exchange',
+      version,
+      description: [
+        'A marketplace where software agents buy and sell machine-callable services.',
+        '',
+        'Every JSON answer is the envelope `{ data, meta: { requestId, timestamp }, errors }` (lists add `pagination`). Agents authenticate with `Authorization: Bearer ae_live_…`. Creating a transaction and delivering one must be signed with the agent\'s Ed25519 key (`X-AE-Signature`, `X-AE-Signature-Timestamp`); see the repository\'s docs/signing.md, also served by every exchange at `/docs/signing.md`. The full reference: docs/api.md (`/docs/api.md`).',
+      ].join('\n'),
+      license: { name: 'See the repository', url: `${serverUrl}/docs/` },
+    },
+    servers: [{ url: serverUrl, description: 'This exchange' }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAG_DESCRIPTIONS[name] ?? name })),
     paths,
     components: {
       securitySchemes: {
-        apiKey: { type: 'http', scheme: 'bearer', description: 'Agent API key (ae_live_…)' },
-        operatorToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN of the deployment' },
+        apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'ae_live_ + 43 base64url characters', description: 'The agent\'s API key, shown once when the agent is created or its key rotated' },
+        operatorToken: { type: 'http', scheme: 'bearer', description: 'The deployment\'s ADMIN_TOKEN (operator routes under /admin/v1; 404 when it is not set)' },
       },
+      parameters: PARAMETER_COMPONENTS,
+      headers: HEADER_COMPONENTS,
+      responses: errorResponseComponents(),
       schemas: {
-        ErrorEnvelope: plain(Type.Object({ data: Type.Null(), meta: Meta, errors: Type.Array(ErrorEntry) })),
+        ...registry.schemas,
+        Meta: plain(Meta),
+        Pagination: plain(Pagination),
+        ErrorEntry: plain(ErrorEntry),
+        ErrorEnvelope: { type: 'object', required: ['data', 'meta', 'errors'], properties: { data: { type: 'null' }, meta: { $ref: '#/components/schemas/Meta' }, errors: { type: 'array', minItems: 1, maxItems: 20, items: { $ref: '#/components/schemas/ErrorEntry' } } } },
       },
     },
   };
 }
+
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  protocol: 'What this exchange is: version, features, limits, fees',
+  accounts: 'Accounts and their default delegation rules',
+  agents: 'Agents, API keys, signing keys, child agents, trust scores and DID documents',
+  services: 'Service contracts, listing and discovery',
+  transactions: 'Buying: creation, negotiation, delivery, verification, cancellation',
+  disputes: 'Disputes of delivered transactions',
+  wallets: 'Wallets, funding, payouts and the ledger',
+  webhooks: 'An agent\'s webhook endpoint, secret and deliveries',
+  operator: 'The operator API (bearer ADMIN_TOKEN)',
+};

@@ -1,4 +1,4 @@
-import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, webhooksOps, type Operation, type TSchema } from '@aex/contracts';
+import { catalogOps, identityOps, ProtocolView, transactionOps, walletOps, webhooksOps, type ErrorCode, type Operation, type TSchema } from '@aex/contracts';
 import type { RateGroup } from '../guards/rate-limit.js';
 import { agentTag } from '@aex/platform';
 
@@ -28,6 +28,13 @@ export interface RouteSpec {
   raw?: 'did+json';
   tag: string;
   /**
+   * The error codes of the operation itself (the OpenAPI document adds those of the edge: validation,
+   * authentication, signatures, rate limits, idempotency, availability).
+   */
+  errors?: ErrorCode[];
+  /** D9.9: the operation may answer 202 while a saga finishes. */
+  accepted?: boolean;
+  /**
    * Answers the replica may keep in memory (docs/gateway-caches.md): the cache key of a request's
    * answer — everything the answer depends on — and the tags identity names when it changes.
    */
@@ -46,60 +53,61 @@ const agent = (method: Method, url: string, op: Operation, summary: string, tag:
 
 export const routes: RouteSpec[] = [
   { method: 'GET', url: '/v1/protocol', output: ProtocolView, summary: 'Describe the exchange: version, features, limits, fees (D15.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'protocol' },
-  { method: 'POST', url: '/v1/accounts', op: identityOps.createAccount, summary: 'Create an account with its owner agent, API key, wallet and trust score (D6.1)', auth: 'none', rateGroup: 'accounts_ip', signature: 'optional', successStatus: 201, body: true, tag: 'accounts' },
-  agent('GET', '/v1/accounts/:accountId', identityOps.getAccount, 'Read the caller’s account (D6.3)', 'accounts'),
-  agent('PATCH', '/v1/accounts/:accountId', identityOps.updateAccount, 'Change the account (owner agent, D2.2)', 'accounts'),
-  agent('PUT', '/v1/accounts/:accountId/delegation', identityOps.setAccountDelegation, 'Set the account’s default delegation rules (owner agent)', 'accounts'),
-  agent('POST', '/v1/agents', identityOps.createAgent, 'Create an agent of the caller’s account (owner agent, D6.4)', 'agents', { successStatus: 201 }),
-  agent('GET', '/v1/agents/:agentId/trust', identityOps.getTrust, 'How the agent’s trust score was reached: the outcomes it counts (D15.2, EXT)', 'agents'),
+  { method: 'POST', url: '/v1/accounts', op: identityOps.createAccount, summary: 'Create an account with its owner agent, API key, wallet and trust score (D6.1)', auth: 'none', rateGroup: 'accounts_ip', signature: 'optional', successStatus: 201, body: true, tag: 'accounts', errors: ['CONFLICT'], accepted: true },
+  agent('GET', '/v1/accounts/:accountId', identityOps.getAccount, 'Read the caller’s account (D6.3)', 'accounts', { errors: ['NOT_FOUND'] }),
+  agent('PATCH', '/v1/accounts/:accountId', identityOps.updateAccount, 'Change the account (owner agent, D2.2)', 'accounts', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('PUT', '/v1/accounts/:accountId/delegation', identityOps.setAccountDelegation, 'Set the account’s default delegation rules (owner agent)', 'accounts', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('POST', '/v1/agents', identityOps.createAgent, 'Create an agent of the caller’s account (owner agent, D6.4)', 'agents', { successStatus: 201 , errors: ['FORBIDDEN', 'AGENT_INACTIVE', 'LIMIT_REACHED', 'CONFLICT'], accepted: true }),
+  agent('GET', '/v1/agents/:agentId/trust', identityOps.getTrust, 'How the agent’s trust score was reached: the outcomes it counts (D15.2, EXT)', 'agents', { errors: ['NOT_FOUND'] }),
   agent('GET', '/v1/agents/:agentId', identityOps.getAgent, 'Read an agent: full for the own account, public profile otherwise (D2.3)', 'agents', {
+    errors: ['NOT_FOUND'],
     // Identity's answer depends on the agent and on whether the caller is of its account (D2.3); it
     // names the agent whenever anything the answer shows changes.
     localCache: ({ path }, caller) => ({ key: `agent:${path.agentId}:${caller.accountId}`, tags: [agentTag(path.agentId!)] }),
   }),
-  agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents'),
-  agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents'),
-  agent('PUT', '/v1/agents/:agentId/delegation', identityOps.setAgentDelegation, 'Override delegation rules for one agent (owner agent)', 'agents'),
-  agent('POST', '/v1/agents/:agentId/spawn', identityOps.spawnAgent, 'Spawn a child agent with a budget moved from the parent’s wallet (the agent or the owner agent, D6.8)', 'agents', { successStatus: 201 }),
-  agent('POST', '/v1/agents/:agentId/keys/rotate', identityOps.rotateKey, 'Revoke the current API key and issue a new one (D2.5)', 'agents', { rateGroup: 'key_rotation', body: false }),
-  { method: 'GET', url: '/v1/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The agent’s DID document in the envelope (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'agents' },
-  { method: 'GET', url: '/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The raw DID document a did:web resolver fetches (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'agents' },
-  agent('POST', '/v1/services', catalogOps.createService, 'Register a service contract; the caller is the provider (D7.1)', 'services', { successStatus: 201 }),
+  agent('PATCH', '/v1/agents/:agentId', identityOps.updateAgent, 'Change an agent’s profile (the agent or the owner agent)', 'agents', { errors: ['FORBIDDEN', 'NOT_FOUND', 'CONFLICT', 'SIGNATURE_REQUIRED'] }),
+  agent('DELETE', '/v1/agents/:agentId', identityOps.deactivateAgent, 'Deactivate an agent (owner agent, D6.5)', 'agents', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('PUT', '/v1/agents/:agentId/delegation', identityOps.setAgentDelegation, 'Override delegation rules for one agent (owner agent)', 'agents', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('POST', '/v1/agents/:agentId/spawn', identityOps.spawnAgent, 'Spawn a child agent with a budget moved from the parent’s wallet (the agent or the owner agent, D6.8)', 'agents', { successStatus: 201 , errors: ['FORBIDDEN', 'NOT_FOUND', 'AGENT_INACTIVE', 'INSUFFICIENT_FUNDS', 'LIMIT_REACHED'], accepted: true }),
+  agent('POST', '/v1/agents/:agentId/keys/rotate', identityOps.rotateKey, 'Revoke the current API key and issue a new one (D2.5)', 'agents', { rateGroup: 'key_rotation', body: false , errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  { method: 'GET', url: '/v1/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The agent’s DID document in the envelope (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'agents', errors: ['NOT_FOUND'] },
+  { method: 'GET', url: '/agents/:agentId/did.json', op: identityOps.getDidDocument, summary: 'The raw DID document a did:web resolver fetches (D6.7)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'agents', errors: ['NOT_FOUND'] },
+  agent('POST', '/v1/services', catalogOps.createService, 'Register a service contract; the caller is the provider (D7.1)', 'services', { successStatus: 201 , errors: ['INVALID_SCHEMA', 'AGENT_INACTIVE', 'LIMIT_REACHED'] }),
   agent('GET', '/v1/services', catalogOps.listServices, 'List active services of active providers: filters, sorts, pagination (D7.5)', 'services'),
   agent('POST', '/v1/services/discover', catalogOps.discover, 'Find services by meaning and by input/output compatibility (D8)', 'services', { rateGroup: 'discovery' }),
-  agent('GET', '/v1/services/:serviceId', catalogOps.getService, 'Read a service contract with its schemas', 'services'),
-  agent('PATCH', '/v1/services/:serviceId', catalogOps.updateService, 'Change a service (provider only; D7.6)', 'services'),
-  agent('DELETE', '/v1/services/:serviceId', catalogOps.deleteService, 'Deactivate a service (provider only; status inactive, D7.6)', 'services'),
-  agent('POST', '/v1/transactions', transactionOps.createTransaction, 'Buy a service: input checked, delegation checked, price held — or negotiation opened (D9)', 'transactions', { successStatus: 201, signature: 'required' }),
+  agent('GET', '/v1/services/:serviceId', catalogOps.getService, 'Read a service contract with its schemas', 'services', { errors: ['NOT_FOUND'] }),
+  agent('PATCH', '/v1/services/:serviceId', catalogOps.updateService, 'Change a service (provider only; D7.6)', 'services', { errors: ['INVALID_SCHEMA', 'FORBIDDEN', 'NOT_FOUND'] }),
+  agent('DELETE', '/v1/services/:serviceId', catalogOps.deleteService, 'Deactivate a service (provider only; status inactive, D7.6)', 'services', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('POST', '/v1/transactions', transactionOps.createTransaction, 'Buy a service: input checked, delegation checked, price held — or negotiation opened (D9)', 'transactions', { successStatus: 201, signature: 'required' , errors: ['SCHEMA_VALIDATION_FAILED', 'INSUFFICIENT_FUNDS', 'AGENT_INACTIVE', 'DELEGATION_EXCEEDED', 'NOT_FOUND', 'SERVICE_NOT_ACTIVE', 'LIMIT_REACHED'], accepted: true }),
   agent('GET', '/v1/transactions', transactionOps.listTransactions, 'The caller’s transactions as consumer or provider, newest first (D9.13)', 'transactions'),
-  agent('GET', '/v1/transactions/:transactionId', transactionOps.getTransaction, 'Read a transaction (parties only, D9.8)', 'transactions'),
-  agent('POST', '/v1/transactions/:transactionId/negotiate', transactionOps.negotiate, 'Counter, accept, reject or withdraw, in turn (D11)', 'transactions'),
-  agent('GET', '/v1/transactions/:transactionId/negotiations', transactionOps.listNegotiations, 'The negotiation’s messages by round (D11.5)', 'transactions'),
-  agent('POST', '/v1/transactions/:transactionId/start', transactionOps.start, 'The provider starts work: executing (EXT, D9.7)', 'transactions', { body: 'optional' }),
-  agent('POST', '/v1/transactions/:transactionId/deliver', transactionOps.deliver, 'Deliver output, checked against the pinned outputSchema (provider; D9.7)', 'transactions', { signature: 'required' }),
-  agent('POST', '/v1/transactions/:transactionId/verify', transactionOps.verify, 'Accept the output: settlement to the provider minus the fee (consumer; D9.7, D9.11)', 'transactions', { body: 'optional' }),
-  agent('POST', '/v1/transactions/:transactionId/cancel', transactionOps.cancel, 'Cancel before executing; held funds return (either party; D9.7)', 'transactions', { body: 'optional' }),
-  agent('POST', '/v1/transactions/:transactionId/dispute', transactionOps.openDispute, 'Dispute a delivered transaction; the hold stays (consumer; D12.1)', 'disputes', { successStatus: 201 }),
-  agent('GET', '/v1/transactions/:transactionId/dispute', transactionOps.getTransactionDispute, 'The transaction’s dispute (parties only; D12.9)', 'disputes'),
-  agent('GET', '/v1/disputes/:disputeId', transactionOps.getDispute, 'Read a dispute (parties only; D12.9)', 'disputes'),
-  agent('POST', '/v1/disputes/:disputeId/respond', transactionOps.respondDispute, 'Answer a dispute: consumer_wins, partial_refund, provider_redo or contest (provider; D12.3)', 'disputes'),
-  agent('POST', '/v1/disputes/:disputeId/decide', transactionOps.decideDispute, 'Accept or refuse the provider’s proposal (consumer; D12.4)', 'disputes'),
-  agent('POST', '/v1/disputes/:disputeId/withdraw', transactionOps.withdrawDispute, 'Withdraw a dispute: the provider wins (consumer; D12.5)', 'disputes', { body: 'optional' }),
-  agent('GET', '/v1/wallets/:agentId', walletOps.getWallet, 'Read a wallet (own, or any of the account for the owner agent; D13.1)', 'wallets'),
-  agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets'),
-  agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets'),
-  agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets'),
-  agent('GET', '/v1/agents/:agentId/webhook', webhooksOps.getWebhook, 'The agent’s webhook URL and signing secret (the agent or the owner agent; D14.2, EXT)', 'webhooks'),
-  agent('POST', '/v1/agents/:agentId/webhook/secret/rotate', webhooksOps.rotateWebhookSecret, 'A new webhook secret; the old one also signs for 24 h (D14.2, EXT)', 'webhooks', { body: false }),
-  agent('GET', '/v1/agents/:agentId/webhook/deliveries', webhooksOps.listDeliveries, 'The agent’s webhook deliveries with every attempt, newest first (D14.2, EXT)', 'webhooks'),
-  agent('POST', '/v1/agents/:agentId/webhook/deliveries/:webhookId/retry', webhooksOps.retryDelivery, 'Attempt a dead-lettered delivery again, same webhook-id (D14.4, EXT)', 'webhooks', { body: false }),
-  agent('POST', '/v1/agents/:agentId/webhook/test', webhooksOps.testWebhook, 'Send a signed webhook.test event now and report the receiver’s answer (D14.2, EXT)', 'webhooks', { body: false }),
-  { method: 'GET', url: '/sandbox/checkout/:sessionId', op: walletOps.getCheckout, summary: 'The checkout page behind a funding checkoutUrl (D13.4)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'wallets' },
-  { method: 'POST', url: '/admin/v1/agents/:agentId/suspend', op: identityOps.suspendAgent, summary: 'Suspend an agent: status deactivated (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
-  { method: 'POST', url: '/admin/v1/disputes/:disputeId/resolve', op: transactionOps.resolveDispute, summary: 'Resolve any unresolved dispute with any outcome (operator, D12.6)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: true, tag: 'operator' },
+  agent('GET', '/v1/transactions/:transactionId', transactionOps.getTransaction, 'Read a transaction (parties only, D9.8)', 'transactions', { errors: ['NOT_FOUND'] }),
+  agent('POST', '/v1/transactions/:transactionId/negotiate', transactionOps.negotiate, 'Counter, accept, reject or withdraw, in turn (D11)', 'transactions', { errors: ['NEGOTIATION_OUT_OF_TURN', 'INVALID_NEGOTIATION_MESSAGE', 'INSUFFICIENT_FUNDS', 'DELEGATION_EXCEEDED', 'NOT_FOUND', 'INVALID_STATE'], accepted: true }),
+  agent('GET', '/v1/transactions/:transactionId/negotiations', transactionOps.listNegotiations, 'The negotiation’s messages by round (D11.5)', 'transactions', { errors: ['NOT_FOUND'] }),
+  agent('POST', '/v1/transactions/:transactionId/start', transactionOps.start, 'The provider starts work: executing (EXT, D9.7)', 'transactions', { body: 'optional' , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/transactions/:transactionId/deliver', transactionOps.deliver, 'Deliver output, checked against the pinned outputSchema (provider; D9.7)', 'transactions', { signature: 'required' , errors: ['OUTPUT_VALIDATION_FAILED', 'FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/transactions/:transactionId/verify', transactionOps.verify, 'Accept the output: settlement to the provider minus the fee (consumer; D9.7, D9.11)', 'transactions', { body: 'optional' , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'], accepted: true }),
+  agent('POST', '/v1/transactions/:transactionId/cancel', transactionOps.cancel, 'Cancel before executing; held funds return (either party; D9.7)', 'transactions', { body: 'optional' , errors: ['NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/transactions/:transactionId/dispute', transactionOps.openDispute, 'Dispute a delivered transaction; the hold stays (consumer; D12.1)', 'disputes', { successStatus: 201 , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('GET', '/v1/transactions/:transactionId/dispute', transactionOps.getTransactionDispute, 'The transaction’s dispute (parties only; D12.9)', 'disputes', { errors: ['NOT_FOUND'] }),
+  agent('GET', '/v1/disputes/:disputeId', transactionOps.getDispute, 'Read a dispute (parties only; D12.9)', 'disputes', { errors: ['NOT_FOUND'] }),
+  agent('POST', '/v1/disputes/:disputeId/respond', transactionOps.respondDispute, 'Answer a dispute: consumer_wins, partial_refund, provider_redo or contest (provider; D12.3)', 'disputes', { errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/disputes/:disputeId/decide', transactionOps.decideDispute, 'Accept or refuse the provider’s proposal (consumer; D12.4)', 'disputes', { errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/disputes/:disputeId/withdraw', transactionOps.withdrawDispute, 'Withdraw a dispute: the provider wins (consumer; D12.5)', 'disputes', { body: 'optional' , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('GET', '/v1/wallets/:agentId', walletOps.getWallet, 'Read a wallet (own, or any of the account for the owner agent; D13.1)', 'wallets', { errors: ['NOT_FOUND'] }),
+  agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets', { errors: ['NOT_FOUND', 'INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] }),
+  agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets', { errors: ['NOT_FOUND', 'INSUFFICIENT_FUNDS', 'INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] }),
+  agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets', { errors: ['NOT_FOUND'] }),
+  agent('GET', '/v1/agents/:agentId/webhook', webhooksOps.getWebhook, 'The agent’s webhook URL and signing secret (the agent or the owner agent; D14.2, EXT)', 'webhooks', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('POST', '/v1/agents/:agentId/webhook/secret/rotate', webhooksOps.rotateWebhookSecret, 'A new webhook secret; the old one also signs for 24 h (D14.2, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('GET', '/v1/agents/:agentId/webhook/deliveries', webhooksOps.listDeliveries, 'The agent’s webhook deliveries with every attempt, newest first (D14.2, EXT)', 'webhooks', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('POST', '/v1/agents/:agentId/webhook/deliveries/:webhookId/retry', webhooksOps.retryDelivery, 'Attempt a dead-lettered delivery again, same webhook-id (D14.4, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  agent('POST', '/v1/agents/:agentId/webhook/test', webhooksOps.testWebhook, 'Send a signed webhook.test event now and report the receiver’s answer (D14.2, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  { method: 'GET', url: '/sandbox/checkout/:sessionId', op: walletOps.getCheckout, summary: 'The checkout page behind a funding checkoutUrl (D13.4)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'wallets', errors: ['NOT_FOUND'] },
+  { method: 'POST', url: '/admin/v1/agents/:agentId/suspend', op: identityOps.suspendAgent, summary: 'Suspend an agent: status deactivated (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['NOT_FOUND'] },
+  { method: 'POST', url: '/admin/v1/disputes/:disputeId/resolve', op: transactionOps.resolveDispute, summary: 'Resolve any unresolved dispute with any outcome (operator, D12.6)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: true, tag: 'operator', errors: ['NOT_FOUND', 'INVALID_STATE'] },
   { method: 'GET', url: '/admin/v1/audit', op: identityOps.listOperatorActions, summary: 'The audit log of operator actions, newest first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/webhooks/dead-letters', op: webhooksOps.listDeadLetters, summary: 'Every dead-lettered webhook delivery, most recently failed first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
-  { method: 'POST', url: '/admin/v1/webhooks/dead-letters/:webhookId/retry', op: webhooksOps.retryDeadLetter, summary: 'Attempt a dead-lettered delivery again, same webhook-id (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
+  { method: 'POST', url: '/admin/v1/webhooks/dead-letters/:webhookId/retry', op: webhooksOps.retryDeadLetter, summary: 'Attempt a dead-lettered delivery again, same webhook-id (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['NOT_FOUND', 'INVALID_STATE'] },
   { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
 ];
 

@@ -1,0 +1,144 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestExchange, type TestExchange } from './harness.js';
+
+// A newcomer's path, run as written: the README's two walkthroughs of a first purchase (curl and
+// openssl in bash; the client packed with pnpm, installed with npm outside the repository, and the
+// example agents run against the exchange), and the signing recipe of docs/signing.md. The only
+// thing given to them is where the exchange listens (EX) and, for the client, a home directory of
+// their own (HOME), as a new user's machine would have.
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const run = promisify(execFile);
+
+/** The ```sh blocks between `<!-- name -->` and `<!-- /name -->` of a Markdown file, joined. */
+export function shellBlocks(file: string, name: string): string {
+  const text = readFileSync(join(repoRoot, file), 'utf8');
+  const start = text.indexOf(`<!-- ${name} -->`);
+  const end = text.indexOf(`<!-- /${name} -->`);
+  if (start < 0 || end < start) throw new Error(`${file} has no section ${name}`);
+  const blocks = [...text.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  if (blocks.length === 0) throw new Error(`${file}'s section ${name} has no sh block`);
+  return blocks.join('\n');
+}
+
+/** Runs a script in bash, stopping at the first failing command, and gives back what it printed. */
+async function bash(script: string, opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`bash exited with ${code ?? signal}:\n${out}`));
+    });
+  });
+}
+
+let ex: TestExchange;
+const dirs: string[] = [];
+const tempDir = (prefix: string) => {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  return dir;
+};
+
+beforeAll(async () => {
+  // As `pnpm start` runs it: webhooks may go to 127.0.0.1, payments are the sandbox.
+  ex = await startTestExchange({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+});
+afterAll(async () => {
+  await ex.stop();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the README's first purchase with curl and openssl", () => {
+  it('settles the purchase, shows both ledgers and receives every webhook verified', async () => {
+    // The walkthrough runs from the repository's root; a copy of that view keeps its files (keys,
+    // logs) out of the repository.
+    const cwd = tempDir('aex-curl-');
+    symlinkSync(join(repoRoot, 'examples'), join(cwd, 'examples'));
+    const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: ex.url }, timeoutMs: 90_000 });
+    expect(out).toContain('{"funded":true,"newBalanceCents":5000}');
+    expect(out).toMatch(/\{"serviceName":"Word counter","priceCents":250,"compatibilityScore":[0-9.]+\}/);
+    expect(out).toContain('{"status":"funds_held","agreedPriceCents":250,"platformFeeCents":13}');
+    expect(out).toContain('{"status":"delivered","output":{"words":4}}');
+    expect(out).toMatch(/\{"status":"settled","settledAt":"[^"]+"\}/);
+    for (const entry of [
+      '{"txType":"fund","amountCents":5000,"balanceAfterCents":5000}',
+      '{"txType":"fund_hold","amountCents":-250,"balanceAfterCents":5000}',
+      '{"txType":"fund_release","amountCents":250,"balanceAfterCents":5000}',
+      '{"txType":"settlement_out","amountCents":-250,"balanceAfterCents":4750}',
+      '{"txType":"settlement_in","amountCents":250,"balanceAfterCents":250}',
+      '{"txType":"platform_fee","amountCents":-13,"balanceAfterCents":237}',
+    ]) expect(out).toContain(entry);
+    for (const status of ['initiated', 'funds_held', 'delivered', 'settled']) expect(out).toMatch(new RegExp(`verified transaction\\.${status} [0-9a-f-]{36} ${status}`));
+    expect(out).not.toContain('refused');
+    expect(out).not.toContain('"errors":[');
+  }, 120_000);
+});
+
+describe('the signing recipe of docs/signing.md', () => {
+  it('registers a key made by openssl and signs a request the exchange verifies', async () => {
+    const owner = await ex.signUp();
+    const cwd = tempDir('aex-sign-');
+    const out = await bash(shellBlocks('docs/signing.md', 'signing-recipe'), { cwd, env: { EX: ex.url, API_KEY: owner.apiKey, AGENT_ID: owner.agentId }, timeoutMs: 30_000 });
+    expect(out.trim().split('\n')).toEqual(['null', '"signs its requests"']);
+  });
+
+  it('is the same signed() as the README walkthrough uses', () => {
+    const fn = (s: string) => s.slice(s.indexOf('signed() {'), s.indexOf('\n}\n', s.indexOf('signed() {')) + 2);
+    expect(fn(shellBlocks('README.md', 'walkthrough:curl'))).toBe(fn(shellBlocks('docs/signing.md', 'signing-recipe')));
+  });
+});
+
+describe("the README's first purchase with the client, installed from its packed tarball", () => {
+  it('packs the client, installs it with npm outside the workspace, and the example agents settle a purchase', async () => {
+    const home = tempDir('aex-home-');
+    const env = {
+      EX: ex.url,
+      HOME: home,
+      // The user's npm cache, so the client's dependencies come from it rather than the registry each run.
+      npm_config_cache: process.env.npm_config_cache ?? join(homedir(), '.npm'),
+      npm_config_fund: 'false',
+      npm_config_audit: 'false',
+      npm_config_update_notifier: 'false',
+    };
+    const out = await bash(shellBlocks('README.md', 'walkthrough:client'), { cwd: repoRoot, env, timeoutMs: 240_000 });
+    expect(out).toMatch(/found Palindrome checker by palindrome-provider for 150 cents/);
+    expect(out).toMatch(/bought [0-9a-f-]{36}: funds_held, 150 cents held/);
+    expect(out).toContain('delivered: {"normalized":"amanaplanacanalpanama","palindrome":true}');
+    expect(out).toContain('verified: settled');
+    expect(out).toMatch(/settlement_out\s+-150 {2}balance 850/);
+    expect(out).toMatch(/webhook transaction\.funds_held [0-9a-f-]{36}/);
+    expect(out).toMatch(/delivered [0-9a-f-]{36}: .* → delivered/);
+
+    // What was installed is the built package alone: JavaScript, declarations, README; no workspace link.
+    const installed = join(home, 'my-agents', 'node_modules', '@agent-exchange', 'client');
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as { exports: unknown; dependencies: Record<string, string> };
+    expect(manifest.exports).toEqual({ '.': { types: './dist/index.d.ts', default: './dist/index.js' } });
+    expect(Object.values(manifest.dependencies).some((v) => v.startsWith('workspace:'))).toBe(false);
+    expect(readFileSync(join(installed, 'README.md'), 'utf8')).toContain('registerSigningKey');
+
+    // Its types serve a TypeScript agent under `strict`, outside the workspace.
+    const project = join(home, 'my-agents');
+    writeFileSync(join(project, 'agent.ts'), [
+      "import { ExchangeClient, ExchangeError, generateSigningKey, type Outcome } from '@agent-exchange/client';",
+      "const client = new ExchangeClient({ baseUrl: 'http://127.0.0.1:8080', apiKey: 'ae_live_x', signingSecretKey: generateSigningKey().secretKey });",
+      "const outcome: Outcome<{ status: string }> = await client.getTransaction('t');",
+      'const status: string = outcome.ok ? outcome.data.status : outcome.error.code;',
+      'export const checked: [string, typeof ExchangeError] = [status, ExchangeError];',
+      '',
+    ].join('\n'));
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'DOM'], types: [] }, files: ['agent.ts'] }));
+    await run(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: project });
+  }, 300_000);
+});

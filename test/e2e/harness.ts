@@ -68,6 +68,8 @@ export interface TestExchangeOptions {
   resolveHost?: (host: string) => Promise<string[]>;
   /** How often the transaction service looks for due timers (default 250 ms). */
   timerPollMs?: number;
+  /** The gateway's port (default: any free one). */
+  port?: number;
 }
 
 export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
@@ -94,7 +96,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   let webhooks: WebhookService | null = await startWebhookService(deps);
   // Readiness over the services as the one-process stack has it (the wallet may be stopped by a test).
   const gateway = await buildGateway({ ...deps, checks: () => checksOf({ identity, wallet, catalog, transactions, webhooks })() });
-  const url = await gateway.listen({ host: '127.0.0.1', port: 0 });
+  const url = await gateway.listen({ host: '127.0.0.1', port: opts.port ?? 0 });
   const anon = new ExchangeClient({ baseUrl: url });
 
   const ex: TestExchange = {

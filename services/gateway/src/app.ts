@@ -3,14 +3,14 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '@aex/contracts';
-import { busCheck, CacheMembership, ConfigError, LocalCache, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { busCheck, CacheMembership, LocalCache, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
 import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
 import { errorResponse, successBody, toAppError } from './http/envelope.js';
 import { acceptJsonBodies } from './http/json-body.js';
 import { openApiDocument } from './http/openapi.js';
 import { serveDocs } from './http/docs.js';
-import { readFileSync } from 'node:fs';
+import { tlsOptions } from './http/tls.js';
 import { routeHandler, send, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
 import { requestLogger } from './http/request-logger.js';
@@ -99,25 +99,6 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     return sendError(req, reply, new AppError('SERVICE_UNAVAILABLE', `Not ready: ${why}.`, { details: { checks } }));
   });
   return app;
-}
-
-/**
- * HTTPS when TLS_CERT_FILE and TLS_KEY_FILE are set (did:web resolvers fetch only https): the files
- * are read once here, and one that cannot be read or is not PEM stops the start naming its variable.
- */
-function tlsOptions(config: ExchangeConfig): { https?: { cert: Buffer; key: Buffer } } {
-  if (!config.TLS_CERT_FILE || !config.TLS_KEY_FILE) return {};
-  const read = (variable: 'TLS_CERT_FILE' | 'TLS_KEY_FILE', file: string, marker: RegExp) => {
-    let pem: Buffer;
-    try {
-      pem = readFileSync(file);
-    } catch (err) {
-      throw new ConfigError(variable, `names a file that cannot be read: ${(err as Error).message}`);
-    }
-    if (!marker.test(pem.toString('latin1'))) throw new ConfigError(variable, `names a file that holds no PEM ${variable === 'TLS_CERT_FILE' ? 'certificate' : 'private key'}.`);
-    return pem;
-  };
-  return { https: { cert: read('TLS_CERT_FILE', config.TLS_CERT_FILE, /-----BEGIN CERTIFICATE-----/), key: read('TLS_KEY_FILE', config.TLS_KEY_FILE, /-----BEGIN [A-Z ]*PRIVATE KEY-----/) } };
 }
 
 /** Agent views kept per replica (docs/gateway-caches.md); short-lived, as a bound on what a lost invalidation costs. */

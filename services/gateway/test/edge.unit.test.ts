@@ -1,10 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { TSchema } from '@aex/contracts';
 import { takeTokens } from '../src/domain/token-bucket.js';
 import { jsonProblem, MAX_JSON_DEPTH, textProblem, valuesProblem } from '../src/http/input-hygiene.js';
 import { coerceQuery, isMalformedQuery, parseQueryString } from '../src/http/query-string.js';
 import { routes } from '../src/http/routes.js';
 import { invalidJson } from '../src/http/json-body.js';
+import { tlsOptions } from '../src/http/tls.js';
 
 // Input hygiene at the edge (what JSON and URLs allow but the exchange refuses), strict query
 // numbers, batch token takes (D4.1), and the route table's bond with D5.5.
@@ -112,5 +117,29 @@ describe('INVALID_JSON names where the body stops being JSON', () => {
 
   it('places a body cut short at its end', () => {
     expect(at('{"need":').details).toMatchObject({ position: 8, line: 1, column: 9 });
+  });
+});
+
+describe('the gateway\'s own HTTPS (TLS_CERT_FILE, TLS_KEY_FILE)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'aex-tls-unit-'));
+  const { privateKey } = generateKeyPairSync('ed25519');
+  writeFileSync(join(dir, 'key.pem'), privateKey.export({ format: 'pem', type: 'pkcs8' }));
+  writeFileSync(join(dir, 'not-pem.txt'), 'hello');
+  // Only the PEM's kind is read at start; the TLS stack checks the rest when it loads them.
+  writeFileSync(join(dir, 'cert.pem'), '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('serves plain HTTP when neither is set', () => {
+    expect(tlsOptions({})).toEqual({});
+  });
+
+  it('stops the start naming TLS_CERT_FILE when it cannot be read', () => {
+    expect(() => tlsOptions({ TLS_CERT_FILE: join(dir, 'missing.pem'), TLS_KEY_FILE: join(dir, 'key.pem') })).toThrow(/TLS_CERT_FILE names a file that cannot be read/);
+  });
+
+  it('stops the start naming the variable whose file holds no PEM of its kind', () => {
+    expect(() => tlsOptions({ TLS_CERT_FILE: join(dir, 'not-pem.txt'), TLS_KEY_FILE: join(dir, 'key.pem') })).toThrow(/TLS_CERT_FILE names a file that holds no PEM certificate/);
+    expect(() => tlsOptions({ TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'not-pem.txt') })).toThrow(/TLS_KEY_FILE names a file that holds no PEM private key/);
+    expect(tlsOptions({ TLS_CERT_FILE: join(dir, 'cert.pem'), TLS_KEY_FILE: join(dir, 'key.pem') }).https?.key.toString()).toContain('PRIVATE KEY');
   });
 });

@@ -1932,7 +1932,7 @@ export interface components {
         };
         ErrorEntry: {
             /** @description UPPER_SNAKE error code (docs/api.md, "Errors") */
-            code: "VALIDATION_ERROR" | "INVALID_JSON" | "SCHEMA_VALIDATION_FAILED" | "OUTPUT_VALIDATION_FAILED" | "INVALID_SCHEMA" | "NEGOTIATION_OUT_OF_TURN" | "INVALID_NEGOTIATION_MESSAGE" | "UNAUTHENTICATED" | "SIGNATURE_REQUIRED" | "SIGNATURE_INVALID" | "SIGNATURE_EXPIRED" | "INSUFFICIENT_FUNDS" | "FORBIDDEN" | "AGENT_INACTIVE" | "DELEGATION_EXCEEDED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_STATE" | "LIMIT_REACHED" | "SERVICE_NOT_ACTIVE" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "PAYMENTS_NOT_CONFIGURED" | "RATE_LIMITER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "INVALID_JSON" | "SCHEMA_VALIDATION_FAILED" | "OUTPUT_VALIDATION_FAILED" | "INVALID_SCHEMA" | "NEGOTIATION_OUT_OF_TURN" | "INVALID_NEGOTIATION_MESSAGE" | "UNAUTHENTICATED" | "SIGNATURE_REQUIRED" | "SIGNATURE_INVALID" | "SIGNATURE_EXPIRED" | "INSUFFICIENT_FUNDS" | "FORBIDDEN" | "AGENT_INACTIVE" | "DELEGATION_EXCEEDED" | "HUMAN_APPROVAL_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_STATE" | "LIMIT_REACHED" | "SERVICE_NOT_ACTIVE" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "PAYMENTS_NOT_CONFIGURED" | "RATE_LIMITER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
             /** @description One human sentence */
             message: string;
             /** @description JSON Pointer into the request, such as /body/name or /query/limit */
@@ -3854,7 +3854,7 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description Not enough available balance: INSUFFICIENT_FUNDS */
             402: components["responses"]["Error402"];
-            /** @description Authenticated but not allowed: AGENT_INACTIVE, DELEGATION_EXCEEDED */
+            /** @description Authenticated but not allowed: AGENT_INACTIVE, DELEGATION_EXCEEDED, HUMAN_APPROVAL_REQUIRED */
             403: components["responses"]["Error403"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
@@ -4000,7 +4000,7 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description Not enough available balance: INSUFFICIENT_FUNDS */
             402: components["responses"]["Error402"];
-            /** @description Authenticated but not allowed: DELEGATION_EXCEEDED */
+            /** @description Authenticated but not allowed: DELEGATION_EXCEEDED, HUMAN_APPROVAL_REQUIRED */
             403: components["responses"]["Error403"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];

@@ -45,7 +45,7 @@ class SchemaRegistry {
 const isAny = (s: TSchema | undefined) => !s || Object.keys(plain(s) as object).length === 0;
 
 const ErrorEntry = Type.Object({
-  code: Type.Union(ERROR_CODES.filter((c) => c !== 'HUMAN_APPROVAL_REQUIRED').map((c) => Type.Literal(c)), { description: 'UPPER_SNAKE error code (docs/api.md, "Errors")' }),
+  code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c)), { description: 'UPPER_SNAKE error code (docs/api.md, "Errors")' }),
   message: Type.String({ description: 'One human sentence' }),
   field: Type.Optional(Type.String({ description: 'JSON Pointer into the request, such as /body/name or /query/limit' })),
   details: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Facts about the error: the limit reached, the status found, the signed string read…' })),

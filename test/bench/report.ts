@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 
 /**
- * One figure of a benchmark next to its baseline measured in the same run (issue 14). `ratio` is
+ * One figure of a benchmark next to its baseline measured in the same run. `ratio` is
  * value ÷ baseline: for a rate, higher is better; for a latency (`lowerIsBetter`), lower is.
  */
 export interface Row {

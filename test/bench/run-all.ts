@@ -1,5 +1,5 @@
 /**
- * `pnpm bench` (issue 14): every benchmark, one after the other (each alone on the machine), its own
+ * `pnpm bench`: every benchmark, one after the other (each alone on the machine), its own
  * output shown as it runs, then one table of every figure next to its baseline measured in the same
  * run, with the ratio and the target. All figures are also written as JSON, so that runs can be
  * compared over time.

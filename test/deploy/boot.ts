@@ -6,7 +6,7 @@ import { repoRoot, type KubeObject } from './helm.js';
 
 // Runs what the chart renders as local processes: each container's command and environment, as a
 // pod would get them, with the image's paths mapped onto this checkout. The strongest check of a
-// chart there is without a cluster (issue 13). What differs from a pod, and why:
+// chart there is without a cluster. What differs from a pod, and why:
 // - `/app` (the image's WORKDIR, deploy/Dockerfile) is this repository, and `node` this Node 20;
 // - pods have a network namespace each, these processes share one: every container port gets a free
 //   local port, and the variables holding it (PORT, HEALTH_PORT) follow;

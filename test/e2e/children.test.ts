@@ -9,7 +9,7 @@ import { ExchangeClient } from '@agent-exchange/client';
 import { exchangeProcess, expectError, showLogOnFailure, signingMember, startTestExchange, type ExchangeProcess, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
 
-// D6.8, D10.1, D13.2, issue 11 item 4: child agents — spawned with a budget moved atomically from
+// D6.8, D10.1, D13.2: child agents — spawned with a budget moved atomically from
 // the parent's wallet (short → 402 and no child), their delegation inherited and only tightened,
 // `ephemeral`, unable to spawn, counted in the agent limit; at expiry `expired` (key → 401), their
 // available balance back to the parent and, as their transactions end, what was held for them too.
@@ -281,7 +281,7 @@ describe('the spawn saga (D6.8, D9.9)', () => {
   });
 });
 
-describe('expiry across a crash (D6.8, issue 11 item 7)', () => {
+describe('expiry across a crash (D6.8)', () => {
   let proc: ExchangeProcess | undefined;
   showLogOnFailure(() => proc);
   it('expires a child whose lifetime ended while the exchange was down (SIGKILL), once, its funds back with the parent', async () => {

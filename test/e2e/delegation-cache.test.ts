@@ -5,7 +5,7 @@ import { testLogger } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { funded, INPUT, party, serviceBody } from './transaction-kit.js';
 
-// Issue 14 with D10.1 and D7.6: each transactions replica keeps the delegation rules in force it read
+// D10.1 and D7.6: each transactions replica keeps the delegation rules in force it read
 // from identity and the current contracts it read from the catalog; the owner makes every replica
 // forget a change before it answers it (docs/gateway-caches.md). Two transactions replicas share the
 // bus, so a purchase lands on either: after a change, every purchase must see it, whichever replica
@@ -42,7 +42,7 @@ async function everyPurchaseRefused(buyer: Member, details: unknown) {
   }
 }
 
-describe('transactions replicas keep the rules in force, told of every change (issue 14, D10.1)', () => {
+describe('transactions replicas keep the rules in force, told of every change (D10.1)', () => {
   it('an agent’s tightened rule refuses its very next purchase on every replica, and loosening it lets the next through', async () => {
     const buyer = await funded(ex, 100_000);
     await warm(buyer);

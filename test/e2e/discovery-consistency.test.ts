@@ -6,7 +6,7 @@ import { startCatalogService, type CatalogService } from '@aex/catalog';
 import { testLogger } from '@aex/platform/testing';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 
-// Issue 9: discovery reads its writes on every catalog replica, and never fails or shows a service
+// Discovery reads its writes on every catalog replica, and never fails or shows a service
 // that was not active because the index changed while a query ran. Two catalog replicas share the
 // queue group, so writes and discovers land on either.
 let ex: TestExchange;
@@ -56,7 +56,7 @@ function service(word: string, category = 'consistency'): CreateServiceBody {
 const discovered = async (need: string, category?: string): Promise<string[]> =>
   unwrap(await consumer.client.discover({ need, limit: 50, ...(category ? { category } : {}) })).matches.map((m) => m.serviceId);
 
-describe('read-your-writes discovery across two catalog replicas (issue 9)', () => {
+describe('read-your-writes discovery across two catalog replicas', () => {
   it('finds a service right after it is registered, and stops finding it right after a pause or a deletion', async () => {
     for (let i = 0; i < 40; i++) {
       const word = marker();
@@ -105,7 +105,7 @@ describe('read-your-writes discovery across two catalog replicas (issue 9)', () 
   });
 });
 
-describe('discovery racing writes (issue 9)', () => {
+describe('discovery racing writes', () => {
   it('answers every discover without a 5xx, each match active at some moment while it ran', async () => {
     const category = `race-${randomUUID().slice(0, 8)}`;
     const services = await Promise.all(Array.from({ length: 16 }, async () => unwrap(await owner.client.createService(service(marker(), category)))));

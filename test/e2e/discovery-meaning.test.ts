@@ -6,7 +6,7 @@ import type { CreateServiceBody } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 
-// Issue 9: discovery never degrades quietly. Without meaning — turned off, or the encoder down —
+// Discovery never degrades quietly. Without meaning — turned off, or the encoder down —
 // every discover by need says so in `warnings`, and /readyz names a failing encoder; a worker that
 // stops is started again and meaning comes back by itself.
 

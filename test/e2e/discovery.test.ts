@@ -31,7 +31,7 @@ function service(category: string, over: Partial<CreateServiceBody> = {}): Creat
 
 async function register(...bodies: CreateServiceBody[]): Promise<ServiceView[]> {
   const created: ServiceView[] = [];
-  // Discovery reads its writes (issue 9): no waiting for the index.
+  // Discovery reads its writes: no waiting for the index.
   for (const b of bodies) created.push(unwrap(await provider.client.createService(b)));
   return created;
 }

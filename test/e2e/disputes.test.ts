@@ -5,7 +5,7 @@ import type { OpenDisputeBody } from '@aex/contracts';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus, type Party } from './transaction-kit.js';
 
-// D12, issue 11 item 1: every dispute outcome reachable through the API and moving money exactly as
+// D12: every dispute outcome reachable through the API and moving money exactly as
 // D12.8 says (ledger entries of both parties), every route's errors and callers, and the deadline
 // (DISPUTE_RESPONSE_SECONDS: the default 5 days, and 2 s on an exchange of its own) resolving for
 // the consumer by a durable timer.

@@ -6,7 +6,7 @@ import { buildGateway } from '@aex/gateway';
 import { testLogger } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 
-// Issue 14 with D2.5: every gateway replica answers principals and agent profiles from its own
+// D2.5: every gateway replica answers principals and agent profiles from its own
 // memory, and identity makes every replica forget a change before it answers it
 // (docs/gateway-caches.md). Two gateways on one bus: changes go through the first, reads through
 // the second, right after — each read would show the old state if the second had not been told.
@@ -37,7 +37,7 @@ async function warm(m: Member | { apiKey: string }, agentId: string) {
   return unwrap(await on2(m).getAgent(agentId));
 }
 
-describe('gateway replicas answer from memory, told of every change (issue 14, D2.5)', () => {
+describe('gateway replicas answer from memory, told of every change (D2.5)', () => {
   it('reads a profile change through another replica at once', async () => {
     const worker = await ex.addAgent(owner, { name: 'before' });
     expect((await warm(owner, worker.agentId)).name).toBe('before');

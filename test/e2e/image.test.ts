@@ -7,7 +7,7 @@ import type { Launcher } from '../deploy/boot.js';
 import { render, repoRoot } from '../deploy/helm.js';
 import { boot, Cleanups, isolated, smoke, stopAll } from './kube-kit.js';
 
-// Issue 13: the image is built from deploy/Dockerfile with buildah on a Node 20 base made here with
+// The image is built from deploy/Dockerfile with buildah on a Node 20 base made here with
 // debootstrap (no registry is reachable), and the chart's rendered containers run in it with podman,
 // as the pods' security contexts say: user 10001, read-only root, /tmp the only writable path, no
 // capabilities. Tools: deploy/image/install-tools.sh (run by .ci/run).
@@ -41,7 +41,7 @@ const inImage = (names: string[]): Launcher => (r) => {
   ], { stdio: ['ignore', 'pipe', 'pipe'] });
 };
 
-describe('the image (issue 13)', () => {
+describe('the image', () => {
   const cleanups = new Cleanups();
   afterEach(() => cleanups.run());
 

@@ -4,7 +4,7 @@ import { unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
-// Issue 14: a replica decides a request or a saga step on the transaction as it last knew it, its
+// A replica decides a request or a saga step on the transaction as it last knew it, its
 // write guarded by the row's version. Here that memory is made stale, as another replica's or a
 // timer's move would make it: the step must be decided again on the current row, exactly as it is
 // without the memory.
@@ -33,7 +33,7 @@ async function bought() {
   return { provider, consumer, serviceId };
 }
 
-describe('a replica that knows a transaction (issue 14)', () => {
+describe('a replica that knows a transaction', () => {
   it('knows each transaction it moved as the row now is, version included', async () => {
     const { provider, consumer, serviceId } = await bought();
     const t = await createHeld(consumer, { serviceId, input: INPUT });

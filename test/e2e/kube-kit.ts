@@ -8,7 +8,7 @@ import type { KubeObject } from '../deploy/helm.js';
 import { signingMember } from './harness.js';
 
 // Shared by kubernetes.test.ts (the rendered chart as local processes) and image.test.ts (the
-// rendered chart in the built image): render, boot, use through the gateway, stop (issue 13).
+// rendered chart in the built image): render, boot, use through the gateway, stop.
 
 /** What a test undoes at its end, last first. */
 export class Cleanups {

@@ -5,13 +5,13 @@ import { containersOf, imageWorkdir, IMAGE_ROOT, ready, start } from '../deploy/
 import { render, repoRoot } from '../deploy/helm.js';
 import { boot, Cleanups, collector, isolated, smoke, stopAll } from './kube-kit.js';
 
-// Issue 13: what the Helm chart renders is what runs. The migrations Job's containers and every
+// What the Helm chart renders is what runs. The migrations Job's containers and every
 // Deployment's container are started from the rendered command and environment (test/deploy/boot.ts
 // says what differs from a pod), against this machine's Postgres and NATS, probed as the kubelet
 // would, used through the gateway, and stopped with SIGTERM within their grace period.
 // image.test.ts runs the same in the built image.
 
-describe('the services booted from the rendered chart (issue 13)', () => {
+describe('the services booted from the rendered chart', () => {
   const cleanups = new Cleanups();
   afterEach(() => cleanups.run());
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type Outcome, type Success } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 
-// D15.3, issue 11 item 6: every operator action is in an audit log the operator can read — the
+// D15.3: every operator action is in an audit log the operator can read — the
 // suspension written with its effect, the ledger check reported by the wallet service — and nobody
 // else can read it.
 

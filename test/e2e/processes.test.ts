@@ -43,7 +43,7 @@ describe('services as separate processes', () => {
     for (const r of running) expect(r.output()).toMatch(/shutting down/);
   });
 
-  it('settle a purchase with every service in a process of its own, its webhook delivered (issues 10, 12)', async () => {
+  it('settle a purchase with every service in a process of its own, its webhook delivered', async () => {
     const procEnv = { ...env, DISCOVERY_MEANING: 'false', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' };
     const hooks: { headers: http.IncomingHttpHeaders; body: string }[] = [];
     const receiver = http.createServer((req, res) => {
@@ -84,7 +84,7 @@ describe('services as separate processes', () => {
     await new Promise((r) => receiver.close(r));
   });
 
-  it('runs the catalog on its own with discovery by meaning, ready on HEALTH_PORT, logging JSON without a warning (issue 9)', async () => {
+  it('runs the catalog on its own with discovery by meaning, ready on HEALTH_PORT, logging JSON without a warning', async () => {
     const catalog = await spawnMain('services/catalog/src/main.ts', { ...env, HEALTH_PORT: '0' }, /"url":"(http:\/\/[^"]+)"[^\n]*health endpoints listening[\s\S]*catalog service started/);
     running.push(catalog);
     const ready = await fetch(`${catalog.match[1]}/readyz`);
@@ -101,7 +101,7 @@ describe('services as separate processes', () => {
     expect(lines.map((l) => l.msg)).toContain('stopped');
   });
 
-  it('says on /readyz when discovery has no meaning, and answers discovers with a warning (issue 9)', async () => {
+  it('says on /readyz when discovery has no meaning, and answers discovers with a warning', async () => {
     const off = await spawnMain('services/catalog/src/main.ts', { ...env, HEALTH_PORT: '0', DISCOVERY_MEANING: 'false' }, /"url":"(http:\/\/[^"]+)"[^\n]*health endpoints listening[\s\S]*catalog service started/);
     running.push(off);
     // Turned off deliberately: ready, and the check says why meaning is missing.

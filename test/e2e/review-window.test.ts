@@ -3,7 +3,7 @@ import { unwrap } from '@agent-exchange/client';
 import { startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
-// D9.7 (EXT), issue 11 item 2: a delivered transaction with neither verify nor dispute settles by
+// D9.7 (EXT): a delivered transaction with neither verify nor dispute settles by
 // itself when its review window ends (REVIEW_WINDOW_SECONDS, 1 s here) — by a durable timer, once,
 // also when the window ended while the transaction service was down. The window is on the
 // transaction as `reviewEndsAt` while it is `delivered`.

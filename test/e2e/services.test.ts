@@ -298,7 +298,7 @@ describe('GET /v1/services (D7.5)', () => {
 
   it('needs authentication', async () => expectError(await ex.anon.listServices(), 401, 'UNAUTHENTICATED'));
 
-  it('lists from memory exactly what the tables say, in the same order, page by page (issue 14)', async () => {
+  it('lists from memory exactly what the tables say, in the same order, page by page', async () => {
     const cat = `mem-${randomUUID().slice(0, 8)}`;
     const providers = await Promise.all(Array.from({ length: 8 }, () => ex.signUp()));
     for (let i = 0; i < 24; i++) {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { signingMember, uniqueEmail } from './harness.js';
 
-// Issue 9: exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
+// Exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
 // no configuration — at a terminal (a pseudo-terminal made by `script`), stopped with Ctrl-C typed
 // into it. Whatever the other tests do with their own wiring, this one fails when the shipped
 // command starts degraded, warns, or ends badly.
@@ -65,7 +65,7 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('the README run command, as a newcomer meets it (issue 9)', () => {
+describe('the README run command, as a newcomer meets it', () => {
   it('starts ready, with discovery by meaning and not a single warning', async () => {
     const ready = await fetch(`${url}/readyz`);
     const body = (await ready.json()) as { data: { checks: { name: string; ok: boolean }[] } };
@@ -97,7 +97,7 @@ describe('the README run command, as a newcomer meets it (issue 9)', () => {
     expect(found.matches[0]?.serviceId).toBe(created.id);
   });
 
-  it('buys a service: price held, output delivered, verified and settled minus the fee (issue 10)', async () => {
+  it('buys a service: price held, output delivered, verified and settled minus the fee', async () => {
     const anon = new ExchangeClient({ baseUrl: url });
     const [provider, consumer] = [await signingMember(anon, 'seller'), await signingMember(anon, 'buyer')];
     unwrap(await consumer.client.fund(consumer.id, 1000));

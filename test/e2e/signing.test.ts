@@ -51,7 +51,7 @@ describe('a refused signature explains itself (D3)', () => {
   });
 
   it('serves the docs index and refuses names outside it', async () => {
-    expect(await (await fetch(`${ex.url}/docs/`)).text()).toContain('[signing.md](signing.md)');
+    expect(await (await fetch(`${ex.url}/docs/`)).text()).toContain('[signing.md](/docs/signing.md)');
     for (const path of ['/docs/../package.json', '/docs/%2e%2e%2fpackage.json', '/docs/nothing.md']) {
       const r = await fetch(`${ex.url}${path}`);
       expect(r.status, path).toBe(404);

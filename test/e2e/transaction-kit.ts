@@ -3,7 +3,7 @@ import { unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
 import type { Member, TestExchange } from './harness.js';
 
-// What the transaction tests share (issue 10): a digest service, its good input and output, parties
+// What the transaction tests share: a digest service, its good input and output, parties
 // with signing keys, and waiting for a status.
 
 export const INPUT = { payload: 'hello world', algorithm: 'sha256' };

@@ -8,7 +8,7 @@ import { platformFee } from '@aex/transactions';
 import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
-// Issue 10 item 8, issue 11 item 7: a model-based test. Random operations (create, negotiate, accept,
+// A model-based test. Random operations (create, negotiate, accept,
 // reject, withdraw, start, deliver good and bad, verify, cancel, expire; disputes opened, contested,
 // conceded, withdrawn and resolved by the operator with a partial refund or a redo; child agents
 // spawned with budgets, buying, and expiring with their purchases in flight) by random agents, one
@@ -99,7 +99,7 @@ class Model {
 /** What the model expects of one request: its status code and, when it succeeds, what changes. */
 interface Expectation { status: number; apply?: (answer?: { id: string } | null, details?: Record<string, unknown>) => void }
 
-describe('transactions, disputes and child agents against a reference model, with the whole exchange killed at random (issues 10, 11)', () => {
+describe('transactions, disputes and child agents against a reference model, with the whole exchange killed at random', () => {
   let proc: ExchangeProcess;
   showLogOnFailure(() => proc);
   let db: pg.Client;

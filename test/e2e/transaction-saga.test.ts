@@ -4,7 +4,7 @@ import { unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
-// Issue 10 item 4–5: the hold/settle saga with the wallet stopped, slow and back, and the transaction
+// The hold/settle saga with the wallet stopped, slow and back, and the transaction
 // service restarted mid-saga and mid-timer (D9.9, D9.7, D11.4): 202 while the wallet is away, the
 // saga finishing by itself, nothing lost or applied twice, timers firing once after a restart.
 

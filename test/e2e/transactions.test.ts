@@ -6,7 +6,7 @@ import { ack, type Stoppable } from '@aex/platform';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { INPUT, OUTPUT, serviceBody, ledgerOf, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party } from './transaction-kit.js';
 
-// Issue 10 through the gateway: every route of transactions and negotiation, each error and each
+// the gateway: every route of transactions and negotiation, each error and each
 // caller (consumer, provider, third party, other agent of the account, anonymous, deactivated).
 
 let ex: TestExchange;
@@ -141,7 +141,7 @@ describe('what agents write is given back as written', () => {
     const output = { hex_digest: 'abc' };
     const delivered = data(await provider.client.deliver(created.id, output));
     expect(delivered).toMatchObject({ input, metadata, output });
-    // Issue 14: a delivery written at commit answers with the row as committed, not as it was predicted.
+    // A delivery written at commit answers with the row as committed, not as it was predicted.
     expect(data(await consumer.client.getTransaction(created.id))).toEqual(delivered);
   });
 });
@@ -333,7 +333,7 @@ describe('negotiation (D9.4, D11)', () => {
   });
 });
 
-describe('delivery checked against the pinned contract (issue 10 item 2, D9.7)', () => {
+describe('delivery checked against the pinned contract (D9.7)', () => {
   it('moves to validation_failed with 400, then failed with the hold returned once the attempts are spent', async () => {
     const [provider, consumer] = await Promise.all([party(), funded(2000)]);
     const service = data(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 1000, timeoutMs: 600_000, maxRetries: 1 } })));
@@ -402,7 +402,7 @@ describe('idempotent creation (D5.5)', () => {
   });
 });
 
-describe('limits and the pinned validators (D9.6, issue 10 item 2)', () => {
+describe('limits and the pinned validators (D9.6)', () => {
   it('refuses a 101st transaction in progress with 409 LIMIT_REACHED, for either party', async () => {
     const [provider, consumer, other] = await Promise.all([party(), funded(1000), funded(1000)]);
     const serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;

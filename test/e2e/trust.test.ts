@@ -4,7 +4,7 @@ import { unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
 
-// D15.2, issue 11 item 3: a provider's trust score follows the outcomes of the transactions it
+// D15.2: a provider's trust score follows the outcomes of the transactions it
 // provided — recomputed when each ends, shown on its profile and in listing — and a transaction that
 // failed for the consumer's funds, or was cancelled, does not count. Formula: docs/trust.md.
 

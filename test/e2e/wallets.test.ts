@@ -78,7 +78,7 @@ describe('POST /v1/wallets/{agentId}/fund (D13.4, D13.6)', () => {
     expect(unwrap(await m.client.fund(m.agentId, 500)).funded).toBe(true);
     expect(unwrap(await m.client.fund(m.agentId, 1_000_000)).newBalanceCents).toBe(1_000_500);
   });
-  it('writes concurrent fundings together (group commit, issue 14), each with its own entry, session, event and answer', async () => {
+  it('writes concurrent fundings together (group commit), each with its own entry, session, event and answer', async () => {
     const [a, b] = [await ex.signUp(), await ex.signUp()];
     const keyed = await ex.signUp();
     const calls = Array.from({ length: 30 }, (_, i) => (i % 3 === 0 ? b : a));

@@ -15,7 +15,7 @@ import { eventually } from '@aex/platform/testing';
 import { exchangeProcess, showLogOnFailure, signingMember, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
-// Issue 12 item 8: purchases stream in while the whole exchange (dispatcher included) is killed with
+// Purchases stream in while the whole exchange (dispatcher included) is killed with
 // SIGKILL and, separately, its NATS server is; both come back. At the end every transaction event
 // published has exactly one delivery per party — published = delivered + dead + in flight — every
 // delivery verifies with the official library, and a receiver saw a webhook-id more than once only
@@ -50,7 +50,7 @@ function natsServer(port: number, store: string) {
   };
 }
 
-describe('webhooks through kills of the exchange and of NATS (issue 12 item 8)', () => {
+describe('webhooks through kills of the exchange and of NATS', () => {
   const received: { id: string; body: string; headers: Record<string, string> }[] = [];
   let hook: http.Server;
   let hookUrl: string;

@@ -8,7 +8,7 @@ import { eventually } from '@aex/platform/testing';
 import { expectError, startTestExchange, type Member, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, OUTPUT, party, serviceBody, waitForStatus } from './transaction-kit.js';
 
-// Issue 12 items 2, 6, 7 through the gateway: a purchase's events reach both parties signed as
+// Through the gateway: a purchase's events reach both parties signed as
 // Standard Webhooks (each verified with the official `standardwebhooks` library and with the
 // client's `verifyWebhook`), and every webhook route — secret, rotation, deliveries, retry, test, the
 // operator's dead letters — with its callers: the agent, its owner agent, another agent of the

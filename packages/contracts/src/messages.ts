@@ -104,7 +104,7 @@ export const transactionOutcome = event('transactions', 'transactions.outcome.re
 }));
 
 /**
- * D15.3, issue 11 item 6: an operator action taken by a service other than identity, written in the
+ * D15.3: an operator action taken by a service other than identity, written in the
  * same database transaction as its effect (or right after a read); identity keeps the audit log.
  */
 export const OperatorActionData = Type.Object({

@@ -67,7 +67,7 @@ export const identityOps = {
     'identity', 'effectiveDelegation', 'none',
     parts(I.AgentPath, Empty, Type.Any()),
     // `parentAgentId`: a child's rules in force depend on its parent's too (D6.8), which the
-    // transaction service's cache of them must know to forget them with the parent's (issue 14).
+    // transaction service's cache of them must know to forget them with the parent's.
     Type.Object({ agentId: Type.String(), accountId: Type.String(), parentAgentId: Type.Union([Type.String(), Type.Null()]), status: I.AgentStatus, rules: I.DelegationRules }),
   ),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */

@@ -35,7 +35,7 @@ export const AUTH_CACHE = {
 
 /**
  * What every gateway replica keeps in its own memory — principals and agent views, answered without
- * a round trip (issue 14, D2.5; docs/gateway-caches.md). A replica is listed in the `registry` KV
+ * a round trip (D2.5; docs/gateway-caches.md). A replica is listed in the `registry` KV
  * bucket while it lives and renews its entry every `heartbeatMs`; it uses its memory only within
  * `leaseMs` of a renewal the registry accepted. Identity tells every listed replica what changed on
  * `forgetSubject` and waits for each one's acknowledgement before it answers the change; a replica
@@ -60,7 +60,7 @@ export const GATEWAY_CACHES = {
 
 /**
  * A replica's entry in the registry of replicas that keep other services' data in memory: gateways
- * (principals, profiles) and, since issue 14, transactions replicas (rules in force, D10.1;
+ * (principals, profiles) and transactions replicas (rules in force, D10.1;
  * services' current contracts, D7.6).
  */
 export interface GatewayRegistryEntry {
@@ -80,6 +80,6 @@ export interface CacheInvalidation {
   keyHashes: string[];
   agentIds: string[];
   accountIds?: string[];
-  /** Services whose current contract changed (the catalog tells this; issue 14). */
+  /** Services whose current contract changed (the catalog tells this). */
   serviceIds?: string[];
 }

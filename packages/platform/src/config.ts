@@ -63,7 +63,7 @@ export const ConfigSchema = Type.Object({
    */
   DISCOVERY_MEANING: Bool(true),
   /**
-   * Statements prepared once per connection (issue 14). `false` for a connection pooler that cannot
+   * Statements prepared once per connection. `false` for a connection pooler that cannot
    * keep them, such as PgBouncer before 1.21 in transaction mode.
    */
   DATABASE_PREPARED_STATEMENTS: Bool(true),

@@ -1,6 +1,6 @@
 /**
  * A map of at most `max` entries that forgets the least recently set one when full: for what a
- * replica remembers of its own recent writes, to save a read (issue 14), never as the truth.
+ * replica remembers of its own recent writes, to save a read, never as the truth.
  */
 export class RecentMap<K, V> {
   private readonly entries = new Map<K, V>();

@@ -186,7 +186,7 @@ describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
     expect(await kv.keys()).toEqual([]);
   });
 
-  it('KV keys answers at once while entries are expiring (issue 14: no consumer left to wait for a heartbeat)', async () => {
+  it('KV keys answers at once while entries are expiring (no consumer left to wait for a heartbeat)', async () => {
     const name = `${bus.namespace}_expiring`;
     buckets.push(name);
     const kv = await bus.kv(name, { ttlMs: 1000 });

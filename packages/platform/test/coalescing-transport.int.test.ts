@@ -23,7 +23,7 @@ function countWrites(port: number): { count: () => number; stop(): void } {
   return { count: () => count, stop: () => Object.assign(proto, original) };
 }
 
-// Issue 14: what the callbacks of one turn of the event loop send to NATS leaves in one write.
+// What the callbacks of one turn of the event loop send to NATS leaves in one write.
 describe('the bus writes to NATS once per turn of the event loop', () => {
   let bus: NatsBus;
   const namespace = testNamespace();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GroupCommit } from '../src/db/group-commit.js';
 
-// Issue 14: group commit — what arrives while a batch is written goes into the next one; a batch
+// Group commit — what arrives while a batch is written goes into the next one; a batch
 // that fails as a whole is written again item by item, so every item gets its own outcome.
 
 /** A writer whose batches finish when the test says so. */

@@ -84,7 +84,7 @@ async function collect(durable: string): Promise<BusMessage[]> {
   return got;
 }
 
-/** The row `id` of the outbox, or undefined once it is gone (a published row is removed, issue 14). */
+/** The row `id` of the outbox, or undefined once it is gone (a published row is removed). */
 const outboxRow = (id: string) => db.selectFrom('outbox').selectAll().where('id', '=', id).executeTakeFirst();
 
 /** `bus` with every publish recorded (what a relay sent, whether or not its rows are still in the table). */
@@ -109,7 +109,7 @@ describe('outbox relay', () => {
     await eventually(async () => got.length === 1);
     expect(got[0]!.data).toMatchObject({ id: committed, type: 'test.pinged', data: { value: 1 } });
     expect(got[0]!.headers['Nats-Msg-Id'] ?? got[0]!.headers['nats-msg-id']).toBe(committed);
-    // Published, so removed: the table holds only what is still on its way (issue 14).
+    // Published, so removed: the table holds only what is still on its way.
     expect(await outboxRow(committed)).toBeUndefined();
   });
 
@@ -214,7 +214,7 @@ describe('outbox relay', () => {
   });
 });
 
-describe('consumed-message ids kept while their message can come again (issue 14)', () => {
+describe('consumed-message ids kept while their message can come again', () => {
   const recordedAgo = (ms: number) => db.insertInto('processedMessages').values({ consumer: 'pruned', messageId: randomUUID(), processedAt: new Date(Date.now() - ms) }).execute();
 
   it('deletes the ids recorded longer ago than a stream keeps a message (and a day), in batches, and keeps the rest', async () => {
@@ -250,7 +250,7 @@ describe('consumed-message ids kept while their message can come again (issue 14
   });
 });
 
-describe('outbox hand-off (issue 14)', () => {
+describe('outbox hand-off', () => {
   /** A relay whose drain only runs when asked (its poll an hour away). */
   const handingRelay = (over: Bus = bus) => {
     const relay = new OutboxRelay(db, over, logger, 3_600_000);
@@ -329,7 +329,7 @@ describe('outbox hand-off (issue 14)', () => {
   });
 });
 
-describe('a consumer’s record and messages in one statement (issue 14)', () => {
+describe('a consumer’s record and messages in one statement', () => {
   it('rolls back the effect of a message applied before, and acknowledges a repetition its handler refuses', async () => {
     const sending = recording();
     const relay = new OutboxRelay(db, sending.bus, logger, 3_600_000);
@@ -370,7 +370,7 @@ describe('a consumer’s record and messages in one statement (issue 14)', () =>
   });
 });
 
-describe('a step’s write at commit (issue 14)', () => {
+describe('a step’s write at commit', () => {
   /** A running relay (a tracked transaction needs one); what it published. */
   const started = () => {
     const sending = recording();
@@ -519,7 +519,7 @@ describe('durable timers', () => {
     expect(fa + fb).toBe(20);
     expect(new Set(fired).size).toBe(20);
     expect(fired).not.toContain('later');
-    // Fired, so gone (issue 14): only the timer not yet due is left.
+    // Fired, so gone: only the timer not yet due is left.
     expect(await db.selectFrom('timers').select('key').execute()).toEqual([{ key: 'later' }]);
   });
 
@@ -565,7 +565,7 @@ describe('durable timers', () => {
   });
 });
 
-describe('timers of a tracked transaction (issue 14)', () => {
+describe('timers of a tracked transaction', () => {
   const handingRelay = () => {
     const relay = new OutboxRelay(db, bus, logger, 3_600_000);
     relay.start();

@@ -7,7 +7,7 @@ import { NatsBus } from '../src/bus/nats-bus.js';
 import { freePort } from '../src/net/free-port.js';
 import { eventually } from '../src/testing/index.js';
 
-// Issue 13: a NATS server with authorization, as a platform team runs it so that only the exchange's
+// A NATS server with authorization, as a platform team runs it so that only the exchange's
 // own services may use its subjects. The credentials travel in NATS_URL.
 describe('the bus on a NATS server that requires a user and password', () => {
   let server: ChildProcess;

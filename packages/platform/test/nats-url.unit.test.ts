@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { natsServers } from '../src/bus/nats-bus.js';
 
-// NATS_URL with credentials (issue 13: a NATS account of the exchange's own keeps <ns>.rpc.> to it).
+// NATS_URL with credentials (a NATS account of the exchange's own keeps <ns>.rpc.> to it).
 describe('NATS_URL as connect options', () => {
   it.each([
     ['nats://127.0.0.1:4222', { servers: ['nats://127.0.0.1:4222'] }],

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectServiceDb, precompiled, type Slots } from '../src/index.js';
 import { createTestDatabase, type TestDatabase } from '../src/testing/index.js';
 
-// Issue 14: a hot query is built and compiled by Kysely once, then run with each call's values.
+// A hot query is built and compiled by Kysely once, then run with each call's values.
 
 interface Db {
   items: { itemId: number; itemLabel: string; attrs: Record<string, unknown> };

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { COMMIT_AFTER, MAX_PREPARED, PreparingClient, preparedName } from '../src/db/prepared.js';
 import { createTestDatabase, type TestDatabase } from '../src/testing/index.js';
 
-// Issue 14: a service's statements are prepared once per connection (Postgres parses and plans them
+// A service's statements are prepared once per connection (Postgres parses and plans them
 // once), named after their text.
 
 interface Db {
@@ -76,7 +76,7 @@ describe('prepared statements', () => {
   });
 });
 
-// Issue 14: Kysely's `begin` goes out in the same write as the transaction's first statement.
+// Kysely's `begin` goes out in the same write as the transaction's first statement.
 describe('pipelined begin', () => {
   const labels = async () => (await db.selectFrom('items').select('label').orderBy('id').execute()).map((r) => r.label);
   /** A raw client of the same kind the pools use, counting the round trips it waits out (ReadyForQuery). */

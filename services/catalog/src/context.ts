@@ -14,7 +14,7 @@ export interface CatalogDeps {
   relay: OutboxRelay;
   /**
    * Tells the replicas that keep a service's current contract in memory (the transactions replicas,
-   * issue 14) to forget it, and waits for each, before a change is answered (docs/gateway-caches.md).
+   * to forget it, and waits for each, before a change is answered (docs/gateway-caches.md).
    */
   replicas: ReplicaCaches;
   /** Compiled validators by service id and contract revision (D7.2). */

@@ -281,7 +281,7 @@ describe('sentence embeddings (closeness of meaning)', () => {
     expect(await best('zzzz qqqq')).toEqual([]);
   });
 
-  it('compares a need with the quantised embeddings as with the float ones (issue 14)', async () => {
+  it('compares a need with the quantised embeddings as with the float ones', async () => {
     const encoder = await UniversalSentenceEncoder.load();
     const needs = ['how many yen is 250 euros', 'shrink a picture', 'will it be stormy tomorrow', 'can ibuprofen be taken together with warfarin'];
     const [vectors, queries] = [await encoder.embed(topics), await encoder.embed(needs)];
@@ -308,7 +308,7 @@ describe('sentence embeddings (closeness of meaning)', () => {
   });
 });
 
-describe('the quantised dot products (issue 14)', () => {
+describe('the quantised dot products', () => {
   const random = (seed: number) => () => {
     seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
     return seed / 2 ** 31;
@@ -371,7 +371,7 @@ describe('the quantised dot products (issue 14)', () => {
   });
 });
 
-describe('a consistent view while the index changes (issue 9: discover never fails mid-query)', () => {
+describe('a consistent view while the index changes (discover never fails mid-query)', () => {
   const lexicon: Lexicon = { stems: async (ws) => new Map(ws.map((w) => [w, w])), corrections: async () => [] };
   const dims = 8;
   // An encoder that answers after a random pause: the index changes under every query, between its
@@ -455,7 +455,7 @@ describe('a consistent view while the index changes (issue 9: discover never fai
   });
 });
 
-describe('a page of a listing without sorting every match (issue 14)', () => {
+describe('a page of a listing without sorting every match', () => {
   it('gives the ranks a full sort gives, for any page, with keys that tie a little, a lot or not at all', () => {
     let seed = 3;
     const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
@@ -489,7 +489,7 @@ describe('a page of a listing without sorting every match (issue 14)', () => {
   });
 });
 
-describe('the best score a related service could get (issue 14: only counted when below the short list)', () => {
+describe('the best score a related service could get (only counted when below the short list)', () => {
   it('is exactly compatibilityScore with input and output fitting fully, and never below a real score', () => {
     let seed = 5;
     const next = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;

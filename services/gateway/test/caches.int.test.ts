@@ -5,7 +5,7 @@ import { testLogger } from '@aex/platform/testing';
 import { RateLimiter } from '../src/guards/rate-limit.js';
 import { bus, cleanups } from './bus-kit.js';
 
-// Issue 14: the replica's own memory (docs/gateway-caches.md) and the limiter's leases, on real
+// The replica's own memory (docs/gateway-caches.md) and the limiter's leases, on real
 // NATS JetStream. Identity's side (telling every replica, fencing a silent one) is exercised through
 // whole exchanges in test/e2e/gateway-caches.test.ts.
 
@@ -18,7 +18,7 @@ async function member(b: Bus, clock?: () => number) {
 /** What identity sends to one replica. */
 const tell = (b: Bus, m: CacheMembership, what: unknown) => b.request(GATEWAY_CACHES.forgetSubject(b.namespace, m.replicaId), what, { timeoutMs: 2000 });
 
-describe('a replica’s own memory (issue 14, D2.5)', () => {
+describe('a replica’s own memory (D2.5)', () => {
   it('forgets the entries tagged with what identity names, and only those', async () => {
     const b = await bus();
     const m = await member(b);
@@ -93,7 +93,7 @@ describe('a replica’s own memory (issue 14, D2.5)', () => {
   });
 });
 
-describe('D4 token buckets taken ahead in leases (issue 14)', () => {
+describe('D4 token buckets taken ahead in leases', () => {
   const limits = { read: 1000, write: 10, discovery: 5, key_rotation: 5, accounts_ip: 5, public_ip: 5, auth_failures_ip: 5 };
 
   async function sharedTokens(b: Bus, key: string): Promise<number> {

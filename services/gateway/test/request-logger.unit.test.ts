@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { FastifyBaseLogger } from 'fastify';
 import { requestLogger } from '../src/http/request-logger.js';
 
-// Each request's logger (issue 14): a pino child made only when the request logs at an enabled level.
+// Each request's logger: a pino child made only when the request logs at an enabled level.
 
 const ORDER = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 type Line = Record<string, unknown> & { level: string; msg: unknown };

@@ -8,7 +8,7 @@ import type { Database } from './db/schema.js';
 type Action = Static<typeof OperatorActionData>;
 
 /**
- * D15.3, issue 11 item 6: the operator's audit log, kept by identity. Identity's own operator
+ * D15.3: the operator's audit log, kept by identity. Identity's own operator
  * actions are written in the database transaction of their effect; other services write theirs to
  * their outbox (in the transaction of the effect, or right after a read) and identity keeps each
  * once, under the message id.

@@ -9,12 +9,12 @@ import { forgetAfterCommit } from './key-cache.js';
 /**
  * D15.2: a provider's trust score is recomputed when a transaction it provided ends. Each outcome is
  * kept (once per transaction, however often the event comes) and the score is computed again from
- * the sums over all of them, which the database keeps on the agent's score row (issue 14: no scan
+ * the sums over all of them, which the database keeps on the agent's score row (no scan
  * of every outcome), that row locked, so outcomes ending together are all counted. A
  * changed score is published (`identity.agent.trust_changed`); the catalog shows it in listing and
  * discovery.
  *
- * Issue 14: most outcomes leave the score as it was (a settled provider's score moves by less than a
+ * Most outcomes leave the score as it was (a settled provider's score moves by less than a
  * point). Such an outcome is kept by the statement written before the commit, with the message's
  * record and the `COMMIT` (`writeAtCommit`): one round trip, where keeping it, reading the sums and
  * committing took three. That statement writes only if the score stays as the sums make it; when it

@@ -128,7 +128,7 @@ describe('trust outcomes (D15.2)', () => {
     qualityScore: i % 4 === 0 ? 10 + i : null, late: i % 3 === 0, at: new Date().toISOString(),
   });
 
-  it('keeps the sums of every outcome on the score row, each counted once, when many arrive at once (issue 14)', async () => {
+  it('keeps the sums of every outcome on the score row, each counted once, when many arrive at once', async () => {
     const { reply } = await signUp();
     const agentId = reply.data.agent.id;
     const outcomes = Array.from({ length: 24 }, (_, i) => outcome(agentId, i));
@@ -152,7 +152,7 @@ describe('trust outcomes (D15.2)', () => {
     expect(kept).toHaveLength(24);
   });
 
-  it('keeps an outcome that leaves the score as it was in one statement, with its record and the commit; a changed score is written and published (issue 14)', async () => {
+  it('keeps an outcome that leaves the score as it was in one statement, with its record and the commit; a changed score is written and published', async () => {
     const agentId = (await signUp()).reply.data.agent.id;
     // Every statement the identity service sends that keeps an outcome of this test, by transaction id.
     const statements = new Map<string, string[]>();
@@ -196,7 +196,7 @@ describe('trust outcomes (D15.2)', () => {
     }
   });
 
-  it('decides "the score stays" in SQL exactly as trustScore computes it (issue 14)', async () => {
+  it('decides "the score stays" in SQL exactly as trustScore computes it', async () => {
     // Every sum of up to 40 half weights (values 0–100 each), and random larger ones.
     const points: Array<[number, number]> = [];
     for (let h = 0; h <= 40; h++) for (let w = 0; w <= 100 * h; w++) points.push([w, h]);

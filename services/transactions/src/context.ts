@@ -21,10 +21,10 @@ export interface TransactionDeps {
   relay: OutboxRelay;
   contracts: PinnedContracts;
   signals: SagaSignals;
-  /** The latest versions of transactions this replica wrote or read (issue 14). */
+  /** The latest versions of transactions this replica wrote or read. */
   known: KnownTransactions;
   /**
-   * The delegation rules in force of the agents this replica checked (D10.1, issue 14), by agent:
+   * The delegation rules in force of the agents this replica checked (D10.1), by agent:
    * used only while identity keeps them true (docs/gateway-caches.md), else read from identity.
    */
   delegations: LocalCache<KeptDelegation>;

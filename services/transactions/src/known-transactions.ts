@@ -10,8 +10,8 @@ export type VersionedRow = TransactionRow & { version: string };
 export type KnownRow = Omit<VersionedRow, 'input' | 'output' | 'metadata'>;
 
 /**
- * The latest version of the transactions this replica wrote or read lately (issue 14,
- * docs/performance.md "Known rows"): a request or a saga step decides on it instead of reading the
+ * The latest version of the transactions this replica wrote or read lately (
+ * docs/performance.md): a request or a saga step decides on it instead of reading the
  * row again under lock, and makes its write conditional on the version (`moveKnown`; docs/messaging.md
  * "The purchase saga"). When the row
  * has moved on since — another replica, a timer, a write that rolled back — the write finds nothing,

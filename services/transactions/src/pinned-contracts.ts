@@ -3,11 +3,11 @@ import { agentTag, callOrThrow, serviceTag, type Bus, type LocalCache } from '@a
 import { ValidatorCache, validateAgainst, type SchemaSide, type ValidationOutcome } from '@aex/schemas';
 
 /**
- * The contracts transactions are bound to (issue 10, D7.6): a transaction keeps the revision it was
+ * The contracts transactions are bound to (D7.6): a transaction keeps the revision it was
  * created with, read from the catalog (`catalog.getContract`). A revision never changes, so it is
  * cached for good (least recently used evicted); its validators are compiled once per revision.
  *
- * A service's *current* contract (its revision, status and provider's status) does change. Issue 14:
+ * A service's *current* contract (its revision, status and provider's status) does change:
  * it is kept in `current` only while the catalog keeps that memory true — it tells every replica in
  * the registry to forget a service it changed, or a provider whose status it applied, and waits for
  * each before it answers (docs/gateway-caches.md). A read that raced such a change is not kept.

@@ -22,7 +22,7 @@ export interface TransactionService extends Component {
 }
 
 /**
- * Starts the transaction-and-negotiation service (issue 10): migrations, outbox relay, the saga's
+ * Starts the transaction-and-negotiation service: migrations, outbox relay, the saga's
  * consumers of the wallet's answers, the durable timers, and its operations.
  */
 export async function startTransactionService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; timerPollMs?: number }): Promise<TransactionService> {

@@ -12,7 +12,7 @@ import type { Kysely } from 'kysely';
 
 const setStatusIn = (trx: Kysely<Database>, id: string, status: string) => sql`update transactions set status = ${status} where id = ${id}`.execute(trx);
 
-// D9.6 (issue 14): the active-transactions limit is counted from each agent's running counts of
+// D9.6: the active-transactions limit is counted from each agent's running counts of
 // the transactions it started taking part in and of those that ended (migration 0007, kept by
 // triggers of the transactions table), however long the parties' history.
 
@@ -51,7 +51,7 @@ const seedOne = async (consumer: string, provider: string, db: Kysely<Database> 
 
 const counts = async (consumer: string, provider: string) => (await activeCounts(service.deps.db, { consumer, provider })).rows[0]!;
 
-describe('the active-transactions limit (D9.6, issue 14)', () => {
+describe('the active-transactions limit (D9.6)', () => {
   it('counts only the transactions in progress, from two rows per agent, not from the table', async () => {
     const [consumer, provider, other] = [randomUUID(), randomUUID(), randomUUID()];
     // A long history: thousands of ended transactions of the provider, a few in progress.
@@ -152,7 +152,7 @@ describe('the active-transactions limit (D9.6, issue 14)', () => {
       .rejects.toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'provider' } }] });
   });
 
-  describe('counted by the statement written before the commit when nothing is decided after it (issue 14)', () => {
+  describe('counted by the statement written before the commit when nothing is decided after it', () => {
     const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID() });
 
     /** Runs `checkCreationLimits` as a creation does (`inTransaction`), then `after`; how many times the step ran. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KnownTransactions, type VersionedRow } from '../src/known-transactions.js';
 
-// Issue 14: what a replica keeps of the transactions it wrote or read lately.
+// What a replica keeps of the transactions it wrote or read lately.
 
 const row = (id: string, version = '1') => ({ id, version, status: 'funds_held', input: { big: 'x'.repeat(1000) }, output: { y: 1 }, metadata: { z: 2 } }) as unknown as VersionedRow;
 

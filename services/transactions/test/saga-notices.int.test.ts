@@ -4,7 +4,7 @@ import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from
 import type { TransactionRow } from '../src/db/schema.js';
 import { startTransactionService, type TransactionService } from '../src/index.js';
 
-// Issue 14: a request waiting on the saga learns of a step another replica's consumer made from
+// A request waiting on the saga learns of a step another replica's consumer made from
 // that replica's notice, at once, not from its own reading every second.
 
 let database: TestDatabase;
@@ -24,7 +24,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-describe('saga notices between replicas (issue 14)', () => {
+describe('saga notices between replicas', () => {
   it('wakes a waiter of another replica, well before its own next reading', async () => {
     const [a, b] = replicas as [TransactionService, TransactionService];
     const watch = a.deps.signals.watch('4d1c0f2e-6a53-4b1e-9a0c-2f3b4c5d6e7f');

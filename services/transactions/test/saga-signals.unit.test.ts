@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TransactionRow } from '../src/db/schema.js';
 import { SagaSignals } from '../src/saga-signals.js';
 
-// Issue 14: a request waiting on the saga takes the row its consumer committed, without reading it again.
+// A request waiting on the saga takes the row its consumer committed, without reading it again.
 
 const row = (id: string, hold: string) => ({ id, hold }) as unknown as TransactionRow;
 

@@ -8,7 +8,7 @@ import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
 import { moveAtCommit, type Movement } from '../src/wallets/movements.js';
 
-// The wallet's saga steps of a transaction (issue 10, D13.2, D13.3) on real Postgres and JetStream:
+// The wallet's saga steps of a transaction (D13.2, D13.3) on real Postgres and JetStream:
 // hold, return and settle keyed by the transaction id, in every order and repeated, each answered
 // with the hold's state; the ledger check after all of it.
 
@@ -60,7 +60,7 @@ const answered = (transactionId: string, type: string, n = 1) => eventually(asyn
   return found.length >= n ? found : null;
 });
 
-describe('hold, return and settle (issue 10)', () => {
+describe('hold, return and settle', () => {
   it('holds once however often asked, then settles once: the provider paid minus the fee, the fee to the platform', async () => {
     const [consumer, provider] = [await agentWith(5000), await agentWith(0)];
     const tx = randomUUID();
@@ -133,7 +133,7 @@ describe('hold, return and settle (issue 10)', () => {
     expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 0 });
   });
 
-  it('settles nothing of a hold it placed that was returned since (issue 14: what the replica remembers of it is stale)', async () => {
+  it('settles nothing of a hold it placed that was returned since (what the replica remembers of it is stale)', async () => {
     const [consumer, provider] = [await agentWith(3000), await agentWith(0)];
     // Two holds: once the first is returned, the wallet still holds enough for the stale settlement
     // to look possible, so only the condition on the hold's row stops it.
@@ -241,7 +241,7 @@ describe('a child’s wallet (D6.8, D13.2)', () => {
   });
 });
 
-describe('holds and settlements on wallets the replica knows, without reading them first (issue 14)', () => {
+describe('holds and settlements on wallets the replica knows, without reading them first', () => {
   const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
   /** Every entry of the wallet, in order, carries the balances its movement left (D13.2). */
   const expectEntriesChained = async (agentId: string) => {
@@ -325,7 +325,7 @@ describe('holds and settlements on wallets the replica knows, without reading th
   });
 });
 
-describe('fundings by group commit (issue 14)', () => {
+describe('fundings by group commit', () => {
   const walletOf = async (agentId: string) => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirstOrThrow()).id;
   const funding = async (agentId: string, amountCents: number) => ({ agentId, walletId: await walletOf(agentId), amountCents, sessionId: `cs_test_${randomUUID()}`, provider: 'sandbox' });
   /** A child of `parent`, its budget allocated, then closed (its money back with the parent). */

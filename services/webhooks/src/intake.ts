@@ -16,7 +16,7 @@ const CONSUMER = 'webhooks-transaction-events';
  * 14). Every transaction event comes here — four per settled purchase — whether or not a party has a
  * webhook URL, and each batch is a commit of its own. With 10 ms, a busy exchange wrote batches of
  * about 1.7 events: 2.4 of the 8 commits of a lifecycle were this intake's. 40 ms gathers about four
- * times as many per commit (docs/performance.md, "Seventh session"); a webhook's first attempt starts
+ * times as many per commit (docs/performance.md); a webhook's first attempt starts
  * up to 40 ms after its event, far inside D14.4's first retry at 5 s.
  */
 const BATCH = 128;

@@ -15,7 +15,7 @@ export interface WebhookService extends Component {
 }
 
 /**
- * Starts the webhook dispatcher (issue 12, D14): migrations, outbox relay, the replica of agents'
+ * Starts the webhook dispatcher (D14): migrations, outbox relay, the replica of agents'
  * webhook URLs, the durable consumer turning transaction events into deliveries, the dispatcher that
  * attempts them on their schedule, and its operations.
  */

@@ -10,7 +10,7 @@ import { startWebhookService, type WebhookService } from '../src/index.js';
 import type { DispatcherOptions } from '../src/dispatcher.js';
 import { WebhookSender } from '../src/sender.js';
 
-// Issue 12 items 1–5 on real Postgres, JetStream and local receivers: transaction events become one
+// On real Postgres, JetStream and local receivers: transaction events become one
 // delivery per party endpoint, signed as Standard Webhooks (checked with the official library),
 // retried on the D14.4 schedule (scaled down), dead-lettered after the 8th failure and retried by
 // the operator with the same webhook-id; redirects not followed, answers read only so far, slow and
@@ -96,7 +96,7 @@ const deliveriesOf = (agentId: string) => service.deps.db.selectFrom('deliveries
 const attemptsOf = (webhookId: string) => service.deps.db.selectFrom('attempts').selectAll().where('webhookId', '=', webhookId).orderBy('attempt').execute();
 const statusOf = async (agentId: string) => (await deliveriesOf(agentId)).map((d) => d.status);
 
-describe('deliveries (issue 12 items 1–3)', () => {
+describe('deliveries', () => {
   it('delivers each transaction event once to each party, signed so the official library verifies it', async () => {
     const [a, b] = [await receiver(), await receiver()];
     receivers.push(a, b);
@@ -239,7 +239,7 @@ describe('deliveries (issue 12 items 1–3)', () => {
   });
 });
 
-describe('isolation (issue 12 item 4)', () => {
+describe('isolation', () => {
   it('keeps a dead endpoint from holding up a healthy one: the healthy deliveries arrive while the dead one’s attempts still hang', async () => {
     const dead = await receiver(() => undefined);
     const healthy = await receiver();
@@ -258,7 +258,7 @@ describe('isolation (issue 12 item 4)', () => {
   }, 30_000);
 });
 
-describe('a stuck endpoint (issue 12 item 4)', () => {
+describe('a stuck endpoint', () => {
   it('gives its freed places to its own oldest deliveries, never more than 4 at once, and drains its backlog once it answers again', async () => {
     const stuck = await startDispatcher({ WEBHOOK_TIMEOUT_MS: '1500', WEBHOOK_RETRY_DELAYS_MS: '0,50,50,50,50,50,50,50' }, { pollMs: 50 });
     try {
@@ -350,7 +350,7 @@ describe('hand-off from the intake to the dispatcher', () => {
   });
 });
 
-describe('connect-time address checks (D14.5, issue 12 item 5)', () => {
+describe('connect-time address checks (D14.5)', () => {
   const strict = new WebhookSender({ timeoutMs: 2000, allowPrivateNetworks: false });
   afterAll(() => strict.close());
 

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:discovery` (issues 3 and 9): discovery quality on two labelled sets — the tuning set
+ * `pnpm bench:discovery` : discovery quality on two labelled sets — the tuning set
  * the scorer's weights were chosen on, and a held-out set they never were — each against a
  * keyword-only baseline measured in the same run, then discover and list latency through the
  * gateway with 10,000 services. Everything is real: Postgres, NATS JetStream, every service, HTTP.
@@ -30,11 +30,11 @@ const args = process.argv.slice(2);
 const reportRows: Row[] = [];
 const qualityOnly = args.includes('--quality');
 const serviceCount = Number(args[args.indexOf('--services') + 1] ?? 10_000) || 10_000;
-/** Issue 14: the catalog grown to this size (copies written straight to its tables) and measured again; 0 skips it. */
+/** The catalog grown to this size (copies written straight to its tables) and measured again; 0 skips it. */
 const largeCount = args.includes('--large') ? Number(args[args.indexOf('--large') + 1]) : 100_000;
-/** Issue 9: targets on the held-out set; the tuning set must not drop below its figures before it. */
+/** Targets on the held-out set; the tuning set must not drop below its figures before it. */
 const TARGETS = { recallAt1: 0.75, recallAt3: 0.9, p95Ms: 50 };
-/** Issue 14: p95 at the large size. */
+/** P95 at the large size. */
 const LARGE_P95_MS = 100;
 const TUNING_BEFORE = { recallAt1: 0.77, recallAt3: 0.91 };
 
@@ -200,7 +200,7 @@ function summary(): void {
   }
   if (tuning) {
     const kept = tuning.exchange.recallAt3 >= TUNING_BEFORE.recallAt3 - 0.02 && tuning.exchange.recallAt1 >= TUNING_BEFORE.recallAt1 - 0.02;
-    console.log(`tuning set against its figures before issue 9 (${TUNING_BEFORE.recallAt1} / ${TUNING_BEFORE.recallAt3}, ±0.02 between runs): ${kept ? 'no drop' : 'DROPPED'}`);
+    console.log(`tuning set against its figures before ${TUNING_BEFORE.recallAt1} / ${TUNING_BEFORE.recallAt3}, ±0.02 between runs: ${kept ? 'no drop' : 'DROPPED'}`);
   }
 }
 

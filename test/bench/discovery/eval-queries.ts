@@ -1,5 +1,5 @@
 /**
- * Labelled discovery queries (issue #3), phrased the way an agent states a need. `relevant` lists
+ * Labelled discovery queries, phrased the way an agent states a need. `relevant` lists
  * the right services (grade 2); `related` ones that would partly do (grade 1, for nDCG). `typo`
  * marks queries with misspellings. Whether a query shares a word with its service is measured by
  * the bench itself (same stemming as the index), not claimed here.

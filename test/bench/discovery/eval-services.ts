@@ -1,5 +1,5 @@
 /**
- * The labelled evaluation catalog of discovery (issue #3): realistic services as providers would
+ * The labelled evaluation catalog of discovery: realistic services as providers would
  * describe them, across 18 categories. Compact form: `input` / `output` map property names to
  * `type` or `type: description`; a leading `?` marks an optional input property.
  */

@@ -1,7 +1,7 @@
 import { q } from './eval-queries.js';
 
 /**
- * Needs against the held-out catalog (issue 9), phrased as agents working on real tasks state them,
+ * Needs against the held-out catalog, phrased as agents working on real tasks state them,
  * mostly without the words their right service uses, and several aimed between near-duplicates.
  * Written before any measurement on this set; never used to choose a weight.
  */

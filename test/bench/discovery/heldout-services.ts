@@ -1,7 +1,7 @@
 import { s, type EvalService } from './eval-services.js';
 
 /**
- * The held-out catalog of discovery (issue 9): 160 services in 16 domains the scorer was never tuned
+ * The held-out catalog of discovery: 160 services in 16 domains the scorer was never tuned
  * on, written as providers describe their services, with near-duplicates side by side (speech to
  * text and text to speech, printed and handwritten text, song identification and music
  * transcription, credit scores and credit risk…). Its needs are in `heldout-queries.ts`. The weights

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:gateway` (issue 14): the gateway's hot path and the money path, each next to a baseline
+ * `pnpm bench:gateway`: the gateway's hot path and the money path, each next to a baseline
  * measured in the same run on the same machine.
  *
  * - **Authenticated read**: `GET /v1/agents/{id}` with an API key (key cache, token bucket, identity),

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:lifecycle` (issue 10): settled lifecycles per second — create (signed) → deliver
+ * `pnpm bench:lifecycle`: settled lifecycles per second — create (signed) → deliver
  * (signed) → verify, through the gateway, 16 at a time — with p50/p99 of create, next to a ceiling
  * measured in the same run: the same database writes issued directly by one process with
  * node-postgres (same transactions, same row counts, no HTTP, no NATS, no validation). Everything on
@@ -39,9 +39,9 @@ const SATURATED_ONLY = args.includes('--saturated-only');
 /** `--cpu-prof <file>`: the exchange's CPU profile over the saturated part (in-process runs only). */
 const CPU_PROF = args.includes('--cpu-prof') ? args[args.indexOf('--cpu-prof') + 1] : undefined;
 /**
- * Issue 14: three times the settled lifecycles the transactions issue first measured (24.1/s at a
+ * Three times the settled lifecycles the transactions issue first measured (24.1/s at a
  * ratio of 0.157 to this benchmark's ceiling), read as a ratio because the machine's speed moves;
- * issue 10's create p99 at 16 callers (docs/performance.md explains why it cannot be met here).
+ * the create p99 target at 16 callers (docs/performance.md explains why it cannot be met here).
  */
 const TARGETS = { ratio: 3 * 0.157, createP99Ms: 100 };
 const INPUT = { payload: 'hello world' };
@@ -88,7 +88,7 @@ async function main() {
     console.log(`\nSettled lifecycles (create → deliver → verify), concurrency ${CONCURRENCY}`);
     console.log(`  exchange (gateway, every service, JetStream):  ${fmt(exchange.perSecond)} /s   (${LIFECYCLES} in ${fmt(exchange.seconds)} s)`);
     console.log(`  ceiling (the same writes, node-postgres):      ${fmt(ceiling.perSecond)} /s   (${LIFECYCLES} in ${fmt(ceiling.seconds)} s)`);
-    console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio.toFixed(2)}, issue 14: 3 × the first 0.157)`);
+    console.log(`  ratio:                                          ${ratio.toFixed(3)}   (target ≥ ${TARGETS.ratio.toFixed(2)}, 3 × the first 0.157)`);
     const p = (xs: number[]) => `${fmt(quantile(xs, 0.5))} / ${fmt(quantile(xs, 0.99))} ms`;
     console.log(`  create p50 / p99:  ${p(exchange.create)}   (target p99 ≤ ${TARGETS.createP99Ms} ms)`);
     console.log(`  deliver p50 / p99: ${p(exchange.deliver)}`);

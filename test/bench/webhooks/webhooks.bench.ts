@@ -1,5 +1,5 @@
 /**
- * `pnpm bench:webhooks` (issue 12 item 9): the webhook dispatcher on real Postgres and JetStream,
+ * `pnpm bench:webhooks`: the webhook dispatcher on real Postgres and JetStream,
  * delivering to a local receiver.
  *
  * 1. Throughput: transaction events published to JetStream as fast as one process can, each turned

@@ -20,7 +20,7 @@ const core = require('@nats-io/transport-node/lib/nats-base-client.js') as {
 
 /**
  * transport-node's socket transport whose writes wait for the end of the event loop's turn
- * (issue 14, docs/performance.md "Socket writes"). nats.js writes what it has gathered in one
+ * (docs/performance.md). nats.js writes what it has gathered in one
  * microtask; every callback of an I/O event (an answer from Postgres, a message from NATS) ends its
  * own microtasks, so a busy process wrote once per message it sent — a lifecycle made 28 socket
  * writes to NATS, each a system call that wakes the server. Corked until `setImmediate`, everything

@@ -68,7 +68,7 @@ function isApiError(err: unknown, code: number): boolean {
 const PUBLISH_TIMEOUT_MS = 5_000;
 
 /**
- * Request and reply over one subscription of the connection's own (issue 14): nats.js builds an
+ * Request and reply over one subscription of the connection's own: nats.js builds an
  * `Error`, with its stack, for every request it completes (`RequestOne.cancel`) — for RPCs and for
  * every JetStream publish, 2–3 % of the exchange's CPU. Replies come to `<inbox>.<token>`; a
  * no-responders status (503) or the time running out ends the request with an error.
@@ -346,7 +346,7 @@ export class NatsBus implements Bus {
       // or else on an idle heartbeat, and an entry that expires between the count and the delivery
       // leaves it waiting for that. The gateway registry's entries expire by design, and identity
       // lists it for every forget; identity's stall after a gateway died went away with this change
-      // (docs/performance.md, "Sixth session"). The stream's subjects instead, then each key's last
+      // (docs/performance.md). The stream's subjects instead, then each key's last
       // entry (deleted and expired ones left out): requests with a bound, no consumer.
       async keys() {
         const prefix = `$KV.${bucket}.`;

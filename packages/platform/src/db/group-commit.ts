@@ -1,5 +1,5 @@
 /**
- * Group commit (issue 14): requests that arrive while a batch is being written wait for the next
+ * Group commit: requests that arrive while a batch is being written wait for the next
  * batch, and each batch is written in one database transaction — so under load many requests share
  * one BEGIN, one lock round and one COMMIT, and alone a request is written at once, never delayed
  * by a timer.

@@ -79,7 +79,7 @@ export async function createPlatformTablesV3(db: Kysely<any>): Promise<void> {
  * Frozen migration (never edit; add a v5): the processed-message ids indexed by when they were
  * recorded, so that the ids too old to be delivered again are deleted reading only the oldest part of
  * the table (`pruneProcessedMessages`). A BRIN index: rows are appended in time order, so it is a few
- * pages, and an insert into a block range not yet summarized costs nothing (issue 14: a B-tree would
+ * pages, and an insert into a block range not yet summarized costs nothing (a B-tree would
  * add an index entry to every message a consumer takes).
  */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

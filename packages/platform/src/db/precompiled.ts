@@ -12,7 +12,7 @@ export type Slots<A> = { readonly [K in keyof A]: A[K] };
 type AnyDb = Kysely<any>;
 
 /**
- * A query that Kysely builds and compiles once, then runs with new values (issue 14: building and
+ * A query that Kysely builds and compiles once, then runs with new values (building and
  * compiling the hot path's queries on every call was a sixth of the exchange's CPU;
  * docs/performance.md). `build` is called once, with slots standing for the values; each slot must
  * be used as one value — a column's value, a comparison's right side, an array compared with

@@ -61,7 +61,7 @@ type PromiseQuery = [text: string, values: unknown[]];
 const isPromiseQuery = (args: unknown[]): args is PromiseQuery => args.length === 2 && typeof args[0] === 'string' && Array.isArray(args[1]);
 
 /**
- * A node-postgres client for every service pool (issue 14, docs/performance.md "The lifecycle").
+ * A node-postgres client for every service pool (docs/performance.md).
  *
  * - **Prepared statements.** A parameterised statement runs as a named prepared statement, the name
  *   derived from its text, so Postgres parses and plans it once per connection and each call sends

@@ -73,7 +73,7 @@ export class AlreadyApplied extends Error {
  */
 export const HAND_OFF_LEASE_MS = 5_000;
 /**
- * How long handed-off rows gather before one statement removes them, published (issue 14: a statement
+ * How long handed-off rows gather before one statement removes them, published (a statement
  * per few rows was a tenth of a lifecycle's statements; at 200 ms those of the five services were
  * still half a statement and half a commit per lifecycle on a slow machine, at 1 s a tenth). Far
  * inside `HAND_OFF_LEASE_MS`, so no drain takes a row waiting for its removal; a crash in this time
@@ -137,7 +137,7 @@ export function trackOutbox(trx: AnyDb, db: object, opts: { atCommit?: boolean }
 async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promise<void> {
   const { rows, consumed, atCommit } = tracked;
   const timers = [...tracked.timers.values()];
-  // The text is built here rather than by Kysely (issue 14: building and compiling this statement
+  // The text is built here rather than by Kysely (building and compiling this statement
   // for every transaction was a twentieth of the exchange's CPU); the step's own write, a Kysely
   // query, comes first, so its parameters keep their numbers.
   const ctes: string[] = [];
@@ -157,7 +157,7 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
   }
   if (rows.length > 0) {
     // The rows as one JSON document rather than an array per column: node-postgres escapes each
-    // element of an array of texts character by character (issue 14), and every step writes these.
+    // element of an array of texts character by character, and every step writes these.
     const document = JSON.stringify(rows.map((r) => ({ id: r.id, kind: r.kind, type: r.type, payload: r.envelope, headers: r.headers })));
     ctes.push(`written as (
       insert into outbox (id, kind, type, payload, headers, claimed_until)
@@ -177,7 +177,7 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
   const cancelled = timers.filter((t) => t.op === 'cancel');
   if (cancelled.length > 0) {
     // Each key's kinds through the (kind, key) unique index, whatever the planner thinks of the
-    // table's size (issue 14): a join with the keys, or a condition on `fired_at`, let it read the
+    // table's size: a join with the keys, or a condition on `fired_at`, let it read the
     // whole due index — every entry that deleted timers left there until the next vacuum — for
     // every cancellation. A fired timer is deleted when it fires, so none is left to spare.
     const kinds = new Map<string, string[]>();
@@ -191,7 +191,7 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
   const guard = atCommit && `"${atCommit.guard.replaceAll('"', '""')}"`;
   const select = guard ? `select guard.ok, w.* from (select 1 / count(*)::int as ok from ${guard}) as guard left join ${guard} as w on true` : 'select 1';
   // The last statement of the transaction (`inTransaction` commits right after it): its COMMIT goes
-  // in the same write (issue 14, `PreparingClient`).
+  // in the same write (`PreparingClient`).
   const text = `${last ? COMMIT_AFTER : ''}with ${ctes.join(', ')} ${select}`;
   const result = await trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params)).catch((err: unknown) => {
     if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
@@ -207,7 +207,7 @@ const isCompiled = (q: OperationNodeSource | CompiledQuery): q is CompiledQuery 
 
 /**
  * Has the step's one data write made by the statement written before the commit, with the outbox
- * rows, the timers and the consumed message's record (issue 14): a step whose writes are only this
+ * rows, the timers and the consumed message's record: a step whose writes are only this
  * one and those costs one round trip, `BEGIN` and `COMMIT` included. False when that is not possible
  * (no tracked transaction, another write at commit already, or a second attempt): the caller then
  * makes the write at once. When the guard part writes nothing, the whole transaction is undone and
@@ -252,7 +252,7 @@ export async function recordApplied(trx: AnyDb, consumer: string, messageId: str
 }
 
 /**
- * How long a consumed message's id is kept (issue 14): a message is delivered again only while its
+ * How long a consumed message's id is kept: a message is delivered again only while its
  * stream still holds it (`STREAM_MAX_AGE_MS`), and it was published before its id was recorded, so an
  * id recorded longer ago than that cannot be needed; a day more for clocks. Kept forever, the ids grew
  * by about ten rows per purchase.
@@ -282,7 +282,7 @@ export async function pruneProcessedMessages(db: AnyDb, opts: { batch?: number; 
 
 /**
  * `db.transaction().execute(fn)`, after which what `fn` wrote to the outbox is published at once by
- * the service's relay (issue 14: a saga's hop waits for no claim round). Every service transaction
+ * the service's relay (a saga's hop waits for no claim round). Every service transaction
  * that may write to the outbox runs through here. `fn` may run twice: again, in a new transaction,
  * when its write at commit (`writeAtCommit`) found nothing to write.
  */
@@ -356,7 +356,7 @@ async function write(trx: AnyDb, def: MessageDef, envelopes: MessageEnvelope[]):
  * again, which JetStream drops as a duplicate (same msg id inside its window) and consumers drop by
  * processed id after it.
  *
- * Published rows are deleted, not kept (issue 14): JetStream holds the messages (7 days), the table
+ * Published rows are deleted, not kept: JetStream holds the messages (7 days), the table
  * holds only what is still on its way, and a removal writes no new row version and no index entry,
  * where marking a row published wrote both (8.5 per lifecycle). Versions before this one marked rows
  * (`published_at`) and removed them a day later; `drain` still clears such rows.

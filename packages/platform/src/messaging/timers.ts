@@ -106,8 +106,8 @@ export class TimerRunner<DB> {
         if (!handler) throw new Error(`no handler for timer kind ${row.kind}`);
         // Removed before its handler runs, in the handler's transaction (a failure puts it back): what
         // the handler does to timers (written before the commit with its messages) comes after, so it
-        // may even schedule this kind and key again. A fired timer is deleted, not kept (issue 14:
-        // marked `fired_at`, they stayed for ever); `fired_at` is left to rows of earlier versions.
+        // may even schedule this kind and key again. A fired timer is deleted, not kept
+        // (marked `fired_at`, they stayed for ever); `fired_at` is left to rows of earlier versions.
         await trx.deleteFrom('timers').where('id', '=', row.id).execute();
         await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
         return 'fired';

@@ -62,7 +62,7 @@ export function compatibilityScore(parts: { need?: number; input?: number; outpu
  * The best compatibilityScore a service related to the need by `need` (> 0) could get with preference
  * `pref`: its input and output, when the query has them, fitting fully. The same arithmetic as
  * `compatibilityScore`, in the same order, without building the parts: it runs for every service
- * related to a need (tens of thousands at 100,000 services, issue 14).
+ * related to a need (tens of thousands at 100,000 services).
  */
 export function ceilingScore(withInput: boolean, withOutput: boolean): (need: number, pref: number) => number {
   let weight = MATCH_WEIGHTS.need;
@@ -113,7 +113,7 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
     const pref = preferenceOf(urgency, provider.trustScore, s.cheapness, s.speed);
     // With a need, every service related to it that passes the filters matches (its score is at
     // least 0.6 × relevance × 0.85 > 0): it is counted, and fully scored only when the best its
-    // input and output could make of it would still enter the short list (issue 14: at 100,000
+    // input and output could make of it would still enter the short list (at 100,000
     // services a need relates tens of thousands).
     if (need !== undefined && best.length === keep && ceiling(need, pref) < best[keep - 1]!.score) {
       total += 1;

@@ -6,7 +6,7 @@ const MIN_GROWTH = 1024;
 
 /**
  * The services' sentence embeddings, one row per slot of the scorer, compared with a need's in one
- * pass (issue 14). Each row is kept as signed bytes with a scale of its own (`x ≈ byte · scale`, the
+ * pass. Each row is kept as signed bytes with a scale of its own (`x ≈ byte · scale`, the
  * largest component at ±127): 512 bytes for a 512-dimension embedding instead of 2 KiB, and a scan of
  * 100,000 rows in a few milliseconds (int8-dot.ts). The cosines it gives are within about 0.002 of
  * the float ones: the scale is 1/127 of the row's largest component, so each component is off by at

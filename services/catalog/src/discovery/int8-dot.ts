@@ -1,5 +1,5 @@
 /**
- * Dot products of one query with many embedding rows, quantised (issue 14: at 100,000 services the
+ * Dot products of one query with many embedding rows, quantised (at 100,000 services the
  * float scan in JavaScript cost 40 ms per discover on this machine; this one costs a few).
  *
  * Rows are signed bytes, the query signed 16-bit integers, both `stride` values long (a multiple of

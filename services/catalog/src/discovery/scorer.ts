@@ -39,7 +39,7 @@ export interface Relevance<T = undefined> {
   /**
    * The related documents, their items and their relevance, side by side (no map: at 100,000
    * services a query relates tens of thousands, and looking each up by id cost more than scoring
-   * them; issue 14).
+   * them).
    */
   ids: string[];
   items: (T | undefined)[];

@@ -55,7 +55,7 @@ export const applyAgentEvent = (deps: CatalogDeps): OperationHandler<(typeof cat
 
 /**
  * After a provider's status changed here: the contracts of its services that the transactions
- * replicas keep say `providerStatus` (issue 14), so they are forgotten before the change is answered
+ * replicas keep say `providerStatus`, so they are forgotten before the change is answered
  * (identity waits for `applyAgentEvent`) or acknowledged (the event through JetStream).
  */
 const forgetProvider = (deps: CatalogDeps, agentId: string) => deps.replicas.forget({ agentIds: [agentId] });

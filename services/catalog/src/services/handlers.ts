@@ -110,7 +110,7 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     return { data: serviceView(next) };
   });
   deps.relay.kick();
-  // Issue 14: the transactions replicas keep the current contract; none buys on the old one once this is answered.
+  // The transactions replicas keep the current contract; none buys on the old one once this is answered.
   await deps.replicas.forget({ serviceIds: [path.serviceId] });
   return reply;
 };

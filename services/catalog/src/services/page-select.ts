@@ -1,6 +1,6 @@
 /**
  * The items at ranks `offset`…`offset + limit − 1` of `count` items in the order `compare` gives
- * (a total order: no two items compare equal), without sorting them all (issue 14: at 100,000
+ * (a total order: no two items compare equal), without sorting them all (at 100,000
  * services a listing sorted every match with its tie-breaks, 150 ms when a sort key tied for all).
  *
  * Two selections (quickselect, expected linear) put the `offset + limit` first items before the

@@ -44,7 +44,7 @@ interface Demand {
  * refused (429) only when the bucket truly holds no token. Fails closed: when the KV cannot be read
  * or written, 503 RATE_LIMITER_UNAVAILABLE.
  *
- * A bucket taken often is not asked on every request (issue 14): with each batch, the replica also
+ * A bucket taken often is not asked on every request: with each batch, the replica also
  * takes as many tokens as the bucket had requests in the last quarter second — only out of the upper
  * half of the bucket, at most a tenth of it (`spareTokens`) — and spends them locally for up to
  * `LEASE_MS`; what it has not spent then goes back. Below half a bucket every token is taken from the
@@ -55,7 +55,7 @@ export class RateLimiter {
   private readonly leases = new Map<string, Lease>();
   private readonly demand = new Map<string, Demand>();
   /**
-   * What this replica last wrote to each bucket, with its revision (issue 14): the next
+   * What this replica last wrote to each bucket, with its revision: the next
    * compare-and-set is tried on it without reading the store first. Only another replica's write (or
    * the entry's expiry) makes it stale, and then the compare-and-set fails and the bucket is read.
    */

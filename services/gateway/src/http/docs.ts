@@ -9,7 +9,7 @@ import { RateLimitedError } from '../guards/rate-limit.js';
 const DOCS_DIR = fileURLToPath(new URL('../../../../docs/', import.meta.url));
 
 /**
- * Serves the project's own documentation at `/docs/{name}.md`, so that an error can link the section
+ * Serves the project's own documentation at `/docs/{name}.md` (and the OpenAPI document's copy), so that an error can link the section
  * that explains it (a refused signature links `/docs/signing.md`) on the exchange that answered.
  * Only the Markdown files found at start are served, read once: no path from a request ever reaches
  * the file system. Limited per client IP like every public route (D4.2).
@@ -18,12 +18,12 @@ export function serveDocs(app: FastifyInstance, limiter: RateLimiter, sendError:
   const pages = new Map<string, string>();
   let names: string[] = [];
   try {
-    names = readdirSync(DOCS_DIR).filter((n) => /^[a-z0-9-]+\.md$/.test(n)).sort();
+    names = readdirSync(DOCS_DIR).filter((n) => /^[a-z0-9-]+\.(md|json)$/.test(n)).sort();
   } catch {
     // An installation without the docs folder serves none: every /docs/ path answers 404.
   }
   for (const name of names) pages.set(name, readFileSync(DOCS_DIR + name, 'utf8'));
-  const index = ['# Agent Exchange documentation', '', ...names.map((n) => `- [${n}](${n})`), ''].join('\n');
+  const index = ['# Agent Exchange documentation', '', ...names.map((n) => `- [${n}](/docs/${n})`), ''].join('\n');
 
   app.get('/docs/*', async (req, reply) => {
     const limited = await limiter.take('public_ip', req.ip);
@@ -32,6 +32,6 @@ export function serveDocs(app: FastifyInstance, limiter: RateLimiter, sendError:
     const name = (req.params as { '*': string })['*'];
     const page = name === '' ? index : pages.get(name);
     if (page === undefined) return sendError(req as never, reply as never, new AppError('NOT_FOUND', 'No such documentation page; /docs/ lists them.'));
-    return reply.code(200).type('text/markdown; charset=utf-8').send(page);
+    return reply.code(200).type(name.endsWith('.json') ? 'application/json; charset=utf-8' : 'text/markdown; charset=utf-8').send(page);
   });
 }

@@ -9,7 +9,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 type Write = (...args: unknown[]) => void;
 
 /**
- * A request's logger that becomes a pino child only when it logs at an enabled level (issue 14):
+ * A request's logger that becomes a pino child only when it logs at an enabled level:
  * fastify makes a child per request, with its request id bound, and at the levels a busy exchange
  * runs at almost none of them ever writes a line — making them was 2 % of an authenticated read.
  * What is written is the same as from the child itself.

@@ -34,7 +34,7 @@ const COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /**
- * The creation's insert, with the parties' locks taken in its statement (compiled once: issue 14).
+ * The creation's insert, with the parties' locks taken in its statement (compiled once).
  * Every column is given, so the text is the same for every creation.
  */
 const insertTransaction = precompiled((db: Kysely<Database>, $: Slots<Record<(typeof COLUMNS)[number], unknown> & { lockKeys: string[] }>) => db
@@ -184,7 +184,7 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
 };
 
 /**
- * POST /v1/transactions/{id}/deliver (signed; D9.7, issue 10 item 2): output checked against the
+ * POST /v1/transactions/{id}/deliver (signed; D9.7): output checked against the
  * contract revision the transaction was created with. Invalid output still moves the status
  * (`validation_failed`, or `failed` with the hold returned once `1 + sla.maxRetries` attempts are
  * spent) and answers 400 OUTPUT_VALIDATION_FAILED.
@@ -212,7 +212,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   };
   let delivered: VersionedRow | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
-    // The row as last seen, if it is still that version and may be delivered (issue 14: no locking read).
+    // The row as last seen, if it is still that version and may be delivered (no locking read).
     let moved = canDeliver(seen.row.status) ? await deliverOn(trx, seen.row, true) : undefined;
     if (!moved) {
       const t = (await lockTransaction(trx, seen.row.id))!;
@@ -257,7 +257,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   let settling: VersionedRow | undefined;
   const asked = await ctx.effect(deps.db, async (trx) => {
     settling = undefined;
-    // The row as last seen, if it is still that version (issue 14: no locking read).
+    // The row as last seen, if it is still that version (no locking read).
     const fast = seen.row.status === 'delivered' && seen.row.hold === 'held' ? await settleOn(trx, seen.row, true) : undefined;
     if (fast) {
       settling = fast;

@@ -40,7 +40,7 @@ export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | un
 
 /**
  * Updates the row that `t` was read as, if it is still that version. When it can (`writeAtCommit`,
- * issue 14: one round trip less), the update is made by the statement written before the commit:
+ * One round trip less), the update is made by the statement written before the commit:
  * the row returned is then `t` with the changes, completed by that statement — the parts a replica
  * does not keep (input, output, metadata) and the new version — once it has run, so an answer
  * showing it is built when sent (`rowReply`); a row that moved on since undoes the transaction, and
@@ -58,7 +58,7 @@ export async function updateKnown(trx: Trx, t: KnownRow, changes: Updateable<Tra
 export const updateRow = async (trx: Trx, id: string, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> =>
   (await trx.executeQuery(rowUpdate(trx, id, changes))).rows[0];
 
-/** The update of these columns of a row, compiled once per set of columns (issue 14). */
+/** The update of these columns of a row, compiled once per set of columns. */
 const updates = new Map<string, Precompiled<Record<string, unknown>, Database, VersionedRow>>();
 
 /**
@@ -106,7 +106,7 @@ export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | '
  * `move` of the row as it was known (`KnownTransactions`) without a lock: made only if the row is
  * still that version (`updateKnown`: by the statement before the commit when it can be, with the
  * step's messages and timers — a saga step of one round trip), else undefined and nothing written —
- * the caller decides again on the row locked (issue 14: a saga step or request that finds the row
+ * the caller decides again on the row locked (A saga step or request that finds the row
  * as it left it saves the locking read).
  */
 export function moveKnown(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {

@@ -12,7 +12,7 @@ export const ACTIVE_TRANSACTIONS_LIMIT = 100;
 
 /**
  * D10.1: the consumer's rules in force at every check. Identity owns them; this replica keeps what it
- * read in memory (issue 14: the read was a ninth of a purchase's work) only while identity keeps that
+ * read in memory (The read was a ninth of a purchase's work) only while identity keeps that
  * memory true — it tells every replica in the registry of a change to an agent's rules (tag: the
  * agent, which also drops its children's, D6.8) or to an account's defaults (tag: the account) and
  * waits for each before it answers the change (docs/gateway-caches.md). A read that raced a change
@@ -44,7 +44,7 @@ export const agentLockKeys = (agentIds: string[]) => [...new Set(agentIds)].sort
 
 /**
  * `lockAgents` as an expression, for a statement the caller makes anyway (creation: its insert's
- * RETURNING, issue 14). The limits must then be counted by a later statement, whose snapshot is
+ * RETURNING). The limits must then be counted by a later statement, whose snapshot is
  * taken once the locks are held. `keys` from `agentLockKeys`.
  */
 export function agentLocks(keys: string[]) {
@@ -94,7 +94,7 @@ const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer
  * creations at once. The transaction being created is written before them: the active counts include
  * it (its insert counted it), the daily spend leaves it out (`excluding`).
  *
- * Issue 14: when nothing is decided after the count — no spend to read, no rule refusing the price —
+ * When nothing is decided after the count — no spend to read, no rule refusing the price —
  * the count is made by the statement written before the commit (`writeAtCommit`), whose snapshot is
  * taken after the locks as a statement of its own would be: one round trip less. When a party has
  * reached the limit that statement writes nothing, the transaction is undone, and the creation runs

@@ -51,7 +51,7 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
   const now = deps.now();
   const heldAt = new Date(e.at);
   const fundsHeld = (t: KnownRow) => ({ hold: 'held' as const, fundsHeldAt: heldAt, expiresAt: new Date(heldAt.getTime() + t.sla.timeoutMs) });
-  // The row as its creation left it, if it still is (issue 14: no locking read).
+  // The row as its creation left it, if it still is (no locking read).
   const known = deps.known.get(e.transactionId);
   if (known?.status === 'initiated' && known.hold === 'requested' && known.holdAttempt === e.attempt) {
     const held = await moveKnown(trx, known, 'funds_held', fundsHeld(known), now);
@@ -109,7 +109,7 @@ async function holdReturned(deps: TransactionDeps, trx: Trx, e: MessageData<type
 async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeof walletSaga.holdSettled>): Promise<VersionedRow | undefined> {
   // The reason the settlement was asked for (`review_window_ended`, or none for a verify) stays.
   const settled = (t: KnownRow) => ({ hold: 'settled' as const, settledAt: new Date(e.at), statusReason: t.statusReason });
-  // The row as the verify left it, if it still is (issue 14: no locking read).
+  // The row as the verify left it, if it still is (no locking read).
   const known = deps.known.get(e.transactionId);
   if (known?.hold === 'settling' && canMove(known.status, 'settled')) {
     const moved = await moveKnown(trx, known, 'settled', settled(known), deps.now());

@@ -121,7 +121,7 @@ function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> {
 }
 
 /**
- * Every hold released, returned or settled exactly once (issue 10): a hold's entries are exactly
+ * Every hold released, returned or settled exactly once: a hold's entries are exactly
  * those of its state. Entries are summed per type, so a duplicated or missing movement shows.
  */
 export function holdViolations(holds: HoldTotals[]): Violation[] {

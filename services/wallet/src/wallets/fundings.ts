@@ -25,7 +25,7 @@ const MAX_BATCH = 64;
 const MAX_IN_FLIGHT = 2;
 
 /**
- * Confirmed fundings written by group commit (issue 14): every funding that arrives while a batch
+ * Confirmed fundings written by group commit: every funding that arrives while a batch
  * is being written goes into the next one, and a batch is one database transaction. Each funding
  * still has its own ledger entry (its operation is its session), its own session row and its own
  * `wallet.funded` event; only the transaction is shared. A funding alone is written at once.

@@ -40,7 +40,7 @@ function entryView(e: Selectable<LedgerEntryRow>): LedgerEntryView {
  * Who may use a wallet (D13.1, D13.6, D6.8): its agent, the owner agent of its account, and for a
  * child's wallet its parent. None of it ever changes once the wallet exists (one wallet per agent,
  * none deleted; an agent keeps its account and its parent), so a replica keeps it for the wallets it
- * has funded (issue 14): a funding then reads nothing before its batch, which itself refuses a wallet
+ * has funded: a funding then reads nothing before its batch, which itself refuses a wallet
  * closed since (fundings.ts).
  */
 export interface WalletAccess { id: string; agentId: string; accountId: string | null; parentAgentId: string | null }

@@ -59,7 +59,7 @@ const walletDirectory = () => ({
 type HeldAmount = { walletId: string; amountCents: number };
 
 /**
- * The holds this replica placed lately, by transaction (issue 14): a settlement of one of them is
+ * The holds this replica placed lately, by transaction: a settlement of one of them is
  * made without reading its `holds` row first, with its write conditional on the row still being that
  * hold (`settleHold`), and made on the row locked when it is not (settled or returned elsewhere).
  */
@@ -102,7 +102,7 @@ async function availableOf(trx: Trx, walletId: string): Promise<number> {
 async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
   const now = deps.now();
   // Nearly always the transaction's first command: its hold is decided without reading the `holds`
-  // row first, and written only if there is none (issue 14) — else decided below on the row there is.
+  // row first, and written only if there is none — else decided below on the row there is.
   const first = (await placeFirstAtCommit(trx, walletIds, cmd, now)) ?? (await placeHold(trx, cmd, now, { ifFirst: true }));
   if (first) {
     if (first.status === 'held') rememberHeld(held, first);
@@ -147,7 +147,7 @@ const holdMovement = (walletId: string, cmd: HoldCommand): Movement => ({
 });
 
 /**
- * The transaction's first hold, placed without reading the consumer's wallet (issue 14): its
+ * The transaction's first hold, placed without reading the consumer's wallet: its
  * movement and its `holds` row written at commit, only if the wallet has the funds and the
  * transaction no `holds` row yet (`moveAtCommit`); else the transaction is undone and the command
  * runs again the ordinary way, which refuses or finds the row there is. Undefined when not possible
@@ -197,7 +197,7 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
  * tells the hold's state.
  */
 async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: SettleCommand): Promise<void> {
-  // The hold as this replica placed it, if it still is (issue 14): no locking read of its row first.
+  // The hold as this replica placed it, if it still is: no locking read of its row first.
   const known = held.get(cmd.transactionId);
   if (known && known.amountCents === cmd.amountCents) {
     const settled = await settleHold(deps, walletIds, trx, cmd, known, { ifStillHeld: true });

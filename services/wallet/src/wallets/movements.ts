@@ -32,7 +32,7 @@ export interface MovementOptions {
   /**
    * The movements are made only if `alongside` writes a row (it must return what it wrote, and
    * write nothing when its condition does not hold): `applyMovements` then answers null and nothing
-   * is written. For a saga step made without reading its `holds` row first (issue 14).
+   * is written. For a saga step made without reading its `holds` row first.
    */
   onlyWithAlongside?: boolean;
 }
@@ -122,7 +122,7 @@ function lockWallets(trx: Transaction<Database>, ids: string[], credited: string
   return (credited.length === 0 ? lockById(trx, { ids }) : lockWithParents(trx, { ids, credited })).then((r) => r.rows);
 }
 
-// Compiled once (issue 14): every movement locks its wallets.
+// Compiled once: every movement locks its wallets.
 const lockById = precompiled((db: Kysely<Database>, $: Slots<{ ids: string[] }>) => db.selectFrom('wallets').selectAll()
   .where(sql<boolean>`id = any(${$.ids}::uuid[])`).orderBy('id').forUpdate());
 const lockWithParents = precompiled((db: Kysely<Database>, $: Slots<{ ids: string[]; credited: string[] }>) => db.selectFrom('wallets').selectAll()
@@ -131,7 +131,7 @@ const lockWithParents = precompiled((db: Kysely<Database>, $: Slots<{ ids: strin
 
 /**
  * The entries, in the order of the movements (their `seq`), and the new balances of the wallets
- * moved: one statement however many there are (issue 14: one round trip, the wallets' locks held
+ * moved: one statement however many there are (One round trip, the wallets' locks held
  * the shorter for it). False when nothing was written (`onlyWithAlongside`).
  */
 async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, opts: MovementOptions): Promise<boolean> {
@@ -158,7 +158,7 @@ async function writeMovements(trx: Transaction<Database>, entries: Insertable<Le
 export interface WrittenEntry { operationId: string; balanceAfterCents: number }
 
 /**
- * The movements made without reading the wallets first (issue 14): written by the statement before
+ * The movements made without reading the wallets first: written by the statement before
  * the commit (`writeAtCommit`) with `alongside`, the saga step's `holds` write, as changes relative
  * to what the wallets hold when that statement runs, each ledger entry's balances taken from what the
  * update returns. The statement writes only if every wallet could make its movements (open, with

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Frozen. D15.2, issue 14: each agent's sums over its trust outcomes (Σ value × halfWeights and
+// Frozen. D15.2, Each agent's sums over its trust outcomes (Σ value × halfWeights and
 // Σ halfWeights) kept on its score row, so an outcome costs one row's update instead of a scan of
 // every outcome the agent ever had. The sums are kept by the database for every insert of an
 // outcome (outcomes are never changed or deleted), whoever writes it — also a replica of an older

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Frozen. D15.2, issue 14: an outcome kept and its agent's sums read back in one statement. A
+// Frozen. D15.2, An outcome kept and its agent's sums read back in one statement. A
 // statement cannot read what its own insert's trigger (migration 0009) wrote, nor what another
 // transaction committed while that trigger waited for the score row's lock: its snapshot is older.
 // A volatile function's statements each take a snapshot of their own, so the read made after the

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Frozen. D9.6 (issue 14): each party's transactions still in progress, indexed apart from its
+// Frozen. D9.6: each party's transactions still in progress, indexed apart from its
 // history, so that counting them at every creation reads the (at most a hundred) in progress rather
 // than every transaction the agent ever took part in. The predicate is the one the count writes
 // (`ACTIVE` in rules.ts, the terminal statuses of the spec); the planner uses these indexes only

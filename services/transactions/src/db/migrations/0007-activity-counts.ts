@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 
-// Frozen. D9.6 (issue 14): each agent's transactions in progress kept as two running counts — how
+// Frozen. D9.6: each agent's transactions in progress kept as two running counts — how
 // many it started taking part in, how many of those ended — written by triggers of the transactions
 // table itself, so that every way a transaction is created or ends is counted, by this version or
 // any other. In progress = started − ended.

@@ -158,14 +158,22 @@ describe('health and OpenAPI', () => {
 
   it('serves an OpenAPI 3.1 document built from the schemas the routes validate with', async () => {
     const res = await raw('/v1/openapi.json');
-    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { required?: string[]; additionalProperties?: boolean } }> }; parameters?: unknown[] }>> };
+    type Schema = { $ref?: string; required?: string[]; additionalProperties?: boolean; properties?: Record<string, Schema> };
+    const doc = (await res.json()) as {
+      openapi: string;
+      servers: { url: string }[];
+      components: { schemas: Record<string, Schema> };
+      paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: Schema }> }; responses: Record<string, { content?: Record<string, { schema: Schema }> }> }>>;
+    };
+    const resolve = (s: Schema | undefined): Schema | undefined => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()!] : s);
     expect(doc.openapi).toMatch(/^3\.1\./);
+    expect(doc.servers).toEqual([expect.objectContaining({ url: ex.config.PUBLIC_BASE_URL })]);
     expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/accounts', '/v1/agents/{agentId}', '/v1/wallets/{agentId}/fund', '/admin/v1/ledger/check']));
-    const create = doc.paths['/v1/accounts']?.post?.requestBody?.content['application/json']?.schema;
+    const create = resolve(doc.paths['/v1/accounts']?.post?.requestBody?.content['application/json']?.schema);
     expect(create?.required).toEqual(expect.arrayContaining(['accountType', 'email', 'displayName', 'agent']));
     expect(create?.additionalProperties).toBe(false);
-    const protocol = (doc.paths['/v1/protocol']?.get as unknown as { responses: Record<string, { content: Record<string, { schema: { properties: { data: { required: string[] } } } }> }> }).responses['200'];
-    expect(protocol?.content['application/json']?.schema.properties.data.required).toEqual(expect.arrayContaining(['name', 'version', 'features', 'limits', 'platformFees']));
+    const protocol = doc.paths['/v1/protocol']?.get?.responses['200']?.content?.['application/json']?.schema;
+    expect(resolve(protocol?.properties?.data)?.required).toEqual(expect.arrayContaining(['name', 'version', 'features', 'limits', 'platformFees']));
   });
 });
 

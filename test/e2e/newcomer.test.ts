@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestExchange, type TestExchange } from './harness.js';
+import { bash, shellBlocks } from './walkthrough-kit.js';
 
 // A newcomer's path, run as written: the README's two walkthroughs of a first purchase (curl and
 // openssl in bash; the client packed with pnpm, installed with npm outside the repository, and the
@@ -15,33 +16,6 @@ import { startTestExchange, type TestExchange } from './harness.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const run = promisify(execFile);
-
-/** The ```sh blocks between `<!-- name -->` and `<!-- /name -->` of a Markdown file, joined. */
-export function shellBlocks(file: string, name: string): string {
-  const text = readFileSync(join(repoRoot, file), 'utf8');
-  const start = text.indexOf(`<!-- ${name} -->`);
-  const end = text.indexOf(`<!-- /${name} -->`);
-  if (start < 0 || end < start) throw new Error(`${file} has no section ${name}`);
-  const blocks = [...text.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  if (blocks.length === 0) throw new Error(`${file}'s section ${name} has no sh block`);
-  return blocks.join('\n');
-}
-
-/** Runs a script in bash, stopping at the first failing command, and gives back what it printed. */
-async function bash(script: string, opts: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: opts.cwd, env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`bash exited with ${code ?? signal}:\n${out}`));
-    });
-  });
-}
 
 let ex: TestExchange;
 const dirs: string[] = [];

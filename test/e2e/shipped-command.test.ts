@@ -1,11 +1,12 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { signingMember, uniqueEmail } from './harness.js';
+import { bash, shellBlocks } from './walkthrough-kit.js';
 
 // Exactly what a newcomer runs — the README's `pnpm start`, from the repository root, with
 // no configuration — at a terminal (a pseudo-terminal made by `script`), stopped with Ctrl-C typed
@@ -75,6 +76,9 @@ describe('the README run command, as a newcomer meets it', () => {
     // Readable lines for a person at a terminal, not JSON.
     expect(screen()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: embedded Postgres started/m);
     expect(screen()).not.toMatch(/^\{"level"/m);
+    // Where a newcomer goes next.
+    expect(screen()).toContain('A first purchase, step by step: README.md');
+    expect((await fetch(`${url}/docs/api.md`)).status).toBe(200);
   });
 
   it('signs up, registers a service and discovers it by meaning alone', async () => {
@@ -116,6 +120,20 @@ describe('the README run command, as a newcomer meets it', () => {
     expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(190);
     expect(troubles()).toEqual([]);
   });
+
+  it("takes the README's first purchase with curl and openssl, as written, to its settlement and webhooks", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'aex-shipped-walk-'));
+    try {
+      symlinkSync(join(repoRoot, 'examples'), join(cwd, 'examples'));
+      const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: url }, timeoutMs: 90_000 });
+      expect(out).toMatch(/\{"status":"settled","settledAt":"[^"]+"\}/);
+      expect(out).toContain('{"txType":"platform_fee","amountCents":-13,"balanceAfterCents":237}');
+      expect(out).toMatch(/verified transaction\.settled [0-9a-f-]{36} settled/);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+    expect(troubles()).toEqual([]);
+  }, 120_000);
 
   it('ends on Ctrl-C with exit code 0 and nothing alarming on the screen', async () => {
     child.stdin.write('\x03');

@@ -59,6 +59,34 @@ describe('a refused signature explains itself (D3)', () => {
   });
 });
 
+describe("the client's registerSigningKey (no chicken-and-egg)", () => {
+  let ex: TestExchange;
+  beforeAll(async () => {
+    ex = await startTestExchange();
+  });
+  afterAll(() => ex.stop());
+
+  it('registers the key a client was made with, with a proof, so its signed calls verify at once', async () => {
+    const owner = await ex.signUp();
+    const keys = generateSigningKey();
+    const me = ex.anon.as({ apiKey: owner.apiKey, signingSecretKey: keys.secretKey });
+    expectError(await me.getAgent(owner.agentId), 401, 'SIGNATURE_INVALID');
+    expect(unwrap(await me.registerSigningKey(owner.agentId)).signingKeyPublic).toBe(keys.publicKey);
+    expect(unwrap(await me.getAgent(owner.agentId)).id).toBe(owner.agentId);
+  });
+
+  it("refuses another account's agent without sending its key", async () => {
+    const [a, b] = await Promise.all([ex.signUp(), ex.signUp()]);
+    const me = ex.anon.as({ apiKey: a.apiKey, signingSecretKey: generateSigningKey().secretKey });
+    expectError(await me.registerSigningKey(b.agentId), 403, 'FORBIDDEN');
+  });
+
+  it('throws at once when the client has no signing key to register', async () => {
+    const owner = await ex.signUp();
+    await expect(owner.client.registerSigningKey(owner.agentId)).rejects.toThrow(/signingSecretKey/);
+  });
+});
+
 describe('D3.5 plain: an authenticated PATCH replaces the signing key (the default)', () => {
   let ex: TestExchange;
   let owner: Member;
@@ -107,6 +135,16 @@ describe('D3.5 signed: replacing a registered key needs the current key or the o
     const m = await ex.addAgent(owner);
     const next = generateSigningKey();
     expect(unwrap(await owner.client.updateAgent(m.agentId, { signingKeyPublic: next.publicKey })).signingKeyPublic).toBe(next.publicKey);
+  });
+
+  it("the client's registerSigningKey replaces its own key when given the one it replaces, and is refused without it", async () => {
+    const m = await ex.addAgent(owner);
+    const next = generateSigningKey();
+    const withNext = ex.anon.as({ apiKey: m.apiKey, signingSecretKey: next.secretKey });
+    expectError(await withNext.registerSigningKey(m.agentId), 401, 'SIGNATURE_REQUIRED');
+    expect(unwrap(await withNext.registerSigningKey(m.agentId, { previousSecretKey: m.keys!.secretKey })).signingKeyPublic).toBe(next.publicKey);
+    // Every later call of that client is signed with the new key, and verifies.
+    expect(unwrap(await withNext.getAgent(m.agentId)).id).toBe(m.agentId);
   });
 
   it('takes a first key unsigned: there is nothing to sign with yet', async () => {

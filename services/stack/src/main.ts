@@ -40,7 +40,19 @@ await runMain(async () => {
 
   const stack = await startStack({ bus, databaseUrl, config, logger });
   url = await listen(stack.gateway, config.HOST, config.PORT);
-  console.log(`\nAgent exchange listening on ${url} (bus: ${bus.kind})\nTry:\n  curl -s ${url}/v1/protocol\n  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\\n    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'\n`);
+  console.log(
+    [
+      '',
+      `Agent exchange listening on ${url} (bus: ${bus.kind})`,
+      'Try:',
+      `  curl -s ${url}/v1/protocol`,
+      `  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\`,
+      `    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'`,
+      'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
+      `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
+      '',
+    ].join('\n'),
+  );
 
   stopOnSignals(logger, async () => {
     await stack.stop();

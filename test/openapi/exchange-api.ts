@@ -977,7 +977,7 @@ export interface components {
             capabilities?: string[];
             /** @description Ed25519 public key, base64 of the raw 32 bytes */
             signingKeyPublic?: string;
-            /** @description Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (D3.5) */
+            /** @description Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (docs/signing.md) */
             signingKeyProof?: string;
             /**
              * Format: uri
@@ -1069,7 +1069,7 @@ export interface components {
             description?: string;
             capabilities?: string[];
             signingKeyPublic?: string | null;
-            /** @description Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (D3.5) */
+            /** @description Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (docs/signing.md) */
             signingKeyProof?: string;
             webhookUrl?: string | null;
             /** @description Arbitrary key-value pairs, at most 16 KiB as JSON */
@@ -1566,7 +1566,7 @@ export interface components {
                 [key: string]: unknown;
             };
             maxPriceCents?: number;
-            /** @description EXT (D9.3): units bought, for per_unit and tiered pricing */
+            /** @description Units bought, for per_unit and tiered pricing (default 1) */
             units?: number;
             /** @description Arbitrary key-value pairs, at most 16 KiB as JSON */
             metadata?: {
@@ -2394,7 +2394,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2654,7 +2654,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3099,7 +3099,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3830,7 +3830,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3976,7 +3976,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4261,7 +4261,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9) */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];

@@ -34,7 +34,7 @@ export const SigningKeyPublic = Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$', d
  * `agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}`. Optional; verified whenever
  * given (D3.5), so a client can show it holds the key it registers (the client's `signingKeyProof` makes it).
  */
-export const SigningKeyProof = Type.String({ pattern: '^[A-Za-z0-9+/_-]{86}(==)?$', description: 'Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (D3.5)' });
+export const SigningKeyProof = Type.String({ pattern: '^[A-Za-z0-9+/_-]{86}(==)?$', description: 'Optional proof that the caller holds the new key: its Ed25519 signature (base64) of "agent-exchange signing-key proof v1:{accountId}:{signingKeyPublic}"; verified when present (docs/signing.md)' });
 export const WebhookUrl = Type.String({ minLength: 1, maxLength: 2048, format: 'uri', description: 'http(s) URL that receives webhooks' });
 
 export const InitialAgentInput = Strict({

@@ -23,7 +23,7 @@ export const CreateTransactionBody = Strict({
   // The input travels inside the transaction on the bus and in every answer: at most 256 KiB (EXT).
   input: FreeObjectOf(256 * 1024, 'Must pass the service inputSchema; at most 256 KiB as JSON'),
   maxPriceCents: Type.Optional(PriceCents),
-  units: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_UNITS, description: 'EXT (D9.3): units bought, for per_unit and tiered pricing' })),
+  units: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_UNITS, description: 'Units bought, for per_unit and tiered pricing (default 1)' })),
   metadata: Type.Optional(Metadata),
 });
 export type CreateTransactionBody = Static<typeof CreateTransactionBody>;

@@ -193,7 +193,7 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
         };
     const success = { description: 'Success', headers: responseHeaders(r, r.successStatus), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
     const responses: Record<string, unknown> = { [String(r.successStatus)]: success };
-    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome (D9.9)', headers: responseHeaders(r, 202), content: { 'application/json': { schema: data } } };
+    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: responseHeaders(r, 202), content: { 'application/json': { schema: data } } };
     Object.assign(responses, errorResponses(r));
 
     const operation: Record<string, unknown> = {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@aex/platform';
 import { startTestExchange, type TestExchange } from './harness.js';
 import { bash, shellBlocks } from './walkthrough-kit.js';
 
@@ -40,7 +41,7 @@ describe("the README's first purchase with curl and openssl", () => {
     // logs) out of the repository.
     const cwd = tempDir('aex-curl-');
     symlinkSync(join(repoRoot, 'examples'), join(cwd, 'examples'));
-    const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: ex.url }, timeoutMs: 90_000 });
+    const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: ex.url, HOOKS_PORT: String(await freePort()) }, timeoutMs: 90_000 });
     expect(out).toContain('{"funded":true,"newBalanceCents":5000}');
     expect(out).toMatch(/\{"serviceName":"Word counter","priceCents":250,"compatibilityScore":[0-9.]+\}/);
     expect(out).toContain('{"status":"funds_held","agreedPriceCents":250,"platformFeeCents":13}');

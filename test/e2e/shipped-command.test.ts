@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '@aex/platform';
 import { ExchangeClient, unwrap } from '@agent-exchange/client';
 import { signingMember, uniqueEmail } from './harness.js';
 import { bash, shellBlocks } from './walkthrough-kit.js';
@@ -125,7 +126,7 @@ describe('the README run command, as a newcomer meets it', () => {
     const cwd = mkdtempSync(join(tmpdir(), 'aex-shipped-walk-'));
     try {
       symlinkSync(join(repoRoot, 'examples'), join(cwd, 'examples'));
-      const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: url }, timeoutMs: 90_000 });
+      const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: url, HOOKS_PORT: String(await freePort()) }, timeoutMs: 90_000 });
       expect(out).toMatch(/\{"status":"settled","settledAt":"[^"]+"\}/);
       expect(out).toContain('{"txType":"platform_fee","amountCents":-13,"balanceAfterCents":237}');
       expect(out).toMatch(/verified transaction\.settled [0-9a-f-]{36} settled/);

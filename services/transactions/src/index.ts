@@ -1,2 +1,2 @@
 export { startTransactionService, type TransactionService } from './service.js';
-export { listPrice, platformFee, MAX_TRANSACTION_CENTS } from './domain/pricing.js';
+export { listPrice, platformFee } from './domain/pricing.js';

@@ -146,14 +146,14 @@ describe('the active-transactions limit (D9.6)', () => {
     const [consumer, provider] = [randomUUID(), randomUUID()];
     await seed(consumer, provider, 'settled', 150);
     await seed(consumer, provider, 'funds_held', 100);
-    await service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }));
+    await service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }, 100));
     await seed(randomUUID(), provider, 'delivered', 1);
-    await expect(service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider })))
+    await expect(service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }, 100)))
       .rejects.toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'provider' } }] });
   });
 
   describe('counted by the statement written before the commit when nothing is decided after it', () => {
-    const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID() });
+    const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID(), activeLimit: 100 });
 
     /** Runs `checkCreationLimits` as a creation does (`inTransaction`), then `after`; how many times the step ran. */
     async function create(consumer: string, provider: string, rules: Parameters<typeof checkCreationLimits>[1], after?: (trx: Kysely<Database>) => Promise<void>) {

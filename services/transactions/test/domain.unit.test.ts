@@ -3,7 +3,8 @@ import { TRANSACTION_STATUSES, type DisputeStatus, type NegotiateBody, type Pric
 import { listPrice, platformFee } from '../src/domain/pricing.js';
 import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action } from '../src/domain/state-machine.js';
 import { delegationRefusal } from '../src/domain/delegation.js';
-import { MAX_ROUNDS, ruleOn, type LastMessage } from '../src/domain/negotiation.js';
+import { NEGOTIATION_MAX_MESSAGES as MAX_ROUNDS, PLATFORM_FEE_TIERS } from '@aex/contracts';
+import { ruleOn, type LastMessage } from '../src/domain/negotiation.js';
 import { refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
 
 describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up once', () => {
@@ -24,6 +25,19 @@ describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up 
     [20_000_000, 470_000], // + 150,000
   ])('a price of %i cents pays a fee of %i', (price, fee) => {
     expect(platformFee(price)).toBe(fee);
+  });
+
+  it('computes with the tiers /v1/protocol publishes: each boundary at its published rate', () => {
+    let from = 0;
+    let fee = 0;
+    for (const tier of PLATFORM_FEE_TIERS) {
+      if (!('upToCents' in tier)) break;
+      fee += ((tier.upToCents - from) * tier.feePercent) / 100;
+      from = tier.upToCents;
+      expect(platformFee(tier.upToCents)).toBe(Math.round(fee));
+    }
+    const above = PLATFORM_FEE_TIERS.at(-1)!;
+    expect(platformFee(from + 200_000) - platformFee(from)).toBe((200_000 * above.feePercent) / 100);
   });
 
   it('never takes more than 5 % nor less than the lowest tier would', () => {
@@ -52,7 +66,16 @@ describe('list price (D9.3)', () => {
     ['above the max transaction amount', perUnit, 40_000, 'exceeds the maximum'],
     ['zero units', perUnit, 0, 'positive integer'],
   ])('%s', (_name, pricing, units, expected) => {
-    const r = listPrice(pricing, units);
+    const r = listPrice(pricing, units, 1_000_000);
+    if (typeof expected === 'number') expect(r).toEqual({ ok: true, cents: expected });
+    else expect(r.ok ? 'ok' : r.message).toContain(expected);
+  });
+
+  it.each<[string, number, number | string]>([
+    ['at the configured maximum', 10, 300],
+    ['above the configured maximum (MAX_TRANSACTION_CENTS)', 11, 'maximum transaction amount of 300 cents'],
+  ])('per unit %s', (_name, units, expected) => {
+    const r = listPrice(perUnit, units, 300);
     if (typeof expected === 'number') expect(r).toEqual({ ok: true, cents: expected });
     else expect(r.ok ? 'ok' : r.message).toContain(expected);
   });
@@ -150,7 +173,12 @@ describe('negotiation rules (D11)', () => {
     ['the 10th message as a counter offer ends it', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('counter_offer', { priceCents: 900 }), { kind: 'message', round: 10, ends: 'negotiation_rounds_exhausted', agreedPriceCents: null }],
     ['the 10th message as an accept agrees', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('accept'), { kind: 'message', round: 10, ends: null, agreedPriceCents: 800 }],
   ])('%s', (_name, last, caller, b, expected) => {
-    expect(ruleOn(last, caller, b, pricing)).toMatchObject(expected as object);
+    expect(ruleOn(last, caller, b, pricing, 1_000_000)).toMatchObject(expected as object);
+  });
+
+  it('refuses a counter offer above the exchange\'s MAX_TRANSACTION_CENTS, even within the service\'s bounds', () => {
+    expect(ruleOn(opening, provider, body('counter_offer', { priceCents: 1500 }), pricing, 1_200)).toMatchObject({ kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/terms/priceCents' });
+    expect(ruleOn(opening, provider, body('counter_offer', { priceCents: 1200 }), pricing, 1_200)).toMatchObject({ kind: 'message' });
   });
 });
 

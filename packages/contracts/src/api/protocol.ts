@@ -29,8 +29,14 @@ export const FEATURES = [
   'disputes', 'discovery', 'child_agents', 'did_web', 'idempotency', 'request_signatures',
 ] as const;
 
-/** D9.11 platform fee tiers as published by GET /v1/protocol. */
-export const PLATFORM_FEE_TIERS = [
+/** D11.3 / spec "Limits": the most messages one negotiation may have; the 10th, unless an accept, ends it. */
+export const NEGOTIATION_MAX_MESSAGES = 10;
+
+/**
+ * D9.11 platform fee tiers, marginal: as GET /v1/protocol publishes them and as the fee is computed
+ * (services/transactions domain/pricing.ts derives its integer rates from these).
+ */
+export const PLATFORM_FEE_TIERS: readonly ({ upToCents: number; feePercent: number } | { aboveCents: number; feePercent: number })[] = [
   { upToCents: 1_000_000, feePercent: 5 },
   { upToCents: 10_000_000, feePercent: 3 },
   { aboveCents: 10_000_000, feePercent: 1.5 },

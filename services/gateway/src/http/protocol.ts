@@ -1,4 +1,4 @@
-import { FEATURES, PLATFORM_FEE_TIERS, type ProtocolView } from '@aex/contracts';
+import { FEATURES, NEGOTIATION_MAX_MESSAGES, PLATFORM_FEE_TIERS, type ProtocolView } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 
 /** D15.1: GET /v1/protocol, limits from configuration (D4.5). */
@@ -9,12 +9,12 @@ export function protocolView(cfg: ExchangeConfig): ProtocolView {
     features: [...FEATURES],
     limits: {
       maxTransactionCents: cfg.MAX_TRANSACTION_CENTS,
-      maxNegotiationRounds: 10,
+      maxNegotiationRounds: NEGOTIATION_MAX_MESSAGES,
       maxServicesPerAgent: cfg.MAX_SERVICES_PER_AGENT,
       maxAgentsPerAccount: cfg.MAX_AGENTS_PER_ACCOUNT,
       maxActiveTransactionsPerAgent: cfg.MAX_ACTIVE_TRANSACTIONS_PER_AGENT,
       idempotencyKeyTtlHours: cfg.IDEMPOTENCY_TTL_HOURS,
     },
-    platformFees: { tiers: PLATFORM_FEE_TIERS },
+    platformFees: { tiers: [...PLATFORM_FEE_TIERS] },
   };
 }

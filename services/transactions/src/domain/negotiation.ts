@@ -1,7 +1,4 @@
-import type { NegotiateBody, NegotiationMessageType, Pricing } from '@aex/contracts';
-
-/** Spec "Limits": the most messages one negotiation may have. */
-export const MAX_ROUNDS = 10;
+import { NEGOTIATION_MAX_MESSAGES, type NegotiateBody, type NegotiationMessageType, type Pricing } from '@aex/contracts';
 
 export interface LastMessage {
   fromAgentId: string;
@@ -21,7 +18,7 @@ export type NegotiationRuling =
  * `counter_offer` names a price within the service's negotiable bounds; `accept` carries no terms
  * and agrees to the latest offer's price; the 10th message, unless an accept, ends the negotiation.
  */
-export function ruleOn(last: LastMessage, caller: string, body: NegotiateBody, pricing: Pricing): NegotiationRuling {
+export function ruleOn(last: LastMessage, caller: string, body: NegotiateBody, pricing: Pricing, maxTransactionCents: number): NegotiationRuling {
   if (last.fromAgentId === caller) return { kind: 'refused', code: 'NEGOTIATION_OUT_OF_TURN', message: 'It is the other party\'s turn: wait for their answer to your last message.' };
   const round = last.round + 1;
   const invalid = (message: string, field?: string): NegotiationRuling => ({ kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', message, ...(field ? { field } : {}) });
@@ -38,7 +35,8 @@ export function ruleOn(last: LastMessage, caller: string, body: NegotiateBody, p
       if (price === undefined) return invalid('counter_offer needs terms.priceCents.', '/body/terms/priceCents');
       if (pricing.minimumCents !== undefined && price < pricing.minimumCents) return invalid(`The service accepts no price below ${pricing.minimumCents} cents.`, '/body/terms/priceCents');
       if (pricing.maximumCents !== undefined && price > pricing.maximumCents) return invalid(`The service accepts no price above ${pricing.maximumCents} cents.`, '/body/terms/priceCents');
-      return { kind: 'message', round, ends: round >= MAX_ROUNDS ? 'negotiation_rounds_exhausted' : null, agreedPriceCents: null };
+      if (price > maxTransactionCents) return invalid(`No transaction on this exchange may exceed ${maxTransactionCents} cents.`, '/body/terms/priceCents');
+      return { kind: 'message', round, ends: round >= NEGOTIATION_MAX_MESSAGES ? 'negotiation_rounds_exhausted' : null, agreedPriceCents: null };
     }
     case 'reject':
       return { kind: 'message', round, ends: 'negotiation_rejected', agreedPriceCents: null };

@@ -1,7 +1,4 @@
-import type { Pricing } from '@aex/contracts';
-
-/** Spec "Limits": the largest amount one transaction may carry. */
-export const MAX_TRANSACTION_CENTS = 1_000_000;
+import { PLATFORM_FEE_TIERS, type Pricing } from '@aex/contracts';
 
 export type PriceResult = { ok: true; cents: number } | { ok: false; message: string };
 
@@ -10,7 +7,7 @@ export type PriceResult = { ok: true; cents: number } | { ok: false; message: st
  * charges `basePriceCents` per unit; `tiered` charges its tiers graduated (each tier's unit price
  * for the units that fall in it), or `basePriceCents` per unit when it defines no tiers.
  */
-export function listPrice(pricing: Pricing, units: number): PriceResult {
+export function listPrice(pricing: Pricing, units: number, maxTransactionCents: number): PriceResult {
   if (!Number.isSafeInteger(units) || units < 1) return { ok: false, message: 'units must be a positive integer.' };
   if ((pricing.model === 'fixed' || pricing.model === 'negotiable') && units !== 1) {
     return { ok: false, message: `A ${pricing.model} service is bought one unit at a time; units applies to per_unit and tiered pricing.` };
@@ -28,16 +25,19 @@ export function listPrice(pricing: Pricing, units: number): PriceResult {
   } else {
     cents = pricing.basePriceCents * units;
   }
-  if (cents > MAX_TRANSACTION_CENTS) return { ok: false, message: `The price of ${units} units (${cents} cents) exceeds the maximum transaction amount of ${MAX_TRANSACTION_CENTS} cents.` };
+  if (cents > maxTransactionCents) return { ok: false, message: `The price of ${units} units (${cents} cents) exceeds the maximum transaction amount of ${maxTransactionCents} cents.` };
   return { ok: true, cents };
 }
 
-/** D9.11 / D15.1 marginal fee tiers; rates in parts per 100,000 of the price. */
-const FEE_TIERS: readonly { upToCents: number; perHundredThousand: number }[] = [
-  { upToCents: 1_000_000, perHundredThousand: 5_000 },
-  { upToCents: 10_000_000, perHundredThousand: 3_000 },
-  { upToCents: Infinity, perHundredThousand: 1_500 },
-];
+/**
+ * D9.11's published tiers (contracts) as integer rates in parts per 100,000 of the price, so the sum
+ * is exact: a percentage with at most three decimals is a whole number of them.
+ */
+const FEE_TIERS: readonly { upToCents: number; perHundredThousand: number }[] = PLATFORM_FEE_TIERS.map((t) => {
+  const perHundredThousand = Math.round(t.feePercent * 1000);
+  if (perHundredThousand !== t.feePercent * 1000) throw new Error(`fee tier ${t.feePercent} % is not a whole number of parts per 100,000`);
+  return { upToCents: 'upToCents' in t ? t.upToCents : Infinity, perHundredThousand };
+});
 
 /**
  * D9.11: 5 % of the part of the price up to 1,000,000 cents, 3 % of the part up to 10,000,000 and

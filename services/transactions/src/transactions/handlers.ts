@@ -60,11 +60,14 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   const checked = deps.contracts.check(contract, 'input', body.input, '/input');
   if (!checked.ok) throw AppError.many(checked.errors.slice(0, 20));
   const units = body.units ?? 1;
-  const price = listPrice(contract.pricing, units);
+  const price = listPrice(contract.pricing, units, deps.config.MAX_TRANSACTION_CENTS);
   if (!price.ok) throw new AppError('VALIDATION_ERROR', price.message, { field: '/body/units' });
   // D9.4: negotiation when the service is negotiable or the consumer names another price.
   const negotiating = contract.pricing.model === 'negotiable' || (body.maxPriceCents !== undefined && body.maxPriceCents !== price.cents);
   const offered = negotiating ? body.maxPriceCents ?? price.cents : price.cents;
+  if (offered > deps.config.MAX_TRANSACTION_CENTS) {
+    throw new AppError('VALIDATION_ERROR', `No transaction on this exchange may exceed ${deps.config.MAX_TRANSACTION_CENTS} cents.`, { field: '/body/maxPriceCents', details: { limit: deps.config.MAX_TRANSACTION_CENTS } });
+  }
   const { minimumCents, maximumCents } = contract.pricing;
   if (negotiating && ((minimumCents !== undefined && offered < minimumCents) || (maximumCents !== undefined && offered > maximumCents))) {
     throw new AppError('VALIDATION_ERROR', `The service negotiates between ${minimumCents ?? 1} and ${maximumCents ?? price.cents} cents.`, { field: '/body/maxPriceCents', details: { minimumCents, maximumCents } });
@@ -132,7 +135,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     // by the insert's statement) are then held only until the commit, usually made by the next
     // statement (`checkCreationLimits`), so a provider many consumers buy from at once does not make
     // them queue behind each other's writes.
-    await checkCreationLimits(trx, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id });
+    await checkCreationLimits(trx, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id, activeLimit: deps.config.MAX_ACTIVE_TRANSACTIONS_PER_AGENT });
     // The saga's answer finds the row as it was written (`holdPlaced`): no locking read.
     deps.known.remember(t);
     return { status: 202, data: transactionView(t) };

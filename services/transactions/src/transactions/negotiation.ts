@@ -42,7 +42,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
     assertAction('negotiate', t.status);
     assertNoPendingAccept(t);
     const last = (await lastMessage(trx, t.id))!;
-    const ruling = ruleOn(lastOf(last), caller.agentId, body, t.pricing);
+    const ruling = ruleOn(lastOf(last), caller.agentId, body, t.pricing, deps.config.MAX_TRANSACTION_CENTS);
     if (ruling.kind === 'refused') throw new AppError(ruling.code, ruling.message, ruling.field ? { field: ruling.field } : {});
     if (ruling.agreedPriceCents !== null) {
       // accept: recorded when the hold is placed (saga.ts); until then the accept is pending.

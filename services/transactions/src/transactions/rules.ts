@@ -7,9 +7,6 @@ import { delegationRefusal } from '../domain/delegation.js';
 
 type Trx = Transaction<Database>;
 
-/** Spec "Limits" / D9.6: non-terminal transactions per agent, counted for both parties. */
-export const ACTIVE_TRANSACTIONS_LIMIT = 100;
-
 /**
  * D10.1: the consumer's rules in force at every check. Identity owns them; this replica keeps what it
  * read in memory (The read was a ninth of a purchase's work) only while identity keeps that
@@ -53,15 +50,16 @@ export function agentLocks(keys: string[]) {
 }
 
 /**
- * D9.6: 409 LIMIT_REACHED when either party would have more than 100 transactions in progress. The
- * counts include the transaction being created: its insert, made before, counted it (migration 0007).
+ * D9.6: 409 LIMIT_REACHED when either party would have more than `limit` transactions in progress
+ * (MAX_ACTIVE_TRANSACTIONS_PER_AGENT). The counts include the transaction being created: its insert,
+ * made before, counted it (migration 0007).
  */
-export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }): Promise<void> {
+export async function checkActiveLimit(trx: Trx, agents: { consumer: string; provider: string }, limit: number): Promise<void> {
   const { c, p } = (await activeCounts(trx, agents)).rows[0]!;
   for (const [role, n] of [['consumer', c], ['provider', p]] as const) {
-    if (n > ACTIVE_TRANSACTIONS_LIMIT) {
+    if (n > limit) {
       const who = role === 'consumer' ? 'You have' : 'The provider has';
-      throw new AppError('LIMIT_REACHED', `${who} ${ACTIVE_TRANSACTIONS_LIMIT} transactions in progress already; finish or cancel some first.`, { details: { limit: ACTIVE_TRANSACTIONS_LIMIT, party: role } });
+      throw new AppError('LIMIT_REACHED', `${who} ${limit} transactions in progress already; finish or cancel some first.`, { details: { limit, party: role } });
     }
   }
 }
@@ -82,11 +80,11 @@ const countActive = (trx: Kysely<Database>, $: Slots<{ consumer: string; provide
 export const activeCounts = precompiled(countActive);
 
 /** A row while both parties are within the D9.6 limit (the creation counted), none once either is past it. */
-const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string }>) => trx
+const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer: string; provider: string; limit: number }>) => trx
   .selectFrom(countActive(trx, $).as('counts'))
   .select(sql<number>`1`.as('ok'))
-  .where('counts.c', '<=', ACTIVE_TRANSACTIONS_LIMIT)
-  .where('counts.p', '<=', ACTIVE_TRANSACTIONS_LIMIT));
+  .where('counts.c', '<=', $.limit)
+  .where('counts.p', '<=', $.limit));
 
 /**
  * A creation's limits, in the order they are decided: D9.6 (409 LIMIT_REACHED), then D10.2 (403).
@@ -103,12 +101,12 @@ const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer
 export async function checkCreationLimits(
   trx: Trx,
   rules: DelegationRules,
-  attempt: { consumerAgentId: string; providerAgentId: string; category: string; priceCents: number; now: Date; excluding: string },
+  attempt: { consumerAgentId: string; providerAgentId: string; category: string; priceCents: number; now: Date; excluding: string; activeLimit: number },
 ): Promise<void> {
   const agents = { consumer: attempt.consumerAgentId, provider: attempt.providerAgentId };
   const countIsLast = rules.maxDailySpendCents === undefined && !delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: 0 });
-  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, agents)]], guard: 'limits' })) return;
-  await checkActiveLimit(trx, agents);
+  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, { ...agents, limit: attempt.activeLimit })]], guard: 'limits' })) return;
+  await checkActiveLimit(trx, agents, attempt.activeLimit);
   await checkDelegation(trx, rules, attempt);
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
-import { startTestExchange, type TestExchange } from './harness.js';
+import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
 // D9.7 (EXT): a delivered transaction with neither verify nor dispute settles by
@@ -91,23 +91,23 @@ describe('the review window (D9.7)', () => {
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
   });
 
-  it('keeps the score of a verify that comes after the window asked for the settlement', async () => {
+  it('refuses a verify that comes after the window asked for the settlement: the window made the move (D9.14)', async () => {
     const { provider, consumer, t } = await delivered();
     await ex.stopWallet();
     try {
       await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
       const late = await consumer.client.verify(t.id, { qualityScore: 30, notes: 'slow to answer' });
-      expect(late.status).toBe(202);
-      expect(unwrap(late)).toMatchObject({ status: 'delivered', qualityScore: 30, notes: 'slow to answer' });
+      expectError(late, 409, 'INVALID_STATE');
+      expect(!late.ok && late.error.errors[0]!.details).toEqual({ status: 'delivered', settlement: 'in_progress' });
     } finally {
       await ex.startWallet();
     }
-    expect(await waitForStatus(consumer, t.id, 'settled', 10_000)).toMatchObject({ statusReason: 'review_window_ended', qualityScore: 30, notes: 'slow to answer' });
+    expect(await waitForStatus(consumer, t.id, 'settled', 10_000)).toMatchObject({ statusReason: 'review_window_ended', qualityScore: null, notes: null });
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
-    // (2.5 + 0.3) / 6 = 0.467: the provider's trust counts the late score. Polled at 4 a second: the
+    // (2.5 + 0.8) / 6 = 0.55: a settlement without a score counts 0.8 (D15.2). Polled at 4 a second: the
     // provider may read 100 times a minute (D4), and on a loaded machine the gateways learn of the
-    // new score only after several seconds (a poll every 50 ms met 429 first).
-    await expect.poll(async () => unwrap(await provider.client.getAgent(provider.agentId)).trustScore, { timeout: 20_000, interval: 250 }).toBe(47);
+    // new score only after several seconds.
+    await expect.poll(async () => unwrap(await provider.client.getAgent(provider.agentId)).trustScore, { timeout: 20_000, interval: 250 }).toBe(55);
   });
 
   it('keeps the ledger whole', async () => {

@@ -438,6 +438,60 @@ describe('limits and the pinned validators (D9.6)', () => {
   });
 });
 
+describe('concurrent requests for the same move: exactly one makes it (D9.14)', () => {
+  let provider: Party;
+  let consumer: Party;
+  let serviceId: string;
+
+  beforeAll(async () => {
+    [provider, consumer] = await Promise.all([party(), funded(20_000)]);
+    serviceId = data(await provider.client.createService(serviceBody())).id;
+  });
+
+  const outcome = (r: Outcome<TransactionView>) => (r.ok ? r.status : `${r.status} ${r.error.code} ${String(r.error.errors[0]?.details?.status)}`);
+
+  it('ten parallel verifies: one settles, nine answer 409 INVALID_STATE with the status, and money moves once', async () => {
+    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    data(await provider.client.deliver(t.id, OUTPUT));
+    const answers = (await Promise.all(Array.from({ length: 10 }, () => consumer.client.verify(t.id, { qualityScore: 80 })))).map(outcome);
+    expect(answers.filter((a) => a === 200 || a === 202)).toHaveLength(1);
+    expect(answers.filter((a) => typeof a === 'string' && /^409 INVALID_STATE (delivered|settled)$/.test(a))).toHaveLength(9);
+    await waitFor(consumer, t.id, 'settled');
+    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
+  });
+
+  it('deliver racing cancel: one of them moves the transaction, the other answers 409', async () => {
+    for (let i = 0; i < 3; i++) {
+      const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+      const [delivered, cancelled] = await Promise.all([provider.client.deliver(t.id, OUTPUT), consumer.client.cancel(t.id)]);
+      expect([delivered.ok, cancelled.ok].filter(Boolean)).toHaveLength(1);
+      const loser = delivered.ok ? cancelled : delivered;
+      expect(outcome(loser)).toMatch(/^409 INVALID_STATE /);
+      const final = data(await consumer.client.getTransaction(t.id)).status;
+      expect(final).toBe(delivered.ok ? 'delivered' : 'cancelled');
+      if (final === 'delivered') data(await consumer.client.verify(t.id));
+    }
+  });
+
+  it('accept racing withdraw: one of them ends the negotiation, the other answers 409', async () => {
+    const negotiable = data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 } }))).id;
+    for (let i = 0; i < 3; i++) {
+      const t = data(await consumer.client.createTransaction({ serviceId: negotiable, input: INPUT, maxPriceCents: 700 }));
+      data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 800 } }));
+      // Both from the party whose turn it is (the other one's would be out of turn, D11.1).
+      const [accepted, withdrawn] = await Promise.all([
+        consumer.client.negotiate(t.id, { type: 'accept', terms: {} }),
+        consumer.client.negotiate(t.id, { type: 'withdraw', terms: {} }),
+      ]);
+      expect([accepted, withdrawn].filter((r) => r.ok)).toHaveLength(1);
+      expect(outcome(accepted.ok ? withdrawn : accepted)).toMatch(/^409 INVALID_STATE /);
+      const final = data(await consumer.client.getTransaction(t.id)).status;
+      expect(final).toBe(accepted.ok ? 'funds_held' : 'cancelled');
+      if (final === 'funds_held') data(await consumer.client.cancel(t.id));
+    }
+  });
+});
+
 describe('the ledger after every flow above (D13.2, D13.3)', () => {
   it('holds every invariant: holds closed once, entries matching them, money conserved with the platform wallet', async () => {
     const report = data(await ex.admin.checkLedger());

@@ -273,13 +273,9 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
       settling = (await settleOn(trx, t, false))!;
       return { status: 202, data: transactionView(settling) };
     }
-    // Already settling: a verify sent again, or one that came as the review window ended (D9.7) —
-    // the consumer's score and notes are still kept when none were given yet; the trust score counts them.
-    if (t.qualityScore === null && t.notes === null && (body.qualityScore !== undefined || body.notes !== undefined)) {
-      const next = await trx.updateTable('transactions').set({ qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now }).where('id', '=', t.id).returningAll().executeTakeFirstOrThrow();
-      return { status: 202, data: transactionView(next) };
-    }
-    return { status: 202, data: transactionView(t) };
+    // D9.14: already settling — another verify, or the review window's end (D9.7), made the move
+    // first. Exactly one request makes it; this one is refused as a move from `settled` would be.
+    throw new AppError('INVALID_STATE', 'This transaction is already being settled: another verify or the end of its review window came first.', { details: { status: t.status, settlement: 'in_progress' } });
   }).catch((err: unknown) => {
     watch.close();
     throw err;

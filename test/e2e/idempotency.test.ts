@@ -165,6 +165,45 @@ describe('D5.5 the effect happens once, recorded at its owner', () => {
   });
 });
 
+describe('D5.6 a key is bound to one request across the whole exchange', () => {
+  it('refuses a key reused on a route of another service with 422, and nothing runs', async () => {
+    const key = randomUUID();
+    const first = await send('POST', '/v1/services', { key, body: serviceBody(`bound ${key}`), apiKey: owner.apiKey });
+    expect(first.status).toBe(201);
+    const before = unwrap(await owner.client.getWallet(owner.agentId)).balanceCents;
+    const reused = await send('POST', `/v1/wallets/${owner.agentId}/fund`, { key, body: { amountCents: 900 }, apiKey: owner.apiKey });
+    expect(reused.status).toBe(422);
+    expect(JSON.parse(reused.text)).toMatchObject({ data: null, errors: [{ code: 'IDEMPOTENCY_KEY_REUSED', field: '/headers/idempotency-key' }] });
+    expect(unwrap(await owner.client.getWallet(owner.agentId)).balanceCents).toBe(before);
+    // The first request, repeated, is still answered from its owner's record.
+    const again = await send('POST', '/v1/services', { key, body: serviceBody(`bound ${key}`), apiKey: owner.apiKey });
+    expect([again.status, again.replayed, again.text]).toEqual([201, 'true', first.text]);
+  });
+
+  it('refuses the other request whichever of the two came first, and whichever services own them', async () => {
+    const key = randomUUID();
+    const agent = await ex.addAgent(owner);
+    expect((await send('PATCH', `/v1/agents/${agent.agentId}`, { key, body: { description: 'first' }, apiKey: owner.apiKey })).status).toBe(200);
+    expect((await send('POST', '/v1/services/discover', { key, body: { need: 'anything' }, apiKey: owner.apiKey })).status).toBe(422);
+    expect((await send('PUT', `/v1/accounts/${owner.accountId}/delegation`, { key, body: { maxTransactionCents: 700 }, apiKey: owner.apiKey })).status).toBe(422);
+  });
+
+  it('does not bind a key to a request the gateway refused: the corrected request runs under it', async () => {
+    const key = randomUUID();
+    const invalid = await send('POST', `/v1/wallets/${owner.agentId}/fund`, { key, body: { amountCents: 'lots' }, apiKey: owner.apiKey });
+    expect(invalid.status).toBe(400);
+    const corrected = await send('POST', `/v1/wallets/${owner.agentId}/fund`, { key, body: { amountCents: 600 }, apiKey: owner.apiKey });
+    expect([corrected.status, corrected.replayed]).toEqual([200, null]);
+  });
+
+  it('keeps the same key of another agent apart', async () => {
+    const key = randomUUID();
+    const other = await ex.signUp();
+    expect((await send('POST', '/v1/services', { key, body: serviceBody(`mine ${key}`), apiKey: owner.apiKey })).status).toBe(201);
+    expect((await send('POST', `/v1/wallets/${other.agentId}/fund`, { key, body: { amountCents: 600 }, apiKey: other.apiKey })).status).toBe(200);
+  });
+});
+
 describe('sign-up replays and credentials', () => {
   it('gives the stored answer, API key included, only to a repeat from the same client address', async () => {
     const body = { accountType: 'individual', email: uniqueEmail(), displayName: 'Replay', agent: { name: 'a' } };

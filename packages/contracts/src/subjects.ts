@@ -24,6 +24,14 @@ export const names = {
 };
 
 /**
+ * D5.6: which request first used each Idempotency-Key of a scope, shared by the gateways: a key
+ * reused for another request is refused whichever service owns its route.
+ */
+export const IDEMPOTENCY_KEYS = {
+  bucket: (ns: string) => names.bucket(ns, 'idempotency_keys'),
+} as const;
+
+/**
  * The gateway's API-key cache (D2.5): a KV bucket of key hash → principal JSON, filled by gateways
  * from identity, marked `stale` by identity whenever a key is revoked or its agent changes.
  */

@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { AppError } from '@aex/contracts';
 import { busCheck, CacheMembership, LocalCache, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
+import { IdempotencyKeyBinding } from './guards/idempotency-keys.js';
 import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
 import { errorResponse, successBody, toAppError } from './http/envelope.js';
 import { acceptJsonBodies } from './http/json-body.js';
@@ -115,7 +116,8 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
     auth_failures_ip: config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP,
   });
   const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
-  return { auth, limiter, views: new LocalCache<string>(membership, LOCAL_VIEWS) };
+  const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
+  return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS) };
 }
 
 /**

@@ -5,6 +5,7 @@ import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/
 import { checkSignature } from '../domain/signature.js';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
+import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
@@ -16,6 +17,8 @@ import type { RouteSpec } from './routes.js';
 export interface Guards {
   auth: ApiKeyAuthenticator;
   limiter: RateLimiter;
+  /** D5.6: each Idempotency-Key bound to the first request that used it, across services. */
+  keys: IdempotencyKeyBinding;
   /** Answers of `localCache` routes, as the JSON of their `data` (docs/gateway-caches.md). */
   views: LocalCache<string>;
 }
@@ -62,7 +65,7 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
 
     let answer: Answer;
     try {
-      answer = await execute(spec, check, req, principal, signed, idempotency, guards.views, bus, config);
+      answer = await execute(spec, check, req, principal, signed, idempotency, guards, bus, config);
     } catch (err) {
       const appErr = toAppError(err, req.log as unknown as Logger);
       answer = errorResponse(appErr.status, appErr.entries, req.id);
@@ -90,10 +93,13 @@ function idempotencyOf(spec: RouteSpec, req: FastifyRequest, principal: Principa
 }
 
 async function execute(
-  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: IdempotencyContext | undefined, views: LocalCache<string>, bus: Bus, config: ExchangeConfig,
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: IdempotencyContext | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
+  // Bound only once the request is valid: what the gateway refuses is never stored under a key (D5.4).
+  if (idempotency) await guards.keys.bind(idempotency);
+  const views = guards.views;
   const cached = spec.localCache && principal ? spec.localCache(input as { path: Record<string, string> }, principal) : undefined;
   if (cached) {
     const hit = views.get(cached.key);

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { KvConflictError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import { IdempotencyKeyBinding } from '../src/guards/idempotency-keys.js';
+
+// D5.6 at the gateway, with the KV bucket stubbed (the e2e tests use JetStream's): which answers a
+// keyed request gets from the binding, and that a store it cannot reach refuses rather than lets through.
+
+function kvOf(over: Partial<KvStore> = {}): KvStore {
+  const entries = new Map<string, string>();
+  return {
+    async get(key) {
+      const value = entries.get(key);
+      return value === undefined ? null : ({ key, value, revision: 1 } as unknown as KvEntry);
+    },
+    async create(key, value) {
+      if (entries.has(key)) throw new KvConflictError(key);
+      entries.set(key, value);
+      return 1;
+    },
+    update: async () => 1,
+    put: async () => 1,
+    delete: async () => undefined,
+    keys: async () => [...entries.keys()],
+    ...over,
+  };
+}
+const binding = (kv: KvStore) => IdempotencyKeyBinding.create({ namespace: 't', kv: async () => kv } as unknown as Bus, 48);
+const ctx = (fingerprint: string, key = 'k-1', scope = 'agent:a') => ({ key, scope, fingerprint });
+
+describe('binding an Idempotency-Key to its first request (D5.6)', () => {
+  it('lets the first request and its repeats through', async () => {
+    const keys = await binding(kvOf());
+    await keys.bind(ctx('f1'));
+    await keys.bind(ctx('f1'));
+  });
+
+  it('refuses another request under the key with 422 IDEMPOTENCY_KEY_REUSED', async () => {
+    const keys = await binding(kvOf());
+    await keys.bind(ctx('f1'));
+    await expect(keys.bind(ctx('f2'))).rejects.toMatchObject({ status: 422, entries: [{ code: 'IDEMPOTENCY_KEY_REUSED', field: '/headers/idempotency-key' }] });
+  });
+
+  it('keeps scopes apart', async () => {
+    const keys = await binding(kvOf());
+    await keys.bind(ctx('f1', 'k', 'agent:a'));
+    await keys.bind(ctx('f2', 'k', 'agent:b'));
+  });
+
+  it('refuses with 503 and Retry-After when the store cannot be reached, binding nothing', async () => {
+    const down = await binding(kvOf({ create: async () => Promise.reject(new Error('no responders')) }));
+    await expect(down.bind(ctx('f1'))).rejects.toMatchObject({ status: 503, entries: [{ code: 'SERVICE_UNAVAILABLE', details: { retryAfterSeconds: 1 } }] });
+    const unreadable = await binding(kvOf({ create: async (k) => Promise.reject(new KvConflictError(k)), get: async () => Promise.reject(new Error('timeout')) }));
+    await expect(unreadable.bind(ctx('f1'))).rejects.toMatchObject({ status: 503 });
+  });
+});

@@ -92,8 +92,9 @@ describe('with the wallet stopped (D9.9)', () => {
       const r = await consumer.client.verify(t.id, { qualityScore: 80 });
       expect(r.status).toBe(202);
       expect(unwrap(r).status).toBe('delivered');
-      // A second verify while the settlement is on its way asks nothing more of the wallet.
-      expect((await consumer.client.verify(t.id)).status).toBe(202);
+      // A second verify while the settlement is on its way is refused: the first made the move (D9.14).
+      const second = await consumer.client.verify(t.id);
+      expect([second.status, !second.ok && second.error.code]).toEqual([409, 'INVALID_STATE']);
     } finally {
       await ex.startWallet();
     }

@@ -22,6 +22,7 @@ const BENCHES: Record<string, string> = {
   lifecycle: 'lifecycle/lifecycle.bench.ts',
   webhooks: 'webhooks/webhooks.bench.ts',
   discovery: 'discovery/discovery.bench.ts',
+  ledger: 'ledger/ledger-check.bench.ts',
 };
 
 const args = process.argv.slice(2);

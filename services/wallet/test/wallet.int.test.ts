@@ -5,7 +5,7 @@ import { commands, events, subjects, walletOps, type MessageEnvelope, type Princ
 import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
-import { checkLedgerInvariants } from '../src/wallets/check.js';
+import { checkLedger, checkLedgerInvariants } from '../src/wallets/check.js';
 
 // The wallet service alone on real Postgres and JetStream: the openWallet saga step, money
 // movements, the append-only ledger and the invariant check (D13).
@@ -110,5 +110,54 @@ describe('ledger integrity (D13.2–D13.3)', () => {
       await wallet.deps.db.updateTable('wallets').set({ balanceCents: sql<number>`balance_cents - 1` }).where('id', '=', victim.id).execute();
     }
     expect((await checkLedgerInvariants(wallet.deps)).ok).toBe(true);
+  });
+});
+
+describe('the ledger check at scale and under its time bound (D15.3)', () => {
+  it('names a hold whose entries do not match its state (the holds joined to the ledger in one pass)', async () => {
+    const some = await wallet.deps.db.selectFrom('wallets').select('id').where('kind', '=', 'agent').limit(1).executeTakeFirstOrThrow();
+    const transactionId = randomUUID();
+    await wallet.deps.db.insertInto('holds').values({ transactionId, walletId: some.id, amountCents: 700, attempt: 1, status: 'settled', feeCents: 35, createdAt: new Date() } as never).execute();
+    try {
+      const report = await checkLedgerInvariants(wallet.deps);
+      const mine = report.violations.filter((v) => (v.details as { transactionId?: string }).transactionId === transactionId);
+      expect(mine.length).toBeGreaterThan(0);
+      expect(new Set(mine.map((v) => v.invariant))).toEqual(new Set(['hold_entries_match_state']));
+    } finally {
+      await wallet.deps.db.deleteFrom('holds').where('transactionId', '=', transactionId).execute();
+    }
+    expect((await checkLedgerInvariants(wallet.deps)).ok).toBe(true);
+  });
+
+  it('stops in Postgres when it runs past its bound, and the route answers 503 SERVICE_UNAVAILABLE', async () => {
+    // A lock held elsewhere keeps the check waiting, as a very large ledger would keep it reading.
+    const blocker = await wallet.deps.db.connection().execute(async (conn) => {
+      await sql`begin`.execute(conn);
+      await sql`lock table ledger_entries in access exclusive mode`.execute(conn);
+      const started = Date.now();
+      const outcome = await checkLedgerInvariants(wallet.deps, { timeoutMs: 300 }).then(() => 'finished', (err: { code?: string }) => err.code);
+      const waited = Date.now() - started;
+      const routed = await checkLedger({ ...wallet.deps, config: { ...wallet.deps.config, RPC_TIMEOUT_MS: 1500 } })({ path: {}, query: {}, body: {} } as never, { requestId: randomUUID() } as never)
+        .then(() => 'answered', (err: { status?: number; code?: string }) => `${err.status} ${err.code}`);
+      await sql`rollback`.execute(conn);
+      return { outcome, waited, routed };
+    });
+    expect(blocker.outcome).toBe('57014');
+    expect(blocker.waited).toBeLessThan(5000);
+    expect(blocker.routed).toBe('503 SERVICE_UNAVAILABLE');
+    // Nothing is left running: the check answers at once again.
+    expect((await checkLedgerInvariants(wallet.deps, { timeoutMs: 5000 })).ok).toBe(true);
+  });
+
+  // Last: an entry cannot be removed once written (append-only), so the books stay wrong after it.
+  it('names an entry of a transaction that has no hold (a movement the saga never recorded)', async () => {
+    const some = await wallet.deps.db.selectFrom('wallets').select(['id', 'balanceCents', 'heldCents']).where('kind', '=', 'agent').limit(1).executeTakeFirstOrThrow();
+    const transactionId = randomUUID();
+    await wallet.deps.db.insertInto('ledgerEntries').values({
+      id: randomUUID(), walletId: some.id, operationId: `orphan:${transactionId}`, transactionId, txType: 'fund_return', amountCents: 5,
+      balanceAfterCents: some.balanceCents, availableAfterCents: some.balanceCents - some.heldCents + 5, description: 'orphan', createdAt: new Date(),
+    } as never).execute();
+    const report = await checkLedgerInvariants(wallet.deps);
+    expect(report.violations).toContainEqual({ invariant: 'entry_without_hold', walletId: some.id, details: { transactionId, txType: 'fund_return' } });
   });
 });

@@ -148,6 +148,29 @@ describe('with the wallet stopped (D9.9)', () => {
   });
 });
 
+describe('cancelled while a negotiated accept waits for its hold', () => {
+  it('shows the agreed price its ledger shows held and returned, and returns the hold once', async () => {
+    const provider = await party(ex);
+    const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
+    const consumer = await funded(ex, 3000);
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+    await ex.stopWallet();
+    try {
+      expect((await provider.client.negotiate(t.id, { type: 'accept', terms: {} })).status).toBe(202);
+      const cancelled = unwrap(await consumer.client.cancel(t.id));
+      expect(cancelled).toMatchObject({ status: 'cancelled', statusReason: 'cancelled_by_consumer', agreedPriceCents: 700, platformFeeCents: 35 });
+    } finally {
+      await ex.startWallet();
+    }
+    await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(0);
+    const entries = await ledgerOf(consumer, t.id);
+    // Whichever reached the wallet first: nothing moved, or the hold and its return, of the agreed price.
+    expect([[], [['fund_hold', -700], ['fund_return', 700]]]).toContainEqual(entries);
+    expect((await wallet(consumer)).balanceCents).toBe(3000);
+    expect(unwrap(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'cancelled', agreedPriceCents: 700 });
+  });
+});
+
 describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D11.4)', () => {
   it('places a hold the wallet confirmed while the service was down', async () => {
     const { serviceId } = await digestService();

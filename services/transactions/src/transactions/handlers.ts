@@ -299,7 +299,12 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
   const reply = await ctx.effect(deps.db, async (trx) => {
     const t = (await lockTransaction(trx, seen.id))!;
     assertAction('cancel', t.status);
-    return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}` }, deps.now())) };
+    // Cancelled while an accept waited for its hold: the price both parties agreed to is the one held
+    // and returned, so the transaction says so, as its ledger entries do.
+    const agreed = t.pendingAcceptBy && t.pendingAcceptPriceCents !== null
+      ? { agreedPriceCents: t.pendingAcceptPriceCents, platformFeeCents: platformFee(t.pendingAcceptPriceCents), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }
+      : {};
+    return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}`, ...agreed }, deps.now())) };
   });
   deps.relay.kick();
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');

@@ -110,6 +110,25 @@ describe('the review window (D9.7)', () => {
     await expect.poll(async () => unwrap(await provider.client.getAgent(provider.agentId)).trustScore, { timeout: 20_000, interval: 250 }).toBe(55);
   });
 
+  it('answers a dispute or verify sent as the window ends 201/200 or 409, never 500: one of them makes the move (D9.14)', async () => {
+    // Sent around `reviewEndsAt`, while the timer runner fires the window (every 100 ms here).
+    const rounds = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
+      const { consumer, t } = await delivered();
+      const at = Date.parse(t.reviewEndsAt!) - 150 + (i % 6) * 60;
+      await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      const r = i % 2 === 0
+        ? await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'Sent as the review window ends.' })
+        : await consumer.client.verify(t.id, { qualityScore: 70 });
+      return { consumer, id: t.id, status: r.status, code: r.ok ? null : r.error.code };
+    }));
+    for (const r of rounds) {
+      expect([200, 201, 202, 409], JSON.stringify({ id: r.id, status: r.status, code: r.code })).toContain(r.status);
+      if (r.status === 409) expect(r.code).toBe('INVALID_STATE');
+      const final = r.status === 201 ? 'disputed' : 'settled';
+      await waitForStatus(r.consumer, r.id, final, 10_000);
+    }
+  }, 60_000);
+
   it('keeps the ledger whole', async () => {
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });

@@ -183,7 +183,10 @@ async function flushTracked(trx: AnyDb, tracked: Tracked, last: boolean): Promis
     const kinds = new Map<string, string[]>();
     for (const t of cancelled) kinds.set(t.key, [...(kinds.get(t.key) ?? []), t.kind]);
     const byKey = [...kinds].map(([key, ks]) => `(timers.key = ${$(key)} and timers.kind = any(${$(ks)}::text[]))`);
-    ctes.push(`cancelled as (delete from timers where ${byKey.join(' or ')})`);
+    // A timer locked by a runner firing it is left to that runner: its handler decides on the row
+    // as this transaction leaves it. Waiting for it instead deadlocks, since the runner's handler
+    // then waits for the row this transaction holds (a dispute opened as the review window ends).
+    ctes.push(`cancelled as (delete from timers where id in (select id from timers where ${byKey.join(' or ')} for update skip locked))`);
   }
   if (ctes.length === 0) return;
   // The guard part must have written a row: 1 / 0 fails the statement (and so skips its COMMIT) when
@@ -287,14 +290,27 @@ export async function pruneProcessedMessages(db: AnyDb, opts: { batch?: number; 
  * when its write at commit (`writeAtCommit`) found nothing to write.
  */
 export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>): Promise<T> {
-  try {
-    return await attempt(db, fn, true);
-  } catch (err) {
-    // A write at commit found its row moved on: the step again, deciding on what it finds now.
-    if (!(err instanceof NothingWrittenAtCommit)) throw err;
-    return attempt(db, fn, false);
+  for (let deadlocks = 0; ; deadlocks++) {
+    try {
+      try {
+        return await attempt(db, fn, true);
+      } catch (err) {
+        // A write at commit found its row moved on: the step again, deciding on what it finds now.
+        if (!(err instanceof NothingWrittenAtCommit)) throw err;
+        return await attempt(db, fn, false);
+      }
+    } catch (err) {
+      // Postgres chose this transaction as a deadlock's victim and rolled it back: nothing of it
+      // happened, so it runs again and decides on what the other one left (D9.14: the loser of a
+      // race is answered as the state it finds, not with a 500).
+      if ((err as { code?: string }).code !== DEADLOCK_DETECTED || deadlocks >= MAX_DEADLOCK_RETRIES) throw err;
+    }
   }
 }
+
+/** Postgres's SQLSTATE for a deadlock victim. */
+const DEADLOCK_DETECTED = '40P01';
+const MAX_DEADLOCK_RETRIES = 3;
 
 async function attempt<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<T>, atCommit: boolean): Promise<T> {
   let handOff: OutboxHandOff | undefined;

@@ -26,8 +26,12 @@ export async function cancelTimer(trx: AnyDb, kind: string | readonly string[], 
   const kinds = typeof kind === 'string' ? [kind] : [...kind];
   // Deferred or not, all kinds the same way (a transaction is tracked or it is not).
   if (kinds.every((k) => deferTimerChange(trx, { op: 'cancel', kind: k, key }))) return;
-  // Through the (kind, key) unique index: no condition on `fired_at` (see `flushTracked`).
-  await (trx as Kysely<PlatformTables>).deleteFrom('timers').where('key', '=', key).where('kind', '=', sql<string>`any(${kinds}::text[])`).execute();
+  // Through the (kind, key) unique index: no condition on `fired_at` (see `flushTracked`). A timer a
+  // runner is firing is left to it (skip locked): its handler decides on what this transaction leaves.
+  const db = trx as Kysely<PlatformTables>;
+  await db.deleteFrom('timers')
+    .where('id', 'in', db.selectFrom('timers').select('id').where('key', '=', key).where('kind', '=', sql<string>`any(${kinds}::text[])`).forUpdate().skipLocked())
+    .execute();
 }
 
 export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }) => Promise<void>;

@@ -4,7 +4,7 @@ import { listPrice, platformFee } from '../src/domain/pricing.js';
 import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action } from '../src/domain/state-machine.js';
 import { delegationRefusal } from '../src/domain/delegation.js';
 import { NEGOTIATION_MAX_MESSAGES as MAX_ROUNDS, PLATFORM_FEE_TIERS } from '@aex/contracts';
-import { ruleOn, type LastMessage } from '../src/domain/negotiation.js';
+import { decideNegotiationMessage, type LastMessage } from '../src/domain/negotiation.js';
 import { refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
 
 describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up once', () => {
@@ -173,12 +173,12 @@ describe('negotiation rules (D11)', () => {
     ['the 10th message as a counter offer ends it', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('counter_offer', { priceCents: 900 }), { kind: 'message', round: 10, ends: 'negotiation_rounds_exhausted', agreedPriceCents: null }],
     ['the 10th message as an accept agrees', { fromAgentId: consumer, round: MAX_ROUNDS - 1, messageType: 'counter_offer', priceCents: 800 }, provider, body('accept'), { kind: 'message', round: 10, ends: null, agreedPriceCents: 800 }],
   ])('%s', (_name, last, caller, b, expected) => {
-    expect(ruleOn(last, caller, b, pricing, 1_000_000)).toMatchObject(expected as object);
+    expect(decideNegotiationMessage(last, caller, b, pricing, 1_000_000)).toMatchObject(expected as object);
   });
 
   it('refuses a counter offer above the exchange\'s MAX_TRANSACTION_CENTS, even within the service\'s bounds', () => {
-    expect(ruleOn(opening, provider, body('counter_offer', { priceCents: 1500 }), pricing, 1_200)).toMatchObject({ kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/terms/priceCents' });
-    expect(ruleOn(opening, provider, body('counter_offer', { priceCents: 1200 }), pricing, 1_200)).toMatchObject({ kind: 'message' });
+    expect(decideNegotiationMessage(opening, provider, body('counter_offer', { priceCents: 1500 }), pricing, 1_200)).toMatchObject({ kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', field: '/body/terms/priceCents' });
+    expect(decideNegotiationMessage(opening, provider, body('counter_offer', { priceCents: 1200 }), pricing, 1_200)).toMatchObject({ kind: 'message' });
   });
 });
 

@@ -6,7 +6,7 @@ import { afterFailure } from './domain/schedule.js';
 import { signatureHeader } from './domain/signing.js';
 import { secretsInForce } from './endpoints.js';
 import type { AttemptResult } from './sender.js';
-import { GroupCommit } from './group-commit.js';
+import { TimedBatches } from './timed-batches.js';
 
 export interface DispatcherOptions {
   /** Attempts under way at once on this replica. */
@@ -81,10 +81,10 @@ export class Dispatcher implements Stoppable, Handoff {
   readonly lease: number;
   /** How far a stuck endpoint's waiting deliveries are put off (ms). */
   readonly putOff: number;
-  private readonly recorder: GroupCommit<{ row: Attempted; r: Outcome }>;
+  private readonly recorder: TimedBatches<{ row: Attempted; r: Outcome }>;
 
   constructor(private readonly deps: WebhookDeps, opts: DispatcherOptions = {}) {
-    this.recorder = new GroupCommit((batch) => recordAll(deps, batch).then(() => undefined), RECORD_BATCH);
+    this.recorder = new TimedBatches((batch) => recordAll(deps, batch).then(() => undefined), RECORD_BATCH);
     this.concurrency = opts.concurrency ?? 128;
     this.perEndpoint = opts.perEndpoint ?? 4;
     this.lease = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;

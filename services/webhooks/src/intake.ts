@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
 import { ack, readMessage, retryLater, type Stoppable } from '@aex/platform';
-import { GroupCommit } from './group-commit.js';
+import { TimedBatches } from './timed-batches.js';
 import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from './context.js';
 import { withWhereTo, type Claimed, type Handoff } from './dispatcher.js';
@@ -32,7 +32,7 @@ interface Pending { id: string; type: string; body: string; agents: string[] }
  * written in batches (group commit): a message is acknowledged only once its batch has committed.
  */
 export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promise<Stoppable> {
-  const batches = new GroupCommit<Pending>((batch) => writeBatch(deps, dispatcher, batch), { max: BATCH, waitMs: BATCH_WAIT_MS });
+  const batches = new TimedBatches<Pending>((batch) => writeBatch(deps, dispatcher, batch), { max: BATCH, waitMs: BATCH_WAIT_MS });
   const consumer = await deps.bus.consume({
     stream: 'events',
     durable: CONSUMER,

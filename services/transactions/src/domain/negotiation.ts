@@ -18,7 +18,7 @@ export type NegotiationRuling =
  * `counter_offer` names a price within the service's negotiable bounds; `accept` carries no terms
  * and agrees to the latest offer's price; the 10th message, unless an accept, ends the negotiation.
  */
-export function ruleOn(last: LastMessage, caller: string, body: NegotiateBody, pricing: Pricing, maxTransactionCents: number): NegotiationRuling {
+export function decideNegotiationMessage(last: LastMessage, caller: string, body: NegotiateBody, pricing: Pricing, maxTransactionCents: number): NegotiationRuling {
   if (last.fromAgentId === caller) return { kind: 'refused', code: 'NEGOTIATION_OUT_OF_TURN', message: 'It is the other party\'s turn: wait for their answer to your last message.' };
   const round = last.round + 1;
   const invalid = (message: string, field?: string): NegotiationRuling => ({ kind: 'refused', code: 'INVALID_NEGOTIATION_MESSAGE', message, ...(field ? { field } : {}) });

@@ -9,7 +9,7 @@ import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, moveKnown, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
+import { announce, awaitRow, lockTransaction, move, moveIfUnchanged, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -209,7 +209,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
     const patch = checked.ok
       ? { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }
       : { deliveryAttempts: attempts, statusReason: 'output_validation_failed' };
-    const moved = guarded ? await moveKnown(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
+    const moved = guarded ? await moveIfUnchanged(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
     if (moved && checked.ok) await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
     return moved;
   };

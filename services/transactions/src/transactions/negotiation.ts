@@ -3,7 +3,7 @@ import { AppError, OFFER_EXPIRY, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { NegotiationRow, TransactionRow } from '../db/schema.js';
-import { ruleOn, type LastMessage } from '../domain/negotiation.js';
+import { decideNegotiationMessage, type LastMessage } from '../domain/negotiation.js';
 import { assertAction } from '../domain/state-machine.js';
 import { checkDelegation, delegationOf, lockAgents } from './rules.js';
 import { awaitRow, lastMessage, lockTransaction, move, refuseAfterEffect, requestHold, scheduleOfferExpiry, visibleTransaction } from './repository.js';
@@ -23,7 +23,7 @@ function assertNoPendingAccept(t: TransactionRow): void {
 
 /**
  * POST /v1/transactions/{id}/negotiate (spec "Negotiations", D11). Turn, message and round rules are
- * `ruleOn`'s. An `accept` agrees to the latest offer's price: the consumer's delegation is checked
+ * `decideNegotiationMessage`'s. An `accept` agrees to the latest offer's price: the consumer's delegation is checked
  * again at that price (D10.2), then the hold is asked of the wallet; the answer is the transaction
  * in `funds_held` (having passed through `matched`), 402/403 with nothing changed, or 202 while the
  * wallet has not answered within SAGA_WAIT_MS.
@@ -42,7 +42,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
     assertAction('negotiate', t.status);
     assertNoPendingAccept(t);
     const last = (await lastMessage(trx, t.id))!;
-    const ruling = ruleOn(lastOf(last), caller.agentId, body, t.pricing, deps.config.MAX_TRANSACTION_CENTS);
+    const ruling = decideNegotiationMessage(lastOf(last), caller.agentId, body, t.pricing, deps.config.MAX_TRANSACTION_CENTS);
     if (ruling.kind === 'refused') throw new AppError(ruling.code, ruling.message, ruling.field ? { field: ruling.field } : {});
     if (ruling.agreedPriceCents !== null) {
       // accept: recorded when the hold is placed (saga.ts); until then the accept is pending.

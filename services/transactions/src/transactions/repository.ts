@@ -11,7 +11,7 @@ type Trx = Transaction<Database>;
 /** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
 export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
 
-/** The row's version, which a write guarded by it expects to find (`moveKnown`). */
+/** The row's version, which a write guarded by it expects to find (`moveIfUnchanged`). */
 export const VERSION = sql<string>`xmin::text`.as('version');
 
 const isParty = (t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal) => t.consumerAgentId === caller.agentId || t.providerAgentId === caller.agentId;
@@ -25,7 +25,7 @@ export async function visibleTransaction(db: Kysely<Database>, caller: Principal
 
 /**
  * The transaction as this replica last knew it (`fresh: false`), else as read now — for a request
- * whose write is guarded by the row's version (`moveKnown`). Who the parties are, the service and
+ * whose write is guarded by the row's version (`moveIfUnchanged`). Who the parties are, the service and
  * the contract revision never change, so D9.8's 404 and 403 are exact from either; the status may
  * have moved on since, so only a fresh row may refuse a request for its status before the write.
  */
@@ -109,7 +109,7 @@ export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | '
  * the caller decides again on the row locked (A saga step or request that finds the row
  * as it left it saves the locking read).
  */
-export function moveKnown(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
+export function moveIfUnchanged(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
   return moveRow(trx, t, to, patch, now, true);
 }
 

@@ -7,7 +7,7 @@ import type { Database } from '../db/schema.js';
 import { platformFee } from '../domain/pricing.js';
 import { canMove } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
-import { lastMessage, lockTransaction, move, moveKnown, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
+import { lastMessage, lockTransaction, move, moveIfUnchanged, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -54,7 +54,7 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
   // The row as its creation left it, if it still is (no locking read).
   const known = deps.known.get(e.transactionId);
   if (known?.status === 'initiated' && known.hold === 'requested' && known.holdAttempt === e.attempt) {
-    const held = await moveKnown(trx, known, 'funds_held', fundsHeld(known), now);
+    const held = await moveIfUnchanged(trx, known, 'funds_held', fundsHeld(known), now);
     if (held) {
       await scheduleExpiry(trx, held.id, held.expiresAt!);
       return held;
@@ -112,7 +112,7 @@ async function holdSettled(deps: TransactionDeps, trx: Trx, e: MessageData<typeo
   // The row as the verify left it, if it still is (no locking read).
   const known = deps.known.get(e.transactionId);
   if (known?.hold === 'settling' && canMove(known.status, 'settled')) {
-    const moved = await moveKnown(trx, known, 'settled', settled(known), deps.now());
+    const moved = await moveIfUnchanged(trx, known, 'settled', settled(known), deps.now());
     if (moved) return moved;
   }
   const t = await lockTransaction(trx, e.transactionId);

@@ -3,7 +3,7 @@
  * at most `max`, batches are written one after another, and `add` resolves once its batch has been
  * written (or rejects with the batch's error).
  */
-export class GroupCommit<T> {
+export class TimedBatches<T> {
   private queue: { item: T; done: (err?: unknown) => void }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();

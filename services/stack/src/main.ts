@@ -4,6 +4,7 @@ import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@a
 import { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
 import { startStack } from './stack.js';
 import { lockDataDir } from './data-dir-lock.js';
+import { stopStack } from './shutdown.js';
 
 // `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
 // sandbox payment processor and private webhook targets allowed (D16); everything else as configured.
@@ -54,10 +55,12 @@ await runMain(async () => {
     ].join('\n'),
   );
 
-  stopOnSignals(logger, async () => {
-    await stack.stop();
-    await bus.close();
-    for (const o of owned.reverse()) await o.stop();
-    await lock?.release();
-  });
+  stopOnSignals(logger, () => stopStack(logger, {
+    services: async () => {
+      await stack.stop();
+      await bus.close();
+    },
+    servers: owned,
+    release: async () => lock?.release(),
+  }));
 });

@@ -129,10 +129,7 @@ describe('with the wallet stopped (D9.9)', () => {
   });
 
   it('answers an accept 202 while the wallet is away, then funds_held through matched', async () => {
-    const provider = await party(ex);
-    const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
-    const consumer = await funded(ex, 3000);
-    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+    const { provider, consumer, t } = await offered700();
     await ex.stopWallet();
     try {
       const r = await provider.client.negotiate(t.id, { type: 'accept', terms: {} });
@@ -148,12 +145,18 @@ describe('with the wallet stopped (D9.9)', () => {
   });
 });
 
+/** A negotiable service and a consumer's opening offer of 700 cents, awaiting the provider's answer. */
+async function offered700() {
+  const provider = await party(ex);
+  const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
+  const consumer = await funded(ex, 3000);
+  const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+  return { provider, consumer, t };
+}
+
 describe('cancelled while a negotiated accept waits for its hold', () => {
   it('shows the agreed price its ledger shows held and returned, and returns the hold once', async () => {
-    const provider = await party(ex);
-    const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
-    const consumer = await funded(ex, 3000);
-    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
+    const { provider, consumer, t } = await offered700();
     await ex.stopWallet();
     try {
       expect((await provider.client.negotiate(t.id, { type: 'accept', terms: {} })).status).toBe(202);

@@ -87,8 +87,10 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 
   for (const spec of routes) app.route({ method: spec.method, url: spec.url, handler: routeHandler(spec, guards, bus, config) });
 
-  app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL)));
-  serveDocs(app, guards.limiter, sendError as never);
+  // Built once: it depends on the route table and the configuration alone.
+  const openApi = JSON.stringify(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL));
+  app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApi));
+  serveDocs(app, guards.limiter);
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
   // Every check is bounded (health.ts), so /readyz answers within a second whatever stalls.
   app.get('/readyz', async (req, reply) => {

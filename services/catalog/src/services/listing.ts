@@ -68,7 +68,7 @@ export function parseTags(tags: string | undefined): string[] {
  * GET /v1/services (D7.5): active services of active providers, filtered and sorted, with an exact
  * total. With `agentId` of the caller itself, its paused services are listed too (EXT).
  *
- * The whole catalog is filtered and sorted in the discovery index's memory (A count and a
+ * The whole catalog is filtered and sorted in the discovery index's memory (a count and a
  * sort over every row cost Postgres ~100 ms at 100,000 services), caught up first like discover, so
  * every write answered before the request is in it; only the page's rows are read from the tables.
  * One provider's services (`agentId`) come from the tables, by their index.

@@ -2,19 +2,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@aex/contracts';
-import type { RateLimiter } from '../guards/rate-limit.js';
-import { RateLimitedError } from '../guards/rate-limit.js';
+import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
 
 /** The repository's `docs/` beside the services (in a clone and in the image alike). */
 const DOCS_DIR = fileURLToPath(new URL('../../../../docs/', import.meta.url));
 
 /**
- * Serves the project's own documentation at `/docs/{name}.md` (and the OpenAPI document's copy), so that an error can link the section
- * that explains it (a refused signature links `/docs/signing.md`) on the exchange that answered.
- * Only the Markdown files found at start are served, read once: no path from a request ever reaches
- * the file system. Limited per client IP like every public route (D4.2).
+ * Serves the project's own documentation at `/docs/{name}.md` (and the OpenAPI document's copy,
+ * `/docs/openapi.json`), so that an error can link the section that explains it (a refused signature
+ * links `/docs/signing.md`) on the exchange that answered. Only the files found at start are served,
+ * read once: no path from a request ever reaches the file system. Limited per client IP like every
+ * public route (D4.2); refusals go through the app's error handler, in the envelope.
  */
-export function serveDocs(app: FastifyInstance, limiter: RateLimiter, sendError: (req: never, reply: never, err: unknown) => unknown): void {
+export function serveDocs(app: FastifyInstance, limiter: RateLimiter): void {
   const pages = new Map<string, string>();
   let names: string[] = [];
   try {
@@ -27,11 +27,11 @@ export function serveDocs(app: FastifyInstance, limiter: RateLimiter, sendError:
 
   app.get('/docs/*', async (req, reply) => {
     const limited = await limiter.take('public_ip', req.ip);
-    if (!limited.allowed) return sendError(req as never, reply as never, new RateLimitedError('Too many requests; retry later.', limited));
+    if (!limited.allowed) throw new RateLimitedError('Too many requests; retry later.', limited);
     reply.headers(limited.headers);
     const name = (req.params as { '*': string })['*'];
     const page = name === '' ? index : pages.get(name);
-    if (page === undefined) return sendError(req as never, reply as never, new AppError('NOT_FOUND', 'No such documentation page; /docs/ lists them.'));
+    if (page === undefined) throw new AppError('NOT_FOUND', 'No such documentation page; /docs/ lists them.');
     return reply.code(200).type(name.endsWith('.json') ? 'application/json; charset=utf-8' : 'text/markdown; charset=utf-8').send(page);
   });
 }

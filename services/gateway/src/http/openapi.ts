@@ -77,15 +77,15 @@ const HEADER_COMPONENTS = {
 };
 const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
 
-const responseHeaders = (r: RouteSpec, status: number) => {
+/** The headers of a route's success (and 202) answer; the error answers' are `errorResponseComponents`'. */
+const successHeaders = (r: RouteSpec) => {
   const h: Record<string, unknown> = { 'X-Request-Id': headerRef('RequestId') };
-  if (r.rateGroup && status !== 503) {
+  if (r.rateGroup) {
     h['RateLimit-Limit'] = headerRef('RateLimitLimit');
     h['RateLimit-Remaining'] = headerRef('RateLimitRemaining');
     h['RateLimit-Reset'] = headerRef('RateLimitReset');
   }
-  if (status === 429 || status === 503 || status === 409) h['Retry-After'] = headerRef('RetryAfter');
-  if (MUTATING.has(r.method) && r.op && status < 500) h['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
+  if (MUTATING.has(r.method) && r.op) h['Idempotent-Replayed'] = headerRef('IdempotentReplayed');
   return h;
 };
 
@@ -191,9 +191,9 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
             errors: { type: 'null' },
           },
         };
-    const success = { description: 'Success', headers: responseHeaders(r, r.successStatus), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
+    const success = { description: 'Success', headers: successHeaders(r), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
     const responses: Record<string, unknown> = { [String(r.successStatus)]: success };
-    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: responseHeaders(r, 202), content: { 'application/json': { schema: data } } };
+    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: successHeaders(r), content: { 'application/json': { schema: data } } };
     Object.assign(responses, errorResponses(r));
 
     const operation: Record<string, unknown> = {

@@ -9,7 +9,7 @@ import { listPrice, platformFee } from '../domain/pricing.js';
 import { assertAction, isAllowed } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './rules.js';
-import { announce, awaitRow, lockTransaction, move, moveIfUnchanged, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
+import { agreedPendingAccept, announce, awaitRow, lockTransaction, move, moveIfUnchanged, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -301,9 +301,7 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
     assertAction('cancel', t.status);
     // Cancelled while an accept waited for its hold: the price both parties agreed to is the one held
     // and returned, so the transaction says so, as its ledger entries do.
-    const agreed = t.pendingAcceptBy && t.pendingAcceptPriceCents !== null
-      ? { agreedPriceCents: t.pendingAcceptPriceCents, platformFeeCents: platformFee(t.pendingAcceptPriceCents), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }
-      : {};
+    const agreed = t.pendingAcceptBy && t.pendingAcceptPriceCents !== null ? agreedPendingAccept(t.pendingAcceptPriceCents) : {};
     return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}`, ...agreed }, deps.now())) };
   });
   deps.relay.kick();

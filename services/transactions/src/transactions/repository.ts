@@ -2,6 +2,7 @@ import { AppError, transactionEvent, transactionOutcome, walletSaga, type Princi
 import { cancelTimer, enqueue, precompiled, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext, type Precompiled, type Slots } from '@aex/platform';
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
+import { platformFee } from '../domain/pricing.js';
 import { canMove, isTerminal } from '../domain/state-machine.js';
 import type { KnownRow, KnownTransactions, VersionedRow } from '../known-transactions.js';
 import type { SagaSignals, SagaWatch } from '../saga-signals.js';
@@ -106,7 +107,7 @@ export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | '
  * `move` of the row as it was known (`KnownTransactions`) without a lock: made only if the row is
  * still that version (`updateKnown`: by the statement before the commit when it can be, with the
  * step's messages and timers — a saga step of one round trip), else undefined and nothing written —
- * the caller decides again on the row locked (A saga step or request that finds the row
+ * the caller decides again on the row locked (a saga step or request that finds the row
  * as it left it saves the locking read).
  */
 export function moveIfUnchanged(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
@@ -178,6 +179,15 @@ export async function scheduleOfferExpiry(trx: Trx, id: string, round: number, a
 }
 
 /** The negotiation's latest message (every negotiation has its opening offer). */
+/**
+ * The changes that make a pending accept's price the agreed one (D11.2, with its fee, D9.11): when
+ * its hold is placed, and when the transaction is cancelled while the hold was on its way (the
+ * price held and returned is then the one the transaction shows).
+ */
+export const agreedPendingAccept = (pendingAcceptPriceCents: number): Updateable<TransactionRow> => ({
+  agreedPriceCents: pendingAcceptPriceCents, platformFeeCents: platformFee(pendingAcceptPriceCents), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
+});
+
 export const lastMessage = (trx: Trx, id: string): Promise<NegotiationRow | undefined> =>
   trx.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', id).orderBy('round', 'desc').limit(1).executeTakeFirst();
 

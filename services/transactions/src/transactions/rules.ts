@@ -9,7 +9,7 @@ type Trx = Transaction<Database>;
 
 /**
  * D10.1: the consumer's rules in force at every check. Identity owns them; this replica keeps what it
- * read in memory (The read was a ninth of a purchase's work) only while identity keeps that
+ * read in memory (the read was a ninth of a purchase's work) only while identity keeps that
  * memory true — it tells every replica in the registry of a change to an agent's rules (tag: the
  * agent, which also drops its children's, D6.8) or to an account's defaults (tag: the account) and
  * waits for each before it answers the change (docs/gateway-caches.md). A read that raced a change

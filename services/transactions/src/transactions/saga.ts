@@ -4,10 +4,9 @@ import { cancelTimer, consumeIdempotently, type Stoppable } from '@aex/platform'
 import type { Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
-import { platformFee } from '../domain/pricing.js';
 import { canMove } from '../domain/state-machine.js';
 import type { KnownRow, VersionedRow } from '../known-transactions.js';
-import { lastMessage, lockTransaction, move, moveIfUnchanged, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
+import { agreedPendingAccept, lastMessage, lockTransaction, move, moveIfUnchanged, scheduleExpiry, scheduleOfferExpiry, TIMERS } from './repository.js';
 
 type Trx = Transaction<Database>;
 
@@ -69,8 +68,7 @@ async function holdPlaced(deps: TransactionDeps, trx: Trx, e: MessageData<typeof
       terms: '{}' as never, message: t.pendingAcceptMessage, expiresAt: null, createdAt: now,
     }).execute();
     await cancelTimer(trx, TIMERS.offerExpiry, t.id);
-    const price = t.pendingAcceptPriceCents!;
-    t = await move(trx, t, 'matched', { agreedPriceCents: price, platformFeeCents: platformFee(price), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }, now);
+    t = await move(trx, t, 'matched', agreedPendingAccept(t.pendingAcceptPriceCents!), now);
   }
   if (t.status !== 'initiated' && t.status !== 'matched') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
   const held = await move(trx, t, 'funds_held', fundsHeld(t), now);

@@ -131,7 +131,7 @@ const lockWithParents = precompiled((db: Kysely<Database>, $: Slots<{ ids: strin
 
 /**
  * The entries, in the order of the movements (their `seq`), and the new balances of the wallets
- * moved: one statement however many there are (One round trip, the wallets' locks held
+ * moved: one statement however many there are (one round trip, the wallets' locks held
  * the shorter for it). False when nothing was written (`onlyWithAlongside`).
  */
 async function writeMovements(trx: Transaction<Database>, entries: Insertable<LedgerEntryRow>[], rows: WalletRow[], now: Date, opts: MovementOptions): Promise<boolean> {

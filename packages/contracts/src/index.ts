@@ -14,4 +14,5 @@ export * from './api/catalog.js';
 export * from './api/transactions.js';
 export * from './api/webhooks.js';
 export * from './api/protocol.js';
+export * from './pricing.js';
 export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';

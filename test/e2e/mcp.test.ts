@@ -1,0 +1,300 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { unwrap } from '@agent-exchange/client';
+import { freePort } from '@aex/platform';
+import { signingMember, startTestExchange, type TestExchange } from './harness.js';
+import { binOf, installPacked } from './packed-kit.js';
+
+// The MCP server as an MCP client meets it: the packed package installed outside the workspace, its
+// bin started over stdio and over Streamable HTTP, driven by the SDK's own client through scripted
+// sessions (no LLM): a consumer that searches, buys within the human's limits, waits and accepts;
+// a provider that registers a service and delivers.
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+let ex: TestExchange;
+let dir: string;
+let bin: string;
+const clients: Client[] = [];
+const children: ChildProcess[] = [];
+
+type Agent = Awaited<ReturnType<typeof signingMember>>;
+let provider: Agent;
+let consumer: Agent;
+
+const WORDS = {
+  name: 'Word counter',
+  description: 'Counts the words in a text, for agents that need exact lengths.',
+  version: '1.0.0',
+  category: 'text',
+  tags: ['words', 'count'],
+  inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { text: { type: 'string', minLength: 1 } }, required: ['text'], additionalProperties: false },
+  outputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { words: { type: 'integer', minimum: 0 } }, required: ['words'], additionalProperties: false },
+  pricing: { model: 'fixed', basePriceCents: 250 },
+  sla: { maxLatencyMs: 60_000, timeoutMs: 120_000 },
+};
+
+/** Starts the installed bin over stdio as `agent`, with the SDK's client; `elicit` answers the human's question when given. */
+async function session(agent: Agent, args: string[], opts: { elicit?: (message: string) => 'accept' | 'decline'; env?: Record<string, string> } = {}): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [bin, ...args],
+    env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: agent.id, AEX_API_KEY: agent.apiKey, AEX_SIGNING_KEY: agent.secretKey, AEX_MCP_POLL_MS: '100', ...opts.env },
+    stderr: 'pipe',
+  });
+  const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities: opts.elicit ? { elicitation: {} } : {} });
+  if (opts.elicit) {
+    const answer = opts.elicit;
+    client.setRequestHandler(ElicitRequestSchema, async (req) => (answer(req.params.message) === 'accept' ? { action: 'accept', content: { allow: true } } : { action: 'decline' }));
+  }
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>, progress?: string[]): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args }, undefined, progress ? { onprogress: (p) => void progress.push(p.message ?? '') } : undefined)) as CallToolResult;
+}
+/** The structured result of a call that must succeed. */
+async function data<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown>, progress?: string[]): Promise<T> {
+  const r = await call(client, name, args, progress);
+  expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+  return r.structuredContent as T;
+}
+/** The text of a call that must be refused as a tool error. */
+async function refusal(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
+  const r = await call(client, name, args);
+  expect(r.isError).toBe(true);
+  return (r.content[0] as { text: string }).text;
+}
+
+type Tx = { transaction: { id: string; status: string; agreedPriceCents: number | null; output: Record<string, unknown> | null }; note: string };
+
+beforeAll(async () => {
+  ex = await startTestExchange({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+  dir = mkdtempSync(join(tmpdir(), 'aex-mcp-'));
+  const project = await installPacked(['@agent-exchange/mcp'], dir);
+  bin = join(project, 'node_modules', '@agent-exchange', 'mcp', 'bin', 'agent-exchange-mcp.js');
+  expect(binOf(project, 'agent-exchange-mcp')).toContain('.bin');
+  provider = await signingMember(ex.anon, 'word-provider');
+  consumer = await signingMember(ex.anon, 'buyer');
+  unwrap(await consumer.client.fund(consumer.id, 5000));
+}, 300_000);
+
+afterAll(async () => {
+  for (const c of clients) await c.close().catch(() => undefined);
+  for (const c of children) c.kill('SIGKILL');
+  await ex?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the MCP server over stdio', () => {
+  let seller: Client;
+  let buyer: Client;
+  let serviceId: string;
+
+  beforeAll(async () => {
+    seller = await session(provider, ['--provider']);
+    buyer = await session(consumer, ['--budget-cents', '1000', '--max-per-call-cents', '500']);
+  });
+
+  it('lists tools with valid input and output schemas and honest annotations; spending tools only with a budget, provider tools only as a provider', async () => {
+    const ajv = new Ajv2020({ strict: false });
+    const { tools } = await buyer.listTools();
+    const names = tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['search_services', 'get_service', 'get_balance', 'buy_service', 'negotiate', 'wait_for_delivery', 'accept_delivery', 'open_dispute', 'cancel_transaction']));
+    expect(names).not.toContain('deliver');
+    for (const t of tools) {
+      expect(t.inputSchema.type).toBe('object');
+      expect(t.outputSchema?.type).toBe('object');
+      expect(() => ajv.compile(t.inputSchema), t.name).not.toThrow();
+      expect(() => ajv.compile(t.outputSchema!), t.name).not.toThrow();
+      expect(t.annotations).toMatchObject({ readOnlyHint: expect.any(Boolean), destructiveHint: expect.any(Boolean), idempotentHint: expect.any(Boolean) });
+      expect(JSON.stringify(t)).not.toContain('maxJsonBytes');
+    }
+    const byName = new Map(tools.map((t) => [t.name, t]));
+    expect(byName.get('search_services')!.annotations!.readOnlyHint).toBe(true);
+    expect(byName.get('accept_delivery')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
+
+    const sellerTools = (await seller.listTools()).tools.map((t) => t.name);
+    expect(sellerTools).toEqual(expect.arrayContaining(['register_service', 'update_service', 'pause_service', 'list_pending_deliveries', 'deliver', 'respond_dispute']));
+    expect(sellerTools).not.toContain('buy_service');
+  });
+
+  it('a consumer session searches, buys within the cap (progress reported), waits, and accepts what a provider session delivered', async () => {
+    serviceId = (await data<{ service: { id: string } }>(seller, 'register_service', WORDS)).service.id;
+
+    const found = await data<{ matches: Array<{ serviceId: string; priceCents: number; trustScore: number; compatibilityScore: number }> }>(buyer, 'search_services', { need: 'count the words of a text' });
+    const match = found.matches.find((m) => m.serviceId === serviceId)!;
+    expect(match).toMatchObject({ priceCents: 250, trustScore: expect.any(Number), compatibilityScore: expect.any(Number) });
+    const contract = await data<{ service: { inputSchema: unknown; pricing: { basePriceCents: number } } }>(buyer, 'get_service', { serviceId });
+    expect(contract.service.pricing.basePriceCents).toBe(250);
+
+    // Input the contract refuses never leaves the server.
+    expect(await refusal(buyer, 'buy_service', { serviceId, input: { txt: 'x' } })).toMatch(/Not sent: the input does not pass the service's inputSchema:\n"\/input\/text" is required/);
+
+    const progress: string[] = [];
+    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'the quick brown fox' } }, progress);
+    expect(bought.transaction).toMatchObject({ status: 'funds_held', agreedPriceCents: 250 });
+    expect(progress.some((m) => /funds_held/.test(m))).toBe(true);
+
+    const pending = await data<{ transactions: Array<{ id: string }> }>(seller, 'list_pending_deliveries', {});
+    expect(pending.transactions.map((t) => t.id)).toContain(bought.transaction.id);
+    // An output the contract refuses is not sent and uses no attempt.
+    expect(await refusal(seller, 'deliver', { transactionId: bought.transaction.id, output: { words: 'four' } })).toMatch(/Not sent \(no attempt used\)/);
+    const delivered = await data<Tx>(seller, 'deliver', { transactionId: bought.transaction.id, output: { words: 4 } });
+    expect(delivered.transaction.status).toBe('delivered');
+
+    const waited = await data<Tx & { delivered: boolean }>(buyer, 'wait_for_delivery', { transactionId: bought.transaction.id, waitSeconds: 30 });
+    expect(waited).toMatchObject({ delivered: true, transaction: { output: { words: 4 } } });
+    const settled = await data<Tx>(buyer, 'accept_delivery', { transactionId: bought.transaction.id, qualityScore: 95 });
+    expect(settled.transaction.status).toBe('settled');
+
+    const wallet = unwrap(await consumer.client.getWallet(consumer.id));
+    expect(wallet).toMatchObject({ balanceCents: 4750, heldCents: 0 });
+    const balance = await data<{ wallet: { balanceCents: number }; budget: { spentCents: number; remainingCents: number } }>(buyer, 'get_balance', {});
+    expect(balance).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { spentCents: 250, remainingCents: 750 } });
+  });
+
+  it('a retried buy with the same arguments buys once; a new orderRef buys again', async () => {
+    const args = { serviceId, input: { text: 'retry me' } };
+    const first = await data<Tx>(buyer, 'buy_service', args);
+    const again = await data<Tx>(buyer, 'buy_service', args);
+    expect(again.transaction.id).toBe(first.transaction.id);
+    expect(again.note).toMatch(/repeats an earlier identical call/);
+    const mine = unwrap(await consumer.client.listTransactions({ role: 'consumer', limit: 100 })).filter((t) => (t.input as { text?: string }).text === 'retry me');
+    expect(mine).toHaveLength(1);
+    expect(unwrap(await consumer.client.getWallet(consumer.id)).heldCents).toBe(250);
+
+    const other = await data<Tx>(buyer, 'buy_service', { ...args, orderRef: 'second' });
+    expect(other.transaction.id).not.toBe(first.transaction.id);
+    for (const id of [first.transaction.id, other.transaction.id]) expect((await data<Tx>(buyer, 'cancel_transaction', { transactionId: id })).transaction.status).toBe('cancelled');
+  });
+
+  it('a purchase over the cap is refused with the reason when the client cannot ask the human; over the budget always', async () => {
+    const pricey = (await data<{ service: { id: string } }>(seller, 'register_service', { ...WORDS, name: 'Careful word counter', pricing: { model: 'fixed', basePriceCents: 600 } })).service.id;
+    const capped = await session(consumer, ['--budget-cents', '5000', '--max-per-call-cents', '500']);
+    const text = await refusal(capped, 'buy_service', { serviceId: pricey, input: { text: 'too dear' } });
+    expect(text).toMatch(/above the per-call cap of 500 cents/);
+    expect(text).toMatch(/cannot ask the human/);
+    // The budget left (1000 − 250 − 250 − 250 committed) is 250: even a purchase under the cap is over it.
+    const state = await data<{ budget: { remainingCents: number } }>(buyer, 'get_balance', {});
+    expect(state.budget.remainingCents).toBe(250);
+    const narrow = await session(consumer, ['--budget-cents', '300']);
+    await data<Tx>(narrow, 'buy_service', { serviceId, input: { text: 'fits' } });
+    expect(await refusal(narrow, 'buy_service', { serviceId, input: { text: 'does not fit' } })).toMatch(/budget has 50 of 300 cents left.*no tool can raise it/s);
+  });
+
+  it('with an elicitation-capable client, a purchase over the cap is asked of the human: allowed, then declined', async () => {
+    const pricey = unwrap(await provider.client.listServices({ agentId: provider.id })).find((s) => s.name === 'Careful word counter')!.id;
+    const asked: string[] = [];
+    const yes = await session(consumer, ['--budget-cents', '2000', '--max-per-call-cents', '500'], { elicit: (m) => (asked.push(m), 'accept') });
+    const allowed = await data<Tx>(yes, 'buy_service', { serviceId: pricey, input: { text: 'worth it' } });
+    expect(allowed.transaction).toMatchObject({ status: 'funds_held', agreedPriceCents: 600 });
+    expect(asked[0]).toMatch(/600 cents .* above the per-call cap of 500 cents/);
+    const no = await session(consumer, ['--budget-cents', '2000', '--max-per-call-cents', '500'], { elicit: () => 'decline' });
+    expect(await refusal(no, 'buy_service', { serviceId: pricey, input: { text: 'not this time' } })).toMatch(/the human declined/);
+  });
+
+  it('disputes: the consumer disputes a delivery, the provider refunds, the consumer reads the outcome', async () => {
+    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'count these four words' }, orderRef: 'dispute' });
+    await data<Tx>(seller, 'deliver', { transactionId: bought.transaction.id, output: { words: 7 } });
+    const opened = await data<{ dispute: { id: string; status: string } }>(buyer, 'open_dispute', { transactionId: bought.transaction.id, reason: 'schema_compliant_but_wrong', description: 'There are four words, not seven.' });
+    expect(opened.dispute.status).toBe('open');
+    const answered = await data<{ dispute: { status: string; outcome: string } }>(seller, 'respond_dispute', { disputeId: opened.dispute.id, outcome: 'consumer_wins', message: 'Sorry, refunded.' });
+    expect(answered.dispute).toMatchObject({ status: 'resolved', outcome: 'consumer_wins' });
+    expect((await data<{ dispute: { outcome: string } }>(buyer, 'get_dispute', { transactionId: bought.transaction.id })).dispute.outcome).toBe('consumer_wins');
+    expect((await data<Tx>(buyer, 'get_transaction', { transactionId: bought.transaction.id })).transaction.status).toBe('failed');
+  });
+
+  it('resources: contracts and transactions read by URI', async () => {
+    const templates = await buyer.listResourceTemplates();
+    expect(templates.resourceTemplates.map((t) => t.uriTemplate)).toEqual(['aex://services/{serviceId}', 'aex://transactions/{transactionId}']);
+    const listed = await buyer.listResources();
+    expect(listed.resources.length).toBeGreaterThan(0);
+    const read = await buyer.readResource({ uri: `aex://services/${serviceId}` });
+    expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: serviceId, name: 'Word counter' });
+  });
+
+  it('bad arguments, wrong keys and a stopped exchange are clear tool errors; the session goes on', async () => {
+    expect(await refusal(buyer, 'get_service', { serviceId: 'nope' })).toMatch(/do not match get_service's input schema/);
+    const wrong = await session({ ...consumer, apiKey: `ae_live_${'x'.repeat(43)}` }, []);
+    expect(await refusal(wrong, 'get_balance', {})).toMatch(/UNAUTHENTICATED \(HTTP 401\)[\s\S]*check AEX_API_KEY/);
+    const stopped = await session(consumer, [], { env: { AEX_URL: `http://127.0.0.1:${await freePort()}` } });
+    expect(await refusal(stopped, 'get_balance', {})).toMatch(/Could not reach the exchange[\s\S]*Is the exchange running/);
+    // Still serving after those.
+    expect((await data<{ wallet: { agentId: string } }>(buyer, 'get_balance', {})).wallet.agentId).toBe(consumer.id);
+    expect(await buyer.ping()).toEqual({});
+  });
+
+  it('refuses to start without credentials, or to spend without a signing key, naming what to set', async () => {
+    const started = spawn(process.execPath, [bin, '--budget-cents', '100'], { env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    started.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    const code = await new Promise<number | null>((resolve) => started.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(err).toMatch(/set AEX_SIGNING_KEY/);
+    expect(err).not.toContain(consumer.apiKey);
+  });
+});
+
+describe('the MCP server over Streamable HTTP', () => {
+  let url: string;
+  const token = randomBytes(24).toString('hex');
+
+  beforeAll(async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [bin, '--http', '--port', String(port), '--budget-cents', '1000', '--provider'], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey, AEX_SIGNING_KEY: consumer.secretKey, AEX_MCP_HTTP_TOKEN: token, AEX_MCP_POLL_MS: '100' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(child);
+    url = await new Promise<string>((resolve, reject) => {
+      let err = '';
+      child.stderr!.on('data', (c: Buffer) => {
+        err += c.toString();
+        const m = /listening on (http:\/\/\S+)/.exec(err);
+        if (m) resolve(m[1]!);
+      });
+      child.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+    });
+    expect(readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8')).toContain('AEX_MCP_HTTP_TOKEN');
+  });
+
+  it('serves the same tools to a client with the bearer token, and buys', async () => {
+    const client = new Client({ name: 'http-agent', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    clients.push(client);
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['buy_service', 'deliver']));
+    const service = unwrap(await provider.client.listServices({ agentId: provider.id })).find((s) => s.name === 'Word counter')!;
+    const r = (await client.callTool({ name: 'buy_service', arguments: { serviceId: service.id, input: { text: 'over http' } } })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect((r.structuredContent as Tx).transaction.status).toBe('funds_held');
+  });
+
+  it('refuses a request without the token (401) or with a Host that is not its own', async () => {
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } };
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const anonymous = await fetch(url, { method: 'POST', headers, body: JSON.stringify(init) });
+    expect(anonymous.status).toBe(401);
+    const wrong = await fetch(url, { method: 'POST', headers: { ...headers, authorization: 'Bearer not-the-token' }, body: JSON.stringify(init) });
+    expect(wrong.status).toBe(401);
+    // fetch cannot set Host: a raw request, as a page on a rebound name would send it.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const req = request(url, { method: 'POST', headers: { ...headers, authorization: `Bearer ${token}`, host: 'evil.example:80' } }, (res) => (res.resume(), resolve(res.statusCode!)));
+      req.once('error', reject).end(JSON.stringify(init));
+    });
+    expect(rebound).toBe(403);
+  });
+});

@@ -98,6 +98,11 @@ export const catalogOps = {
   /** Internal (no route): one revision of a contract, the latest when `revision` is absent (D7.6). */
   getContract: operation('catalog', 'getContract', 'none', parts(C.ContractPath, C.ContractQuery, Type.Any()), C.ContractView),
   /**
+   * Internal (no route): a provider and its active services, for the gateway's A2A agent card; an
+   * inactive provider shows none, and `provider` is null for an agent the catalog has never seen.
+   */
+  providerServices: operation('catalog', 'providerServices', 'none', parts(C.ProviderPath, Empty, Type.Any()), C.ProviderServicesView),
+  /**
    * Internal (no route): identity hands the catalog an agent's status change directly, before
    * answering its caller, so that listing and discovery reflect a deactivation at once (D6.5). The
    * same event also arrives through JetStream, and is then found applied.

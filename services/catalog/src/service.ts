@@ -41,6 +41,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       listServices: listServices(deps, discovery.index),
       discover: discovery.handler,
       getContract: services.getContract(deps),
+      providerServices: services.providerServices(deps),
       applyAgentEvent: applyAgentEvent(deps),
     },
     logger,

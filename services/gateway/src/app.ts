@@ -11,6 +11,7 @@ import { errorResponse, successBody, toAppError } from './http/envelope.js';
 import { acceptJsonBodies } from './http/json-body.js';
 import { openApiDocument } from './http/openapi.js';
 import { serveDocs } from './http/docs.js';
+import { serveAgentCards } from './http/agent-cards.js';
 import { tlsOptions } from './http/tls.js';
 import { routeHandler, send, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
@@ -91,6 +92,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const openApi = JSON.stringify(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL));
   app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApi));
   serveDocs(app, guards.limiter);
+  serveAgentCards(app, guards.limiter, bus, config);
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
   // Every check is bounded (health.ts), so /readyz answers within a second whatever stalls.
   app.get('/readyz', async (req, reply) => {

@@ -212,3 +212,11 @@ export const ContractView = Type.Object({
   sla: Sla,
 });
 export type ContractView = Static<typeof ContractView>;
+
+/** Internal: an agent as a provider, with its active services' full contracts (its A2A agent card). */
+export const ProviderPath = Strict({ agentId: Uuid });
+export const ProviderServicesView = Type.Object({
+  provider: Type.Union([Type.Object({ agentId: Uuid, name: Type.String(), status: Type.String(), trustScore: Type.Integer() }), Type.Null()]),
+  services: Type.Array(ServiceView),
+});
+export type ProviderServicesView = Static<typeof ProviderServicesView>;

@@ -67,6 +67,15 @@ export const getService = (deps: CatalogDeps): OperationHandler<Ops['getService'
   return { data: serviceView(service as unknown as StoredService) };
 };
 
+/** A provider and its active services, oldest first (the gateway's A2A agent card). */
+export const providerServices = (deps: CatalogDeps): OperationHandler<Ops['providerServices']> => async ({ path }) => {
+  const provider = await deps.db.selectFrom('providers').select(['agentId', 'name', 'status', 'trustScore']).where('agentId', '=', path.agentId).executeTakeFirst();
+  if (!provider) return { data: { provider: null, services: [] } };
+  const rows = provider.status !== 'active' ? [] : await deps.db.selectFrom('services').select(SERVICE_COLUMNS)
+    .where('agentId', '=', path.agentId).where('status', '=', 'active').orderBy('createdAt').orderBy('id').execute();
+  return { data: { provider, services: rows.map((s) => serviceView(s as unknown as StoredService)) } };
+};
+
 /** PATCH /v1/services/{id} (D7.6): the provider only; schemas re-checked; a contract change is a new revision. */
 export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateService']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);

@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentCard } from '@a2a-js/sdk';
+import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
+import { unwrap } from '@agent-exchange/client';
+import { signingMember, startTestExchange, type TestExchange } from './harness.js';
+
+// A2A agent cards: the exchange's own at /.well-known/agent-card.json, and one per provider agent
+// with its active services as skills, each checked against the A2A SDK's types by its own codec
+// (a card that decodes and encodes back to itself uses only the fields A2A defines, in their shapes)
+// and read by the SDK's card resolver.
+
+let ex: TestExchange;
+beforeAll(async () => {
+  ex = await startTestExchange();
+});
+afterAll(async () => {
+  await ex.stop();
+});
+
+async function card(path: string): Promise<{ status: number; body: Record<string, unknown>; type: string | null }> {
+  const res = await fetch(ex.url + path);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown>, type: res.headers.get('content-type') };
+}
+
+/**
+ * Decoded by the A2A SDK's AgentCard codec and encoded back, the card is unchanged — but for an
+ * empty `skills`, which the card keeps (A2A requires the field) and the codec's JSON form leaves out.
+ */
+function expectA2aCard(body: Record<string, unknown>) {
+  const decoded = AgentCard.fromJSON(body);
+  expect(AgentCard.toJSON(decoded)).toEqual((body.skills as unknown[]).length === 0 ? { ...body, skills: undefined } : body);
+  return decoded;
+}
+
+const SERVICE = {
+  name: 'Sentiment scorer',
+  description: 'Scores the sentiment of a sentence from -1 to 1.',
+  version: '2.1.0',
+  category: 'text',
+  subcategory: 'sentiment',
+  tags: ['nlp'],
+  inputSchema: { type: 'object', properties: { sentence: { type: 'string' } }, required: ['sentence'] },
+  outputSchema: { type: 'object', properties: { score: { type: 'number' } }, required: ['score'] },
+  examples: [{ input: { sentence: 'I love it' }, output: { score: 0.9 }, description: 'a happy sentence' }],
+  pricing: { model: 'fixed', basePriceCents: 40 },
+  sla: { maxLatencyMs: 2000, timeoutMs: 10_000 },
+};
+
+describe('the exchange\'s agent card', () => {
+  it('describes the exchange, how to authenticate, and links the OpenAPI document and the MCP server', async () => {
+    const { status, body, type } = await card('/.well-known/agent-card.json');
+    expect(status).toBe(200);
+    expect(type).toMatch(/^application\/json/);
+    const decoded = expectA2aCard(body);
+    expect(decoded.name).toBe('Agent Exchange');
+    expect(decoded.skills.map((s) => s.id)).toEqual(['discover-services', 'buy-service', 'sell-service', 'negotiate', 'dispute']);
+    expect(decoded.securitySchemes.apiKey?.scheme).toEqual({ $case: 'httpAuthSecurityScheme', value: expect.objectContaining({ scheme: 'Bearer' }) });
+    const params = decoded.capabilities!.extensions[0]!.params!;
+    expect(params.openApiUrl).toBe('http://exchange.test:8080/v1/openapi.json');
+    expect(params.mcp).toMatchObject({ package: '@agent-exchange/mcp', command: 'agent-exchange-mcp' });
+    // What it links is served.
+    expect((await fetch(`${ex.url}/v1/openapi.json`)).status).toBe(200);
+    expect((await fetch(`${ex.url}/docs/agent-tools.md`)).status).toBe(200);
+  });
+
+  it('is what the A2A SDK\'s resolver reads from the well-known path', async () => {
+    const resolved = await new DefaultAgentCardResolver().resolve(ex.url);
+    expect(resolved.name).toBe('Agent Exchange');
+    expect(resolved.supportedInterfaces[0]!.url).toBe('http://exchange.test:8080/v1');
+  });
+});
+
+describe('a provider agent\'s card', () => {
+  it('publishes each active service as a skill, its contract in the extension, and follows the services as they change', async () => {
+    const provider = await signingMember(ex.anon, 'sentiment-provider');
+    const path = `/agents/${provider.id}/agent-card.json`;
+    // An agent with nothing for sale has a card with no skill.
+    expect(expectA2aCard((await card(path)).body).skills).toEqual([]);
+
+    const service = unwrap(await provider.client.createService(SERVICE));
+    let { status, body } = await card(path);
+    expect(status).toBe(200);
+    let decoded = expectA2aCard(body);
+    expect(decoded.name).toBe('sentiment-provider');
+    expect(decoded.skills).toEqual([expect.objectContaining({ id: service.id, name: 'Sentiment scorer', tags: ['text', 'sentiment', 'nlp'], examples: ['a happy sentence'] })]);
+    const contracts = decoded.capabilities!.extensions[0]!.params!.contracts as Record<string, { inputSchema: unknown; pricing: { basePriceCents: number }; sla: { maxLatencyMs: number }; version: string }>;
+    expect(contracts[service.id]).toMatchObject({ inputSchema: SERVICE.inputSchema, pricing: { basePriceCents: 40 }, sla: { maxLatencyMs: 2000 }, version: '2.1.0' });
+    const resolved = await new DefaultAgentCardResolver().resolve(ex.url, path);
+    expect(resolved.skills.map((s) => s.id)).toEqual([service.id]);
+
+    // Paused: gone from the card; a new service: there; resumed: back.
+    unwrap(await provider.client.updateService(service.id, { status: 'paused' }));
+    expect(expectA2aCard((await card(path)).body).skills).toEqual([]);
+    const second = unwrap(await provider.client.createService({ ...SERVICE, name: 'Sentence splitter', description: 'Splits a text into its sentences.' }));
+    unwrap(await provider.client.updateService(service.id, { status: 'active' }));
+    ({ body } = await card(path));
+    decoded = expectA2aCard(body);
+    expect(decoded.skills.map((s) => s.id).sort()).toEqual([service.id, second.id].sort());
+    expect(decoded.description).toMatch(/2 services/);
+
+    // A deactivated agent has no card.
+    unwrap(await ex.admin.suspendAgent(provider.id));
+    expect((await card(path)).status).toBe(404);
+  });
+
+  it('answers an unknown agent 404 and a malformed id 400, in the envelope', async () => {
+    const unknown = await card('/agents/00000000-0000-4000-8000-000000000000/agent-card.json');
+    expect(unknown).toMatchObject({ status: 404, body: { data: null, errors: [{ code: 'NOT_FOUND' }] } });
+    const bad = await card('/agents/not-a-uuid/agent-card.json');
+    expect(bad).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', field: '/path/agentId' }] } });
+  });
+});

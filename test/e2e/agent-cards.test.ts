@@ -78,9 +78,9 @@ describe('a provider agent\'s card', () => {
     expect(expectA2aCard((await card(path)).body).skills).toEqual([]);
 
     const service = unwrap(await provider.client.createService(SERVICE));
-    let { status, body } = await card(path);
-    expect(status).toBe(200);
-    let decoded = expectA2aCard(body);
+    const first = await card(path);
+    expect(first.status).toBe(200);
+    let decoded = expectA2aCard(first.body);
     expect(decoded.name).toBe('sentiment-provider');
     expect(decoded.skills).toEqual([expect.objectContaining({ id: service.id, name: 'Sentiment scorer', tags: ['text', 'sentiment', 'nlp'], examples: ['a happy sentence'] })]);
     const contracts = decoded.capabilities!.extensions[0]!.params!.contracts as Record<string, { inputSchema: unknown; pricing: { basePriceCents: number }; sla: { maxLatencyMs: number }; version: string }>;
@@ -93,8 +93,7 @@ describe('a provider agent\'s card', () => {
     expect(expectA2aCard((await card(path)).body).skills).toEqual([]);
     const second = unwrap(await provider.client.createService({ ...SERVICE, name: 'Sentence splitter', description: 'Splits a text into its sentences.' }));
     unwrap(await provider.client.updateService(service.id, { status: 'active' }));
-    ({ body } = await card(path));
-    decoded = expectA2aCard(body);
+    decoded = expectA2aCard((await card(path)).body);
     expect(decoded.skills.map((s) => s.id).sort()).toEqual([service.id, second.id].sort());
     expect(decoded.description).toMatch(/2 services/);
 

@@ -14,6 +14,6 @@ export default tseslint.config(
     },
   },
   { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**', 'test/openapi/write-openapi.ts'], rules: { 'no-console': 'off' } },
-  // Programs people run with node: the examples, and the client's build.
-  { files: ['examples/**/*.mjs', 'packages/*/build.mjs'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },
+  // Programs people run with node: the examples, the bins of the published packages, and their builds.
+  { files: ['examples/**/*.mjs', 'packages/*/build.mjs', 'packages/*/build-package.mjs', 'packages/*/bin/*.js'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },
 );

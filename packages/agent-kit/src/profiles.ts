@@ -12,6 +12,8 @@ export interface Profile {
   apiKey: string;
   /** Base64 Ed25519 secret key: every request is signed with it once registered. */
   signingSecretKey?: string;
+  /** A key made by `aex keys generate`, waiting for `aex keys register` to replace the registered one. */
+  pendingSigningSecretKey?: string;
   /** Operator token, for `aex` commands under `/admin/v1`. */
   adminToken?: string;
 }
@@ -103,7 +105,7 @@ export function requireAgentProfile(p: Partial<Profile>): Profile {
   const missing = (['url', 'agentId', 'apiKey'] as const).filter((k) => !p[k]);
   if (missing.length > 0) {
     const vars = { url: 'AEX_URL', agentId: 'AEX_AGENT_ID', apiKey: 'AEX_API_KEY' } as const;
-    throw new UsageError(`Missing ${missing.join(', ')}: set ${missing.map((k) => vars[k]).join(', ')}, or make a profile with \`aex login\` or \`aex signup\`.`);
+    throw new UsageError(`Missing ${missing.join(', ')}: set ${missing.map((k) => vars[k]).join(', ')}, or make a profile with aex login or aex signup.`);
   }
   if (!/^https?:\/\//.test(p.url!)) throw new UsageError(`The exchange URL must start with http:// or https:// (got "${p.url}").`);
   return p as Profile;

@@ -1,0 +1,8 @@
+// Builds the published CLI (agent-kit/build-package.mjs): the client, the agent kit and the contracts
+// are inlined; commander, @noble/*, TypeBox and Ajv stay dependencies.
+import { buildPackage } from '../agent-kit/build-package.mjs';
+
+await buildPackage(new URL('.', import.meta.url).pathname, {
+  platform: 'node',
+  external: ['commander', '@noble/*', '@sinclair/typebox', 'ajv', 'ajv-formats'],
+});

@@ -7,7 +7,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@aex/platform';
 import { startTestExchange, type TestExchange } from './harness.js';
-import { bash, shellBlocks } from './walkthrough-kit.js';
+import { bash, jsonBlock, shellBlocks } from './walkthrough-kit.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { unwrap } from '@agent-exchange/client';
+import { signingMember } from './harness.js';
 
 // A newcomer's path, run as written: the README's two walkthroughs of a first purchase (curl and
 // openssl in bash; the client packed with pnpm, installed with npm outside the repository, and the
@@ -115,5 +120,44 @@ describe("the README's first purchase with the client, installed from its packed
     ].join('\n'));
     writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'DOM'], types: [] }, files: ['agent.ts'] }));
     await run(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', project], { cwd: project });
+  }, 300_000);
+});
+
+describe("the README's MCP client configuration", () => {
+  it('installs the tools as written, and an MCP client configured from it buys and settles within the budget', async () => {
+    const home = tempDir('aex-llm-');
+    const env = { EX: ex.url, HOME: home, npm_config_cache: process.env.npm_config_cache ?? join(homedir(), '.npm'), npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' };
+    const out = await bash(shellBlocks('README.md', 'walkthrough:agent-tools'), { cwd: repoRoot, env, timeoutMs: 240_000 });
+    expect(out).toMatch(/Funded: the balance is now \$50\.00/);
+
+    const seller = await signingMember(ex.anon, 'word-seller');
+    const service = unwrap(await seller.client.createService({
+      name: 'Word counter', description: 'Counts the words in a text.', version: '1.0.0', category: 'text',
+      inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+      outputSchema: { type: 'object', properties: { words: { type: 'integer' } }, required: ['words'] },
+      pricing: { model: 'fixed', basePriceCents: 250 }, sla: { maxLatencyMs: 60_000, timeoutMs: 120_000 },
+    }));
+
+    // The configuration exactly as the README gives it, with the reader's home directory.
+    const config = (jsonBlock('README.md', 'walkthrough:agent-tools') as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers['agent-exchange']!;
+    const client = new Client({ name: 'readme-agent', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: config.command.replace('/home/you', home), args: config.args, env: { PATH: process.env.PATH ?? '', HOME: home } }));
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => {
+        const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
+        expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+        return r.structuredContent as Record<string, never>;
+      };
+      const found = await call('search_services', { need: 'count the words in my text' });
+      expect((found.matches as Array<{ serviceId: string }>).map((m) => m.serviceId)).toContain(service.id);
+      const bought = (await call('buy_service', { serviceId: service.id, input: { text: 'four words right here' } })).transaction as { id: string; status: string };
+      expect(bought.status).toBe('funds_held');
+      unwrap(await seller.client.deliver(bought.id, { words: 4 }));
+      expect(await call('wait_for_delivery', { transactionId: bought.id })).toMatchObject({ delivered: true });
+      expect(await call('accept_delivery', { transactionId: bought.id, qualityScore: 90 })).toMatchObject({ transaction: { status: 'settled' } });
+      expect(await call('get_balance', {})).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { budgetCents: 2000, spentCents: 250, maxPerCallCents: 500 } });
+    } finally {
+      await client.close();
+    }
   }, 300_000);
 });

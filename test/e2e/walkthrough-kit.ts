@@ -33,3 +33,12 @@ export async function bash(script: string, opts: { cwd: string; env: Record<stri
     });
   });
 }
+
+/** The ```json block between `<!-- name -->` and `<!-- /name -->` of a Markdown file, parsed. */
+export function jsonBlock(file: string, name: string): unknown {
+  const text = readFileSync(join(repoRoot, file), 'utf8');
+  const section = text.slice(text.indexOf(`<!-- ${name} -->`), text.indexOf(`<!-- /${name} -->`));
+  const block = /```json\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error(`${file}'s section ${name} has no json block`);
+  return JSON.parse(block[1]!);
+}

@@ -217,6 +217,21 @@ describe('the MCP server over stdio', () => {
     expect((await data<Tx>(buyer, 'get_transaction', { transactionId: bought.transaction.id })).transaction.status).toBe('failed');
   });
 
+  it('negotiation: the consumer opens with an offer, the provider session counters, the consumer accepts within its budget', async () => {
+    const haggler = (await data<{ service: { id: string } }>(seller, 'register_service', { ...WORDS, name: 'Haggling word counter', pricing: { model: 'negotiable', basePriceCents: 400, minimumCents: 200, maximumCents: 500 } })).service.id;
+    const session2 = await session(consumer, ['--budget-cents', '1000']);
+    const opened = await data<Tx>(session2, 'buy_service', { serviceId: haggler, input: { text: 'make me an offer' }, maxPriceCents: 250 });
+    expect(opened.transaction.status).toBe('negotiating');
+    expect(opened.note).toMatch(/negotiate/);
+    const countered = await data<Tx>(seller, 'negotiate', { transactionId: opened.transaction.id, action: 'counter', priceCents: 320 });
+    expect(countered.transaction.status).toBe('negotiating');
+    const accepted = await data<Tx>(session2, 'negotiate', { transactionId: opened.transaction.id, action: 'accept' });
+    expect(accepted.transaction).toMatchObject({ status: 'funds_held', agreedPriceCents: 320 });
+    // Counted once, at the highest price committed to: the offer of 250 became 320.
+    expect((await data<{ budget: { spentCents: number } }>(session2, 'get_balance', {})).budget.spentCents).toBe(320);
+    await data<Tx>(session2, 'cancel_transaction', { transactionId: opened.transaction.id });
+  });
+
   it('resources: contracts and transactions read by URI', async () => {
     const templates = await buyer.listResourceTemplates();
     expect(templates.resourceTemplates.map((t) => t.uriTemplate)).toEqual(['aex://services/{serviceId}', 'aex://transactions/{transactionId}']);

@@ -146,11 +146,11 @@ describe("the README's MCP client configuration", () => {
       const call = async (name: string, args: Record<string, unknown>) => {
         const r = (await client.callTool({ name, arguments: args })) as CallToolResult;
         expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
-        return r.structuredContent as Record<string, never>;
+        return r.structuredContent as Record<string, unknown>;
       };
       const found = await call('search_services', { need: 'count the words in my text' });
-      expect((found.matches as Array<{ serviceId: string }>).map((m) => m.serviceId)).toContain(service.id);
-      const bought = (await call('buy_service', { serviceId: service.id, input: { text: 'four words right here' } })).transaction as { id: string; status: string };
+      expect((found.matches as unknown as Array<{ serviceId: string }>).map((m) => m.serviceId)).toContain(service.id);
+      const bought = (await call('buy_service', { serviceId: service.id, input: { text: 'four words right here' } })).transaction as unknown as { id: string; status: string };
       expect(bought.status).toBe('funds_held');
       unwrap(await seller.client.deliver(bought.id, { words: 4 }));
       expect(await call('wait_for_delivery', { transactionId: bought.id })).toMatchObject({ delivered: true });

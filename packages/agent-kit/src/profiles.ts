@@ -68,11 +68,20 @@ export function writeProfiles(path: string, file: ProfileFile): void {
   renameSync(tmp, path);
 }
 
-/** Adds or replaces a profile and makes it the current one. */
-export function saveProfile(path: string, name: string, profile: Profile): void {
+/** Adds or replaces a profile; `makeCurrent` (the default) also makes it the one used when none is named. */
+export function saveProfile(path: string, name: string, profile: Profile, makeCurrent = true): void {
   const file = readProfiles(path);
   file.profiles[name] = profile;
-  file.current = name;
+  if (makeCurrent) file.current = name;
+  writeProfiles(path, file);
+}
+
+/** Changes fields of an existing profile (`undefined` removes one). */
+export function updateProfile(path: string, name: string, change: Partial<Profile>): void {
+  const file = readProfiles(path);
+  const merged: Record<string, unknown> = { ...file.profiles[name], ...change };
+  for (const k of Object.keys(merged)) if (merged[k] === undefined) delete merged[k];
+  file.profiles[name] = merged as unknown as Profile;
   writeProfiles(path, file);
 }
 

@@ -11,9 +11,9 @@ import {
   requireAgentProfile,
   resolveProfile,
   saveProfile,
+  updateProfile,
   UsageError,
   waitForStatus,
-  writeProfiles,
   type Profile,
 } from '@aex/agent-kit';
 import { completionScript } from './completion.js';
@@ -155,10 +155,8 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .action((_o: unknown, cmd: Command) => {
       const { name } = resolved(cmd);
       if (!name) throw new CliError('Keys are kept in a profile: make one first with aex signup or aex login.', EXIT.usage);
-      const file = readProfiles(path());
       const pair = generateSigningKey();
-      file.profiles[name] = { ...file.profiles[name]!, pendingSigningSecretKey: pair.secretKey };
-      writeProfiles(path(), file);
+      updateProfile(path(), name, { pendingSigningSecretKey: pair.secretKey });
       show(cmd, { profile: name, publicKey: pair.publicKey }, (d) => `New signing key ${d.publicKey}\nRegister it with: aex keys register\n`);
     });
   keys
@@ -172,12 +170,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
       const client = clientOf({ ...profile, signingSecretKey: next });
       const previous = profile.pendingSigningSecretKey && profile.signingSecretKey ? { previousSecretKey: profile.signingSecretKey } : {};
       const updated = ok(await client.registerSigningKey(profile.agentId, previous));
-      if (name) {
-        const file = readProfiles(path());
-        const { pendingSigningSecretKey: _done, ...rest } = file.profiles[name]!;
-        file.profiles[name] = { ...rest, signingSecretKey: next };
-        writeProfiles(path(), file);
-      }
+      if (name) updateProfile(path(), name, { signingSecretKey: next, pendingSigningSecretKey: undefined });
       show(cmd, { agentId: profile.agentId, signingKeyPublic: updated.signingKeyPublic }, (d) => `Registered signing key ${d.signingKeyPublic} for agent ${d.agentId}.\n`);
     });
   keys
@@ -187,11 +180,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
       const { name } = resolved(cmd);
       const { profile, client } = agent(cmd);
       const rotated = ok(await client.rotateKey(profile.agentId, { idempotencyKey: randomUUID() }));
-      if (name) {
-        const file = readProfiles(path());
-        file.profiles[name] = { ...file.profiles[name]!, apiKey: rotated.apiKey };
-        writeProfiles(path(), file);
-      }
+      if (name) updateProfile(path(), name, { apiKey: rotated.apiKey });
       show(cmd, { agentId: profile.agentId, keyPrefix: rotated.keyPrefix, saved: Boolean(name) }, (d) => `New API key ${d.keyPrefix}… ${d.saved ? 'saved in the profile' : 'not saved (no profile): it was issued, and the old key is revoked'}.\n`);
     });
 
@@ -215,11 +204,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
       const { profile, client } = agent(cmd);
       const pair = generateSigningKey();
       const created = ok(await client.createAgent({ name: o.name, agentType: o.type, signingKeyPublic: pair.publicKey }, { idempotencyKey: randomUUID() }));
-      if (o.saveAs) {
-        const file = readProfiles(path());
-        file.profiles[o.saveAs] = { url: profile.url, accountId: created.accountId, agentId: created.id, apiKey: created.apiKey, signingSecretKey: pair.secretKey };
-        writeProfiles(path(), file);
-      }
+      if (o.saveAs) saveProfile(path(), o.saveAs, { url: profile.url, accountId: created.accountId, agentId: created.id, apiKey: created.apiKey, signingSecretKey: pair.secretKey }, false);
       show(cmd, { agentId: created.id, name: created.name, ...(o.saveAs ? { profile: o.saveAs } : { apiKey: created.apiKey, signingSecretKey: pair.secretKey }) }, (d) =>
         o.saveAs ? `Agent ${d.agentId} (${d.name}) saved as profile ${o.saveAs}.\n` : record([['agent', d.agentId], ['api key', created.apiKey], ['signing key', pair.secretKey]]) + 'Shown once: keep both secret.\n');
     });
@@ -240,11 +225,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .action(async (o: { name: string; budgetCents: number; hours?: number; saveAs?: string }, cmd: Command) => {
       const { profile, client } = agent(cmd);
       const child = ok(await client.spawnAgent(profile.agentId, { name: o.name, budgetCents: o.budgetCents, ...(o.hours ? { maxLifetimeHours: o.hours } : {}) }, { idempotencyKey: randomUUID() }));
-      if (o.saveAs) {
-        const file = readProfiles(path());
-        file.profiles[o.saveAs] = { url: profile.url, accountId: child.accountId, agentId: child.id, apiKey: child.apiKey };
-        writeProfiles(path(), file);
-      }
+      if (o.saveAs) saveProfile(path(), o.saveAs, { url: profile.url, accountId: child.accountId, agentId: child.id, apiKey: child.apiKey }, false);
       show(cmd, { agentId: child.id, expiresAt: child.expiresAt, ...(o.saveAs ? { profile: o.saveAs } : { apiKey: child.apiKey }) }, (d) => record(Object.entries(d)));
     });
 

@@ -30,9 +30,13 @@ export interface ExchangeMcpOptions {
   pollMs: number;
 }
 
-/** The tools this server lists: spending ones only with a budget, provider ones only as a provider. */
+/**
+ * The tools this server lists: spending ones only with a budget (a provider also gets negotiate, for
+ * its counter-offers; what a consumer would commit through it still needs the budget), provider ones
+ * only as a provider.
+ */
 export function toolsOf(opts: Pick<ExchangeMcpOptions, 'guard' | 'provider'>): Tool[] {
-  return TOOLS.filter((t) => (!t.spending || opts.guard.enabled) && (!t.provider || opts.provider));
+  return TOOLS.filter((t) => (!t.spending || opts.guard.enabled || (t.alsoForProviders && opts.provider)) && (!t.provider || opts.provider));
 }
 
 /**

@@ -8,6 +8,9 @@
 export class SpendingGuard {
   private spent = 0;
   private readonly committed = new Map<string, number>();
+  /** A purchase key → the transaction it created: a retried purchase finds what it committed. */
+  private readonly aliases = new Map<string, string>();
+  private readonly resolve = (ref: string) => this.aliases.get(ref) ?? ref;
 
   constructor(readonly limits: { budgetCents: number; maxPerCallCents: number }) {}
 
@@ -26,7 +29,9 @@ export class SpendingGuard {
    * (nobody can, within this run).
    */
   check(ref: string, cents: number): { verdict: 'ok' | 'over_cap' | 'over_budget'; extra: number } {
-    const extra = Math.max(0, cents - (this.committed.get(ref) ?? 0));
+    const extra = Math.max(0, cents - (this.committed.get(this.resolve(ref)) ?? 0));
+    // What is already committed is no new spending, whatever the limits say now.
+    if (extra === 0) return { verdict: 'ok', extra };
     if (this.spent + extra > this.limits.budgetCents) return { verdict: 'over_budget', extra };
     if (cents > this.limits.maxPerCallCents) return { verdict: 'over_cap', extra };
     return { verdict: 'ok', extra };
@@ -34,22 +39,25 @@ export class SpendingGuard {
 
   /** Records the commitment (after `check`, once the exchange took it). */
   commit(ref: string, cents: number): void {
+    ref = this.resolve(ref);
     const before = this.committed.get(ref) ?? 0;
     if (cents <= before) return;
     this.committed.set(ref, cents);
     this.spent += cents - before;
   }
 
-  /** Moves what was committed under a purchase key to the transaction it created. */
+  /** Moves what was committed under a purchase key to the transaction it created; the key then names it. */
   rename(from: string, to: string): void {
+    if (from === to) return;
     const cents = this.committed.get(from);
-    if (cents === undefined || from === to) return;
+    this.aliases.set(from, to);
+    if (cents === undefined) return;
     this.committed.delete(from);
     this.committed.set(to, Math.max(cents, this.committed.get(to) ?? 0));
   }
 
-  /** What was committed for `ref`, if anything. */
+  /** What was committed for `ref` (a transaction, or the purchase key that created it), if anything. */
   committedFor(ref: string): number | undefined {
-    return this.committed.get(ref);
+    return this.committed.get(this.resolve(ref));
   }
 }

@@ -46,8 +46,10 @@ export interface Tool<I extends TSchema = TSchema, O extends TSchema = TSchema> 
   input: I;
   output: O;
   annotations: ToolAnnotations;
-  /** Listed only when the human set a budget. */
+  /** Listed only when the human set a budget (or, with `alsoForProviders`, when started as a provider). */
   spending?: boolean;
+  /** A spending tool a provider needs without spending (negotiate: a provider's counter-offers). */
+  alsoForProviders?: boolean;
   /** Listed only when the server was started as a provider. */
   provider?: boolean;
   run(args: Static<I>, ctx: ToolContext): Promise<Static<O>>;
@@ -274,6 +276,7 @@ const negotiate = tool({
   output: Type.Object({ transaction: TransactionView, negotiation: Type.Array(NegotiationView), note: Type.String() }),
   annotations: WRITE,
   spending: true,
+  alsoForProviders: true,
   async run(args, ctx) {
     const tx = ok(await ctx.client.getTransaction(args.transactionId));
     if (args.action === 'counter' && args.priceCents === undefined) throw new ToolFailure('A counter-offer needs priceCents.');
@@ -421,31 +424,31 @@ const registerService = tool({
   },
 });
 
-const updateService = tool({
-  name: 'update_service',
-  title: 'Change a service',
-  description: 'Changes one of this agent\'s services (description, version, schemas, pricing, SLA, tags, examples, status). Transactions already made keep the contract they were made with.',
-  input: Type.Object({ serviceId: Uuid, changes: UpdateServiceBody }, { additionalProperties: false }),
-  output: Type.Object({ service: ServiceView }),
-  annotations: { ...WRITE, idempotentHint: true },
-  provider: true,
-  async run(args, ctx) {
-    return { service: ok(await ctx.client.updateService(args.serviceId, args.changes)) };
-  },
-});
+/** A provider tool that changes one of the agent's services (PATCH /v1/services/{id}). */
+const serviceChange = <I extends TSchema>(name: string, title: string, description: string, input: I, changes: (args: Static<I>) => UpdateServiceBody) =>
+  tool({
+    name, title, description, input,
+    output: Type.Object({ service: ServiceView }),
+    annotations: { ...WRITE, idempotentHint: true },
+    provider: true,
+    async run(args, ctx) {
+      return { service: ok(await ctx.client.updateService((args as { serviceId: string }).serviceId, changes(args))) };
+    },
+  });
 
-const pauseService = tool({
-  name: 'pause_service',
-  title: 'Pause or resume a service',
-  description: 'Pauses one of this agent\'s services (it leaves search and cannot be bought; transactions in progress go on) or resumes it.',
-  input: Type.Object({ serviceId: Uuid, paused: Type.Boolean({ default: true }) }, { additionalProperties: false }),
-  output: Type.Object({ service: ServiceView }),
-  annotations: { ...WRITE, idempotentHint: true },
-  provider: true,
-  async run(args, ctx) {
-    return { service: ok(await ctx.client.updateService(args.serviceId, { status: args.paused === false ? 'active' : 'paused' })) };
-  },
-});
+const updateService = serviceChange(
+  'update_service', 'Change a service',
+  'Changes one of this agent\'s services (description, version, schemas, pricing, SLA, tags, examples, status). Transactions already made keep the contract they were made with.',
+  Type.Object({ serviceId: Uuid, changes: UpdateServiceBody }, { additionalProperties: false }),
+  (args) => args.changes,
+);
+
+const pauseService = serviceChange(
+  'pause_service', 'Pause or resume a service',
+  'Pauses one of this agent\'s services (it leaves search and cannot be bought; transactions in progress go on) or resumes it.',
+  Type.Object({ serviceId: Uuid, paused: Type.Boolean({ default: true }) }, { additionalProperties: false }),
+  (args) => ({ status: args.paused === false ? 'active' : 'paused' }),
+);
 
 const listPendingDeliveries = tool({
   name: 'list_pending_deliveries',

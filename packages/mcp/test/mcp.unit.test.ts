@@ -93,7 +93,11 @@ describe('the spending guard', () => {
     guard.commit('tx', 250);
     expect(guard.state.spentCents).toBe(250);
     expect(guard.committedFor('tx')).toBe(250);
-    expect(guard.committedFor('key')).toBeUndefined();
+    // A retry under the same key is what it committed already: allowed even with no budget left.
+    expect(guard.committedFor('key')).toBe(250);
+    guard.commit('other', 750);
+    expect(guard.check('key', 250)).toEqual({ verdict: 'ok', extra: 0 });
+    expect(guard.check('new', 1).verdict).toBe('over_budget');
   });
 
   it('is off without a budget', () => {

@@ -141,7 +141,7 @@ describe("the README's MCP client configuration", () => {
     // The configuration exactly as the README gives it, with the reader's home directory.
     const config = (jsonBlock('README.md', 'walkthrough:agent-tools') as { mcpServers: Record<string, { command: string; args: string[] }> }).mcpServers['agent-exchange']!;
     const client = new Client({ name: 'readme-agent', version: '1.0.0' });
-    await client.connect(new StdioClientTransport({ command: config.command.replace('/home/you', home), args: config.args, env: { PATH: process.env.PATH ?? '', HOME: home } }));
+    await client.connect(new StdioClientTransport({ command: config.command.replace('/home/you', home), args: config.args, env: { PATH: process.env.PATH ?? '', HOME: home }, stderr: 'pipe' }));
     try {
       const call = async (name: string, args: Record<string, unknown>) => {
         const r = (await client.callTool({ name, arguments: args })) as CallToolResult;

@@ -11,6 +11,8 @@ export interface HttpHostOptions {
   token: string;
   /** The path of the MCP endpoint (default `/mcp`). */
   path?: string;
+  /** Host headers accepted besides the listener's own address and localhost (`name:port`). */
+  allowedHosts?: string[];
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
@@ -59,7 +61,7 @@ export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions):
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => void sessions.set(id, transport),
       enableDnsRebindingProtection: true,
-      allowedHosts: [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`],
+      allowedHosts: [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`, ...(opts.allowedHosts ?? [])],
     });
     transport.onclose = () => {
       if (transport.sessionId) sessions.delete(transport.sessionId);

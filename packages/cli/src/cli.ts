@@ -91,13 +91,13 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .requiredOption('--email <email>', 'the account\'s email')
     .requiredOption('--display-name <name>', 'the account\'s name')
     .addOption(new Option('--type <type>', 'account type').choices(['individual', 'organization']).default('individual'))
-    .option('--agent-name <name>', 'the owner agent\'s name', 'owner')
+    .option('--agent-name <name>', 'the owner agent\'s name (default: the display name)')
     .option('--save-as <profile>', 'profile name (default: --profile, else "default")')
     .option('--show-key', 'also print the API key (it is saved in the profile either way)')
-    .action(async (o: { email: string; displayName: string; type: 'individual' | 'organization'; agentName: string; saveAs?: string; showKey?: boolean }, cmd: Command) => {
+    .action(async (o: { email: string; displayName: string; type: 'individual' | 'organization'; agentName?: string; saveAs?: string; showKey?: boolean }, cmd: Command) => {
       const url = urlOf(cmd);
       const anon = new ExchangeClient({ baseUrl: url });
-      const account = ok(await anon.createAccount({ accountType: o.type, email: o.email, displayName: o.displayName, agent: { name: o.agentName } }, { idempotencyKey: randomUUID() }));
+      const account = ok(await anon.createAccount({ accountType: o.type, email: o.email, displayName: o.displayName, agent: { name: o.agentName ?? o.displayName } }, { idempotencyKey: randomUUID() }));
       const keys = generateSigningKey();
       const me = anon.as({ apiKey: account.apiKey, signingSecretKey: keys.secretKey });
       ok(await me.registerSigningKey(account.agent.id));
@@ -295,7 +295,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .option('--limit <n>', 'how many', int('--limit'), 20)
     .action(async (o: { agent?: string; limit: number }, cmd: Command) => {
       const entries = ok(await agent(cmd).client.ledger(walletOf(cmd, o), { limit: o.limit }));
-      show(cmd, entries, (d) => table(d, [['WHEN', (e) => e.createdAt], ['TYPE', (e) => e.txType], ['AMOUNT', (e) => e.amountCents], ['BALANCE', (e) => e.balanceAfterCents], ['TRANSACTION', (e) => e.transactionId]]));
+      show(cmd, entries, (d) => table(d, [['WHEN', (e) => e.createdAt], ['TYPE', (e) => e.txType], ['AMOUNT', (e) => usd(e.amountCents)], ['BALANCE', (e) => usd(e.balanceAfterCents)], ['TRANSACTION', (e) => e.transactionId]]));
     });
 
   // --- services and discovery

@@ -51,6 +51,7 @@ await runMain(async () => {
       `    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'`,
       'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
       `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
+      `For LLM agents and terminals (MCP server, aex CLI): README.md, "Use it from an LLM agent, or a terminal" · agent card: ${url}/.well-known/agent-card.json`,
       '',
     ].join('\n'),
   );

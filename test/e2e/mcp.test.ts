@@ -272,7 +272,7 @@ describe('the MCP server over Streamable HTTP', () => {
   beforeAll(async () => {
     const port = await freePort();
     const child = spawn(process.execPath, [bin, '--http', '--port', String(port), '--allowed-host', `mcp.internal:${port}`, '--budget-cents', '1000', '--provider'], {
-      env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey, AEX_SIGNING_KEY: consumer.secretKey, AEX_MCP_HTTP_TOKEN: token, AEX_MCP_POLL_MS: '100' },
+      env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey, AEX_SIGNING_KEY: consumer.secretKey, AEX_MCP_HTTP_TOKEN: token, AEX_MCP_POLL_MS: '100', AEX_MCP_SESSION_IDLE_SECONDS: '2' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(child);
@@ -298,6 +298,23 @@ describe('the MCP server over Streamable HTTP', () => {
     const r = (await client.callTool({ name: 'buy_service', arguments: { serviceId: service.id, input: { text: 'over http' } } })) as CallToolResult;
     expect(r.isError).toBeFalsy();
     expect((r.structuredContent as Tx).transaction.status).toBe('funds_held');
+  });
+
+  it('closes a session its client left without ending it, once idle', async () => {
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
+    const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'gone', version: '1' } } };
+    const opened = await fetch(url, { method: 'POST', headers, body: JSON.stringify(init) });
+    expect(opened.status).toBe(200);
+    const session = opened.headers.get('mcp-session-id')!;
+    await opened.text();
+    const list = () => fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+    const alive = await list();
+    expect(alive.status).toBe(200);
+    await alive.text();
+    await new Promise((r) => setTimeout(r, 3500));
+    const gone = await list();
+    expect(gone.status).toBe(404);
+    expect(await gone.json()).toMatchObject({ error: { message: 'Unknown or ended session: initialize a new one.' } });
   });
 
   it('refuses a request without the token (401) or with a Host that is not its own', async () => {

@@ -13,20 +13,35 @@ export interface HttpHostOptions {
   path?: string;
   /** Host headers accepted besides the listener's own address and localhost (`name:port`). */
   allowedHosts?: string[];
+  /** A session without a request for this long is closed (default 30 minutes): clients vanish without a DELETE. */
+  sessionIdleMs?: number;
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
 
 /**
  * Serves the MCP endpoint over Streamable HTTP: one MCP server and transport per session (the SDK's
- * `Mcp-Session-Id`), all sharing the process's agent, client and spending guard. Requests need the
+ * `Mcp-Session-Id`), all sharing the process's agent, client and spending guard; a session idle for
+ * `sessionIdleMs` is closed, since a client may vanish without ending it. Requests need the
  * bearer token given at launch, compared in constant time, and a Host naming this listener (DNS
  * rebinding protection).
  */
 export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions): Promise<{ url: string; close(): Promise<void> }> {
   const path = opts.path ?? '/mcp';
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const lastSeen = new Map<string, number>();
   const expected = createHash('sha256').update(opts.token).digest();
+  const idleMs = opts.sessionIdleMs ?? 30 * 60_000;
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [id, at] of lastSeen) {
+      if (now - at < idleMs) continue;
+      lastSeen.delete(id);
+      void sessions.get(id)?.close();
+      sessions.delete(id);
+    }
+  }, Math.min(60_000, Math.max(250, idleMs / 4)));
+  sweeper.unref();
 
   const authorized = (req: IncomingMessage) => {
     const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
@@ -54,17 +69,25 @@ export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions):
       if (!read.ok) return reply(res, read.status, -32700, read.message);
       body = read.value;
     }
-    if (existing) return existing.handleRequest(req, res, body);
+    if (existing) {
+      lastSeen.set(sessionId as string, Date.now());
+      return existing.handleRequest(req, res, body);
+    }
     if (typeof sessionId === 'string') return reply(res, 404, -32001, 'Unknown or ended session: initialize a new one.');
     if (req.method !== 'POST' || !isInitializeRequest(body)) return reply(res, 400, -32600, 'No session: the first request must be initialize, without Mcp-Session-Id.');
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => void sessions.set(id, transport),
+      onsessioninitialized: (id) => {
+        sessions.set(id, transport);
+        lastSeen.set(id, Date.now());
+      },
       enableDnsRebindingProtection: true,
       allowedHosts: [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`, ...(opts.allowedHosts ?? [])],
     });
     transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
+      if (!transport.sessionId) return;
+      sessions.delete(transport.sessionId);
+      lastSeen.delete(transport.sessionId);
     };
     await createExchangeMcpServer(mcp).connect(transport);
     await transport.handleRequest(req, res, body);
@@ -78,6 +101,7 @@ export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions):
   return {
     url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port()}${path}`,
     async close() {
+      clearInterval(sweeper);
       for (const t of sessions.values()) await t.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

@@ -23,6 +23,7 @@ Options (each also an environment variable):
   --allowed-host NAME:PORT  AEX_MCP_ALLOWED_HOSTS       more Host headers to accept (comma-separated),
                                                         when clients reach the server by another name
                             AEX_MCP_HTTP_TOKEN          bearer token HTTP clients must send (required)
+                            AEX_MCP_SESSION_IDLE_SECONDS an HTTP session idle this long is closed (1800)
   --max-wait-seconds N      AEX_MCP_MAX_WAIT_SECONDS    longest a tool waits for the exchange (50: MCP
                                                         clients commonly give up on a call after 60 s)
   --profile NAME            AEX_PROFILE
@@ -68,7 +69,8 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     const host = values.host ?? env.AEX_MCP_HOST ?? '127.0.0.1';
     const port = integer('--port / AEX_MCP_PORT', values.port ?? env.AEX_MCP_PORT, 8765);
     const allowedHosts = [...(values['allowed-host'] ?? []), ...(env.AEX_MCP_ALLOWED_HOSTS ?? '').split(',')].map((h) => h.trim()).filter(Boolean);
-    const served = await serveHttp(options, { host, port, token, allowedHosts });
+    const sessionIdleMs = integer('AEX_MCP_SESSION_IDLE_SECONDS', env.AEX_MCP_SESSION_IDLE_SECONDS, 1800, 1) * 1000;
+    const served = await serveHttp(options, { host, port, token, allowedHosts, sessionIdleMs });
     say(`agent ${profile.agentId} on ${profile.url}; ${tools} tools; ${spending}; listening on ${served.url}`);
     const stop = () => void served.close().then(() => process.exit(0));
     process.once('SIGINT', stop).once('SIGTERM', stop);

@@ -1,6 +1,16 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 
+/**
+ * An Ajv for JSON Schema 2020-12 with formats, lenient about keywords it does not know (as MCP
+ * clients are): what the tools check contracts and their own arguments with.
+ */
+export function schemaChecker(): Ajv2020 {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+  return ajv;
+}
+
 /** One way a value fails a contract's schema, with a JSON Pointer into what was checked. */
 export interface ContractProblem {
   pointer: string;
@@ -17,8 +27,7 @@ export type ContractCheck = { ok: true } | { ok: false; problems: ContractProble
  */
 export function checkAgainstContract(schema: unknown, value: unknown, pointer: string): ContractCheck {
   if (typeof schema !== 'object' || schema === null) return { ok: 'unchecked', reason: 'the contract has no schema' };
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true });
-  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+  const ajv = schemaChecker();
   let validate;
   try {
     validate = ajv.compile(schema as object);

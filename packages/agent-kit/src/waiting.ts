@@ -1,3 +1,4 @@
+import { TERMINAL_STATUSES } from '@aex/contracts';
 import type { ExchangeClient, Outcome } from '@agent-exchange/client';
 
 type Transaction = Extract<Awaited<ReturnType<ExchangeClient['getTransaction']>>, { ok: true }>['data'];
@@ -31,12 +32,11 @@ export async function waitForStatus(client: ExchangeClient, transactionId: strin
       await opts.onStatus?.(tx, Date.now() - started);
     }
     if (until.includes(tx.status)) return { reached: true, transaction: tx };
-    if (TERMINAL.includes(tx.status)) return { reached: false, transaction: tx, timedOut: false };
+    if (TERMINAL_STATUSES.includes(tx.status)) return { reached: false, transaction: tx, timedOut: false };
     if (Date.now() - started + interval > opts.timeoutMs || opts.signal?.aborted) return { reached: false, transaction: tx, timedOut: true };
     await new Promise((resolve) => setTimeout(resolve, interval));
   }
 }
 
-export const TERMINAL: readonly string[] = ['settled', 'cancelled', 'expired', 'failed'];
 /** Statuses in which the provider has work to do. */
 export const AWAITING_DELIVERY: readonly string[] = ['funds_held', 'executing', 'validation_failed'];

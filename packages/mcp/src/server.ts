@@ -9,10 +9,8 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
 import type { ExchangeClient } from '@agent-exchange/client';
-import type { Profile } from '@aex/agent-kit';
+import { schemaChecker, type Profile } from '@aex/agent-kit';
 import type { SpendingGuard } from './spending.js';
 import { explain, ok, TOOLS, ToolFailure, type Tool, type ToolContext } from './tools.js';
 
@@ -60,8 +58,7 @@ export function createExchangeMcpServer(opts: ExchangeMcpOptions): Server {
   const tools = toolsOf(opts);
   const byName = new Map(tools.map((t) => [t.name, t]));
   // Arguments are checked as the schemas listed say, formats included, before any tool runs.
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  (addFormats as unknown as (a: Ajv2020) => void)(ajv);
+  const ajv = schemaChecker();
   const checks = new Map(tools.map((t) => [t.name, ajv.compile(plain(t.input))]));
   const server = new Server(
     { name: SERVER_NAME, title: 'Agent Exchange', version: SERVER_VERSION },

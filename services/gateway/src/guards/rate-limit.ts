@@ -251,6 +251,16 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/**
+ * A page the gateway answers itself (docs, agent cards), limited per client IP like every public
+ * route (D4.2): its headers, or the 429 to throw.
+ */
+export async function takePublic(limiter: RateLimiter, ip: string): Promise<Record<string, string>> {
+  const limited = await limiter.take('public_ip', ip);
+  if (!limited.allowed) throw new RateLimitedError('Too many requests; retry later.', limited);
+  return limited.headers;
+}
+
 /** The KV key of a bucket: its group and subject (agent id or client IP), in KV-safe characters. */
 const bucketKey = (group: RateGroup, subject: string) => `${group}.${subject.replace(/[^A-Za-z0-9_-]/g, '_')}`;
 

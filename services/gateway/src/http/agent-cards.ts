@@ -1,7 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { AppError, catalogOps, type ProviderServicesView, type ServiceView } from '@aex/contracts';
 import { callOperation, type Bus, type ExchangeConfig } from '@aex/platform';
-import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
+import { takePublic, type RateLimiter } from '../guards/rate-limit.js';
 
 /** The A2A protocol version the cards are written for. */
 const A2A_VERSION = '1.0';
@@ -136,15 +136,10 @@ const CARD_TYPE = 'application/json; charset=utf-8';
  * read from the catalog on every request, so it follows the agent's services as they change.
  */
 export function serveAgentCards(app: FastifyInstance, limiter: RateLimiter, bus: Bus, config: ExchangeConfig): void {
-  const limit = async (req: FastifyRequest) => {
-    const limited = await limiter.take('public_ip', req.ip);
-    if (!limited.allowed) throw new RateLimitedError('Too many requests; retry later.', limited);
-    return limited.headers;
-  };
   const exchange = JSON.stringify(exchangeCard(config));
-  app.get('/.well-known/agent-card.json', async (req, reply) => reply.headers(await limit(req)).type(CARD_TYPE).send(exchange));
+  app.get('/.well-known/agent-card.json', async (req, reply) => reply.headers(await takePublic(limiter, req.ip)).type(CARD_TYPE).send(exchange));
   app.get('/agents/:agentId/agent-card.json', async (req, reply) => {
-    const headers = await limit(req);
+    const headers = await takePublic(limiter, req.ip);
     const { agentId } = req.params as { agentId: string };
     if (!UUID.test(agentId)) throw new AppError('VALIDATION_ERROR', '"/path/agentId" must be a UUID.', { field: '/path/agentId' });
     const answer = await callOperation(bus, catalogOps.providerServices, { ctx: { requestId: req.id, principal: null, admin: false }, input: { path: { agentId }, query: {}, body: {} } }, { timeoutMs: config.RPC_TIMEOUT_MS });

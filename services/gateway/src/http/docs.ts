@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '@aex/contracts';
-import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
+import { takePublic, type RateLimiter } from '../guards/rate-limit.js';
 
 /** The repository's `docs/` beside the services (in a clone and in the image alike). */
 const DOCS_DIR = fileURLToPath(new URL('../../../../docs/', import.meta.url));
@@ -26,9 +26,7 @@ export function serveDocs(app: FastifyInstance, limiter: RateLimiter): void {
   const index = ['# Agent Exchange documentation', '', ...names.map((n) => `- [${n}](/docs/${n})`), ''].join('\n');
 
   app.get('/docs/*', async (req, reply) => {
-    const limited = await limiter.take('public_ip', req.ip);
-    if (!limited.allowed) throw new RateLimitedError('Too many requests; retry later.', limited);
-    reply.headers(limited.headers);
+    reply.headers(await takePublic(limiter, req.ip));
     const name = (req.params as { '*': string })['*'];
     const page = name === '' ? index : pages.get(name);
     if (page === undefined) throw new AppError('NOT_FOUND', 'No such documentation page; /docs/ lists them.');

@@ -25,11 +25,13 @@ export const VERSION = '0.1.0';
 type Tx = Extract<Awaited<ReturnType<ExchangeClient['getTransaction']>>, { ok: true }>['data'];
 type Global = { profile?: string; json?: boolean; url?: string };
 
-const cents = (name: string) => (v: string) => {
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError(`${name} is a whole number of cents.`);
+/** A parser of whole-number options and arguments, whose refusal says what the number counts. */
+const wholeNumber = (what: string) => (name: string) => (v: string) => {
+  if (!/^\d+$/.test(v) || !Number.isSafeInteger(Number(v))) throw new InvalidArgumentError(`${name} is ${what}.`);
   return Number(v);
 };
-const int = cents;
+const cents = wholeNumber('a whole number of cents');
+const int = wholeNumber('a whole number');
 
 /** Reads a JSON file (`-` for standard input) as an object, or says plainly why not. */
 function readJson(path: string, what: string): Record<string, unknown> {

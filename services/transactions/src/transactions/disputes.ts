@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeOutcome, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
 import { cancelTimer, enqueue, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
-import type { Database, DisputeRow, TransactionRow } from '../db/schema.js';
+import type { Database, DisputeRow } from '../db/schema.js';
 import { ruleOnDispute, type DisputeAction } from '../domain/disputes.js';
-import { platformFee } from '../domain/pricing.js';
+import { TIMERS } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
-import { lockTransaction, move, requestSettlement, requireRole, scheduleExpiry, TIMERS, visibleTransaction } from './repository.js';
+import { lockTransaction, purchaseStep, requireRole, visibleTransaction } from './repository.js';
 
 type Ops = typeof transactionOps;
 type Trx = Transaction<Database>;
@@ -50,20 +50,17 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
   assertAction('dispute', seen.status);
   const now = deps.now();
   const reply = await ctx.effect(deps.db, async (trx) => {
-    const t = (await lockTransaction(trx, seen.id))!;
-    assertAction('dispute', t.status);
-    if (t.disputeId) throw new AppError('INVALID_STATE', 'This transaction was disputed once already; verify it, or let its review window settle it.', { details: { status: t.status, disputeId: t.disputeId } });
-    if (t.hold !== 'held') throw new AppError('INVALID_STATE', 'The settlement of this transaction is already under way.', { details: { status: t.status } });
+    const disputeId = randomUUID();
+    // The transaction moves first (D12.1: refused unless delivered, undisputed and not being settled).
+    const { state: t } = (await purchaseStep(deps, trx, seen.id, { kind: 'openDispute', disputeId }))!;
     const d: DisputeRow = {
-      id: randomUUID(), transactionId: t.id, consumerAgentId: t.consumerAgentId, providerAgentId: t.providerAgentId,
+      id: disputeId, transactionId: t.id, consumerAgentId: t.consumerAgentId, providerAgentId: t.providerAgentId,
       reason: body.reason, description: body.description, evidence: body.evidence ?? null, status: 'open', proposal: null,
       outcome: null, refundCents: null, messages: [entry('consumer', 'opened', now, { message: body.description, evidence: body.evidence ?? null })],
       openedAt: now, deadlineAt: new Date(now.getTime() + deps.config.DISPUTE_RESPONSE_SECONDS * 1000), resolvedAt: null, resolvedBy: null, updatedAt: now,
     };
     await trx.insertInto('disputes').values({ ...d, evidence: json(d.evidence), proposal: null, messages: json(d.messages) }).execute();
-    await cancelTimer(trx, TIMERS.reviewWindow, t.id);
     await scheduleTimer(trx, { kind: TIMERS.disputeDeadline, key: d.id, fireAt: d.deadlineAt });
-    await move(trx, t, 'disputed', { disputeId: d.id, reviewEndsAt: null }, now);
     return { status: 201, data: disputeView(d) };
   });
   deps.relay.kick();
@@ -140,7 +137,8 @@ export async function actOn(deps: TransactionDeps, trx: Trx, id: string, actor: 
   if (ruling.next === 'resolved') {
     Object.assign(next, { outcome: ruling.outcome, refundCents: ruling.refundCents, resolvedAt: now, resolvedBy: actor === 'exchange' ? 'deadline' : actor });
     await cancelTimer(trx, TIMERS.disputeDeadline, d.id);
-    await resolveTransaction(trx, t, ruling.outcome, ruling.refundCents, now);
+    // D12.8: what the outcome does to the transaction and, through the wallet saga, to the money.
+    await purchaseStep(deps, trx, t.id, { kind: 'resolveDispute', outcome: ruling.outcome, refundCents: ruling.refundCents }, { lock: async () => t });
   }
   await trx.updateTable('disputes').set({
     status: next.status, proposal: json(next.proposal), outcome: next.outcome, refundCents: next.refundCents,
@@ -150,30 +148,6 @@ export async function actOn(deps: TransactionDeps, trx: Trx, id: string, actor: 
     await enqueue(trx, transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: next.outcome, refundCents: next.refundCents, transactionId: t.id } }, { now });
   }
   return next;
-}
-
-/** D12.8: what the outcome does to the transaction and, through the wallet saga, to the money. */
-async function resolveTransaction(trx: Trx, t: TransactionRow, outcome: DisputeOutcome, refundCents: number, now: Date): Promise<void> {
-  const reason = `dispute_${outcome}`;
-  switch (outcome) {
-    case 'consumer_wins':
-      // `failed` with the hold held: `move` sends the return.
-      await move(trx, t, 'failed', { statusReason: reason }, now);
-      return;
-    case 'provider_wins':
-    case 'partial_refund': {
-      const fee = platformFee(t.agreedPriceCents! - refundCents);
-      await requestSettlement(trx, { ...t, platformFeeCents: fee }, now, refundCents);
-      await trx.updateTable('transactions').set({ hold: 'settling', platformFeeCents: fee, statusReason: reason, updatedAt: now }).where('id', '=', t.id).execute();
-      return;
-    }
-    case 'provider_redo': {
-      const expiresAt = new Date(now.getTime() + t.sla.timeoutMs);
-      await scheduleExpiry(trx, t.id, expiresAt);
-      await move(trx, t, 'executing', { statusReason: reason, expiresAt, output: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0 }, now);
-      return;
-    }
-  }
 }
 
 const json = (v: unknown) => (v === null ? null : JSON.stringify(v)) as never;

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type TransactionStatus, type transactionOps } from '@aex/contracts';
-import type { Kysely, Transaction } from 'kysely';
-import { cancelTimer, precompiled, requireActive, requireAgent, scheduleTimer, type OperationHandler, type Slots } from '@aex/platform';
+import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
+import type { Kysely } from 'kysely';
+import { precompiled, requireActive, requireAgent, type OperationHandler, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database, TransactionRow } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
-import { assertAction, isAllowed } from '../domain/state-machine.js';
-import type { KnownRow, VersionedRow } from '../known-transactions.js';
+import { openPurchase } from '../domain/purchase.js';
+import { assertAction } from '../domain/state-machine.js';
+import type { VersionedRow } from '../known-transactions.js';
 import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './rules.js';
-import { agreedPendingAccept, announce, awaitRow, lockTransaction, move, moveIfUnchanged, partyTransaction, refuseAfterEffect, requestHold, requestSettlement, requireRole, scheduleOfferExpiry, TIMERS, updateKnown, updateRow, VERSION, visibleTransaction } from './repository.js';
+import { applyEffects, awaitRow, partyTransaction, purchaseStep, refuseAfterEffect, requireRole, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
-type Trx = Transaction<Database>;
 
 /** The service's current contract; an unknown service is 404 naming the field. */
 async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
@@ -74,63 +74,57 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   }
   const id = randomUUID();
   const now = deps.now();
+  const opened = openPurchase({
+    id,
+    consumerAgentId: caller.agentId,
+    providerAgentId: contract.agentId,
+    consumerAccountId: caller.accountId,
+    serviceId: contract.serviceId,
+    serviceRevision: contract.revision,
+    serviceVersion: contract.version,
+    category: contract.category,
+    pricing: contract.pricing,
+    sla: contract.sla,
+    status: 'initiated',
+    statusReason: null,
+    units,
+    listPriceCents: price.cents,
+    maxPriceCents: body.maxPriceCents ?? null,
+    agreedPriceCents: negotiating ? null : price.cents,
+    platformFeeCents: negotiating ? null : platformFee(price.cents),
+    hold: negotiating ? 'none' : 'requested',
+    holdAttempt: negotiating ? 0 : 1,
+    pendingAcceptBy: null,
+    pendingAcceptPriceCents: null,
+    pendingAcceptMessage: null,
+    initiatedAt: now,
+    fundsHeldAt: null,
+    expiresAt: null,
+    deliveredAt: null,
+    settledAt: null,
+    reviewEndsAt: null,
+    disputeId: null,
+    qualityScore: null,
+    notes: null,
+    deliveryAttempts: 0,
+    maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
+    createdAt: now,
+    updatedAt: now,
+  }, negotiating ? { offeredCents: offered, offerExpiresAt: new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000) } : null);
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const watch = negotiating ? undefined : deps.signals.watch(id);
   const created = await ctx.effect(deps.db, async (trx) => {
     const [{ locks: _locks, ...inserted }] = (await insertTransaction(trx, {
-      lockKeys: agentLockKeys([caller.agentId, contract.agentId]),
-      id,
-      consumerAgentId: caller.agentId,
-      providerAgentId: contract.agentId,
-      consumerAccountId: caller.accountId,
-      serviceId: contract.serviceId,
-      serviceRevision: contract.revision,
-      serviceVersion: contract.version,
-      category: contract.category,
+      ...opened.state,
       pricing: JSON.stringify(contract.pricing) as never,
       sla: JSON.stringify(contract.sla) as never,
-      status: 'initiated',
-      statusReason: null,
       input: JSON.stringify(body.input) as never,
       output: null,
-      units,
-      listPriceCents: price.cents,
-      maxPriceCents: body.maxPriceCents ?? null,
-      agreedPriceCents: negotiating ? null : price.cents,
-      platformFeeCents: negotiating ? null : platformFee(price.cents),
-      hold: negotiating ? 'none' : 'requested',
-      holdAttempt: negotiating ? 0 : 1,
-      pendingAcceptBy: null,
-      pendingAcceptPriceCents: null,
-      pendingAcceptMessage: null,
-      initiatedAt: now,
-      fundsHeldAt: null,
-      expiresAt: null,
-      deliveredAt: null,
-      settledAt: null,
-      reviewEndsAt: null,
-      disputeId: null,
-      qualityScore: null,
-      notes: null,
-      deliveryAttempts: 0,
-      maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
       metadata: JSON.stringify(body.metadata ?? {}) as never,
-      createdAt: now,
-      updatedAt: now,
+      lockKeys: agentLockKeys([caller.agentId, contract.agentId]),
     })).rows as [VersionedRow & { locks: number }];
-    let t: VersionedRow = inserted;
-    await announce(trx, t, null, now);
-    if (negotiating) {
-      // D9.4: creation records the consumer's opening offer itself (round 1, 300 s).
-      const expiresAt = new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000);
-      await trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId: id, fromAgentId: caller.agentId, messageType: 'initial_offer', round: 1, terms: JSON.stringify({ priceCents: offered }) as never, message: null, expiresAt, createdAt: now }).execute();
-      await scheduleOfferExpiry(trx, id, 1, expiresAt);
-      // Says why the purchase negotiates: a consumer naming a maxPriceCents other than the list price
-      // opens a negotiation at that price instead of buying (D9.4), which surprises if unexplained.
-      t = await move(trx, t, 'negotiating', { statusReason: contract.pricing.model === 'negotiable' ? 'negotiable_pricing' : 'max_price_differs_from_list_price' }, now);
-    } else {
-      await requestHold(trx, { ...t, holdAttempt: 0 }, price.cents, now);
-    }
+    const t: VersionedRow = inserted;
+    await applyEffects(trx, t, opened.effects, now);
     // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2,
     // by the insert's statement) are then held only until the commit, usually made by the next
     // statement (`checkCreationLimits`), so a provider many consumers buy from at once does not make
@@ -179,11 +173,8 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
   const caller = requireAgent(ctx);
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   requireRole(seen, caller, 'provider', 'start');
-  return ctx.effect(deps.db, async (trx) => {
-    const t = (await lockTransaction(trx, seen.id))!;
-    assertAction('start', t.status);
-    return { data: transactionView(await move(trx, t, 'executing', {}, deps.now())) };
-  }).finally(() => deps.relay.kick());
+  return ctx.effect(deps.db, async (trx) => ({ data: transactionView((await purchaseStep(deps, trx, seen.id, { kind: 'start' }))!.state) }))
+    .finally(() => deps.relay.kick());
 };
 
 /**
@@ -199,31 +190,11 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   if (seen.fresh) assertAction('deliver', seen.row.status);
   const contract = await deps.contracts.revision(seen.row.serviceId, seen.row.serviceRevision, ctx.requestId);
   const checked = deps.contracts.check(contract, 'output', body.output, '/output');
-  const now = deps.now();
-  /** The delivery made on `t`; `guarded`: only if `t` is still the row's version (undefined if not). */
-  const deliverOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
-    const attempts = t.deliveryAttempts + 1;
-    const to = checked.ok ? 'delivered' : attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed';
-    // D9.7: settled by itself when the review window ends with neither verify nor dispute.
-    const reviewEndsAt = new Date(now.getTime() + deps.config.REVIEW_WINDOW_SECONDS * 1000);
-    const patch = checked.ok
-      ? { output: JSON.stringify(body.output) as never, deliveredAt: now, deliveryAttempts: attempts, reviewEndsAt }
-      : { deliveryAttempts: attempts, statusReason: 'output_validation_failed' };
-    const moved = guarded ? await moveIfUnchanged(trx, t, to, patch, now) : await move(trx, t, to, patch, now);
-    if (moved && checked.ok) await scheduleTimer(trx, { kind: TIMERS.reviewWindow, key: t.id, fireAt: reviewEndsAt });
-    return moved;
-  };
+  const command = { kind: 'deliver', valid: checked.ok, output: body.output, reviewWindowMs: deps.config.REVIEW_WINDOW_SECONDS * 1000 } as const;
   let delivered: VersionedRow | undefined;
   const reply = await ctx.effect(deps.db, async (trx) => {
-    // The row as last seen, if it is still that version and may be delivered (no locking read).
-    let moved = canDeliver(seen.row.status) ? await deliverOn(trx, seen.row, true) : undefined;
-    if (!moved) {
-      const t = (await lockTransaction(trx, seen.row.id))!;
-      assertAction('deliver', t.status);
-      moved = (await deliverOn(trx, t, false))!;
-    }
-    delivered = moved;
-    return rowReply(moved);
+    delivered = (await purchaseStep(deps, trx, seen.row.id, command, { remembered: seen.row }))!.state;
+    return rowReply(delivered);
   });
   // Once committed: a row written at commit has its new version only now.
   deps.known.remember(delivered!);
@@ -233,8 +204,6 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   const errors = checked.errors.slice(0, 20).map((e, i) => (i === 0 ? { ...e, details: { ...e.details, status: reply.data.status, attemptsLeft: left } } : e));
   return refuseAfterEffect(ctx, deps.db, AppError.many(errors));
 };
-
-const canDeliver = (status: TransactionStatus) => isAllowed('deliver', status);
 
 /**
  * POST /v1/transactions/{id}/verify (D9.7, D9.12): the consumer accepts the output; the wallet
@@ -246,36 +215,12 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   const seen = await partyTransaction(deps.db, deps.known, caller, path.transactionId);
   requireRole(seen.row, caller, 'consumer', 'verify');
   if (seen.fresh) assertAction('verify', seen.row.status);
-  const now = deps.now();
   const watch = deps.signals.watch(seen.row.id);
-  /** The settlement asked for on `t` (delivered, hold held); `guarded`: only if `t` is still the row's version. */
-  const settleOn = async (trx: Trx, t: KnownRow, guarded: boolean) => {
-    const changes = { hold: 'settling' as const, qualityScore: body.qualityScore ?? null, notes: body.notes ?? null, updatedAt: now };
-    const next = guarded ? await updateKnown(trx, t, changes) : await updateRow(trx, t.id, changes);
-    if (!next) return undefined;
-    await requestSettlement(trx, next, now);
-    await cancelTimer(trx, TIMERS.reviewWindow, t.id);
-    return next;
-  };
   let settling: VersionedRow | undefined;
   const asked = await ctx.effect(deps.db, async (trx) => {
-    settling = undefined;
-    // The row as last seen, if it is still that version (no locking read).
-    const fast = seen.row.status === 'delivered' && seen.row.hold === 'held' ? await settleOn(trx, seen.row, true) : undefined;
-    if (fast) {
-      settling = fast;
-      return rowReply(fast, 202);
-    }
-    const t = (await lockTransaction(trx, seen.row.id))!;
-    assertAction('verify', t.status);
-    if (t.hold !== 'settling') {
-      if (t.hold !== 'held') throw new Error(`transaction ${t.id} delivered with hold ${t.hold}`);
-      settling = (await settleOn(trx, t, false))!;
-      return { status: 202, data: transactionView(settling) };
-    }
-    // D9.14: already settling — another verify, or the review window's end (D9.7), made the move
-    // first. Exactly one request makes it; this one is refused as a move from `settled` would be.
-    throw new AppError('INVALID_STATE', 'This transaction is already being settled: another verify or the end of its review window came first.', { details: { status: t.status, settlement: 'in_progress' } });
+    // D9.14: of concurrent verifies (or a verify and the review window's end) exactly one asks for the settlement.
+    settling = (await purchaseStep(deps, trx, seen.row.id, { kind: 'verify', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null }, { remembered: seen.row }))!.state;
+    return rowReply(settling, 202);
   }).catch((err: unknown) => {
     watch.close();
     throw err;
@@ -296,14 +241,7 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   assertAction('cancel', seen.status);
   const role = seen.consumerAgentId === caller.agentId ? 'consumer' : 'provider';
-  const reply = await ctx.effect(deps.db, async (trx) => {
-    const t = (await lockTransaction(trx, seen.id))!;
-    assertAction('cancel', t.status);
-    // Cancelled while an accept waited for its hold: the price both parties agreed to is the one held
-    // and returned, so the transaction says so, as its ledger entries do.
-    const agreed = t.pendingAcceptBy && t.pendingAcceptPriceCents !== null ? agreedPendingAccept(t.pendingAcceptPriceCents) : {};
-    return { data: transactionView(await move(trx, t, 'cancelled', { statusReason: `cancelled_by_${role}`, ...agreed }, deps.now())) };
-  });
+  const reply = await ctx.effect(deps.db, async (trx) => ({ data: transactionView((await purchaseStep(deps, trx, seen.id, { kind: 'cancel', by: role }))!.state) }));
   deps.relay.kick();
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
   return { ...reply, data: transactionView(t) };

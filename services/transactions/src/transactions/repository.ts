@@ -1,16 +1,14 @@
-import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal, type TransactionStatus } from '@aex/contracts';
-import { cancelTimer, enqueue, precompiled, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext, type Precompiled, type Slots } from '@aex/platform';
+import { randomUUID } from 'node:crypto';
+import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal } from '@aex/contracts';
+import { cancelTimer, enqueue, precompiled, runStep, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext, type Precompiled, type Slots, type StepResult } from '@aex/platform';
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import type { TransactionDeps } from '../context.js';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
-import { platformFee } from '../domain/pricing.js';
-import { canMove, isTerminal } from '../domain/state-machine.js';
+import { decidePurchase, TIMERS, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect } from '../domain/purchase.js';
 import type { KnownRow, KnownTransactions, VersionedRow } from '../known-transactions.js';
 import type { SagaSignals, SagaWatch } from '../saga-signals.js';
 
 type Trx = Transaction<Database>;
-
-/** Durable timer kinds of this service (ARCHITECTURE "Timers"). */
-export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
 
 /** The row's version, which a write guarded by it expects to find (`moveIfUnchanged`). */
 export const VERSION = sql<string>`xmin::text`.as('version');
@@ -92,102 +90,85 @@ export function requireRole(t: Pick<TransactionRow, 'consumerAgentId' | 'provide
   if (agentId !== caller.agentId) throw new AppError('FORBIDDEN', `Only the ${role} may ${what} this transaction.`, { details: { role } });
 }
 
-/**
- * Every status move goes through here (D9.7): the row is updated, and `transaction.<status>` is
- * written to the outbox for both parties (D14.1) in the same database transaction. A move the state
- * machine does not know is a bug, never a request's doing. Reaching a terminal status with money
- * held (or a hold on its way) sends it back, and the transaction's timers are dropped. `t` is the
- * row locked in this database transaction.
- */
-export async function move(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'>, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow> {
-  return (await moveRow(trx, t, to, patch, now, false))!;
-}
+export type PurchaseStep = StepResult<VersionedRow, PurchaseChanges, PurchaseEffect>;
 
 /**
- * `move` of the row as it was known (`KnownTransactions`) without a lock: made only if the row is
- * still that version (`updateKnown`: by the statement before the commit when it can be, with the
- * step's messages and timers — a saga step of one round trip), else undefined and nothing written —
- * the caller decides again on the row locked (a saga step or request that finds the row
- * as it left it saves the locking read).
+ * One step of the purchase (`decidePurchase`) through the platform's step runner, in `trx`: decided
+ * on `remembered` (the row as this replica last knew or read it) when given, with the write guarded
+ * by its version, else — or when that row moved on — on the row locked (`lock`, by default a locking
+ * read). The changed row and its effects are written in `trx`; a refusal is thrown. Undefined when
+ * there is no such transaction. `command` may be built from the row locked (a negotiation reads its
+ * latest message under the lock).
  */
-export function moveIfUnchanged(trx: Trx, t: KnownRow, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date): Promise<VersionedRow | undefined> {
-  return moveRow(trx, t, to, patch, now, true);
+export async function purchaseStep(
+  deps: Pick<TransactionDeps, 'now'>,
+  trx: Trx,
+  id: string,
+  command: PurchaseCommand | ((t: KnownRow) => PurchaseCommand),
+  opts: { remembered?: KnownRow | undefined; lock?: () => Promise<VersionedRow | undefined> } = {},
+): Promise<PurchaseStep | undefined> {
+  const now = deps.now();
+  return runStep<KnownRow, PurchaseChanges, PurchaseEffect>({
+    remembered: opts.remembered,
+    lock: opts.lock ?? (() => lockTransaction(trx, id)),
+    decide: (t) => decidePurchase(t, typeof command === 'function' ? command(t) : command, now),
+    write: (t, changes, guarded) => {
+      const row: Updateable<TransactionRow> = changes.output === undefined ? changes : { ...changes, output: changes.output === null ? null : JSON.stringify(changes.output) as never };
+      return guarded ? updateKnown(trx, t, row) : updateRow(trx, t.id, row);
+    },
+    apply: (t, effects) => applyEffects(trx, t as VersionedRow, effects, now),
+  }) as Promise<PurchaseStep | undefined>;
 }
 
-async function moveRow(trx: Trx, t: Pick<TransactionRow, 'id' | 'status' | 'hold'> & { version?: string }, to: TransactionStatus, patch: Updateable<TransactionRow> & { statusReason?: string | null }, now: Date, guarded: boolean): Promise<VersionedRow | undefined> {
-  if (!canMove(t.status, to)) throw new Error(`transaction ${t.id}: no move from ${t.status} to ${to}`);
-  const changes: Updateable<TransactionRow> = { statusReason: null, ...patch, status: to, updatedAt: now };
-  const hold = patch.hold ?? t.hold;
-  const returning = isTerminal(to) && (hold === 'requested' || hold === 'held');
-  if (returning) changes.hold = 'returning';
-  // The update first: a guarded one that finds the row moved on must leave nothing written.
-  const next = guarded ? await updateKnown(trx, t as KnownRow, changes) : await updateRow(trx, t.id, changes);
-  if (!next && !guarded) throw new Error(`transaction ${t.id} to move is gone`);
-  if (!next) return undefined;
-  if (returning) await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
-  if (isTerminal(to)) await cancelTimer(trx, [TIMERS.offerExpiry, TIMERS.transactionExpiry, TIMERS.reviewWindow], t.id);
-  await announce(trx, next, t.status, now);
-  await recordOutcome(trx, next, now);
-  return next;
-}
-
-/**
- * D15.2: the provider's trust counts a transaction that ends after its price was held — settled,
- * failed (its output never passed) or expired; one that failed before any hold (the consumer's funds)
- * or was cancelled says nothing about the provider.
- */
-async function recordOutcome(trx: Trx, t: TransactionRow, now: Date): Promise<void> {
-  if (t.fundsHeldAt === null || (t.status !== 'settled' && t.status !== 'failed' && t.status !== 'expired')) return;
-  const late = t.deliveredAt !== null && t.deliveredAt.getTime() - t.fundsHeldAt.getTime() > t.sla.maxLatencyMs;
-  // D15.2: a dispute the consumer won counts as lost by the provider.
-  const outcome = t.status === 'failed' && t.statusReason === 'dispute_consumer_wins' ? 'dispute_lost' : t.status;
-  await enqueue(trx, transactionOutcome, {
-    transactionId: t.id, providerAgentId: t.providerAgentId, outcome, qualityScore: t.qualityScore, late, at: now.toISOString(),
-  }, { now });
-}
-
-/** Writes `transaction.<status>` of the row as it now is. */
-export async function announce(trx: Trx, t: TransactionRow, previousStatus: TransactionStatus | null, now: Date): Promise<void> {
-  await enqueue(trx, transactionEvent(t.status), {
-    transactionId: t.id,
-    status: t.status,
-    previousStatus,
-    statusReason: t.statusReason,
-    consumerAgentId: t.consumerAgentId,
-    providerAgentId: t.providerAgentId,
-    serviceId: t.serviceId,
-    agreedPriceCents: t.agreedPriceCents,
-    platformFeeCents: t.platformFeeCents,
-  }, { now });
-}
-
-/** Asks the wallet to hold the agreed price (a new attempt each time: an accept refused for funds may come again). */
-export async function requestHold(trx: Trx, t: TransactionRow, amountCents: number, now: Date): Promise<number> {
-  const attempt = t.holdAttempt + 1;
-  await enqueue(trx, walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumerAgentId, amountCents, attempt }, { now });
-  return attempt;
-}
-
-/** Asks the wallet to settle the held price: to the provider, minus the fee to the platform (D13.3). */
-export async function requestSettlement(trx: Trx, t: TransactionRow, now: Date, refundCents = 0): Promise<void> {
-  await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0, ...(refundCents > 0 ? { refundCents } : {}) }, { now });
-}
-
-/** D11.4: the transaction is cancelled unless the offer of `round` is answered by `at`. */
-export async function scheduleOfferExpiry(trx: Trx, id: string, round: number, at: Date): Promise<void> {
-  await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: id, fireAt: at, payload: { round } });
+/** Makes a decision's effects in `trx`, in order: messages through the outbox, timers, negotiation messages. */
+export async function applyEffects(trx: Trx, t: Pick<TransactionRow, 'id' | 'consumerAgentId' | 'providerAgentId'>, effects: readonly PurchaseEffect[], now: Date): Promise<void> {
+  for (const e of effects) {
+    switch (e.kind) {
+      case 'holdFunds':
+        await enqueue(trx, walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumerAgentId, amountCents: e.amountCents, attempt: e.attempt }, { now });
+        break;
+      case 'returnHold':
+        await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
+        break;
+      case 'settle':
+        await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents, ...(e.refundCents > 0 ? { refundCents: e.refundCents } : {}) }, { now });
+        break;
+      case 'schedule':
+        await scheduleTimer(trx, { kind: TIMERS[e.timer], key: t.id, fireAt: e.at, ...(e.payload ? { payload: e.payload } : {}) });
+        break;
+      case 'cancelTimers':
+        await cancelTimer(trx, e.timers.map((timer) => TIMERS[timer]), t.id);
+        break;
+      case 'restoreOfferExpiry': {
+        const last = await lastMessage(trx, t.id);
+        if (last?.expiresAt) await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: t.id, fireAt: last.expiresAt, payload: { round: last.round } });
+        break;
+      }
+      case 'recordMessage':
+        await trx.insertInto('negotiationMessages').values({
+          id: randomUUID(), transactionId: t.id, fromAgentId: e.fromAgentId, messageType: e.messageType, round: e.round,
+          terms: JSON.stringify(e.terms) as never, message: e.message, expiresAt: e.expiresAt, createdAt: now,
+        }).execute();
+        break;
+      case 'recordAccept': {
+        const last = (await lastMessage(trx, t.id))!;
+        await trx.insertInto('negotiationMessages').values({
+          id: randomUUID(), transactionId: t.id, fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1,
+          terms: '{}' as never, message: e.message, expiresAt: null, createdAt: now,
+        }).execute();
+        break;
+      }
+      case 'announce':
+        await enqueue(trx, transactionEvent(e.event.status), e.event, { now });
+        break;
+      case 'trustOutcome':
+        await enqueue(trx, transactionOutcome, { transactionId: t.id, providerAgentId: t.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString() }, { now });
+        break;
+    }
+  }
 }
 
 /** The negotiation's latest message (every negotiation has its opening offer). */
-/**
- * The changes that make a pending accept's price the agreed one (D11.2, with its fee, D9.11): when
- * its hold is placed, and when the transaction is cancelled while the hold was on its way (the
- * price held and returned is then the one the transaction shows).
- */
-export const agreedPendingAccept = (pendingAcceptPriceCents: number): Updateable<TransactionRow> => ({
-  agreedPriceCents: pendingAcceptPriceCents, platformFeeCents: platformFee(pendingAcceptPriceCents), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
-});
-
 export const lastMessage = (trx: Trx, id: string): Promise<NegotiationRow | undefined> =>
   trx.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', id).orderBy('round', 'desc').limit(1).executeTakeFirst();
 
@@ -200,11 +181,6 @@ export function refuseAfterEffect<T>(ctx: HandlerContext, db: Kysely<Database>, 
   return ctx.effect(db, async () => {
     throw refusal;
   });
-}
-
-/** D9.5 / D9.7: the transaction expires `sla.timeoutMs` after its funds are held. */
-export async function scheduleExpiry(trx: Trx, id: string, at: Date): Promise<void> {
-  await scheduleTimer(trx, { kind: TIMERS.transactionExpiry, key: id, fireAt: at });
 }
 
 /**

@@ -15,7 +15,9 @@ import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 // after the other, each predicted by a reference model of the exchange; the whole exchange is killed with
 // SIGKILL at random moments, with a request in flight. Every mutating request carries an
 // Idempotency-Key and is repeated after a kill until its outcome is known (D5.5), which the model
-// then applies. At every restart and at the end: each transaction's status and agreed price,
+// then applies. Races (D9.14) send two or three conflicting requests at once — verifies of one
+// delivery, a verify and a dispute, a delivery and a cancellation, an accept and a cancellation — and
+// expect exactly one of them to make its move and the others 409. At every restart and at the end: each transaction's status and agreed price,
 // each wallet's balance and held amount equal the model's, and the ledger check is ok.
 // MODEL_OPS / MODEL_KILLS / MODEL_SEED set the size (`pnpm test:long` runs a longer one).
 
@@ -159,8 +161,9 @@ describe('transactions, disputes and child agents against a reference model, wit
     model.sweep();
     const live = [...model.txs.values()].filter((t) => !TERMINAL.includes(t.status) && !t.short);
     const children = parties.map((c, i) => ({ c, i })).filter(({ c }) => c.parent !== null && !c.expired).map(({ i }) => i);
-    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild'] as const);
+    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild', 'race', 'race'] as const);
     if (kind === 'expireChild') return expireChild(children);
+    if (kind === 'race') return race(n, live);
     let exp: Expectation;
     /** Who sends the request (an index of `parties`); null for the operator. */
     let by: number | null;
@@ -293,6 +296,61 @@ describe('transactions, disputes and child agents against a reference model, wit
     if (kind === 'spawn' && o.ok) await registerKey(parties.at(-1)!);
   }
 
+  /**
+   * D9.14: conflicting requests sent at once on one transaction. Exactly one makes its move; the others
+   * are refused with 409 INVALID_STATE as the state they find. An accept and a cancellation both
+   * succeed when the accept comes first (a funded transaction may be cancelled): the transaction ends
+   * cancelled either way, at the price the accept agreed if it was taken, pending or not.
+   */
+  async function race(n: number, live: ModelTx[]): Promise<void> {
+    const usable = live.filter((t) => !parties[t.consumer]!.expired && !parties[t.provider]!.expired);
+    const kinds = usable.flatMap((t) => [
+      ...(t.status === 'delivered' ? [['verifies', t] as const, ...(t.dispute ? [] : [['verify and dispute', t] as const])] : []),
+      ...(t.status === 'funds_held' ? [['deliver and cancel', t] as const] : []),
+      ...(t.status === 'negotiating' && model.available(t.consumer) >= t.offer ? [['accept and cancel', t] as const] : []),
+    ]);
+    if (kinds.length === 0) return;
+    const [kind, t] = r.pick(kinds);
+    const consumer = client(parties[t.consumer]!);
+    const provider = client(parties[t.provider]!);
+    const at = (o: Outcome<unknown>) => o.status;
+    const said = (os: Outcome<unknown>[]) => `operation ${n} (race: ${kind} on ${t.status}): ${os.map((o) => `${o.status}${o.ok ? '' : ` ${o.error.errors[0]?.code}`}`).join(', ')}`;
+    const keyed = <T>(send: (key: string) => Promise<Outcome<T>>) => outcome(send, false);
+    if (kind === 'verifies') {
+      const os = await Promise.all([0, 1, 2].map(() => keyed((key) => consumer.verify(t.id, { qualityScore: 80 }, { idempotencyKey: key }))));
+      expect(os.map(at).filter((s) => s === 200 || s === 202).length, said(os)).toBe(1);
+      expect(os.map(at).filter((s) => s === 409).length, said(os)).toBe(2);
+      t.status = 'settled';
+    } else if (kind === 'verify and dispute') {
+      const [v, d] = await Promise.all([
+        keyed((key) => consumer.verify(t.id, { qualityScore: 80 }, { idempotencyKey: key })),
+        keyed((key) => consumer.openDispute(t.id, { reason: 'output_quality', description: 'Raced with a verify.' }, { idempotencyKey: key })),
+      ]);
+      const verified = v.status === 200 || v.status === 202;
+      expect([verified ? 'verify' : at(v), d.status === 201 ? 'dispute' : at(d)].sort(), said([v, d])).toEqual(verified ? [409, 'verify'] : [409, 'dispute']);
+      if (verified) t.status = 'settled';
+      else Object.assign(t, { status: 'disputed', dispute: { id: (d as { data: { id: string } }).data.id, status: 'open' } });
+    } else if (kind === 'deliver and cancel') {
+      const [dl, c] = await Promise.all([
+        keyed((key) => provider.deliver(t.id, OUTPUT, { idempotencyKey: key })),
+        keyed((key) => (r.next() < 0.5 ? consumer : provider).cancel(t.id, { idempotencyKey: key })),
+      ]);
+      expect([at(dl), at(c)].sort(), said([dl, c])).toEqual([200, 409]);
+      if (dl.status === 200) Object.assign(t, { status: 'delivered', attempts: t.attempts + 1 });
+      else t.status = 'cancelled';
+    } else {
+      const acceptor = t.lastFrom === t.consumer ? provider : consumer;
+      const [a, c] = await Promise.all([
+        keyed((key) => acceptor.negotiate(t.id, { type: 'accept', terms: {} }, { idempotencyKey: key })),
+        keyed((key) => (r.next() < 0.5 ? consumer : provider).cancel(t.id, { idempotencyKey: key })),
+      ]);
+      expect(at(c), said([a, c])).toBe(200);
+      expect([200, 202, 409], said([a, c])).toContain(at(a));
+      Object.assign(t, { status: 'cancelled', ...(at(a) === 409 ? {} : { price: t.offer, rounds: t.rounds + 1 }) });
+    }
+    tally.set(`race ${kind}`, (tally.get(`race ${kind}`) ?? 0) + 1);
+  }
+
   /** A new child registers a signing key to call the signed routes (its key works once its budget is moved). */
   async function registerKey(child: Party): Promise<void> {
     const keys = generateSigningKey();
@@ -367,5 +425,7 @@ describe('transactions, disputes and child agents against a reference model, wit
     expect(kids.length, seen).toBeGreaterThan(OPS / 200);
     expect(kids.filter((c) => c.expired).length, seen).toBeGreaterThan(0);
     expect([...model.txs.values()].filter((t) => t.consumer >= AGENTS + 2).length, seen).toBeGreaterThan(0);
+    // The races ran, of more than one kind (D9.14).
+    expect([...tally.keys()].filter((k) => k.startsWith('race ')).length, seen).toBeGreaterThanOrEqual(2);
   }, 900_000);
 });

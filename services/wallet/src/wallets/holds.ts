@@ -3,6 +3,7 @@ import { consumeIdempotently, enqueue, precompiled, RecentMap, type Slots, type 
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
+import { decideHold, phaseOf, settlementMovements } from '../domain/hold.js';
 import { applyMovements, moveAtCommit, type Movement } from './movements.js';
 
 /**
@@ -95,25 +96,22 @@ async function availableOf(trx: Trx, walletId: string): Promise<number> {
 }
 
 /**
- * Holds the price in the consumer's wallet, or refuses. A transaction has one hold: a repeated
- * command gets the same answer, except that a hold refused for funds is tried again by a later
- * attempt (an accept sent again once the wallet is funded).
+ * Holds the price in the consumer's wallet, or refuses (`decideHold`). A transaction has one hold: a
+ * repeated command gets the same answer, except that a hold refused for funds is tried again by a
+ * later attempt (an accept sent again once the wallet is funded).
  */
 async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
   const now = deps.now();
-  // Nearly always the transaction's first command: its hold is decided without reading the `holds`
-  // row first, and written only if there is none — else decided below on the row there is.
-  const first = (await placeFirstAtCommit(trx, walletIds, cmd, now)) ?? (await placeHold(trx, cmd, now, { ifFirst: true }));
+  // Nearly always the transaction's first command: decided as if the transaction had no `holds` row
+  // and written only if it has none — else decided below on the row there is.
+  const first = (await placeFirstAtCommit(trx, walletIds, cmd, now)) ?? (await writeHold(trx, cmd, now, undefined));
   if (first) {
     if (first.status === 'held') rememberHeld(held, first);
     return announce(deps, trx, first);
   }
   const existing = await lockHold(trx, cmd.transactionId);
-  const retry = existing?.status === 'refused' && existing.refusal === 'insufficient_funds' && cmd.attempt > existing.attempt;
-  if (existing && !retry) return announce(deps, trx, existing);
-  if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
-  const hold = (await placeHold(trx, cmd, now, { ifFirst: false }))!;
-  if (hold.status === 'held') rememberHeld(held, hold);
+  const hold = (await writeHold(trx, cmd, now, existing ?? null))!;
+  if (hold.status === 'held' && hold !== existing) rememberHeld(held, hold);
   await announce(deps, trx, hold);
 }
 
@@ -123,17 +121,20 @@ const lockAgentWallet = precompiled((db: Kysely<Database>, $: Slots<{ agentId: s
 type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents: number; attempt: number };
 
 /**
- * The hold (or its refusal) written for the command, the consumer's wallet locked. `ifFirst`: only
- * if the transaction has no `holds` row yet; undefined, with nothing written, when it has one.
+ * The hold command decided (`decideHold`) with the consumer's wallet locked, and written: on the
+ * transaction's `holds` row as locked (`existing`, null when there is none), or — undefined — as if
+ * there were none, written only if that is still so (undefined, with nothing written, when there is
+ * a row). Returns the hold as the command leaves it.
  */
-async function placeHold(trx: Trx, cmd: HoldCommand, now: Date, { ifFirst }: { ifFirst: boolean }): Promise<HoldRow | undefined> {
+async function writeHold(trx: Trx, cmd: HoldCommand, now: Date, existing: HoldRow | null | undefined): Promise<HoldRow | undefined> {
   const [wallet] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
+  const ifFirst = existing === undefined;
+  const decision = decideHold(phaseOf(existing ?? undefined), { kind: 'hold', attempt: cmd.attempt, amountCents: cmd.amountCents, availableCents: wallet ? wallet.balanceCents - wallet.heldCents : null }, existing ?? undefined);
+  if (decision.kind === 'answer') return existing!;
+  // A hold refused for funds, tried again by a later attempt.
+  if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
   const base = { transactionId: cmd.transactionId, walletId: wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
-  const hold: HoldRow = !wallet
-    ? { ...base, status: 'refused', refusal: 'no_wallet', closedAt: now }
-    : wallet.balanceCents - wallet.heldCents < cmd.amountCents
-      ? { ...base, status: 'refused', refusal: 'insufficient_funds', closedAt: now }
-      : { ...base, status: 'held', refusal: null, closedAt: null };
+  const hold: HoldRow = decision.kind === 'refuse' ? { ...base, status: 'refused', refusal: decision.refusal, closedAt: now } : { ...base, status: 'held', refusal: null, closedAt: null };
   const insert = trx.insertInto('holds').values(hold).$if(ifFirst, (q) => q.onConflict((oc) => oc.column('transactionId').doNothing())).returning('transactionId');
   if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
   const movement = holdMovement(wallet!.id, cmd);
@@ -166,26 +167,26 @@ async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldComma
 
 /**
  * Returns a held amount to the consumer. A return that arrives before its hold (the transaction was
- * cancelled while the hold command was still on its way) closes the transaction's hold for good: the
- * hold command then finds it and places nothing.
+ * cancelled while the hold command was still on its way), or after a refusal, closes the
+ * transaction's hold for good: a hold command then finds it and places nothing.
  */
 async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Promise<void> {
   const now = deps.now();
-  let hold = await lockHold(trx, transactionId);
-  if (!hold) {
-    hold = { transactionId, walletId: null, amountCents: 0, attempt: 0, status: 'refused', refusal: 'closed', providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: now };
-    await trx.insertInto('holds').values(hold).execute();
-  } else if (hold.status === 'held') {
-    await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now, { onceByCaller: true });
-    hold = { ...hold, status: 'returned', closedAt: now };
-    await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
-  } else if (hold.status === 'refused' && hold.refusal !== 'closed') {
-    // A refused hold is closed for good by a return: a later attempt (an accept sent again before
-    // the cancellation that sent this return) must not place it after all.
-    hold = { ...hold, refusal: 'closed', closedAt: now };
-    await trx.updateTable('holds').set({ refusal: 'closed', closedAt: now }).where('transactionId', '=', transactionId).execute();
+  const found = await lockHold(trx, transactionId);
+  let hold = found;
+  switch (decideHold(phaseOf(found), { kind: 'return' }).kind) {
+    case 'close':
+      hold = { ...(found ?? { transactionId, walletId: null, amountCents: 0, attempt: 0, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now }), status: 'refused', refusal: 'closed', closedAt: now };
+      if (found) await trx.updateTable('holds').set({ refusal: 'closed', closedAt: now }).where('transactionId', '=', transactionId).execute();
+      else await trx.insertInto('holds').values(hold).execute();
+      break;
+    case 'return':
+      await applyMovements(trx, `return:${transactionId}`, [{ walletId: found!.walletId!, txType: 'fund_return', amountCents: found!.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now, { onceByCaller: true });
+      hold = { ...found!, status: 'returned', closedAt: now };
+      await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
+      break;
   }
-  await announce(deps, trx, hold);
+  await announce(deps, trx, hold!);
 }
 
 /**
@@ -207,10 +208,10 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts,
     }
   }
   const hold = await lockHold(trx, cmd.transactionId);
-  if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
-  if (hold.status !== 'held') return announce(deps, trx, hold);
-  if (cmd.amountCents !== hold.amountCents) throw new Error(`settle of ${cmd.amountCents} for a hold of ${hold.amountCents}`);
+  const decision = decideHold(phaseOf(hold), { kind: 'settle', amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 }, hold);
+  if (decision.kind === 'answer') return announce(deps, trx, hold!);
   held.delete(cmd.transactionId);
+  if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
   await announce(deps, trx, (await settleHold(deps, walletIds, trx, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
 }
 
@@ -222,29 +223,13 @@ type SettleCommand = { transactionId: string; providerAgentId: string; amountCen
  */
 async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: SettleCommand, hold: HeldAmount, { ifStillHeld }: { ifStillHeld: boolean }): Promise<HoldRow | undefined> {
   const R = cmd.refundCents ?? 0;
-  // A refund of everything is a return, asked for as one (returnHold); something must be paid here.
-  if (R >= hold.amountCents) throw new Error(`settle of transaction ${cmd.transactionId} refunding ${R} of ${hold.amountCents}`);
-  const provider = { id: await walletIds.ofAgent(trx, cmd.providerAgentId) };
-  const platform = { id: await walletIds.platform(trx) };
-  const t = cmd.transactionId;
-  const S = hold.amountCents - R;
   const F = cmd.feeCents;
-  if (F > S) throw new Error(`fee ${F} above the ${S} cents paid for transaction ${t}`);
-  const movements: Movement[] = [];
-  if (R > 0) movements.push({ walletId: hold.walletId, txType: 'fund_return', amountCents: R, transactionId: t, description: `Refunded in part for transaction ${t}` });
-  movements.push(
-    { walletId: hold.walletId, txType: 'fund_release', amountCents: S, transactionId: t, description: `Held funds released for transaction ${t}` },
-    { walletId: hold.walletId, txType: 'settlement_out', amountCents: -S, transactionId: t, description: `Paid for transaction ${t}` },
-    { walletId: provider.id, txType: 'settlement_in', amountCents: S, transactionId: t, description: `Paid for transaction ${t}` },
-  );
-  if (F > 0) {
-    movements.push(
-      { walletId: provider.id, txType: 'platform_fee', amountCents: -F, transactionId: t, description: `Platform fee of transaction ${t}` },
-      { walletId: platform.id, txType: 'platform_fee', amountCents: F, transactionId: t, description: `Platform fee of transaction ${t}` },
-    );
-  }
+  const t = cmd.transactionId;
+  const wallets = { consumer: hold.walletId, provider: await walletIds.ofAgent(trx, cmd.providerAgentId), platform: await walletIds.platform(trx) };
+  const description = { fund_return: `Refunded in part for transaction ${t}`, fund_release: `Held funds released for transaction ${t}`, settlement_out: `Paid for transaction ${t}`, settlement_in: `Paid for transaction ${t}`, platform_fee: `Platform fee of transaction ${t}` };
+  const movements: Movement[] = settlementMovements(hold.amountCents, F, R).map((m) => ({ walletId: wallets[m.wallet], txType: m.txType, amountCents: m.amountCents, transactionId: t, description: description[m.txType] }));
   const now = deps.now();
-  const closed = { status: 'settled' as const, closedAt: now, providerWalletId: provider.id, feeCents: F, refundCents: R };
+  const closed = { status: 'settled' as const, closedAt: now, providerWalletId: wallets.provider, feeCents: F, refundCents: R };
   const update = trx.updateTable('holds').set(closed).where('transactionId', '=', t)
     .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
     .returning('transactionId');

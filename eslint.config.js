@@ -13,6 +13,42 @@ export default tseslint.config(
       'no-console': 'error',
     },
   },
+  // The layout of a service (docs/architecture.md "Layout of a service"): `domain/` holds pure rules —
+  // no database, bus, network or file I/O, and nothing from the service's features (types of its
+  // schema only); features never reach into the wiring at the service's root; nothing leaves its
+  // service but through a package.
+  {
+    files: ['services/*/src/domain/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        paths: [
+          ...['pg', 'fastify', 'node:fs', 'node:fs/promises', 'node:http', 'node:https', 'node:dns', 'node:dns/promises', 'node:child_process', 'undici'].map((name) => ({ name, message: 'domain/ holds pure rules: I/O belongs to a feature folder.' })),
+          { name: 'kysely', importNames: ['Kysely', 'Transaction', 'CompiledQuery'], message: 'domain/ holds pure rules: queries run in a feature\'s repository.' },
+        ],
+        patterns: [
+          { group: ['@nats-io/*', '@fastify/*'], message: 'domain/ holds pure rules: I/O belongs to a feature folder.' },
+          { group: ['../*', '!../db', '../db/*', '!../db/schema.js'], message: 'domain/ imports only domain/ (and types from db/schema).' },
+          { group: ['../db/schema.js'], allowTypeImports: true, message: 'domain/ takes only types from db/schema.' },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['services/*/src/*/**/*.ts'],
+    ignores: ['services/*/src/domain/**'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [
+          { group: ['../service.js', '../main.js', '../index.js', '../../service.js', '../../main.js', '../../index.js'], message: 'A feature does not reach into its service\'s wiring: the wiring imports the features.' },
+          { group: ['../../../*', '!../../../../docs'], message: 'A service is reached through its package, not a relative path out of it.' },
+        ],
+      }],
+    },
+  },
+  {
+    files: ['services/*/src/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../*'], message: 'A service is reached through its package, not a relative path out of it.' }] }] },
+  },
   { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**', 'test/openapi/write-openapi.ts'], rules: { 'no-console': 'off' } },
   // Programs people run with node: the examples, the bins of the published packages, and their builds.
   { files: ['examples/**/*.mjs', 'packages/*/build.mjs', 'packages/*/build-package.mjs', 'packages/*/bin/*.js'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },

@@ -4,8 +4,8 @@ import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serv
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
-import * as services from './services/handlers.js';
-import { listServices } from './services/listing.js';
+import * as services from './listings/handlers.js';
+import { listServices } from './listings/listing.js';
 import { applyAgentEvent, startProviderReplica } from './providers/replica.js';
 import { startDiscovery, type Discovery } from './discovery/index.js';
 import { WordNet } from './discovery/thesaurus.js';

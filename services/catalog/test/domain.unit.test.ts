@@ -15,7 +15,7 @@ import { EmbeddingRows } from '../src/discovery/embedding-rows.js';
 import { dotKernel, queryMax } from '../src/discovery/int8-dot.js';
 import { embeddingText, fromBytes, toBytes, UniversalSentenceEncoder } from '../src/discovery/sentence-encoder.js';
 import type { Lexicon } from '../src/discovery/lexicon.js';
-import { selectPage } from '../src/services/page-select.js';
+import { selectPage } from '../src/listings/page-select.js';
 
 describe('composite_rank (D7.5)', () => {
   it('is 0.5·trust + 0.3·cheapness + 0.2·speed, each in [0, 1]', () => {

@@ -1,6 +1,6 @@
 import { connectBus, createLogger, loadConfig, required, runMain, stopOnSignals } from '@aex/platform';
-import { buildGateway } from './app.js';
-import { listen } from './server.js';
+import { buildGateway } from './service.js';
+import { listen } from './http/server.js';
 
 // Standalone gateway: configured only by environment variables (D16).
 await runMain(async () => {

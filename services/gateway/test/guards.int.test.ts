@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@aex/platform';
 import { createTestBus, testLogger } from '@aex/platform/testing';
-import { buildGateway } from '../src/app.js';
+import { buildGateway } from '../src/service.js';
 import { RateLimiter } from '../src/guards/rate-limit.js';
 import { bus } from './bus-kit.js';
 

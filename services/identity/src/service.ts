@@ -7,14 +7,14 @@ import { database } from './db/migrations/index.js';
 import * as accounts from './accounts/handlers.js';
 import * as agents from './agents/handlers.js';
 import * as keys from './agents/keys.js';
-import { recordWalletOpened, startWalletRedrive } from './wallet-saga.js';
-import { systemResolver } from './dns-resolver.js';
+import { recordWalletOpened, startWalletRedrive } from './agents/wallet-saga.js';
+import { systemResolver } from './agents/dns-resolver.js';
 import type { HostResolver } from './domain/webhook-url.js';
 import { effectiveDelegation } from './agents/effective-delegation.js';
-import { getTrust, recordTrustOutcomes } from './trust.js';
-import { collectOperatorActions, listOperatorActions } from './operator-audit.js';
+import { getTrust, recordTrustOutcomes } from './trust/outcomes.js';
+import { collectOperatorActions, listOperatorActions } from './operator/audit.js';
 import { expireDueChildren, recordChildFunding, spawnAgent } from './agents/children.js';
-import { startPeriodic } from './periodic.js';
+import { startPeriodic } from './agents/periodic.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;

@@ -9,7 +9,7 @@ import { startWalletService } from '@aex/wallet';
 import { startIdentityService, type IdentityService } from '../src/index.js';
 import { outcomeInput, trustScore } from '../src/domain/trust.js';
 import { database as database_ } from '../src/db/migrations/index.js';
-import { scoreUnchangedSql } from '../src/trust.js';
+import { scoreUnchangedSql } from '../src/trust/outcomes.js';
 import type { Database } from '../src/db/schema.js';
 
 // The identity service alone on real Postgres and JetStream, driven over its bus operations and

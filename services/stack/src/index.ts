@@ -1,2 +1,2 @@
-export { startStack, type Stack } from './stack.js';
-export { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
+export { startStack, type Stack } from './service.js';
+export { startEmbeddedPostgres, startLocalNats, type Started } from './infra/local-infra.js';

@@ -1,10 +1,10 @@
 import { resolve } from 'node:path';
 import { listen } from '@aex/gateway';
 import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@aex/platform';
-import { startEmbeddedPostgres, startLocalNats, type Started } from './local-infra.js';
-import { startStack } from './stack.js';
-import { lockDataDir } from './data-dir-lock.js';
-import { stopStack } from './shutdown.js';
+import { startEmbeddedPostgres, startLocalNats, type Started } from './infra/local-infra.js';
+import { startStack } from './service.js';
+import { lockDataDir } from './infra/data-dir-lock.js';
+import { stopStack } from './infra/shutdown.js';
 
 // `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
 // sandbox payment processor and private webhook targets allowed (D16); everything else as configured.

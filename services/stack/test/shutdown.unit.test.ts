@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Logger } from '@aex/platform';
-import { stopStack } from '../src/shutdown.js';
+import { stopStack } from '../src/infra/shutdown.js';
 
 // The local stack's stop order: services, then the servers it started (last first), then the lock —
 // always, so Ctrl-C never leaves Postgres or nats-server running behind the exchange.

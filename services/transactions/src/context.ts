@@ -2,9 +2,9 @@ import type { Kysely } from 'kysely';
 import type { DelegationRules } from '@aex/contracts';
 import type { Bus, ExchangeConfig, LocalCache, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
-import type { KnownTransactions } from './known-transactions.js';
-import type { PinnedContracts } from './pinned-contracts.js';
-import type { SagaSignals } from './saga-signals.js';
+import type { KnownTransactions } from './purchases/known-transactions.js';
+import type { PinnedContracts } from './purchases/pinned-contracts.js';
+import type { SagaSignals } from './purchases/saga-signals.js';
 
 /** An agent's rules in force with what they depend on (its account's defaults, its parent's rules). */
 export interface KeptDelegation {

@@ -1,18 +1,18 @@
 import { subjects, transactionOps } from '@aex/contracts';
 import type { ContractView } from '@aex/contracts';
-import { CacheMembership, LocalCache, OutboxRelay, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { CacheMembership, LocalCache, OutboxRelay, TimerRunner, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
-import { KnownTransactions } from './known-transactions.js';
-import { PinnedContracts } from './pinned-contracts.js';
-import { SagaSignals } from './saga-signals.js';
-import * as disputes from './transactions/disputes.js';
-import * as transactions from './transactions/handlers.js';
-import * as negotiation from './transactions/negotiation.js';
-import { rpcTimeout } from './transactions/rules.js';
-import { serveSaga } from './transactions/saga.js';
-import { startTimers } from './transactions/timers.js';
+import { KnownTransactions } from './purchases/known-transactions.js';
+import { PinnedContracts } from './purchases/pinned-contracts.js';
+import { SagaSignals } from './purchases/saga-signals.js';
+import * as disputes from './disputes/handlers.js';
+import * as transactions from './purchases/handlers.js';
+import * as negotiation from './purchases/negotiation.js';
+import { rpcTimeout } from './purchases/limits.js';
+import { serveSaga } from './purchases/saga.js';
+import { purchaseTimers } from './purchases/timers.js';
 
 /** Rules in force and current contracts kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
 const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
@@ -41,7 +41,10 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
-  const timers = startTimers(deps, opts.timerPollMs);
+  // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
+  // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
+  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250, afterFire: () => deps.relay.kick() });
+  timers.start();
   const server = await serveOperations({
     bus: opts.bus,
     service: 'transactions',

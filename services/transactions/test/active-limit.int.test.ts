@@ -5,7 +5,7 @@ import { TERMINAL_STATUSES } from '@aex/contracts';
 import { connectServiceDb, inTransaction, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startTransactionService, type TransactionService } from '../src/index.js';
-import { activeCounts, checkActiveLimit, checkCreationLimits, lockAgents } from '../src/transactions/rules.js';
+import { activeCounts, checkActiveLimit, checkCreationLimits, lockAgents } from '../src/purchases/limits.js';
 import type { Database } from '../src/db/schema.js';
 import { database as database_, migrations } from '../src/db/migrations/index.js';
 import type { Kysely } from 'kysely';

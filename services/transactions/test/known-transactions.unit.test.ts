@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { KnownTransactions, type VersionedRow } from '../src/known-transactions.js';
+import { KnownTransactions, type VersionedRow } from '../src/purchases/known-transactions.js';
 
 // What a replica keeps of the transactions it wrote or read lately.
 

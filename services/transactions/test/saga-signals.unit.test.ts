@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TransactionRow } from '../src/db/schema.js';
-import { SagaSignals } from '../src/saga-signals.js';
+import { SagaSignals } from '../src/purchases/saga-signals.js';
 
 // A request waiting on the saga takes the row its consumer committed, without reading it again.
 

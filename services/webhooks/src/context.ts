@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
 import type { Database } from './db/schema.js';
-import type { WebhookSender } from './sender.js';
+import type { WebhookSender } from './deliveries/sender.js';
 
 export interface WebhookDeps {
   db: Kysely<Database>;

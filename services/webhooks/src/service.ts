@@ -3,11 +3,11 @@ import { OutboxRelay, connectServiceDb, databaseCheck, retryDelays, serveOperati
 import type { WebhookDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
-import { Dispatcher, type DispatcherOptions } from './dispatcher.js';
-import { startEndpointReplica } from './endpoints.js';
-import * as handlers from './handlers.js';
-import { startIntake } from './intake.js';
-import { WebhookSender } from './sender.js';
+import { Dispatcher, type DispatcherOptions } from './deliveries/dispatcher.js';
+import { startEndpointReplica } from './endpoints/endpoints.js';
+import * as handlers from './deliveries/handlers.js';
+import { startIntake } from './deliveries/intake.js';
+import { WebhookSender } from './deliveries/sender.js';
 
 export interface WebhookService extends Component {
   deps: WebhookDeps;

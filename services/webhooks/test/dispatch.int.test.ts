@@ -7,8 +7,8 @@ import { events, subjects, transactionEvent, webhooksOps, type MessageDef, type 
 import { callOrThrow, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger } from '@aex/platform/testing';
 import { startWebhookService, type WebhookService } from '../src/index.js';
-import type { DispatcherOptions } from '../src/dispatcher.js';
-import { WebhookSender } from '../src/sender.js';
+import type { DispatcherOptions } from '../src/deliveries/dispatcher.js';
+import { WebhookSender } from '../src/deliveries/sender.js';
 
 // On real Postgres, JetStream and local receivers: transaction events become one
 // delivery per party endpoint, signed as Standard Webhooks (checked with the official library),

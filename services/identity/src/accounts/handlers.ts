@@ -7,9 +7,9 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { findAgent, insertAgent, principalOf } from '../agents/repository.js';
-import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, warmKeyCache } from '../agents/key-cache.js';
 import { fullAgentView, type AgentRecord } from '../agents/views.js';
-import { awaitWallet, requestWallet } from '../wallet-saga.js';
+import { awaitWallet, requestWallet } from '../agents/wallet-saga.js';
 
 type Ops = typeof identityOps;
 

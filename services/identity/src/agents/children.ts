@@ -9,11 +9,11 @@ import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAgent } from '../domain/ownership.js';
-import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, warmKeyCache } from './key-cache.js';
 import { clampForChild } from './effective-delegation.js';
 import { agentFacts, announceAgent, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView } from './views.js';
-import { pollUntil } from '../periodic.js';
+import { pollUntil } from './periodic.js';
 
 type Trx = Transaction<Database>;
 const HOUR_MS = 3_600_000;

@@ -7,11 +7,11 @@ import { issueApiKey } from '../domain/api-keys.js';
 import { signingKeyProblem, verifySigningKeyProof } from '../domain/signing-keys.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import { mayEditAgent, mayGovernAccount, mayGovernAgent, seesFullAgent } from '../domain/ownership.js';
-import { forgetAfterCommit, warmKeyCache } from '../key-cache.js';
-import { awaitWallet, requestWallet } from '../wallet-saga.js';
+import { forgetAfterCommit, warmKeyCache } from './key-cache.js';
+import { awaitWallet, requestWallet } from './wallet-saga.js';
 import { activeKeyHash, addSigningKey, agentFacts, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
-import { recordOperatorAction } from '../operator-audit.js';
+import { recordOperatorAction } from '../operator/audit.js';
 import { clampForChild } from './effective-delegation.js';
 
 type Ops = typeof identityOps;

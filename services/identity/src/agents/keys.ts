@@ -5,7 +5,7 @@ import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { didDocument, didWebFor } from '../domain/did.js';
 import { mayEditAgent } from '../domain/ownership.js';
-import { forgetAfterCommit, markStale, warmKeyCache } from '../key-cache.js';
+import { forgetAfterCommit, markStale, warmKeyCache } from './key-cache.js';
 import { findAgent, lookupKey, principalForKey } from './repository.js';
 
 type Ops = typeof identityOps;

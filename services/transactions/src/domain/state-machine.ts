@@ -16,7 +16,7 @@ export const ACTION_SOURCES = {
 
 export type Action = keyof typeof ACTION_SOURCES;
 
-/** Every status move the exchange makes (D9.7, D11.3, D11.4); `move` refuses any other. */
+/** Every status move the exchange makes (D9.7, D11.3, D11.4); a decision makes no other. */
 export const MOVES: Readonly<Record<TransactionStatus, readonly TransactionStatus[]>> = {
   initiated: ['funds_held', 'failed', 'cancelled', 'negotiating'],
   negotiating: ['matched', 'cancelled'],

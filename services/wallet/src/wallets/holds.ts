@@ -152,7 +152,7 @@ const holdMovement = (walletId: string, cmd: HoldCommand): Movement => ({
  * movement and its `holds` row written at commit, only if the wallet has the funds and the
  * transaction no `holds` row yet (`moveAtCommit`); else the transaction is undone and the command
  * runs again the ordinary way, which refuses or finds the row there is. Undefined when not possible
- * here (an agent without a wallet, or no write at commit): `placeHold` then.
+ * here (an agent without a wallet, or no write at commit): `writeHold` then.
  */
 async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date): Promise<HoldRow | undefined> {
   const walletId = await walletIds.find(trx, cmd.consumerAgentId);

@@ -1,5 +1,5 @@
 import type { WebhookDeliveryStatus } from '@aex/contracts';
-import type { AttemptResult } from '../sender.js';
+import type { AttemptResult } from '../deliveries/sender.js';
 import type { PlatformTables } from '@aex/platform';
 
 export interface DeliveryRow {

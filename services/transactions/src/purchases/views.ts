@@ -5,7 +5,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
  * An answer showing the transaction as it is when the answer is sent, not when the handler returns
- * it: a row written at commit (`updateKnown`, `moveIfUnchanged`) is completed by the statement
+ * it: a row written at commit (`updateKnown`) is completed by the statement
  * written before the commit — its input, output and metadata, which a replica does not keep — after
  * the handler's part of the database transaction has returned its answer.
  */

@@ -1,10 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
 import { outsideTrace, type Stoppable } from '@aex/platform';
-import type { WebhookDeps } from './context.js';
-import type { Database, DeliveryRow } from './db/schema.js';
-import { afterFailure } from './domain/schedule.js';
-import { signatureHeader } from './domain/signing.js';
-import { secretsInForce } from './endpoints.js';
+import type { WebhookDeps } from '../context.js';
+import type { Database, DeliveryRow } from '../db/schema.js';
+import { afterFailure } from '../domain/schedule.js';
+import { signatureHeader } from '../domain/signing.js';
+import { secretsInForce } from '../endpoints/endpoints.js';
 import type { AttemptResult } from './sender.js';
 import { TimedBatches } from './timed-batches.js';
 

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
-import { cancelTimer, enqueue, requireAgent, scheduleTimer, type OperationHandler } from '@aex/platform';
+import { cancelTimer, enqueue, requireAgent, scheduleTimer, type OperationHandler, type TimerHandler } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, DisputeRow } from '../db/schema.js';
 import { ruleOnDispute, type DisputeAction } from '../domain/disputes.js';
 import { TIMERS } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
-import { lockTransaction, purchaseStep, requireRole, visibleTransaction } from './repository.js';
+import { lockTransaction, purchaseStep, requireRole, visibleTransaction } from '../purchases/repository.js';
 
 type Ops = typeof transactionOps;
 type Trx = Transaction<Database>;
@@ -112,6 +112,11 @@ async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<O
   deps.relay.kick();
   return reply;
 }
+
+/** D12.7: no answer from the provider by the deadline: the consumer wins. */
+export const disputeTimers = (deps: TransactionDeps): Record<string, TimerHandler<Database>> => ({
+  [TIMERS.disputeDeadline]: async (trx, timer) => void (await actOn(deps, trx, timer.key, 'exchange', { kind: 'deadline' })),
+});
 
 /**
  * One step of a dispute, with the dispute and then its transaction locked. Returns the dispute as it

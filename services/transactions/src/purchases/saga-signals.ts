@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { TransactionRow } from './db/schema.js';
+import type { TransactionRow } from '../db/schema.js';
 
 /**
  * Tells requests waiting on a transaction (D9.9: up to SAGA_WAIT_MS) that the saga moved it, so they

@@ -1,9 +1,9 @@
 import { sql, type Transaction } from 'kysely';
 import { events } from '@aex/contracts';
 import { consumeIdempotently, type Stoppable } from '@aex/platform';
-import type { WebhookDeps } from './context.js';
-import type { Database } from './db/schema.js';
-import { newSecret } from './domain/signing.js';
+import type { WebhookDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
+import { newSecret } from '../domain/signing.js';
 
 type Trx = Transaction<Database>;
 

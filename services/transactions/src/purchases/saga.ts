@@ -3,7 +3,7 @@ import { consumeIdempotently, type Stoppable } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import type { PurchaseCommand } from '../domain/purchase.js';
-import type { VersionedRow } from '../known-transactions.js';
+import type { VersionedRow } from './known-transactions.js';
 import { purchaseStep } from './repository.js';
 
 /**

@@ -3,11 +3,11 @@ import { subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } 
 import { ack, readMessage, retryLater, type Stoppable } from '@aex/platform';
 import { TimedBatches } from './timed-batches.js';
 import { sql, type Transaction } from 'kysely';
-import type { WebhookDeps } from './context.js';
+import type { WebhookDeps } from '../context.js';
 import { withWhereTo, type Claimed, type Handoff } from './dispatcher.js';
-import type { Database } from './db/schema.js';
-import { firstAttemptAt } from './domain/schedule.js';
-import { webhookIdOf } from './domain/signing.js';
+import type { Database } from '../db/schema.js';
+import { firstAttemptAt } from '../domain/schedule.js';
+import { webhookIdOf } from '../domain/signing.js';
 
 const dataCheck = validator(TransactionEventData);
 const CONSUMER = 'webhooks-transaction-events';

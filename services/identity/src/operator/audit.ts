@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { pagination, transactionsOperatorAction, walletOperatorAction, webhooksOperatorAction, type identityOps, type MessageDef, type OperatorActionData, type Static } from '@aex/contracts';
 import { consumeIdempotently, type OperationHandler, type Stoppable } from '@aex/platform';
 import { sql, type Kysely } from 'kysely';
-import type { IdentityDeps } from './context.js';
-import type { Database } from './db/schema.js';
+import type { IdentityDeps } from '../context.js';
+import type { Database } from '../db/schema.js';
 
 type Action = Static<typeof OperatorActionData>;
 

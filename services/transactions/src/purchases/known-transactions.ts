@@ -1,5 +1,5 @@
 import { RecentMap } from '@aex/platform';
-import type { TransactionRow } from './db/schema.js';
+import type { TransactionRow } from '../db/schema.js';
 
 /** A transaction row with its version: Postgres's `xmin` of the row as read or written. */
 export type VersionedRow = TransactionRow & { version: string };
@@ -12,7 +12,7 @@ export type KnownRow = Omit<VersionedRow, 'input' | 'output' | 'metadata'>;
 /**
  * The latest version of the transactions this replica wrote or read lately (docs/performance.md):
  * a request or a saga step decides on it instead of reading the row again under lock, and makes its
- * write conditional on the version (`moveIfUnchanged`; docs/messaging.md "The purchase saga"). When the row
+ * write conditional on the version (`runStep`; docs/transactions.md "One step"). When the row
  * has moved on since — another replica, a timer, a write that rolled back — the write finds nothing,
  * and the step is made again on the row locked. So it is a hint, never an answer: nothing is told to
  * a caller from it that a write guarded by its version did not confirm.

@@ -1,9 +1,9 @@
 import { commands, events } from '@aex/contracts';
 import { consumeIdempotently, enqueue, inTransaction, type Stoppable } from '@aex/platform';
 import { sql, type Transaction } from 'kysely';
-import type { AgentRow, Database } from './db/schema.js';
-import type { IdentityDeps } from './context.js';
-import { requestChildWallet } from './agents/children.js';
+import type { AgentRow, Database } from '../db/schema.js';
+import type { IdentityDeps } from '../context.js';
+import { requestChildWallet } from './children.js';
 import { pollUntil, startPeriodic } from './periodic.js';
 
 /**

@@ -4,7 +4,7 @@ import type { TransactionDeps } from '../context.js';
 import type { NegotiationRow } from '../db/schema.js';
 import type { LastMessage } from '../domain/negotiation.js';
 import { assertAction } from '../domain/state-machine.js';
-import { checkDelegation, delegationOf, lockAgents } from './rules.js';
+import { checkDelegation, delegationOf, lockAgents } from './limits.js';
 import { awaitRow, lastMessage, lockTransaction, purchaseStep, refuseAfterEffect, visibleTransaction } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 

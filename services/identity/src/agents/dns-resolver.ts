@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import type { HostResolver } from './domain/webhook-url.js';
+import type { HostResolver } from '../domain/webhook-url.js';
 
 /**
  * The system resolver (getaddrinfo: DNS and /etc/hosts), every address of a name. A name that does

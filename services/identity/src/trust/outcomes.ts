@@ -1,10 +1,10 @@
 import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
 import { consumeIdempotently, enqueue, precompiled, requireAgent, writeAtCommit, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
 import { CompiledQuery, sql, type Insertable, type Kysely } from 'kysely';
-import type { Database } from './db/schema.js';
-import type { IdentityDeps } from './context.js';
-import { outcomeInput, TRUST_PRIOR, trustScore } from './domain/trust.js';
-import { forgetAfterCommit } from './key-cache.js';
+import type { Database } from '../db/schema.js';
+import type { IdentityDeps } from '../context.js';
+import { outcomeInput, TRUST_PRIOR, trustScore } from '../domain/trust.js';
+import { forgetAfterCommit } from '../agents/key-cache.js';
 
 /**
  * D15.2: a provider's trust score is recomputed when a transaction it provided ends. Each outcome is

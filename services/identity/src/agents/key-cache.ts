@@ -1,6 +1,6 @@
 import { AUTH_CACHE, type CacheInvalidation, type Principal } from '@aex/contracts';
 import type { KvStore, Logger } from '@aex/platform';
-import type { IdentityDeps } from './context.js';
+import type { IdentityDeps } from '../context.js';
 
 /**
  * D2.5: makes every gateway replica forget the cached principal of these keys. A `stale` marker

@@ -8,8 +8,8 @@ import type { Database, TransactionRow } from '../db/schema.js';
 import { listPrice, platformFee } from '../domain/pricing.js';
 import { openPurchase } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
-import type { VersionedRow } from '../known-transactions.js';
-import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './rules.js';
+import type { VersionedRow } from './known-transactions.js';
+import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './limits.js';
 import { applyEffects, awaitRow, partyTransaction, purchaseStep, refuseAfterEffect, requireRole, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 

@@ -5,12 +5,12 @@ import {
   type FullAgentView, type Principal, type WebhookDeliveryView, type WebhookView, type webhooksOps,
 } from '@aex/contracts';
 import { callOrThrow, enqueue, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
-import type { WebhookDeps } from './context.js';
-import type { Database, DeliveryRow } from './db/schema.js';
+import type { WebhookDeps } from '../context.js';
+import type { Database, DeliveryRow } from '../db/schema.js';
 import { recordAttempt, sendOnce } from './dispatcher.js';
-import { ensureSecret } from './endpoints.js';
+import { ensureSecret } from '../endpoints/endpoints.js';
 import { addDelivery } from './intake.js';
-import { newSecret } from './domain/signing.js';
+import { newSecret } from '../domain/signing.js';
 
 type Ops = typeof webhooksOps;
 const ROTATION_OVERLAP_MS = 24 * 3600_000;

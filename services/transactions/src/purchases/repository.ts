@@ -5,12 +5,12 @@ import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { decidePurchase, TIMERS, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect } from '../domain/purchase.js';
-import type { KnownRow, KnownTransactions, VersionedRow } from '../known-transactions.js';
-import type { SagaSignals, SagaWatch } from '../saga-signals.js';
+import type { KnownRow, KnownTransactions, VersionedRow } from './known-transactions.js';
+import type { SagaSignals, SagaWatch } from './saga-signals.js';
 
 type Trx = Transaction<Database>;
 
-/** The row's version, which a write guarded by it expects to find (`moveIfUnchanged`). */
+/** The row's version, which a write guarded by it expects to find (`updateKnown`). */
 export const VERSION = sql<string>`xmin::text`.as('version');
 
 const isParty = (t: Pick<TransactionRow, 'consumerAgentId' | 'providerAgentId'>, caller: Principal) => t.consumerAgentId === caller.agentId || t.providerAgentId === caller.agentId;
@@ -24,7 +24,7 @@ export async function visibleTransaction(db: Kysely<Database>, caller: Principal
 
 /**
  * The transaction as this replica last knew it (`fresh: false`), else as read now — for a request
- * whose write is guarded by the row's version (`moveIfUnchanged`). Who the parties are, the service and
+ * whose write is guarded by the row's version (`purchaseStep`). Who the parties are, the service and
  * the contract revision never change, so D9.8's 404 and 403 are exact from either; the status may
  * have moved on since, so only a fresh row may refuse a request for its status before the write.
  */

@@ -9,18 +9,14 @@ import {
   createPlatformTablesV1,
   createPlatformTablesV3,
   createPlatformTablesV4,
-  enqueue,
+  createPlatformTablesV5,
   HAND_OFF_LEASE_MS,
   inTransaction,
   AlreadyApplied,
   OutboxRelay,
   PROCESSED_RETENTION_MS,
   pruneProcessedMessages,
-  recordApplied,
   STREAM_MAX_AGE_MS,
-  writeAtCommit,
-  scheduleTimer,
-  cancelTimer,
   TimerRunner,
   type Bus,
   type BusMessage,
@@ -41,6 +37,7 @@ const migrations: Record<string, Migration> = {
       await createPlatformTablesV1(db);
       await createPlatformTablesV3(db);
       await createPlatformTablesV4(db);
+      await createPlatformTablesV5(db);
       await db.schema.createTable('effects').addColumn('message_id', 'text', (c) => c.notNull()).addColumn('value', 'integer', (c) => c.notNull()).execute();
     },
   },
@@ -96,14 +93,11 @@ function recording(): { bus: Bus; published: unknown[] } {
 describe('outbox relay', () => {
   it('publishes only what committed, with Nats-Msg-Id = the message id', async () => {
     const got = await collect(`relay-${randomUUID().slice(0, 8)}`);
-    const { id: committed } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 1 }));
-    await db
-      .transaction()
-      .execute(async (trx) => {
-        await enqueue(trx, pinged, { value: 2 });
-        throw new Error('rolled back');
-      })
-      .catch(() => undefined);
+    const { id: committed } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 1 }));
+    await inTransaction(db, async (_trx, work) => {
+      work.enqueue(pinged, { value: 2 });
+      throw new Error('rolled back');
+    }).catch(() => undefined);
     const relay = new OutboxRelay(db, bus, logger);
     expect(await relay.drain()).toBe(1);
     await eventually(async () => got.length === 1);
@@ -115,7 +109,7 @@ describe('outbox relay', () => {
 
   it('re-publishing after a crash between publish and removal is dropped as a duplicate', async () => {
     const got = await collect(`dup-${randomUUID().slice(0, 8)}`);
-    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 3 }));
+    const { id } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 3 }));
     const { seq: _seq, ...written } = (await outboxRow(id))!;
     const relay = new OutboxRelay(db, bus, logger);
     await relay.drain();
@@ -129,8 +123,8 @@ describe('outbox relay', () => {
 
   it('publishes in the order the rows were written, within one transaction too', async () => {
     const got = await collect(`order-${randomUUID().slice(0, 8)}`);
-    await db.transaction().execute(async (trx) => {
-      for (let i = 0; i < 150; i++) await enqueue(trx, pinged, { value: i });
+    await inTransaction(db, async (trx, work) => {
+      for (let i = 0; i < 150; i++) work.enqueue(pinged, { value: i });
     });
     expect(await new OutboxRelay(db, bus, logger).drain()).toBe(150);
     await eventually(async () => got.length === 150, 10_000);
@@ -139,7 +133,7 @@ describe('outbox relay', () => {
 
   it('leaves a batch claimed by a relay that died to its lease, then publishes it', async () => {
     const got = await collect(`lease-${randomUUID().slice(0, 8)}`);
-    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 4 }));
+    const { id } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 4 }));
     // The dead relay's claim: taken, never published nor marked.
     await db.updateTable('outbox').set({ claimedUntil: new Date(Date.now() + 400) }).where('id', '=', id).execute();
     const relay = new OutboxRelay(db, bus, logger);
@@ -151,7 +145,7 @@ describe('outbox relay', () => {
   });
 
   it('holds no lock on the outbox while it publishes: the rows can be read and claimed around it', async () => {
-    await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 5 }));
+    await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 5 }));
     let locked: boolean | null = null;
     const slow: Bus = Object.create(bus, {
       publish: {
@@ -172,7 +166,7 @@ describe('outbox relay', () => {
 
   it('gives back what JetStream refused, so the next drain sends it at once', async () => {
     const got = await collect(`refused-${randomUUID().slice(0, 8)}`);
-    const { id } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 6 }));
+    const { id } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 6 }));
     const failing: Bus = Object.create(bus, { publish: { value: async () => { throw new Error('jetstream down'); } } });
     await expect(new OutboxRelay(db, failing, logger).drain()).rejects.toThrow('jetstream down');
     expect(await db.selectFrom('outbox').select(['publishedAt', 'claimedUntil']).where('id', '=', id).executeTakeFirstOrThrow()).toEqual({ publishedAt: null, claimedUntil: null });
@@ -182,8 +176,8 @@ describe('outbox relay', () => {
 
   it('lets two relays drain side by side without publishing anything twice (SKIP LOCKED)', async () => {
     const got = await collect(`pair-${randomUUID().slice(0, 8)}`);
-    await db.transaction().execute(async (trx) => {
-      for (let i = 0; i < 250; i++) await enqueue(trx, pinged, { value: i });
+    await inTransaction(db, async (trx, work) => {
+      for (let i = 0; i < 250; i++) work.enqueue(pinged, { value: i });
     });
     const [a, b] = [new OutboxRelay(db, bus, logger), new OutboxRelay(db, bus, logger)];
     const [na, nb] = await Promise.all([a.drain(), b.drain()]);
@@ -194,22 +188,21 @@ describe('outbox relay', () => {
 
   it('clears rows an earlier version marked published instead of removing them, and publishes none of them', async () => {
     const got = await collect(`legacy-${randomUUID().slice(0, 8)}`);
-    const { id: marked } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 7 }));
+    const { id: marked } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 7 }));
     await db.updateTable('outbox').set({ publishedAt: new Date() }).where('id', '=', marked).execute();
-    const { id: waiting } = await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 8 }));
+    const { id: waiting } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 8 }));
     expect(await new OutboxRelay(db, bus, logger).drain()).toBe(1);
     await eventually(async () => got.length === 1);
     expect(got.map((m) => (m.data as { id: string }).id)).toEqual([waiting]);
     expect(await db.selectFrom('outbox').select('id').execute()).toEqual([]);
   });
 
-  it('runs by itself once started and publishes on kick', async () => {
+  it('runs by itself once started and publishes what a unit of work hands it', async () => {
     const got = await collect(`auto-${randomUUID().slice(0, 8)}`);
     const relay = new OutboxRelay(db, bus, logger, 50);
     relay.start();
     stoppables.push(relay);
-    await db.transaction().execute((trx) => enqueue(trx, pinged, { value: 9 }));
-    relay.kick();
+    await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 9 }));
     await eventually(async () => got.length === 1);
   });
 });
@@ -263,9 +256,9 @@ describe('outbox hand-off', () => {
   it('publishes a tracked transaction’s rows right after its commit, in order, and removes them, with no drain', async () => {
     const got = await collect(`handoff-${randomUUID().slice(0, 8)}`);
     const relay = handingRelay();
-    const ids = await inTransaction(db, async (trx) => {
+    const ids = await inTransaction(db, async (trx, work) => {
       const sent = [];
-      for (let i = 0; i < 5; i++) sent.push((await enqueue(trx, pinged, { value: i })).id);
+      for (let i = 0; i < 5; i++) sent.push((work.enqueue(pinged, { value: i })).id);
       // Written only by the flush before the commit: nothing of it is in the table yet.
       expect(await trx.selectFrom('outbox').select('id').where('id', 'in', sent).execute()).toEqual([]);
       return sent;
@@ -281,8 +274,8 @@ describe('outbox hand-off', () => {
   it('writes the rows claimed for the hand-off, so a drain leaves them until their lease has passed', async () => {
     const relay = handingRelay();
     let id = '';
-    await inTransaction(db, async (trx) => {
-      id = (await enqueue(trx, pinged, { value: 1 })).id;
+    await inTransaction(db, async (trx, work) => {
+      id = (work.enqueue(pinged, { value: 1 })).id;
       // The relay stops before the commit (a crash between commit and publish, as far as the row goes).
       await relay.stop();
     });
@@ -300,11 +293,11 @@ describe('outbox hand-off', () => {
   it('publishes nothing of a transaction that rolled back', async () => {
     const got = await collect(`handoff-rb-${randomUUID().slice(0, 8)}`);
     handingRelay();
-    await inTransaction(db, async (trx) => {
-      await enqueue(trx, pinged, { value: 1 });
+    await inTransaction(db, async (trx, work) => {
+      work.enqueue(pinged, { value: 1 });
       throw new Error('rolled back');
     }).catch(() => undefined);
-    const { id } = await inTransaction(db, (trx) => enqueue(trx, pinged, { value: 2 }));
+    const { id } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 2 }));
     await eventually(async () => got.length === 1);
     await new Promise((r) => setTimeout(r, 200));
     expect(got.map((m) => (m.data as { id: string }).id)).toEqual([id]);
@@ -319,7 +312,7 @@ describe('outbox hand-off', () => {
       publish: { value: async (...args: Parameters<Bus['publish']>) => (refuse ? Promise.reject(new Error('jetstream down')) : bus.publish(...args)) },
     });
     const relay = handingRelay(flaky);
-    const { id } = await inTransaction(db, (trx) => enqueue(trx, pinged, { value: 3 }));
+    const { id } = await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { value: 3 }));
     await eventually(async () => (await rowOf(id)).claimedUntil === null);
     refuse = false;
     // The drain the refusal asked for may have run while JetStream still refused: one more is enough.
@@ -342,12 +335,12 @@ describe('a consumer’s record and messages in one statement', () => {
     const watched = Object.assign(Object.create(logger) as typeof logger, { error: (...args: unknown[]) => void errors.push(args) });
     stoppables.push(await consumeIdempotently({
       bus, db, logger: watched, durable, def: pinged,
-      handle: async (trx, data, env) => {
+      handle: async (trx, data, work, env) => {
         calls++;
         await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute();
         // A handler that refuses the state its own first application made.
         if ((await trx.selectFrom('effects').select('value').where('messageId', '=', env.id).execute()).length > 1) throw new AppError('INVALID_STATE', 'already done');
-        if (data.value < 100) await enqueue(trx, pinged, { value: data.value + 100 });
+        if (data.value < 100) work.enqueue(pinged, { value: data.value + 100 });
       },
       afterCommit: (data) => void applied.push(data.value),
     }));
@@ -392,10 +385,10 @@ describe('a step’s write at commit', () => {
     const published = started();
     await db.insertInto('effects').values({ messageId: 'a', value: 1 }).execute();
     const written: unknown[] = [];
-    const atCommit = await inTransaction(db, async (trx) => {
-      const deferred = writeAtCommit<{ messageId: string; value: number }>(trx, { parts: [['set', setIf(trx, 'a', 1, 2)]], guard: 'set', written: (rows) => written.push(...rows) });
-      await enqueue(trx, pinged, { value: 2 });
-      await scheduleTimer(trx, { kind: 'test', key: 'a', fireAt: new Date(Date.now() + 60_000) });
+    const atCommit = await inTransaction(db, async (trx, work) => {
+      const deferred = work.writeAtCommit<{ messageId: string; value: number }>({ parts: [['set', setIf(trx, 'a', 1, 2)]], guard: 'set', written: (rows) => written.push(...rows) });
+      work.enqueue(pinged, { value: 2 });
+      work.schedule({ kind: 'test', key: 'a', fireAt: new Date(Date.now() + 60_000) });
       // Nothing written yet: the write waits for the statement before the commit.
       expect(await trx.selectFrom('effects').select('value').where('messageId', '=', 'a').executeTakeFirstOrThrow()).toEqual({ value: 1 });
       return deferred;
@@ -414,12 +407,12 @@ describe('a step’s write at commit', () => {
     const published = started();
     await db.insertInto('effects').values({ messageId: 'b', value: 7 }).execute();
     const attempts: boolean[] = [];
-    const value = await inTransaction(db, async (trx) => {
-      await recordApplied(trx, 'writer', B_MESSAGE);
-      await enqueue(trx, pinged, { value: 3 });
-      await scheduleTimer(trx, { kind: 'test', key: 'b', fireAt: new Date(Date.now() + 60_000) });
+    const value = await inTransaction(db, async (trx, work) => {
+      work.consumed('writer', B_MESSAGE);
+      work.enqueue(pinged, { value: 3 });
+      work.schedule({ kind: 'test', key: 'b', fireAt: new Date(Date.now() + 60_000) });
       // The step remembered 1, but the row is at 7 now: the first attempt writes nothing.
-      const deferred = writeAtCommit(trx, { parts: [['set', setIf(trx, 'b', 1, 2)]], guard: 'set' });
+      const deferred = work.writeAtCommit({ parts: [['set', setIf(trx, 'b', 1, 2)]], guard: 'set' });
       attempts.push(deferred);
       if (deferred) return 'at commit';
       const now = await trx.selectFrom('effects').select('value').where('messageId', '=', 'b').forUpdate().executeTakeFirstOrThrow();
@@ -438,9 +431,9 @@ describe('a step’s write at commit', () => {
     started();
     await db.insertInto('effects').values({ messageId: 'c', value: 1 }).execute();
     await db.insertInto('processedMessages').values({ consumer: 'writer', messageId: C_MESSAGE }).execute();
-    await expect(inTransaction(db, async (trx) => {
-      writeAtCommit(trx, { parts: [['set', setIf(trx, 'c', 1, 2)]], guard: 'set' });
-      await recordApplied(trx, 'writer', C_MESSAGE);
+    await expect(inTransaction(db, async (trx, work) => {
+      work.writeAtCommit({ parts: [['set', setIf(trx, 'c', 1, 2)]], guard: 'set' });
+      work.consumed('writer', C_MESSAGE);
     })).rejects.toBeInstanceOf(AlreadyApplied);
     expect(await db.selectFrom('effects').select('value').where('messageId', '=', 'c').executeTakeFirstOrThrow()).toEqual({ value: 1 });
   });
@@ -451,7 +444,7 @@ describe('idempotent consumer', () => {
 
   it('applies a message once even when it is delivered twice under different stream ids', async () => {
     stoppables.push(
-      await consumeIdempotently({ bus, db, logger, durable: `eff-${randomUUID().slice(0, 8)}`, def: pinged, handle: async (trx, data, env) => void (await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute()) }),
+      await consumeIdempotently({ bus, db, logger, durable: `eff-${randomUUID().slice(0, 8)}`, def: pinged, handle: async (trx, data, work, env) => void (await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute()) }),
     );
     const id = randomUUID();
     await publish(id, { value: 7 });
@@ -481,7 +474,7 @@ describe('idempotent consumer', () => {
         bus, db, logger,
         durable: `retry-${randomUUID().slice(0, 8)}`,
         def: pinged,
-        handle: async (trx, data, env) => {
+        handle: async (trx, data, work, env) => {
           attempts++;
           await trx.insertInto('effects').values({ messageId: env.id, value: data.value }).execute();
           if (data.value === 13) throw new AppError('INVALID_STATE', 'never valid');
@@ -509,9 +502,9 @@ describe('durable timers', () => {
       fired.push(t.key);
       await (trx as Kysely<Db>).insertInto('effects').values({ messageId: t.key, value: 1 }).execute();
     };
-    await db.transaction().execute(async (trx) => {
-      for (let i = 0; i < 20; i++) await scheduleTimer(trx, { kind: 'test', key: `k${i}`, fireAt: new Date(Date.now() - 1000) });
-      await scheduleTimer(trx, { kind: 'test', key: 'later', fireAt: new Date(Date.now() + 3_600_000) });
+    await inTransaction(db, async (trx, work) => {
+      for (let i = 0; i < 20; i++) work.schedule({ kind: 'test', key: `k${i}`, fireAt: new Date(Date.now() - 1000) });
+      work.schedule({ kind: 'test', key: 'later', fireAt: new Date(Date.now() + 3_600_000) });
     });
     const a = new TimerRunner(db, { test: handler }, logger);
     const b = new TimerRunner(db, { test: handler }, logger);
@@ -524,9 +517,9 @@ describe('durable timers', () => {
   });
 
   it('clears the timers an earlier version kept once fired, without firing them', async () => {
-    await db.transaction().execute(async (trx) => {
-      await scheduleTimer(trx, { kind: 'test', key: 'kept', fireAt: new Date(Date.now() - 60_000) });
-      await scheduleTimer(trx, { kind: 'test', key: 'due', fireAt: new Date(Date.now() - 1000) });
+    await inTransaction(db, async (trx, work) => {
+      work.schedule({ kind: 'test', key: 'kept', fireAt: new Date(Date.now() - 60_000) });
+      work.schedule({ kind: 'test', key: 'due', fireAt: new Date(Date.now() - 1000) });
     });
     await db.updateTable('timers').set({ firedAt: new Date() }).where('key', '=', 'kept').execute();
     const fired: string[] = [];
@@ -536,7 +529,7 @@ describe('durable timers', () => {
   });
 
   it('reschedules a failing timer with backoff and records the error; the effect is rolled back', async () => {
-    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'flaky', key: 'x', fireAt: new Date(Date.now() - 1000) }));
+    await inTransaction(db, async (_trx, work) => work.schedule({ kind: 'flaky', key: 'x', fireAt: new Date(Date.now() - 1000) }));
     const runner = new TimerRunner(db, {
       flaky: async (trx) => {
         await (trx as unknown as Kysely<Db>).insertInto('effects').values({ messageId: 'x', value: 1 }).execute();
@@ -551,11 +544,11 @@ describe('durable timers', () => {
   });
 
   it('cancels a pending timer and reschedules by kind and key', async () => {
-    await db.transaction().execute(async (trx) => {
-      await scheduleTimer(trx, { kind: 'test', key: 'gone', fireAt: new Date(Date.now() - 1000) });
-      await scheduleTimer(trx, { kind: 'test', key: 'moved', fireAt: new Date(Date.now() - 1000) });
-      await cancelTimer(trx, 'test', 'gone');
-      await scheduleTimer(trx, { kind: 'test', key: 'moved', fireAt: new Date(Date.now() + 60_000) });
+    await inTransaction(db, async (trx, work) => {
+      work.schedule({ kind: 'test', key: 'gone', fireAt: new Date(Date.now() - 1000) });
+      work.schedule({ kind: 'test', key: 'moved', fireAt: new Date(Date.now() - 1000) });
+      work.cancelTimers('test', 'gone');
+      work.schedule({ kind: 'test', key: 'moved', fireAt: new Date(Date.now() + 60_000) });
     });
     const fired: string[] = [];
     const runner = new TimerRunner(db, { test: async (_trx, t) => void fired.push(t.key) }, logger);
@@ -576,16 +569,16 @@ describe('timers of a tracked transaction', () => {
     handingRelay();
     const past = new Date(Date.now() - 1000);
     const later = new Date(Date.now() + 3_600_000);
-    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'test', key: 'old', fireAt: past }));
-    await inTransaction(db, async (trx) => {
-      await scheduleTimer(trx, { kind: 'test', key: 'a', fireAt: later, payload: { n: 1 } });
-      await scheduleTimer(trx, { kind: 'test', key: 'b', fireAt: later });
-      await cancelTimer(trx, 'test', 'b');
-      await cancelTimer(trx, ['test', 'other'], 'old');
-      await scheduleTimer(trx, { kind: 'test', key: 'old', fireAt: later, payload: { again: true } });
-      await scheduleTimer(trx, { kind: 'other', key: 'c', fireAt: later });
-      await cancelTimer(trx, ['other'], 'c');
-      await enqueue(trx, pinged, { value: 1 });
+    await inTransaction(db, async (_trx, work) => work.schedule({ kind: 'test', key: 'old', fireAt: past }));
+    await inTransaction(db, async (trx, work) => {
+      work.schedule({ kind: 'test', key: 'a', fireAt: later, payload: { n: 1 } });
+      work.schedule({ kind: 'test', key: 'b', fireAt: later });
+      work.cancelTimers('test', 'b');
+      work.cancelTimers(['test', 'other'], 'old');
+      work.schedule({ kind: 'test', key: 'old', fireAt: later, payload: { again: true } });
+      work.schedule({ kind: 'other', key: 'c', fireAt: later });
+      work.cancelTimers(['other'], 'c');
+      work.enqueue(pinged, { value: 1 });
       expect(await trx.selectFrom('timers').select('key').where('key', 'in', ['a', 'b', 'c']).execute()).toEqual([]);
     });
     const rows = await db.selectFrom('timers').select(['kind', 'key', 'payload', 'fireAt', 'firedAt']).orderBy('key').execute();
@@ -602,22 +595,22 @@ describe('timers of a tracked transaction', () => {
     try {
       const later = new Date(Date.now() + 3_600_000);
       // Hundreds of timers scheduled and cancelled: dead entries, until a vacuum, in both indexes.
-      await inTransaction(one.db, async (trx) => {
-        for (let i = 0; i < 300; i++) await scheduleTimer(trx, { kind: 'test', key: `dead-${i}`, fireAt: later });
+      await inTransaction(one.db, async (trx, work) => {
+        for (let i = 0; i < 300; i++) work.schedule({ kind: 'test', key: `dead-${i}`, fireAt: later });
       });
       await one.db.deleteFrom('timers').where('key', 'like', 'dead-%').execute();
-      await one.db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'test', key: 'target', fireAt: later }));
+      await inTransaction(one.db, async (_trx, work) => work.schedule({ kind: 'test', key: 'target', fireAt: later }));
       const reads = async () => {
         await sql`select pg_stat_force_next_flush()`.execute(one.db);
         const { rows } = await sql<{ name: string; n: string }>`select indexrelname as name, idx_tup_read as n from pg_stat_user_indexes where schemaname = 'msgtest' and relname = 'timers'`.execute(one.db);
         return Object.fromEntries(rows.map((r) => [r.name, Number(r.n)]));
       };
       const before = await reads();
-      await inTransaction(one.db, async (trx) => {
-        await cancelTimer(trx, ['test', 'other'], 'target');
-        await enqueue(trx, pinged, { value: 1 });
+      await inTransaction(one.db, async (trx, work) => {
+        work.cancelTimers(['test', 'other'], 'target');
+        work.enqueue(pinged, { value: 1 });
       });
-      await one.db.transaction().execute((trx) => cancelTimer(trx, 'test', 'dead-1'));
+      await inTransaction(one.db, async (_trx, work) => work.cancelTimers('test', 'dead-1'));
       const after = await reads();
       expect(after['timers_due']! - before['timers_due']!).toBe(0);
       expect(after['timers_kind_key']! - before['timers_kind_key']!).toBeLessThan(10);
@@ -629,14 +622,14 @@ describe('timers of a tracked transaction', () => {
 
   it('rolls timer changes back with the transaction, and lets a timer’s handler schedule its own kind and key again', async () => {
     handingRelay();
-    await inTransaction(db, async (trx) => {
-      await scheduleTimer(trx, { kind: 'test', key: 'never', fireAt: new Date() });
+    await inTransaction(db, async (trx, work) => {
+      work.schedule({ kind: 'test', key: 'never', fireAt: new Date() });
       throw new Error('rolled back');
     }).catch(() => undefined);
     expect(await db.selectFrom('timers').select('key').execute()).toEqual([]);
-    await db.transaction().execute((trx) => scheduleTimer(trx, { kind: 'again', key: 'k', fireAt: new Date(Date.now() - 1000) }));
+    await inTransaction(db, async (_trx, work) => work.schedule({ kind: 'again', key: 'k', fireAt: new Date(Date.now() - 1000) }));
     const next = new Date(Date.now() + 3_600_000);
-    const runner = new TimerRunner(db, { again: async (trx, t) => scheduleTimer(trx, { kind: 'again', key: t.key, fireAt: next }) }, logger);
+    const runner = new TimerRunner(db, { again: async (_trx, t, work) => work.schedule({ kind: 'again', key: t.key, fireAt: next }) }, logger);
     expect(await runner.fireDue()).toBe(1);
     expect(await db.selectFrom('timers').select(['fireAt', 'firedAt']).execute()).toEqual([{ fireAt: next, firedAt: null }]);
   });

@@ -6,7 +6,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import type { Migration } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjects, Type, type MessageDef } from '@aex/contracts';
-import { ack, connectServiceDb, createPlatformTablesV1, createPlatformTablesV3, enqueue, OutboxRelay, type Bus, type PlatformTables } from '../src/index.js';
+import { ack, connectServiceDb, createPlatformTablesV1, createPlatformTablesV3, inTransaction, OutboxRelay, type Bus, type PlatformTables } from '../src/index.js';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '../src/testing/index.js';
 
 // Trace context crosses the bus (W3C headers): an RPC handler and a consumer of an event written
@@ -67,17 +67,16 @@ describe('trace context over NATS', () => {
     });
     try {
       const traceId = await tracer.startActiveSpan('request', async (span) => {
-        await db.transaction().execute((trx) => enqueue(trx, pinged, { n: 1 }));
+        await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { n: 1 }));
         relay.start();
-        relay.kick();
         span.end();
         return span.spanContext().traceId;
       });
       await eventually(async () => consumed.length === 1);
       expect(consumed[0]).toBe(traceId);
-      // A row written later outside any request, published by the relay's own polling (which was
-      // first kicked from inside that request), does not join the request's trace.
-      await db.transaction().execute((trx) => enqueue(trx, pinged, { n: 2 }));
+      // A row written later outside any request, handed to the relay (whose drains were started from
+      // inside that request), does not join the request's trace.
+      await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { n: 2 }));
       await eventually(async () => consumed.length === 2);
       expect(consumed[1]).not.toBe(traceId);
       const publishes = exporter.getFinishedSpans().filter((s) => s.name.startsWith('publish '));

@@ -260,7 +260,7 @@ describe('trust outcomes (D15.2)', () => {
   it('starts the sums from the outcomes recorded before them (migration 0009)', async () => {
     const earlier = await createTestDatabase();
     try {
-      const { '0009-trust-sums': _added, '0010-trust-outcome-kept': _later, '0011-processed-age': _after, ...before } = database_.migrations;
+      const { '0009-trust-sums': _added, '0010-trust-outcome-kept': _later, '0011-processed-age': _after, '0012-write-guard': _guard, ...before } = database_.migrations;
       await (await connectServiceDb({ url: earlier.url, schema: database_.schema, migrations: before })).close();
       const admin = new pg.Client({ connectionString: earlier.url });
       await admin.connect();
@@ -297,7 +297,7 @@ describe('restart', () => {
     const row = await identity.deps.db.selectFrom('accounts').select('id').where('id', '=', reply.data.id).executeTakeFirst();
     expect(row?.id).toBe(reply.data.id);
     const { rows } = await (await import('kysely')).sql<{ name: string }>`select name from identity.kysely_migration`.execute(identity.deps.db);
-    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children', '0009-trust-sums', '0010-trust-outcome-kept', '0011-processed-age']);
+    expect(rows.map((r) => r.name)).toEqual(['0001-initial', '0002-wallet-redrive', '0003-idempotency-keys', '0004-signing-key-owners', '0005-outbox-claims', '0006-trust-outcomes', '0007-operator-actions', '0008-children', '0009-trust-sums', '0010-trust-outcome-kept', '0011-processed-age', '0012-write-guard']);
   });
 });
 

@@ -43,7 +43,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const saga = await serveSaga(deps);
   // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
-  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250, afterFire: () => deps.relay.kick() });
+  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250 });
   timers.start();
   const server = await serveOperations({
     bus: opts.bus,

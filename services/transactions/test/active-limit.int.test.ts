@@ -156,14 +156,14 @@ describe('the active-transactions limit (D9.6)', () => {
     const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID(), activeLimit: 100 });
 
     /** Runs `checkCreationLimits` as a creation does (`inTransaction`), then `after`; how many times the step ran. */
-    async function create(consumer: string, provider: string, rules: Parameters<typeof checkCreationLimits>[1], after?: (trx: Kysely<Database>) => Promise<void>) {
+    async function create(consumer: string, provider: string, rules: Parameters<typeof checkCreationLimits>[2], after?: (trx: Kysely<Database>) => Promise<void>) {
       let runs = 0;
       const own = randomUUID();
-      const outcome = await inTransaction(service.deps.db, async (trx) => {
+      const outcome = await inTransaction(service.deps.db, async (trx, work) => {
         runs++;
         // What the creation writes before its limits: its own transaction, in progress.
         await seedOne(consumer, provider, trx, own);
-        await checkCreationLimits(trx, rules, { ...attempt(consumer, provider), excluding: own });
+        await checkCreationLimits(trx, work, rules, { ...attempt(consumer, provider), excluding: own });
         await after?.(trx);
       }).then(() => 'created', (err: unknown) => err);
       const written = await service.deps.db.selectFrom('transactions').select('id').where('id', '=', own).execute();
@@ -197,13 +197,13 @@ describe('the active-transactions limit (D9.6)', () => {
     it('lets exactly one of many creations at once take the last place: the count is taken after the parties\' locks', async () => {
       const [consumer, provider] = [randomUUID(), randomUUID()];
       await seed(consumer, provider, 'funds_held', 99);
-      const outcomes = await Promise.all(Array.from({ length: 8 }, () => inTransaction(service.deps.db, async (trx) => {
+      const outcomes = await Promise.all(Array.from({ length: 8 }, () => inTransaction(service.deps.db, async (trx, work) => {
         // As a creation does: the parties' locks, its own row in progress, then the limits.
         await lockAgents(trx, [consumer, provider]);
         const id = await seedOne(consumer, provider, trx);
         // The rest of a creation's work before its commit, so that the creations overlap.
         await new Promise((r) => setTimeout(r, 50));
-        await checkCreationLimits(trx, {}, { ...attempt(consumer, provider), excluding: id });
+        await checkCreationLimits(trx, work, {}, { ...attempt(consumer, provider), excluding: id });
       }).then(() => 'created', (err: { entries?: Array<{ code: string }> }) => err.entries?.[0]?.code ?? String(err))));
       expect(outcomes.filter((o) => o === 'created')).toHaveLength(1);
       expect(outcomes.filter((o) => o === 'LIMIT_REACHED')).toHaveLength(7);

@@ -264,11 +264,11 @@ describe('holds and settlements on wallets the replica knows, without reading th
     const tx = randomUUID();
     const movements: Movement[] = [{ walletId, txType: 'fund_hold', amountCents: -700, transactionId: tx, description: 'held' }];
     let attempts = 0;
-    await inTransaction(wallet.deps.db, async (trx) => {
+    await inTransaction(wallet.deps.db, async (trx, work) => {
       attempts++;
       const now = new Date();
       const row = trx.insertInto('holds').values({ transactionId: tx, walletId, amountCents: 700, attempt: 1, status: 'held', refusal: null, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: null }).returning('transactionId');
-      expect(moveAtCommit(trx, `hold:${tx}`, movements, now, row)).toBe(true);
+      expect(moveAtCommit(work, `hold:${tx}`, movements, now, row)).toBe(true);
     });
     expect(attempts).toBe(1);
     expect(await balances(consumer)).toEqual({ balanceCents: 2000, heldCents: 700 });
@@ -282,13 +282,13 @@ describe('holds and settlements on wallets the replica knows, without reading th
     for (const [amount, rowWritten] of [[600, true], [100, false]] as const) {
       const tx = randomUUID();
       const asked: boolean[] = [];
-      await inTransaction(wallet.deps.db, async (trx) => {
+      await inTransaction(wallet.deps.db, async (trx, work) => {
         const now = new Date();
         // A row written only when `rowWritten` (an insert of nothing when not).
         const row = trx.insertInto('holds').columns(['transactionId', 'walletId', 'amountCents', 'attempt', 'status', 'createdAt'])
           .expression(trx.selectNoFrom((eb) => [eb.val(tx).as('transactionId'), eb.val(walletId).as('walletId'), eb.val(amount).as('amountCents'), eb.val(1).as('attempt'), eb.val('held').as('status'), eb.val(now).as('createdAt')]).where(sql<boolean>`${rowWritten}`))
           .returning('transactionId');
-        asked.push(moveAtCommit(trx, `hold:${tx}`, [{ walletId, txType: 'fund_hold', amountCents: -amount, transactionId: tx, description: 'held' }], now, row));
+        asked.push(moveAtCommit(work, `hold:${tx}`, [{ walletId, txType: 'fund_hold', amountCents: -amount, transactionId: tx, description: 'held' }], now, row));
       });
       // Tried at commit, undone, then not possible on the second run (the caller moves the ordinary way there).
       expect(asked).toEqual([true, false]);

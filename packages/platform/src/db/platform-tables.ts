@@ -87,6 +87,23 @@ export async function createPlatformTablesV4(db: Kysely<any>): Promise<void> {
   await sql`create index processed_messages_age on processed_messages using brin (processed_at)`.execute(db);
 }
 
+/**
+ * Frozen migration (never edit; add a v6): `require_written(n, what)`, which a unit of work's
+ * statement calls on the rows its write at commit (`writeAtCommit`) wrote: none raises SQLSTATE
+ * AX001, so the statement fails, the `COMMIT` sent with it is skipped, and the transaction is undone.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function createPlatformTablesV5(db: Kysely<any>): Promise<void> {
+  await sql`
+    create function require_written(n bigint, what text) returns bigint language plpgsql immutable as $$
+    begin
+      if n = 0 then
+        raise exception 'nothing written at commit by %', what using errcode = 'AX001';
+      end if;
+      return n;
+    end $$`.execute(db);
+}
+
 /** Kysely table types of the platform tables, for services' Database interfaces. */
 export interface PlatformTables {
   outbox: {

@@ -4,7 +4,9 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import { outsideTrace } from '../bus/tracing.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
 import type { IdempotencyRecordsOptions } from './records.js';
-import { inTransaction, trackOutbox } from '../messaging/outbox.js';
+import { relayServing } from '../messaging/relay.js';
+import { inTransaction } from '../messaging/transaction-runner.js';
+import { UnitOfWork } from '../messaging/unit-of-work.js';
 import { sealReply } from './reply-cipher.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -53,30 +55,31 @@ export class KeyedRun {
     await (db as Tables).updateTable('idempotencyKeys').set({ reply: this.seal(reply) }).where('keyHash', '=', this.keyHash).execute();
   }
 
-  readonly effect: EffectRunner = async <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> => {
+  readonly effect: EffectRunner = async <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> => {
     if (db !== (this.opts.db as unknown)) throw new Error('ctx.effect must be given the service database');
     if (this.state === 'effected') return this.effectAgain(db, fn);
     if (this.state !== 'claimed') throw new Error('the Idempotency-Key claim of this request was given up; nothing was applied');
     this.inEffect = true;
     try {
       await sql`savepoint effect`.execute(this.trx);
-      // What the effect writes to the outbox is published as soon as it commits (`inTransaction`).
-      const handOff = trackOutbox(this.trx, db as unknown as AnyDb);
+      // What the effect publishes is handed to the relay as soon as it commits. Its write at commit
+      // is not used here: the key's answer is written after the flush.
+      const work = new UnitOfWork(this.trx as unknown as AnyDb, relayServing(db), false);
       let reply: Reply<T>;
       try {
-        reply = await fn(this.trx as unknown as Transaction<DB>);
+        reply = await fn(this.trx as unknown as Transaction<DB>, work);
       } catch (err) {
         // The effect is undone; the claim stays, to store the refusal as this key's answer.
         await sql`rollback to savepoint effect`.execute(this.trx);
-        handOff?.discard();
+        work.discard();
         throw err;
       }
-      await handOff?.flush();
+      await work.flush();
       const answer = this.stamp(toRpcReply(reply));
       await this.store(this.trx, answer);
       this.state = 'unknown';
       await this.trx.commit().execute();
-      handOff?.committed();
+      work.committed();
       this.state = 'effected';
       this.committed = answer;
       return reply as EffectReply<T>;
@@ -90,14 +93,14 @@ export class KeyedRun {
    * it throws (an AppError, e.g. 402 once a saga step refused what the first effect started) becomes
    * the stored answer, committed with whatever the transaction wrote before it.
    */
-  private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>) => Promise<Reply<T>>): Promise<EffectReply<T>> {
+  private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> {
     let refusal: unknown;
-    const reply = await inTransaction(db, async (trx) => {
+    const reply = await inTransaction(db, async (trx, work) => {
       await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
       let answer: RpcReply;
       let made: Reply<T> | undefined;
       try {
-        made = await fn(trx);
+        made = await fn(trx, work);
         answer = this.stamp(toRpcReply(made));
       } catch (err) {
         if (!isAppError(err)) throw err;

@@ -4,7 +4,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
-import { inTransaction } from '../messaging/outbox.js';
+import { inTransaction } from '../messaging/transaction-runner.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 

@@ -4,7 +4,9 @@ import { ack, nak, term, type Bus, type BusMessage, type Outcome, type Stoppable
 import { subjects } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
-import { AlreadyApplied, inTransaction, recordApplied } from './outbox.js';
+import { AlreadyApplied } from './processed-messages.js';
+import { inTransaction } from './transaction-runner.js';
+import type { UnitOfWork } from './unit-of-work.js';
 
 const envelopeCheck = validator(MessageEnvelope);
 
@@ -31,7 +33,7 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   durable: string;
   def: M;
   /** Runs inside the transaction that also records the message id: effect and dedupe commit together. */
-  handle: (trx: Transaction<DB>, data: Static<M['data']>, envelope: Envelope) => Promise<R>;
+  handle: (trx: Transaction<DB>, data: Static<M['data']>, work: UnitOfWork, envelope: Envelope) => Promise<R>;
   /**
    * Called after the commit with what `handle` returned (e.g. to kick the outbox relay), and awaited
    * before the message is acknowledged.
@@ -45,12 +47,12 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
  * transaction as the effect. Consumers use it, and so does a service handed a message directly
  * (ahead of its delivery through JetStream, which then finds it applied). True when it was applied now.
  */
-export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, envelope: Envelope) => Promise<void>): Promise<boolean> {
+export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, work: UnitOfWork) => Promise<void>): Promise<boolean> {
   try {
-    await inTransaction(db, async (trx) => {
-      await handle(trx, envelope);
-      // Last, with the step's outbox rows (one statement): a message applied before rolls all back.
-      await recordApplied(trx, consumer, envelope.id);
+    await inTransaction(db, async (trx, work) => {
+      await handle(trx, work);
+      // Recorded with the step's outbox rows (one statement): a message applied before rolls all back.
+      work.consumed(consumer, envelope.id);
     });
     return true;
   } catch (err) {
@@ -85,8 +87,8 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
       if (!read.ok) return read.outcome;
       try {
         let result: R | undefined;
-        const applied = await applyOnce(opts.db, opts.durable, read.envelope, async (trx, e) => {
-          result = await opts.handle(trx, read.data as Static<M['data']>, e);
+        const applied = await applyOnce(opts.db, opts.durable, read.envelope, async (trx, work) => {
+          result = await opts.handle(trx, read.data as Static<M['data']>, work, read.envelope);
         });
         if (applied) await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
         return ack();

@@ -1,40 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
-import { deferTimerChange, inTransaction } from './outbox.js';
+import { inTransaction } from './transaction-runner.js';
+import type { UnitOfWork } from './unit-of-work.js';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type AnyDb = Kysely<any>;
-
-/**
- * Schedules (or reschedules) the timer `kind`/`key` in the caller's transaction: in a tracked one
- * (`inTransaction`) with the statement written before its commit, else at once.
- */
-export async function scheduleTimer(trx: AnyDb, t: { kind: string; key: string; fireAt: Date; payload?: unknown }): Promise<void> {
-  if (deferTimerChange(trx, { op: 'schedule', kind: t.kind, key: t.key, fireAt: t.fireAt, payload: t.payload ?? {} })) return;
-  await (trx as Kysely<PlatformTables>)
-    .insertInto('timers')
-    .values({ id: randomUUID(), kind: t.kind, key: t.key, fireAt: t.fireAt, payload: JSON.stringify(t.payload ?? {}), lastError: null, firedAt: null })
-    .onConflict((oc) => oc.columns(['kind', 'key']).doUpdateSet({ fireAt: t.fireAt, payload: JSON.stringify(t.payload ?? {}), firedAt: null, attempts: 0, lastError: null }))
-    .execute();
-}
-
-/** Drops the pending timers of `key` of one kind, or of several kinds in one statement (deferred as `scheduleTimer`). */
-export async function cancelTimer(trx: AnyDb, kind: string | readonly string[], key: string): Promise<void> {
-  const kinds = typeof kind === 'string' ? [kind] : [...kind];
-  // Deferred or not, all kinds the same way (a transaction is tracked or it is not).
-  if (kinds.every((k) => deferTimerChange(trx, { op: 'cancel', kind: k, key }))) return;
-  // Through the (kind, key) unique index: no condition on `fired_at` (see `flushTracked`). A timer a
-  // runner is firing is left to it (skip locked): its handler decides on what this transaction leaves.
-  const db = trx as Kysely<PlatformTables>;
-  await db.deleteFrom('timers')
-    .where('id', 'in', db.selectFrom('timers').select('id').where('key', '=', key).where('kind', '=', sql<string>`any(${kinds}::text[])`).forUpdate().skipLocked())
-    .execute();
-}
-
-export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }) => Promise<void>;
+/** A timer's handler: runs in the transaction that removes the timer, with its unit of work. */
+export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }, work: UnitOfWork) => Promise<void>;
 
 /**
  * Fires due timers (ARCHITECTURE "Timers"): each is claimed with FOR UPDATE SKIP LOCKED and fired in
@@ -93,7 +65,7 @@ export class TimerRunner<DB> {
     const db = this.db as unknown as Kysely<PlatformTables>;
     let claimed: { id: string; kind: string } | undefined;
     try {
-      return await inTransaction(db, async (trx) => {
+      return await inTransaction(db, async (trx, work) => {
         const row = await trx
           .selectFrom('timers')
           .selectAll()
@@ -113,7 +85,7 @@ export class TimerRunner<DB> {
         // may even schedule this kind and key again. A fired timer is deleted, not kept
         // (marked `fired_at`, they stayed for ever); `fired_at` is left to rows of earlier versions.
         await trx.deleteFrom('timers').where('id', '=', row.id).execute();
-        await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt });
+        await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt }, work);
         return 'fired';
       });
     } catch (err) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Expression, type Kysely, type Transaction } from 'kysely';
 import { AppError, events, type catalogOps, type Principal, type ServiceExample, type ServiceView } from '@aex/contracts';
-import { enqueue, precompiled, requireActive, requireAgent, type OperationHandler, type Slots } from '@aex/platform';
+import { precompiled, requireActive, requireAgent, type OperationHandler, type Slots, type UnitOfWork } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { assertContract, budgetFloor, withDefaults, type ContractParts } from '../domain/contract-rules.js';
@@ -40,7 +40,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
   const embedding = await embed(deps, service);
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     // Serialise registrations per provider so two requests cannot both take the last place.
     await trx.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).forUpdate().executeTakeFirstOrThrow();
     const { n } = await trx.selectFrom('services').select(sql<number>`count(*)::int`.as('n'))
@@ -52,10 +52,9 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     await trx.insertInto('services').values({ ...row, ...embedding }).execute();
     await recordRevision(trx, service, now);
     await recordVocabulary(trx, row);
-    await recordChange(trx, service, 'registered', now);
+    recordChange(work, service, 'registered', now);
     return { status: 201, data: serviceView(service) };
   });
-  deps.relay.kick();
   return reply;
 };
 
@@ -80,7 +79,7 @@ export const providerServices = (deps: CatalogDeps): OperationHandler<Ops['provi
 export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateService']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'change');
     if (current.status === 'inactive') {
       throw new AppError('INVALID_STATE', 'A deleted service cannot be changed.', { details: { status: current.status } });
@@ -115,10 +114,9 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     const textChanged = changes.textA !== before.a || changes.textB !== before.b || changes.textC !== before.c || changes.textD !== before.d;
     if (textChanged) await recordVocabulary(trx, changes);
     const change: Change = next.status !== current.status ? (next.status === 'paused' ? 'paused' : 'resumed') : 'updated';
-    await recordChange(trx, next, change, now);
+    recordChange(work, next, change, now);
     return { data: serviceView(next) };
   });
-  deps.relay.kick();
   // The transactions replicas keep the current contract; none buys on the old one once this is answered.
   await deps.replicas.forget({ serviceIds: [path.serviceId] });
   return reply;
@@ -128,15 +126,14 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
 export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteService']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'delete');
     if (current.status === 'inactive') return { data: serviceView(current) };
     const next = { ...current, status: 'inactive' as const, updatedAt: now };
     await trx.updateTable('services').set({ status: 'inactive', updatedAt: now }).where('id', '=', current.id).execute();
-    await recordChange(trx, next, 'deactivated', now);
+    recordChange(work, next, 'deactivated', now);
     return { data: serviceView(next) };
   });
-  deps.relay.kick();
   await deps.replicas.forget({ serviceIds: [path.serviceId] });
   return reply;
 };
@@ -236,6 +233,6 @@ async function recordVocabulary(trx: Transaction<Database>, row: { textA: string
   if (words.length) await sql`insert into vocabulary (word) select unnest(${words}::text[]) on conflict do nothing`.execute(trx);
 }
 
-async function recordChange(trx: Transaction<Database>, s: Pick<ServiceView, 'id' | 'agentId' | 'version' | 'status'> & { revision: number }, change: Change, now: Date): Promise<void> {
-  await enqueue(trx, events.serviceChanged, { serviceId: s.id, agentId: s.agentId, revision: s.revision, version: s.version, status: s.status, change }, { now });
+function recordChange(work: UnitOfWork, s: Pick<ServiceView, 'id' | 'agentId' | 'version' | 'status'> & { revision: number }, change: Change, now: Date): void {
+  work.enqueue(events.serviceChanged, { serviceId: s.id, agentId: s.agentId, revision: s.revision, version: s.version, status: s.status, change }, { now });
 }

@@ -15,20 +15,20 @@ export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable
   const consumers = await Promise.all([
     consumeIdempotently({
       ...base, durable: 'catalog-agent-created', def: events.agentCreated,
-      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }, e.trustScore),
+      handle: async (trx, e, work, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }, e.trustScore),
     }),
     consumeIdempotently({
       ...base, durable: 'catalog-agent-updated', def: events.agentUpdated,
-      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
+      handle: async (trx, e, work, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
     }),
     consumeIdempotently({
       ...base, durable: STATUS_CONSUMER, def: events.agentStatusChanged,
-      handle: async (trx, e, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
+      handle: async (trx, e, work, env) => upsertProvider(trx, { ...e, at: new Date(env.occurredAt) }),
       afterCommit: (e) => forgetProvider(deps, e.agentId),
     }),
     consumeIdempotently({
       ...base, durable: 'catalog-agent-trust', def: events.trustScoreChanged,
-      handle: async (trx, e, env) => {
+      handle: async (trx, e, work, env) => {
         await trx.updateTable('providers').set({ trustScore: e.trustScore, trustAt: new Date(env.occurredAt) })
           .where('agentId', '=', e.agentId).where('trustAt', '<=', new Date(env.occurredAt)).execute();
       },

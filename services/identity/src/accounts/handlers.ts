@@ -40,7 +40,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
   let created;
   let agent: AgentRecord | undefined;
   try {
-    created = await ctx.effect(deps.db, async (trx) => {
+    created = await ctx.effect(deps.db, async (trx, work) => {
       await trx
         .insertInto('accounts')
         .values({
@@ -57,8 +57,8 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
         })
         .execute();
       const input = body.agent;
-      await insertAgent(trx, { id: agentId, accountId, isOwner: true, name: input.name, agentType: input.agentType ?? 'persistent', description: input.description, capabilities: input.capabilities, webhookUrl: input.webhookUrl, metadata: input.metadata, now }, key);
-      await requestWallet(trx, { id: agentId, accountId });
+      await insertAgent(trx, work, { id: agentId, accountId, isOwner: true, name: input.name, agentType: input.agentType ?? 'persistent', description: input.description, capabilities: input.capabilities, webhookUrl: input.webhookUrl, metadata: input.metadata, now }, key);
+      requestWallet(work, { id: agentId, accountId });
       agent = (await findAgent(trx, agentId))!;
       // D9.9 applied to accounts: until the wallet saga confirms, the answer is 202.
       return {
@@ -78,7 +78,6 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
     if (isUniqueViolation(err, 'accounts_email_normalized_key')) throw emailTaken();
     throw err;
   }
-  deps.relay.kick();
   await warmKeyCache(deps.authCache, key.hash, principalOf(agent!));
   const walletReady = await awaitWallet(deps, agentId, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };

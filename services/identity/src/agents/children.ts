@@ -4,7 +4,7 @@ import {
   AppError, childSaga, CHILD_LIFETIME_HOURS, events, walletOps,
   type identityOps, type MessageData, type WalletView,
 } from '@aex/contracts';
-import { callOperation, consumeIdempotently, enqueue, inTransaction, requireActive, requireAgent, type OperationHandler, type Stoppable } from '@aex/platform';
+import { callOperation, consumeIdempotently, inTransaction, requireActive, requireAgent, type OperationHandler, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -54,18 +54,17 @@ export const spawnAgent = (deps: IdentityDeps): OperationHandler<typeof identity
   const key = issueApiKey();
   const budgetCents = body.budgetCents ?? 0;
   const expiresAt = new Date(now.getTime() + (body.maxLifetimeHours ?? CHILD_LIFETIME_HOURS.default) * HOUR_MS);
-  const created = await ctx.effect(deps.db, async (trx) => {
+  const created = await ctx.effect(deps.db, async (trx, work) => {
     await takeAgentPlace(trx, parent.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
-    await insertAgent(trx, {
+    await insertAgent(trx, work, {
       id, accountId: parent.accountId, isOwner: false, name: body.name, agentType: 'ephemeral', description: body.description, delegation, now,
       child: { parentAgentId: parent.id, expiresAt, budgetCents, inheritDelegation },
     }, key);
-    await requestChildWallet(trx, { id, accountId: parent.accountId, parentAgentId: parent.id, spawnBudgetCents: budgetCents });
+    requestChildWallet(work, { id, accountId: parent.accountId, parentAgentId: parent.id, spawnBudgetCents: budgetCents });
     const child = (await findAgent(trx, id))!;
     // D9.9 applied to spawns: until the wallet saga decides, the answer is 202 and the key waits.
     return { status: 202, data: { ...fullAgentView(child, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext, wallet: null } };
   });
-  deps.relay.kick();
   const decided = await awaitSpawn(deps, id, deps.config.SAGA_WAIT_MS);
   if (decided.state === 'refused') {
     // The refusal is the answer stored under the request's Idempotency-Key (a second effect, D5.3).
@@ -92,8 +91,8 @@ async function childWallet(deps: IdentityDeps, requestId: string, principal: Non
 }
 
 /** The saga's command for a child (also sent again by the wallet re-drive, `wallet-saga.ts`). */
-export async function requestChildWallet(trx: Trx, child: Pick<AgentRow, 'id' | 'accountId'> & { parentAgentId: string; spawnBudgetCents?: number | null }): Promise<void> {
-  await enqueue(trx, childSaga.allocate, { childAgentId: child.id, parentAgentId: child.parentAgentId, accountId: child.accountId, budgetCents: Number(child.spawnBudgetCents ?? 0) });
+export function requestChildWallet(work: UnitOfWork, child: Pick<AgentRow, 'id' | 'accountId'> & { parentAgentId: string; spawnBudgetCents?: number | null }): void {
+  work.enqueue(childSaga.allocate, { childAgentId: child.id, parentAgentId: child.parentAgentId, accountId: child.accountId, budgetCents: Number(child.spawnBudgetCents ?? 0) });
 }
 
 type SpawnState =
@@ -115,14 +114,13 @@ async function awaitSpawn(deps: IdentityDeps, childId: string, ms: number): Prom
 
 /** Identity's side of the wallet's decisions: a funded child is announced, a refused one removed. */
 export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable> {
-  const base = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick() };
+  const base = { bus: deps.bus, db: deps.db, logger: deps.logger };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...base, durable: 'identity-child-funded', def: childSaga.funded, handle: (trx, e) => childFunded(deps, trx, e) }),
+    consumeIdempotently({ ...base, durable: 'identity-child-funded', def: childSaga.funded, handle: (trx, e, work) => childFunded(deps, trx, work, e) }),
     consumeIdempotently({
       ...base, durable: 'identity-child-refused', def: childSaga.refused, handle: (trx, e) => childRefused(deps, trx, e),
       // The child is gone: gateways drop its profile and its key's principal (tagged with the agent).
       afterCommit: async (e) => {
-        deps.relay.kick();
         await forgetAfterCommit(deps, { agentIds: [e.childAgentId] }, deps.logger);
       },
     }),
@@ -130,10 +128,10 @@ export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable>
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
-async function childFunded(deps: IdentityDeps, trx: Trx, e: MessageData<typeof childSaga.funded>): Promise<void> {
+async function childFunded(deps: IdentityDeps, trx: Trx, work: UnitOfWork, e: MessageData<typeof childSaga.funded>): Promise<void> {
   const now = deps.now();
   const row = await trx.updateTable('agents').set({ walletOpenedAt: now }).where('id', '=', e.childAgentId).where('walletOpenedAt', 'is', null).returningAll().executeTakeFirst();
-  if (row) await announceAgent(trx, row, now);
+  if (row) announceAgent(work, row, now);
 }
 
 /** D6.8 "short → 402 and no child exists": the child and everything made with it are deleted. */
@@ -155,7 +153,7 @@ async function childRefused(deps: IdentityDeps, trx: Trx, e: MessageData<typeof 
  */
 export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
   const now = deps.now();
-  const { expired, hashes, ids } = await inTransaction(deps.db, async (trx) => {
+  const { expired, hashes, ids } = await inTransaction(deps.db, async (trx, work) => {
     const due = await trx
       .selectFrom('agents')
       .selectAll()
@@ -170,15 +168,14 @@ export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
       .execute();
     for (const child of due) {
       await trx.updateTable('agents').set({ status: 'expired', updatedAt: now }).where('id', '=', child.id).execute();
-      await enqueue(trx, events.agentStatusChanged, { ...agentFacts({ ...child, status: 'expired' }), previousStatus: child.status }, { now });
-      await enqueue(trx, childSaga.close, { childAgentId: child.id });
+      work.enqueue(events.agentStatusChanged, { ...agentFacts({ ...child, status: 'expired' }), previousStatus: child.status }, { now });
+      work.enqueue(childSaga.close, { childAgentId: child.id });
     }
     if (due.length === 0) return { expired: 0, hashes: [], ids: [] };
     const keys = await trx.selectFrom('apiKeys').select('keyHash').where('agentId', 'in', due.map((c) => c.id)).where('revokedAt', 'is', null).execute();
     return { expired: due.length, hashes: keys.map((k) => k.keyHash), ids: due.map((c) => c.id) };
   });
   if (expired === 0) return 0;
-  deps.relay.kick();
   await forgetAfterCommit(deps, { keyHashes: hashes, agentIds: ids }, deps.logger);
   return expired;
 }

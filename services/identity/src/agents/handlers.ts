@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, catalogOps, events, signingKeyProofMessage, type identityOps, type MessageEnvelope, type Principal } from '@aex/contracts';
-import { callOperation, enqueue, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
+import { callOperation, requireActive, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -69,15 +69,14 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   const id = randomUUID();
   const key = issueApiKey();
   let agent: AgentRecord | undefined;
-  const created = await ctx.effect(deps.db, async (trx) => {
+  const created = await ctx.effect(deps.db, async (trx, work) => {
     await takeAgentPlace(trx, caller.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
-    await insertAgent(trx, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
-    await requestWallet(trx, { id, accountId: caller.accountId });
+    await insertAgent(trx, work, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
+    requestWallet(work, { id, accountId: caller.accountId });
     agent = (await findAgent(trx, id))!;
     // D9.9 applied to agents: until the wallet saga confirms, the answer is 202.
     return { status: 202, data: { ...fullAgentView(agent, deps.config.PUBLIC_BASE_URL), apiKey: key.plaintext } };
   });
-  deps.relay.kick();
   await warmKeyCache(deps.authCache, key.hash, principalOf(agent!));
   const walletReady = await awaitWallet(deps, id, deps.config.SAGA_WAIT_MS);
   return { ...created, status: walletReady ? 201 : 202 };
@@ -98,7 +97,7 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
   await checkWebhookUrl(body.webhookUrl, deps, '/body/webhookUrl');
   const now = deps.now();
   let hash: string | undefined;
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
     checkSigningKeyChange(
       { accountId: current.accountId, current: current.signingKeyPublic, next: body.signingKeyPublic, proof: body.signingKeyProof },
@@ -115,11 +114,10 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
       await addSigningKey(trx, path.agentId, body.signingKeyPublic, now);
     }
     const row = await trx.updateTable('agents').set(patch).where('id', '=', path.agentId).returningAll().executeTakeFirstOrThrow();
-    await enqueue(trx, events.agentUpdated, agentFacts(row), { now });
+    work.enqueue(events.agentUpdated, agentFacts(row), { now });
     hash = await activeKeyHash(trx, path.agentId);
     return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
-  deps.relay.kick();
   // The cached principal carries the signing key, the cached profile everything: gateways must re-read them.
   await forgetAfterCommit(deps, { keyHashes: hash ? [hash] : [], agentIds: [path.agentId] }, ctx.logger);
   return reply;
@@ -141,7 +139,7 @@ async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: stri
   const now = deps.now();
   let hash: string | undefined;
   let changed: MessageEnvelope | undefined;
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const current = await findAgent(trx, agentId, { forUpdate: true });
     if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
     if (opts.byOperator) {
@@ -151,11 +149,10 @@ async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: stri
     if (current.status === 'deactivated') return { data: fullAgentView(current, deps.config.PUBLIC_BASE_URL) };
     if (current.status !== 'active') throw new AppError('INVALID_STATE', `An agent in status ${current.status} cannot be deactivated.`, { details: { status: current.status } });
     const row = await trx.updateTable('agents').set({ status: 'deactivated', updatedAt: now }).where('id', '=', agentId).returningAll().executeTakeFirstOrThrow();
-    changed = await enqueue(trx, events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
+    changed = work.enqueue(events.agentStatusChanged, { ...agentFacts(row), previousStatus: 'active' }, { now });
     hash = await activeKeyHash(trx, agentId);
     return { data: fullAgentView({ ...current, ...row }, deps.config.PUBLIC_BASE_URL) };
   });
-  deps.relay.kick();
   await forgetAfterCommit(deps, { keyHashes: hash ? [hash] : [], agentIds: [agentId] }, ctx.logger);
   if (changed) await tellCatalog(deps, ctx, changed);
   return reply;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, events, type identityOps } from '@aex/contracts';
-import { enqueue, requireAgent, type OperationHandler } from '@aex/platform';
+import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { didDocument, didWebFor } from '../domain/did.js';
@@ -24,11 +24,11 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
   const now = deps.now();
   const key = issueApiKey();
   let oldHashes: string[] = [];
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     await trx.selectFrom('agents').select('id').where('id', '=', path.agentId).forUpdate().execute();
     const old = await trx.updateTable('apiKeys').set({ revokedAt: now }).where('agentId', '=', path.agentId).where('revokedAt', 'is', null).returning('keyHash').execute();
     await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: path.agentId, keyHash: key.hash, keyPrefix: key.prefix, createdAt: now, revokedAt: null }).execute();
-    await enqueue(trx, events.agentKeyRotated, { agentId: path.agentId, keyPrefix: key.prefix }, { now });
+    work.enqueue(events.agentKeyRotated, { agentId: path.agentId, keyPrefix: key.prefix }, { now });
     oldHashes = old.map((o) => o.keyHash);
     try {
       await markStale(deps.authCache, oldHashes);
@@ -40,7 +40,6 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
     await deps.replicas.forget({ keyHashes: oldHashes });
     return { data: { apiKey: key.plaintext, keyPrefix: key.prefix, expiresAt: null } };
   });
-  deps.relay.kick();
   // The profile shows the key's prefix; the old key's principal must go everywhere (D2.5).
   await forgetAfterCommit(deps, { keyHashes: oldHashes, agentIds: [path.agentId] }, ctx.logger);
   await warmKeyCache(deps.authCache, key.hash, await principalForKey(deps.db, key.hash));

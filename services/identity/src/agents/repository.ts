@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, events, type Principal } from '@aex/contracts';
-import { enqueue } from '@aex/platform';
+import { type UnitOfWork } from '@aex/platform';
 import type { AgentRow, Database } from '../db/schema.js';
 import type { AgentRecord } from './views.js';
 
@@ -62,7 +62,7 @@ export const INITIAL_TRUST_SCORE = 50;
  * `agent.created` event — for a child only once its budget is moved (`children.ts`): until then it
  * exists for its account alone.
  */
-export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: { hash: string; prefix: string }): Promise<void> {
+export async function insertAgent(trx: Transaction<Database>, work: UnitOfWork, a: NewAgent, key: { hash: string; prefix: string }): Promise<void> {
   await trx
     .insertInto('agents')
     .values({
@@ -91,12 +91,12 @@ export async function insertAgent(trx: Transaction<Database>, a: NewAgent, key: 
   await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: a.id, keyHash: key.hash, keyPrefix: key.prefix, createdAt: a.now, revokedAt: null }).execute();
   await trx.insertInto('trustScores').values({ agentId: a.id, score: INITIAL_TRUST_SCORE, updatedAt: a.now }).execute();
   if (a.signingKeyPublic) await addSigningKey(trx, a.id, a.signingKeyPublic, a.now);
-  if (!a.child) await announceAgent(trx, { id: a.id, accountId: a.accountId, name: a.name, parentAgentId: null, webhookUrl: a.webhookUrl ?? null }, a.now);
+  if (!a.child) announceAgent(work, { id: a.id, accountId: a.accountId, name: a.name, parentAgentId: null, webhookUrl: a.webhookUrl ?? null }, a.now);
 }
 
 /** The `agent.created` event (the catalog's and the webhook dispatcher's replicas start from it). */
-export async function announceAgent(trx: Transaction<Database>, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId' | 'webhookUrl'>, now: Date): Promise<void> {
-  await enqueue(trx, events.agentCreated, { ...agentFacts({ ...a, status: 'active' }), trustScore: INITIAL_TRUST_SCORE }, { now });
+export function announceAgent(work: UnitOfWork, a: Pick<AgentRow, 'id' | 'accountId' | 'name' | 'parentAgentId' | 'webhookUrl'>, now: Date): void {
+  work.enqueue(events.agentCreated, { ...agentFacts({ ...a, status: 'active' }), trustScore: INITIAL_TRUST_SCORE }, { now });
 }
 
 /**

@@ -1,7 +1,7 @@
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, enqueue, inTransaction, type Stoppable } from '@aex/platform';
-import { sql, type Transaction } from 'kysely';
-import type { AgentRow, Database } from '../db/schema.js';
+import { consumeIdempotently, inTransaction, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { sql } from 'kysely';
+import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { requestChildWallet } from './children.js';
 import { pollUntil, startPeriodic } from './periodic.js';
@@ -15,10 +15,10 @@ import { pollUntil, startPeriodic } from './periodic.js';
  * agent never stays without a wallet. There is no compensation step: opening a wallet cannot fail
  * for business reasons, only be delayed.
  */
-export async function requestWallet(trx: Transaction<Database>, agent: Pick<AgentRow, 'id' | 'accountId'> & Partial<Pick<AgentRow, 'parentAgentId' | 'spawnBudgetCents'>>): Promise<void> {
+export function requestWallet(work: UnitOfWork, agent: Pick<AgentRow, 'id' | 'accountId'> & Partial<Pick<AgentRow, 'parentAgentId' | 'spawnBudgetCents'>>): void {
   // A child's wallet comes with its budget (D6.8, agents/children.ts).
-  if (agent.parentAgentId) return requestChildWallet(trx, { ...agent, parentAgentId: agent.parentAgentId });
-  await enqueue(trx, commands.openWallet, { operationId: agent.id, agentId: agent.id, accountId: agent.accountId });
+  if (agent.parentAgentId) return requestChildWallet(work, { ...agent, parentAgentId: agent.parentAgentId });
+  work.enqueue(commands.openWallet, { operationId: agent.id, agentId: agent.id, accountId: agent.accountId });
 }
 
 export function recordWalletOpened(deps: IdentityDeps): Promise<Stoppable> {
@@ -49,7 +49,7 @@ export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: numbe
  * the rows are claimed with SKIP LOCKED, and the wallet side is idempotent per agent.
  */
 export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number): Promise<number> {
-  const n = await inTransaction(deps.db, async (trx) => {
+  const n = await inTransaction(deps.db, async (trx, work) => {
     const due = await trx
       .selectFrom('agents')
       .select(['id', 'accountId', 'parentAgentId', 'spawnBudgetCents'])
@@ -62,13 +62,12 @@ export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number)
       .execute();
     for (const agent of due) {
       await trx.updateTable('agents').set({ walletRequestedAt: deps.now() }).where('id', '=', agent.id).execute();
-      await requestWallet(trx, agent);
+      requestWallet(work, agent);
     }
     return due.length;
   });
   if (n > 0) {
     deps.logger.warn({ agents: n }, 'wallet not confirmed in time; openWallet sent again');
-    deps.relay.kick();
   }
   return n;
 }

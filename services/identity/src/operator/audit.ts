@@ -26,7 +26,7 @@ export async function collectOperatorActions(deps: IdentityDeps): Promise<Stoppa
   const from = (service: string, def: MessageDef<typeof OperatorActionData>) =>
     consumeIdempotently({
       bus: deps.bus, db: deps.db, logger: deps.logger, durable: `identity-audit-${service}`, def,
-      handle: (trx, a, env) => recordOperatorAction(trx, { ...a, service, id: env.id, at: new Date(env.occurredAt) }),
+      handle: (trx, a, _work, env) => recordOperatorAction(trx, { ...a, service, id: env.id, at: new Date(env.occurredAt) }),
     });
   const consumers = await Promise.all([from('wallet', walletOperatorAction), from('transactions', transactionsOperatorAction), from('webhooks', webhooksOperatorAction)]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };

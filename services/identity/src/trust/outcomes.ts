@@ -1,5 +1,5 @@
 import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
-import { consumeIdempotently, enqueue, precompiled, requireAgent, writeAtCommit, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, precompiled, requireAgent, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
 import { CompiledQuery, sql, type Insertable, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
@@ -29,15 +29,14 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
     durable: 'identity-trust-outcomes',
     def: transactionOutcome,
     afterCommit: async (e, changed: boolean) => {
-      deps.relay.kick();
       // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md): told
       // when it changed, not for every outcome (most leave a settled provider's score as it was).
       if (changed) await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
     },
-    handle: async (trx, e): Promise<boolean> => {
+    handle: async (trx, e, work): Promise<boolean> => {
       const input = outcomeInput(e);
       const outcome = { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) };
-      if (writeAtCommit(trx, { parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' })) return false;
+      if (work.writeAtCommit({ parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' })) return false;
       const [counted] = (await keepOutcome(trx, outcome)).rows;
       if (!counted) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
       if (!counted.kept) return false;
@@ -45,7 +44,7 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
       if (score === counted.score) return false;
       const now = deps.now();
       await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();
-      await enqueue(trx, events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: counted.score }, { now });
+      work.enqueue(events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: counted.score }, { now });
       return true;
     },
   });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
-import { cancelTimer, enqueue, requireAgent, scheduleTimer, type OperationHandler, type TimerHandler } from '@aex/platform';
+import { requireAgent, type OperationHandler, type TimerHandler, type UnitOfWork } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, DisputeRow } from '../db/schema.js';
@@ -49,10 +49,10 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
   requireRole(seen, caller, 'consumer', 'dispute');
   assertAction('dispute', seen.status);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const disputeId = randomUUID();
     // The transaction moves first (D12.1: refused unless delivered, undisputed and not being settled).
-    const { state: t } = (await purchaseStep(deps, trx, seen.id, { kind: 'openDispute', disputeId }))!;
+    const { state: t } = (await purchaseStep(deps, trx, work, seen.id, { kind: 'openDispute', disputeId }))!;
     const d: DisputeRow = {
       id: disputeId, transactionId: t.id, consumerAgentId: t.consumerAgentId, providerAgentId: t.providerAgentId,
       reason: body.reason, description: body.description, evidence: body.evidence ?? null, status: 'open', proposal: null,
@@ -60,10 +60,9 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
       openedAt: now, deadlineAt: new Date(now.getTime() + deps.config.DISPUTE_RESPONSE_SECONDS * 1000), resolvedAt: null, resolvedBy: null, updatedAt: now,
     };
     await trx.insertInto('disputes').values({ ...d, evidence: json(d.evidence), proposal: null, messages: json(d.messages) }).execute();
-    await scheduleTimer(trx, { kind: TIMERS.disputeDeadline, key: d.id, fireAt: d.deadlineAt });
+    work.schedule({ kind: TIMERS.disputeDeadline, key: d.id, fireAt: d.deadlineAt });
     return { status: 201, data: disputeView(d) };
   });
-  deps.relay.kick();
   return reply;
 };
 
@@ -93,12 +92,11 @@ export const withdrawDispute = (deps: TransactionDeps): OperationHandler<Ops['wi
 
 /** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
 export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
-  const reply = await ctx.effect(deps.db, async (trx) => {
-    const d = await actOn(deps, trx, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
+    const d = await actOn(deps, trx, work, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);
     if (!d) throw new AppError('NOT_FOUND', 'No such dispute.');
     return { data: disputeView(d) };
   });
-  deps.relay.kick();
   return reply;
 };
 
@@ -108,14 +106,13 @@ async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<O
   if ((role === 'consumer' ? seen.consumerAgentId : seen.providerAgentId) !== caller.agentId) {
     throw new AppError('FORBIDDEN', `Only the ${role} may ${action.kind} this dispute.`, { details: { role } });
   }
-  const reply = await ctx.effect(deps.db, async (trx) => ({ data: disputeView((await actOn(deps, trx, id, role, action, note))!) }));
-  deps.relay.kick();
+  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));
   return reply;
 }
 
 /** D12.7: no answer from the provider by the deadline: the consumer wins. */
 export const disputeTimers = (deps: TransactionDeps): Record<string, TimerHandler<Database>> => ({
-  [TIMERS.disputeDeadline]: async (trx, timer) => void (await actOn(deps, trx, timer.key, 'exchange', { kind: 'deadline' })),
+  [TIMERS.disputeDeadline]: async (trx, timer, work) => void (await actOn(deps, trx, work, timer.key, 'exchange', { kind: 'deadline' })),
 });
 
 /**
@@ -123,7 +120,7 @@ export const disputeTimers = (deps: TransactionDeps): Record<string, TimerHandle
  * now is, or undefined when there is none. The operator's steps go to the audit log (D15.3) through
  * the outbox of the same database transaction.
  */
-export async function actOn(deps: TransactionDeps, trx: Trx, id: string, actor: Actor, action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> } = {}, requestId?: string): Promise<DisputeRow | undefined> {
+export async function actOn(deps: TransactionDeps, trx: Trx, work: UnitOfWork, id: string, actor: Actor, action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> } = {}, requestId?: string): Promise<DisputeRow | undefined> {
   const d = await trx.selectFrom('disputes').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
   if (!d) return undefined;
   const t = (await lockTransaction(trx, d.transactionId))!;
@@ -141,16 +138,16 @@ export async function actOn(deps: TransactionDeps, trx: Trx, id: string, actor: 
   if (ruling.next === 'proposed') next.proposal = ruling.proposal;
   if (ruling.next === 'resolved') {
     Object.assign(next, { outcome: ruling.outcome, refundCents: ruling.refundCents, resolvedAt: now, resolvedBy: actor === 'exchange' ? 'deadline' : actor });
-    await cancelTimer(trx, TIMERS.disputeDeadline, d.id);
+    work.cancelTimers(TIMERS.disputeDeadline, d.id);
     // D12.8: what the outcome does to the transaction and, through the wallet saga, to the money.
-    await purchaseStep(deps, trx, t.id, { kind: 'resolveDispute', outcome: ruling.outcome, refundCents: ruling.refundCents }, { lock: async () => t });
+    await purchaseStep(deps, trx, work, t.id, { kind: 'resolveDispute', outcome: ruling.outcome, refundCents: ruling.refundCents }, { lock: async () => t });
   }
   await trx.updateTable('disputes').set({
     status: next.status, proposal: json(next.proposal), outcome: next.outcome, refundCents: next.refundCents,
     resolvedAt: next.resolvedAt, resolvedBy: next.resolvedBy, messages: json(next.messages), updatedAt: now,
   }).where('id', '=', d.id).execute();
   if (actor === 'operator') {
-    await enqueue(trx, transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: next.outcome, refundCents: next.refundCents, transactionId: t.id } }, { now });
+    work.enqueue(transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: next.outcome, refundCents: next.refundCents, transactionId: t.id } }, { now });
   }
   return next;
 }

@@ -113,7 +113,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   }, negotiating ? { offeredCents: offered, offerExpiresAt: new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000) } : null);
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const watch = negotiating ? undefined : deps.signals.watch(id);
-  const created = await ctx.effect(deps.db, async (trx) => {
+  const created = await ctx.effect(deps.db, async (trx, work) => {
     const [{ locks: _locks, ...inserted }] = (await insertTransaction(trx, {
       ...opened.state,
       pricing: JSON.stringify(contract.pricing) as never,
@@ -124,12 +124,12 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
       lockKeys: agentLockKeys([caller.agentId, contract.agentId]),
     })).rows as [VersionedRow & { locks: number }];
     const t: VersionedRow = inserted;
-    await applyEffects(trx, t, opened.effects, now);
+    await applyEffects(trx, work, t, opened.effects, now);
     // The limits last, just before the commit: the parties' locks (taken in one order, D9.6/D10.2,
     // by the insert's statement) are then held only until the commit, usually made by the next
     // statement (`checkCreationLimits`), so a provider many consumers buy from at once does not make
     // them queue behind each other's writes.
-    await checkCreationLimits(trx, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id, activeLimit: deps.config.MAX_ACTIVE_TRANSACTIONS_PER_AGENT });
+    await checkCreationLimits(trx, work, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id, activeLimit: deps.config.MAX_ACTIVE_TRANSACTIONS_PER_AGENT });
     // The saga's answer finds the row as it was written (`holdPlaced`): no locking read.
     deps.known.remember(t);
     return { status: 202, data: transactionView(t) };
@@ -137,7 +137,6 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     watch?.close();
     throw err;
   });
-  deps.relay.kick();
   if (negotiating) return { ...created, status: 201 };
   const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested', watch);
   if (t.hold === 'refused') {
@@ -173,8 +172,8 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
   const caller = requireAgent(ctx);
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   requireRole(seen, caller, 'provider', 'start');
-  return ctx.effect(deps.db, async (trx) => ({ data: transactionView((await purchaseStep(deps, trx, seen.id, { kind: 'start' }))!.state) }))
-    .finally(() => deps.relay.kick());
+  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state) }))
+    ;
 };
 
 /**
@@ -192,13 +191,12 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   const checked = deps.contracts.check(contract, 'output', body.output, '/output');
   const command = { kind: 'deliver', valid: checked.ok, output: body.output, reviewWindowMs: deps.config.REVIEW_WINDOW_SECONDS * 1000 } as const;
   let delivered: VersionedRow | undefined;
-  const reply = await ctx.effect(deps.db, async (trx) => {
-    delivered = (await purchaseStep(deps, trx, seen.row.id, command, { remembered: seen.row }))!.state;
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
+    delivered = (await purchaseStep(deps, trx, work, seen.row.id, command, { remembered: seen.row }))!.state;
     return rowReply(delivered);
   });
   // Once committed: a row written at commit has its new version only now.
   deps.known.remember(delivered!);
-  deps.relay.kick();
   if (checked.ok) return reply;
   const left = reply.data.maxDeliveryAttempts - reply.data.deliveryAttempts;
   const errors = checked.errors.slice(0, 20).map((e, i) => (i === 0 ? { ...e, details: { ...e.details, status: reply.data.status, attemptsLeft: left } } : e));
@@ -217,9 +215,9 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   if (seen.fresh) assertAction('verify', seen.row.status);
   const watch = deps.signals.watch(seen.row.id);
   let settling: VersionedRow | undefined;
-  const asked = await ctx.effect(deps.db, async (trx) => {
+  const asked = await ctx.effect(deps.db, async (trx, work) => {
     // D9.14: of concurrent verifies (or a verify and the review window's end) exactly one asks for the settlement.
-    settling = (await purchaseStep(deps, trx, seen.row.id, { kind: 'verify', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null }, { remembered: seen.row }))!.state;
+    settling = (await purchaseStep(deps, trx, work, seen.row.id, { kind: 'verify', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null }, { remembered: seen.row }))!.state;
     return rowReply(settling, 202);
   }).catch((err: unknown) => {
     watch.close();
@@ -227,7 +225,6 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   });
   // Once committed: a row written at commit has its new version only now.
   if (settling) deps.known.remember(settling);
-  deps.relay.kick();
   const t = await awaitRow(deps.db, deps.signals, seen.row.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
   return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
 };
@@ -241,8 +238,7 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   assertAction('cancel', seen.status);
   const role = seen.consumerAgentId === caller.agentId ? 'consumer' : 'provider';
-  const reply = await ctx.effect(deps.db, async (trx) => ({ data: transactionView((await purchaseStep(deps, trx, seen.id, { kind: 'cancel', by: role }))!.state) }));
-  deps.relay.kick();
+  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'cancel', by: role }))!.state) }));
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
   return { ...reply, data: transactionView(t) };
 };

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, identityOps, type DelegationRules } from '@aex/contracts';
-import { accountTag, agentTag, callOrThrow, precompiled, writeAtCommit, type ExchangeConfig, type Slots } from '@aex/platform';
+import { accountTag, agentTag, callOrThrow, precompiled, type ExchangeConfig, type Slots, type UnitOfWork } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { delegationRefusal } from '../domain/delegation.js';
@@ -100,12 +100,13 @@ const underActiveLimit = precompiled((trx: Kysely<Database>, $: Slots<{ consumer
  */
 export async function checkCreationLimits(
   trx: Trx,
+  work: UnitOfWork,
   rules: DelegationRules,
   attempt: { consumerAgentId: string; providerAgentId: string; category: string; priceCents: number; now: Date; excluding: string; activeLimit: number },
 ): Promise<void> {
   const agents = { consumer: attempt.consumerAgentId, provider: attempt.providerAgentId };
   const countIsLast = rules.maxDailySpendCents === undefined && !delegationRefusal(rules, { category: attempt.category, priceCents: attempt.priceCents, spentLast24hCents: 0 });
-  if (countIsLast && writeAtCommit(trx, { parts: [['limits', underActiveLimit.bind(trx, { ...agents, limit: attempt.activeLimit })]], guard: 'limits' })) return;
+  if (countIsLast && work.writeAtCommit({ parts: [['limits', underActiveLimit.bind(trx, { ...agents, limit: attempt.activeLimit })]], guard: 'limits' })) return;
   await checkActiveLimit(trx, agents, attempt.activeLimit);
   await checkDelegation(trx, rules, attempt);
 }

@@ -29,7 +29,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   // Read before the database transaction: no lock is held across a call to another service.
   const rules = body.type === 'accept' ? await delegationOf(deps, seen.consumerAgentId, ctx.requestId) : null;
   let agreedPriceCents: number | null = null;
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     if (rules) await lockAgents(trx, [seen.consumerAgentId]);
     let last: LastMessage | undefined;
     const lock = async () => {
@@ -38,7 +38,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
       return t;
     };
     const command = () => ({ kind: 'negotiate', by: caller.agentId, body, last: last!, expiresInSeconds: body.expiresInSeconds ?? OFFER_EXPIRY.defaultSeconds, maxTransactionCents: deps.config.MAX_TRANSACTION_CENTS }) as const;
-    const { state: t } = (await purchaseStep(deps, trx, seen.id, command, { lock }))!;
+    const { state: t } = (await purchaseStep(deps, trx, work, seen.id, command, { lock }))!;
     if (t.pendingAcceptBy) {
       // D10.2: the consumer's rules again, at the agreed price, before the hold is asked for.
       agreedPriceCents = t.pendingAcceptPriceCents;
@@ -47,7 +47,6 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
     }
     return { data: transactionView(t) };
   });
-  deps.relay.kick();
   if (body.type !== 'accept') return reply;
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
   if (t.hold === 'held') return { ...reply, status: 200, data: transactionView(t) };

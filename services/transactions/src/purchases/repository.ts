@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal } from '@aex/contracts';
-import { cancelTimer, enqueue, precompiled, runStep, scheduleTimer, writeAtCommit, type EffectReply, type HandlerContext, type Precompiled, type Slots, type StepResult } from '@aex/platform';
+import { precompiled, runStep, type EffectReply, type HandlerContext, type Precompiled, type Slots, type StepResult, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
@@ -46,10 +46,10 @@ export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | un
  * the step runs again. Made at once otherwise: undefined, with nothing written, when the row moved
  * on (the caller then decides again on the row locked).
  */
-export async function updateKnown(trx: Trx, t: KnownRow, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> {
+export async function updateKnown(trx: Trx, work: UnitOfWork, t: KnownRow, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> {
   const next = { ...t, ...changes } as VersionedRow;
   const update = rowUpdate(trx, t.id, changes, t.version);
-  if (writeAtCommit<VersionedRow>(trx, { parts: [['moved', update]], guard: 'moved', written: ([row]) => Object.assign(next, row) })) return next;
+  if (work.writeAtCommit<VersionedRow>({ parts: [['moved', update]], guard: 'moved', written: ([row]) => Object.assign(next, row) })) return next;
   return (await trx.executeQuery(update)).rows[0];
 }
 
@@ -103,6 +103,7 @@ export type PurchaseStep = StepResult<VersionedRow, PurchaseChanges, PurchaseEff
 export async function purchaseStep(
   deps: Pick<TransactionDeps, 'now'>,
   trx: Trx,
+  work: UnitOfWork,
   id: string,
   command: PurchaseCommand | ((t: KnownRow) => PurchaseCommand),
   opts: { remembered?: KnownRow | undefined; lock?: () => Promise<VersionedRow | undefined> } = {},
@@ -114,34 +115,34 @@ export async function purchaseStep(
     decide: (t) => decidePurchase(t, typeof command === 'function' ? command(t) : command, now),
     write: (t, changes, guarded) => {
       const row: Updateable<TransactionRow> = changes.output === undefined ? changes : { ...changes, output: changes.output === null ? null : JSON.stringify(changes.output) as never };
-      return guarded ? updateKnown(trx, t, row) : updateRow(trx, t.id, row);
+      return guarded ? updateKnown(trx, work, t, row) : updateRow(trx, t.id, row);
     },
-    apply: (t, effects) => applyEffects(trx, t as VersionedRow, effects, now),
+    apply: (t, effects) => applyEffects(trx, work, t as VersionedRow, effects, now),
   }) as Promise<PurchaseStep | undefined>;
 }
 
 /** Makes a decision's effects in `trx`, in order: messages through the outbox, timers, negotiation messages. */
-export async function applyEffects(trx: Trx, t: Pick<TransactionRow, 'id' | 'consumerAgentId' | 'providerAgentId'>, effects: readonly PurchaseEffect[], now: Date): Promise<void> {
+export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<TransactionRow, 'id' | 'consumerAgentId' | 'providerAgentId'>, effects: readonly PurchaseEffect[], now: Date): Promise<void> {
   for (const e of effects) {
     switch (e.kind) {
       case 'holdFunds':
-        await enqueue(trx, walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumerAgentId, amountCents: e.amountCents, attempt: e.attempt }, { now });
+        work.enqueue(walletSaga.holdFunds, { transactionId: t.id, consumerAgentId: t.consumerAgentId, amountCents: e.amountCents, attempt: e.attempt }, { now });
         break;
       case 'returnHold':
-        await enqueue(trx, walletSaga.returnHold, { transactionId: t.id }, { now });
+        work.enqueue(walletSaga.returnHold, { transactionId: t.id }, { now });
         break;
       case 'settle':
-        await enqueue(trx, walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents, ...(e.refundCents > 0 ? { refundCents: e.refundCents } : {}) }, { now });
+        work.enqueue(walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents, ...(e.refundCents > 0 ? { refundCents: e.refundCents } : {}) }, { now });
         break;
       case 'schedule':
-        await scheduleTimer(trx, { kind: TIMERS[e.timer], key: t.id, fireAt: e.at, ...(e.payload ? { payload: e.payload } : {}) });
+        work.schedule({ kind: TIMERS[e.timer], key: t.id, fireAt: e.at, ...(e.payload ? { payload: e.payload } : {}) });
         break;
       case 'cancelTimers':
-        await cancelTimer(trx, e.timers.map((timer) => TIMERS[timer]), t.id);
+        work.cancelTimers(e.timers.map((timer) => TIMERS[timer]), t.id);
         break;
       case 'restoreOfferExpiry': {
         const last = await lastMessage(trx, t.id);
-        if (last?.expiresAt) await scheduleTimer(trx, { kind: TIMERS.offerExpiry, key: t.id, fireAt: last.expiresAt, payload: { round: last.round } });
+        if (last?.expiresAt) work.schedule({ kind: TIMERS.offerExpiry, key: t.id, fireAt: last.expiresAt, payload: { round: last.round } });
         break;
       }
       case 'recordMessage':
@@ -159,10 +160,10 @@ export async function applyEffects(trx: Trx, t: Pick<TransactionRow, 'id' | 'con
         break;
       }
       case 'announce':
-        await enqueue(trx, transactionEvent(e.event.status), e.event, { now });
+        work.enqueue(transactionEvent(e.event.status), e.event, { now });
         break;
       case 'trustOutcome':
-        await enqueue(trx, transactionOutcome, { transactionId: t.id, providerAgentId: t.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString() }, { now });
+        work.enqueue(transactionOutcome, { transactionId: t.id, providerAgentId: t.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString() }, { now });
         break;
     }
   }

@@ -18,13 +18,12 @@ export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
   const answer = <M extends MessageDef>(durable: string, def: M, command: (e: Static<M['data']>) => PurchaseCommand) =>
     consumeIdempotently<M, Database, VersionedRow | undefined>({
       bus: deps.bus, db: deps.db, logger: deps.logger, concurrency: 8, durable, def,
-      handle: async (trx, e) => {
+      handle: async (trx, e, work) => {
         const id = (e as { transactionId: string }).transactionId;
-        const step = await purchaseStep(deps, trx, id, command(e), { remembered: deps.known.get(id) });
+        const step = await purchaseStep(deps, trx, work, id, command(e), { remembered: deps.known.get(id) });
         return step?.decision.kind === 'changed' ? step.state : undefined;
       },
       afterCommit: (e, moved) => {
-        deps.relay.kick();
         if (!moved) return deps.signals.moved((e as { transactionId: string }).transactionId);
         deps.known.remember(moved);
         deps.signals.committed(moved);

@@ -11,7 +11,7 @@ import { lastMessage, lockTransaction, purchaseStep } from './repository.js';
  */
 export function purchaseTimers(deps: TransactionDeps): Record<string, TimerHandler<Database>> {
   return {
-    [TIMERS.offerExpiry]: async (trx, timer) => {
+    [TIMERS.offerExpiry]: async (trx, timer, work) => {
       let latestRound: number | null = null;
       const lock = async () => {
         const t = await lockTransaction(trx, timer.key);
@@ -19,9 +19,9 @@ export function purchaseTimers(deps: TransactionDeps): Record<string, TimerHandl
         return t;
       };
       const round = (timer.payload as { round?: number }).round ?? 0;
-      await purchaseStep(deps, trx, timer.key, () => ({ kind: 'offerExpired', round, latestRound }), { lock });
+      await purchaseStep(deps, trx, work, timer.key, () => ({ kind: 'offerExpired', round, latestRound }), { lock });
     },
-    [TIMERS.transactionExpiry]: async (trx, timer) => void (await purchaseStep(deps, trx, timer.key, { kind: 'expire' })),
-    [TIMERS.reviewWindow]: async (trx, timer) => void (await purchaseStep(deps, trx, timer.key, { kind: 'reviewWindowEnded' })),
+    [TIMERS.transactionExpiry]: async (trx, timer, work) => void (await purchaseStep(deps, trx, work, timer.key, { kind: 'expire' })),
+    [TIMERS.reviewWindow]: async (trx, timer, work) => void (await purchaseStep(deps, trx, work, timer.key, { kind: 'reviewWindowEnded' })),
   };
 }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { AppError, LedgerTxType, walletOperatorAction, type walletOps } from '@aex/contracts';
-import { enqueue, type OperationHandler } from '@aex/platform';
+import { inTransaction, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import { childViolations, HOLD_TX_TYPES, holdViolations, ledgerViolations, type HoldTotals, type ParentTransferTotals, type WalletTotals } from '../domain/ledger.js';
 
@@ -125,11 +125,10 @@ export const checkLedger = (deps: WalletDeps): OperationHandler<typeof walletOps
     }
     throw err;
   });
-  // One row, no effect to commit it with: a statement of its own.
-  await enqueue(deps.db, walletOperatorAction, {
+  // One row, no effect to commit it with: a transaction of its own.
+  await inTransaction(deps.db, async (_trx, work) => void work.enqueue(walletOperatorAction, {
     action: 'ledger.check', targetType: null, targetId: null, requestId: ctx.requestId,
     details: { ok: report.ok, violations: report.violations.length, walletsChecked: report.walletsChecked },
-  }, { now: deps.now() });
-  deps.relay.kick();
+  }, { now: deps.now() }));
   return { data: report };
 };

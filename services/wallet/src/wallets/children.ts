@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { childSaga, type MessageData } from '@aex/contracts';
-import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { ChildAllocationRow, Database } from '../db/schema.js';
@@ -17,29 +17,29 @@ type Trx = Transaction<Database>;
  * that frees it (`movements.ts`).
  */
 export async function serveChildren(deps: WalletDeps): Promise<Stoppable> {
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick() };
+  const common = { bus: deps.bus, db: deps.db, logger: deps.logger };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-allocate-child', def: childSaga.allocate, handle: (trx, cmd) => allocate(deps, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-allocate-child', def: childSaga.allocate, handle: (trx, cmd, work) => allocate(deps, trx, work, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-close-child', def: childSaga.close, handle: (trx, cmd) => close(deps, trx, cmd.childAgentId) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
-async function announce(deps: WalletDeps, trx: Trx, a: ChildAllocationRow): Promise<void> {
+async function announce(deps: WalletDeps, trx: Trx, work: UnitOfWork, a: ChildAllocationRow): Promise<void> {
   const now = deps.now();
   if (a.status === 'funded') {
     const child = await trx.selectFrom('wallets').select('id').where('agentId', '=', a.childAgentId).executeTakeFirstOrThrow();
-    await enqueue(trx, childSaga.funded, { childAgentId: a.childAgentId, walletId: child.id, budgetCents: Number(a.budgetCents) }, { now });
+    work.enqueue(childSaga.funded, { childAgentId: a.childAgentId, walletId: child.id, budgetCents: Number(a.budgetCents) }, { now });
   } else {
-    await enqueue(trx, childSaga.refused, { childAgentId: a.childAgentId, reason: a.refusal ?? 'insufficient_funds', availableCents: Number(a.availableCents), requiredCents: Number(a.budgetCents) }, { now });
+    work.enqueue(childSaga.refused, { childAgentId: a.childAgentId, reason: a.refusal ?? 'insufficient_funds', availableCents: Number(a.availableCents), requiredCents: Number(a.budgetCents) }, { now });
   }
 }
 
-async function allocate(deps: WalletDeps, trx: Trx, cmd: MessageData<typeof childSaga.allocate>): Promise<void> {
+async function allocate(deps: WalletDeps, trx: Trx, work: UnitOfWork, cmd: MessageData<typeof childSaga.allocate>): Promise<void> {
   // The parent's wallet first: allocations of one parent happen one after another.
   const parent = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.parentAgentId).forUpdate().executeTakeFirst();
   const decided = await trx.selectFrom('childAllocations').selectAll().where('childAgentId', '=', cmd.childAgentId).forUpdate().executeTakeFirst();
-  if (decided) return announce(deps, trx, decided);
+  if (decided) return announce(deps, trx, work, decided);
   const now = deps.now();
   const available = parent ? parent.balanceCents - parent.heldCents : 0;
   const base = { childAgentId: cmd.childAgentId, parentWalletId: parent?.id ?? null, budgetCents: cmd.budgetCents, availableCents: available, decidedAt: now };
@@ -61,7 +61,7 @@ async function allocate(deps: WalletDeps, trx: Trx, cmd: MessageData<typeof chil
     decision = { ...base, status: 'funded', refusal: null };
   }
   await trx.insertInto('childAllocations').values(decision).execute();
-  await announce(deps, trx, decision);
+  await announce(deps, trx, work, decision);
 }
 
 /** Closes an expired child's wallet, its available balance back to the parent; once is enough. */

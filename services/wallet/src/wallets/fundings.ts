@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { events } from '@aex/contracts';
-import { enqueueMany, GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
+import { GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { applyMovements, moveAtCommit, type WrittenEntry } from './movements.js';
 
@@ -44,7 +44,7 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
       const at = now();
       const operation = `fundings:${randomUUID()}`;
       const written = new Map<string, number>();
-      await inTransaction(db, async (trx) => {
+      await inTransaction(db, async (trx, work) => {
         written.clear();
         const remember = (entries: WrittenEntry[]) => {
           for (const e of entries) written.set(e.operationId, e.balanceAfterCents);
@@ -52,9 +52,9 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
         const sessionsOf = (batch: Funding[]) => trx.insertInto('fundingSessions').values(batch.map((f) => ({
           id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
         })));
-        const eventsOf = (batch: Funding[]) => enqueueMany(trx, events.walletFunded, batch.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
-        if (moveAtCommit(trx, operation, movementsOf(fundings), at, sessionsOf(fundings).returning('id'), { written: remember })) {
-          await eventsOf(fundings);
+        const eventsOf = (batch: Funding[]) => work.enqueueMany(events.walletFunded, batch.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
+        if (moveAtCommit(work, operation, movementsOf(fundings), at, sessionsOf(fundings).returning('id'), { written: remember })) {
+          eventsOf(fundings);
           return;
         }
         // The ordinary way (the statement above wrote nothing, or cannot be used here).
@@ -65,9 +65,8 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
         // a row first would take a key-share lock on its wallet and deadlock concurrent fundings.
         remember((await applyMovements(trx, operation, movementsOf(open), at, { onceByCaller: true }))!);
         await sessionsOf(open).execute();
-        await eventsOf(open);
+        eventsOf(open);
       });
-      relay.kick();
       // The entries of an expired child's return (a wallet closed after the check above) are not fundings': only these are read.
       return fundings.map((f) => written.get(f.sessionId) ?? null);
     },

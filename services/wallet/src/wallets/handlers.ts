@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
 import { AppError, events, pagination, type LedgerEntryView, type Principal, type WalletView, type walletOps } from '@aex/contracts';
-import { enqueue, groupCommitted, requireAgent, type OperationHandler } from '@aex/platform';
+import { groupCommitted, requireAgent, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import type { LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyMovements } from './movements.js';
@@ -117,7 +117,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   // A session the processor has yet to confirm is recorded on the wallet as it is now.
   const wallet = read ?? (await openWallet(deps, caller, path.agentId));
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
     // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
     if (session.confirmed) {
@@ -126,7 +126,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
     await trx.insertInto('fundingSessions').values({ id: session.sessionId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, status: session.confirmed ? 'paid' : 'pending', createdAt: now, paidAt: session.confirmed ? now : null }).execute();
     let newBalanceCents: number | null = null;
     if (session.confirmed) {
-      await enqueue(trx, events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
+      work.enqueue(events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
       newBalanceCents = (await trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow()).balanceCents;
     }
     return {
@@ -139,7 +139,6 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
       },
     };
   });
-  deps.relay.kick();
   return reply;
 };
 
@@ -148,16 +147,15 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const wallet = await openWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
     const operationId = `payout:${randomUUID()}`;
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
     const payout = await payments.createPayout(body.amountCents, now);
     await trx.insertInto('payouts').values({ id: payout.payoutId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival, createdAt: now }).execute();
-    await enqueue(trx, events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
+    work.enqueue(events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
     return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
   });
-  deps.relay.kick();
   return reply;
 };
 

@@ -1,5 +1,5 @@
 import { walletSaga } from '@aex/contracts';
-import { consumeIdempotently, enqueue, precompiled, RecentMap, type Slots, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, precompiled, RecentMap, type Slots, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
@@ -16,11 +16,11 @@ import { applyMovements, moveAtCommit, type Movement } from './movements.js';
 export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const walletIds = walletDirectory();
   const held: HeldAmounts = new RecentMap(2_048);
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, afterCommit: () => deps.relay.kick(), concurrency: 8 };
+  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, concurrency: 8 };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd) => holdFunds(deps, walletIds, held, trx, cmd) }),
-    consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd) => returnHold(deps, trx, cmd.transactionId) }),
-    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd) => settle(deps, walletIds, held, trx, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd, work) => holdFunds(deps, walletIds, held, trx, work, cmd) }),
+    consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd, work) => returnHold(deps, trx, work, cmd.transactionId) }),
+    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd, work) => settle(deps, walletIds, held, trx, work, cmd) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
@@ -72,21 +72,21 @@ const rememberHeld = (held: HeldAmounts, hold: HoldRow) => held.set(hold.transac
 const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
 
 /** Tells the transaction service the hold's state as it is now (the answer to any repeated command). */
-async function announce(deps: WalletDeps, trx: Trx, hold: HoldRow): Promise<void> {
+async function announce(deps: WalletDeps, trx: Trx, work: UnitOfWork, hold: HoldRow): Promise<void> {
   const at = (hold.closedAt ?? hold.createdAt).toISOString();
   const now = deps.now();
   switch (hold.status) {
     case 'held':
-      return void (await enqueue(trx, walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at }, { now }));
+      return void work.enqueue(walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at }, { now });
     case 'refused': {
       const reason = hold.refusal === 'insufficient_funds' || hold.refusal === 'no_wallet' ? hold.refusal : 'closed';
       const available = hold.walletId ? await availableOf(trx, hold.walletId) : 0;
-      return void (await enqueue(trx, walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents }, { now }));
+      return void work.enqueue(walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents }, { now });
     }
     case 'returned':
-      return void (await enqueue(trx, walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now }));
+      return void work.enqueue(walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now });
     case 'settled':
-      return void (await enqueue(trx, walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, refundCents: Number(hold.refundCents), at }, { now }));
+      return void work.enqueue(walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, refundCents: Number(hold.refundCents), at }, { now });
   }
 }
 
@@ -100,19 +100,19 @@ async function availableOf(trx: Trx, walletId: string): Promise<number> {
  * repeated command gets the same answer, except that a hold refused for funds is tried again by a
  * later attempt (an accept sent again once the wallet is funded).
  */
-async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: HoldCommand): Promise<void> {
+async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, work: UnitOfWork, cmd: HoldCommand): Promise<void> {
   const now = deps.now();
   // Nearly always the transaction's first command: decided as if the transaction had no `holds` row
   // and written only if it has none — else decided below on the row there is.
-  const first = (await placeFirstAtCommit(trx, walletIds, cmd, now)) ?? (await writeHold(trx, cmd, now, undefined));
+  const first = (await placeFirstAtCommit(trx, work, walletIds, cmd, now)) ?? (await writeHold(trx, cmd, now, undefined));
   if (first) {
     if (first.status === 'held') rememberHeld(held, first);
-    return announce(deps, trx, first);
+    return announce(deps, trx, work, first);
   }
   const existing = await lockHold(trx, cmd.transactionId);
   const hold = (await writeHold(trx, cmd, now, existing ?? null))!;
   if (hold.status === 'held' && hold !== existing) rememberHeld(held, hold);
-  await announce(deps, trx, hold);
+  await announce(deps, trx, work, hold);
 }
 
 /** An agent's wallet, locked (compiled once: every hold reads it). */
@@ -154,7 +154,7 @@ const holdMovement = (walletId: string, cmd: HoldCommand): Movement => ({
  * runs again the ordinary way, which refuses or finds the row there is. Undefined when not possible
  * here (an agent without a wallet, or no write at commit): `writeHold` then.
  */
-async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldCommand, now: Date): Promise<HoldRow | undefined> {
+async function placeFirstAtCommit(trx: Trx, work: UnitOfWork, walletIds: WalletIds, cmd: HoldCommand, now: Date): Promise<HoldRow | undefined> {
   const walletId = await walletIds.find(trx, cmd.consumerAgentId);
   if (!walletId) return undefined;
   const hold: HoldRow = {
@@ -162,7 +162,7 @@ async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldComma
     providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: null,
   };
   const insert = trx.insertInto('holds').values(hold).onConflict((oc) => oc.column('transactionId').doNothing()).returning('transactionId');
-  return moveAtCommit(trx, `hold:${cmd.transactionId}`, [holdMovement(walletId, cmd)], now, insert) ? hold : undefined;
+  return moveAtCommit(work, `hold:${cmd.transactionId}`, [holdMovement(walletId, cmd)], now, insert) ? hold : undefined;
 }
 
 /**
@@ -170,7 +170,7 @@ async function placeFirstAtCommit(trx: Trx, walletIds: WalletIds, cmd: HoldComma
  * cancelled while the hold command was still on its way), or after a refusal, closes the
  * transaction's hold for good: a hold command then finds it and places nothing.
  */
-async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Promise<void> {
+async function returnHold(deps: WalletDeps, trx: Trx, work: UnitOfWork, transactionId: string): Promise<void> {
   const now = deps.now();
   const found = await lockHold(trx, transactionId);
   let hold = found;
@@ -186,7 +186,7 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
       await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
       break;
   }
-  await announce(deps, trx, hold!);
+  await announce(deps, trx, work, hold!);
 }
 
 /**
@@ -197,22 +197,22 @@ async function returnHold(deps: WalletDeps, trx: Trx, transactionId: string): Pr
  * the rest. A settle for a hold that is not held (returned, refused) changes nothing; its answer
  * tells the hold's state.
  */
-async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, cmd: SettleCommand): Promise<void> {
+async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts, trx: Trx, work: UnitOfWork, cmd: SettleCommand): Promise<void> {
   // The hold as this replica placed it, if it still is: no locking read of its row first.
   const known = held.get(cmd.transactionId);
   if (known && known.amountCents === cmd.amountCents) {
-    const settled = await settleHold(deps, walletIds, trx, cmd, known, { ifStillHeld: true });
+    const settled = await settleHold(deps, walletIds, trx, work, cmd, known, { ifStillHeld: true });
     if (settled) {
       held.delete(cmd.transactionId);
-      return announce(deps, trx, settled);
+      return announce(deps, trx, work, settled);
     }
   }
   const hold = await lockHold(trx, cmd.transactionId);
   const decision = decideHold(phaseOf(hold), { kind: 'settle', amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 }, hold);
-  if (decision.kind === 'answer') return announce(deps, trx, hold!);
+  if (decision.kind === 'answer') return announce(deps, trx, work, hold!);
   held.delete(cmd.transactionId);
   if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
-  await announce(deps, trx, (await settleHold(deps, walletIds, trx, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
+  await announce(deps, trx, work, (await settleHold(deps, walletIds, trx, work, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
 }
 
 type SettleCommand = { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number; refundCents?: number };
@@ -221,7 +221,7 @@ type SettleCommand = { transactionId: string; providerAgentId: string; amountCen
  * The settlement's movements and the hold closed, in one statement. `ifStillHeld`: only if the hold
  * is still `held` as `hold` says; undefined, with nothing written, when it is not.
  */
-async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd: SettleCommand, hold: HeldAmount, { ifStillHeld }: { ifStillHeld: boolean }): Promise<HoldRow | undefined> {
+async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, work: UnitOfWork, cmd: SettleCommand, hold: HeldAmount, { ifStillHeld }: { ifStillHeld: boolean }): Promise<HoldRow | undefined> {
   const R = cmd.refundCents ?? 0;
   const F = cmd.feeCents;
   const t = cmd.transactionId;
@@ -234,7 +234,7 @@ async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, cmd:
     .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
     .returning('transactionId');
   // A hold this replica placed is settled without reading the wallets (`moveAtCommit`), else on them locked.
-  const moved = (ifStillHeld && moveAtCommit(trx, `settle:${t}`, movements, now, update))
+  const moved = (ifStillHeld && moveAtCommit(work, `settle:${t}`, movements, now, update))
     || await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
   if (!moved) return undefined;
   return { transactionId: t, walletId: hold.walletId, amountCents: hold.amountCents, attempt: 0, refusal: null, createdAt: now, ...closed };

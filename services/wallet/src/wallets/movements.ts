@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Insertable, type Kysely, type OperationNodeSource, type Transaction } from 'kysely';
 import { AppError, type LedgerTxType } from '@aex/contracts';
-import { precompiled, writeAtCommit, type Slots } from '@aex/platform';
+import { precompiled, type Slots, type UnitOfWork } from '@aex/platform';
 import type { Database, LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { applyEntry, entryChange } from '../domain/ledger.js';
 
@@ -171,7 +171,7 @@ export interface WrittenEntry { operationId: string; balanceAfterCents: number }
  * child's (D6.8: its credits return to the parent) is left to the ordinary way. `written` gets the
  * entries once the statement has run, before the commit is answered (a group commit's balances).
  */
-export function moveAtCommit(trx: Transaction<Database>, operationId: string, movements: Movement[], now: Date, alongside: OperationNodeSource, opts: { written?: (entries: WrittenEntry[]) => void } = {}): boolean {
+export function moveAtCommit(work: UnitOfWork, operationId: string, movements: Movement[], now: Date, alongside: OperationNodeSource, opts: { written?: (entries: WrittenEntry[]) => void } = {}): boolean {
   type Totals = { balance: number; held: number; earned: number; spent: number; needAvailable: number; needHeld: number };
   const wallets = new Map<string, Totals>();
   const entries: Array<Insertable<LedgerEntryRow> & { balanceLater: number; heldLater: number }> = [];
@@ -228,7 +228,7 @@ export function moveAtCommit(trx: Transaction<Database>, operationId: string, mo
   const moved = sql`select e.operation_id, e.balance_after_cents from entries as e
     where exists (select 1 from alongside) and (select count(*) from balances) = ${ids.length}`;
   const { written } = opts;
-  return writeAtCommit<{ operationId: string; balanceAfterCents: string | number }>(trx, {
+  return work.writeAtCommit<{ operationId: string; balanceAfterCents: string | number }>({
     parts: [['locked', locked], ['balances', balances], ['alongside', alongside], ['entries', ledger], ['moved', moved]],
     guard: 'moved',
     ...(written && { written: (rows) => written(rows.map((r) => ({ operationId: r.operationId, balanceAfterCents: Number(r.balanceAfterCents) }))) }),

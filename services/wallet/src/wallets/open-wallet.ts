@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, enqueue, type Stoppable } from '@aex/platform';
+import { consumeIdempotently, type Stoppable } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 
 /**
@@ -14,8 +14,7 @@ export function serveOpenWallet(deps: WalletDeps): Promise<Stoppable> {
     logger: deps.logger,
     durable: 'wallet-open-wallet',
     def: commands.openWallet,
-    afterCommit: () => deps.relay.kick(),
-    handle: async (trx, cmd) => {
+    handle: async (trx, cmd, work) => {
       const now = deps.now();
       await trx
         .insertInto('wallets')
@@ -23,7 +22,7 @@ export function serveOpenWallet(deps: WalletDeps): Promise<Stoppable> {
         .onConflict((oc) => oc.column('agentId').doNothing())
         .execute();
       const wallet = await trx.selectFrom('wallets').select('id').where('agentId', '=', cmd.agentId).executeTakeFirstOrThrow();
-      await enqueue(trx, events.walletOpened, { operationId: cmd.operationId, agentId: cmd.agentId, walletId: wallet.id }, { now });
+      work.enqueue(events.walletOpened, { operationId: cmd.operationId, agentId: cmd.agentId, walletId: wallet.id }, { now });
     },
   });
 }

@@ -4,7 +4,7 @@ import {
   AppError, identityOps, pagination, webhooksOperatorAction,
   type FullAgentView, type Principal, type WebhookDeliveryView, type WebhookView, type webhooksOps,
 } from '@aex/contracts';
-import { callOrThrow, enqueue, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
+import { callOrThrow, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { WebhookDeps } from '../context.js';
 import type { Database, DeliveryRow } from '../db/schema.js';
 import { recordAttempt, sendOnce } from './dispatcher.js';
@@ -135,12 +135,11 @@ export const listDeadLetters = (deps: WebhookDeps): OperationHandler<Ops['listDe
 
 /** POST /admin/v1/webhooks/dead-letters/{webhookId}/retry (D15.3), in the operator's audit log. */
 export const retryDeadLetter = (deps: WebhookDeps): OperationHandler<Ops['retryDeadLetter']> => async ({ path }, ctx) => {
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.db, async (trx, work) => {
     const row = await requeue(deps, trx, path.webhookId, null);
-    await enqueue(trx, webhooksOperatorAction, { action: 'webhook.retry', targetType: 'webhook_delivery', targetId: row.webhookId, requestId: ctx.requestId, details: { agentId: row.agentId, eventType: row.eventType } }, { now: deps.now() });
+    work.enqueue(webhooksOperatorAction, { action: 'webhook.retry', targetType: 'webhook_delivery', targetId: row.webhookId, requestId: ctx.requestId, details: { agentId: row.agentId, eventType: row.eventType } }, { now: deps.now() });
     return { data: (await deliveryViews(trx, [row]))[0]! };
   });
-  deps.relay.kick();
   deps.kick();
   return reply;
 };

@@ -20,9 +20,9 @@ export async function startEndpointReplica(deps: WebhookDeps): Promise<Stoppable
     if (e.webhookUrl) await ensureSecret(trx, e.agentId, deps.now());
   };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...base, durable: 'webhooks-agent-created', def: events.agentCreated, handle: (trx, e, env) => apply(trx, e, env.occurredAt) }),
-    consumeIdempotently({ ...base, durable: 'webhooks-agent-updated', def: events.agentUpdated, handle: (trx, e, env) => apply(trx, e, env.occurredAt) }),
-    consumeIdempotently({ ...base, durable: 'webhooks-agent-status', def: events.agentStatusChanged, handle: (trx, e, env) => apply(trx, e, env.occurredAt) }),
+    consumeIdempotently({ ...base, durable: 'webhooks-agent-created', def: events.agentCreated, handle: (trx, e, work, env) => apply(trx, e, env.occurredAt) }),
+    consumeIdempotently({ ...base, durable: 'webhooks-agent-updated', def: events.agentUpdated, handle: (trx, e, work, env) => apply(trx, e, env.occurredAt) }),
+    consumeIdempotently({ ...base, durable: 'webhooks-agent-status', def: events.agentStatusChanged, handle: (trx, e, work, env) => apply(trx, e, env.occurredAt) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }

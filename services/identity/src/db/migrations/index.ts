@@ -10,6 +10,7 @@ import * as m0008 from './0008-children.js';
 import * as m0009 from './0009-trust-sums.js';
 import * as m0010 from './0010-trust-outcome-kept.js';
 import * as m0011 from './0011-processed-age.js';
+import * as m0012 from './0012-write-guard.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -23,6 +24,7 @@ export const migrations: Record<string, Migration> = {
   '0009-trust-sums': m0009,
   '0010-trust-outcome-kept': m0010,
   '0011-processed-age': m0011,
+  '0012-write-guard': m0012,
 };
 
 /** The identity service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */

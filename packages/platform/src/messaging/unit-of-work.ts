@@ -1,0 +1,241 @@
+import { randomUUID } from 'node:crypto';
+import { CompiledQuery, sql, type Kysely, type OperationNodeSource } from 'kysely';
+import type { MessageDef, MessageEnvelope, Static } from '@aex/contracts';
+import type { MsgHeaders } from '../bus/types.js';
+import { injectTrace } from '../bus/tracing.js';
+import { isUniqueViolation } from '../db/errors.js';
+import { COMMIT_AFTER } from '../db/prepared.js';
+import { AlreadyApplied } from './processed-messages.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyDb = Kysely<any>;
+
+/** An outbox row as its writer knows it: what the relay publishes after the commit. */
+export interface OutboxRow {
+  id: string;
+  kind: 'event' | 'command';
+  type: string;
+  envelope: MessageEnvelope;
+  headers: MsgHeaders;
+}
+
+/** A durable timer to set (or set again) or to drop, keyed by kind and key. */
+export type TimerChange = { kind: string; key: string } & ({ op: 'schedule'; fireAt: Date; payload: unknown } | { op: 'cancel' });
+
+/**
+ * A step's one data write, made by the statement sent with the commit (`writeAtCommit`): its
+ * data-modifying parts, in order, as common table expressions of that statement (`name as (query)`,
+ * names other than the unit of work's own: recorded, written, scheduled, cancelled, guard), one of
+ * which must write — and return — a row.
+ */
+export interface WriteAtCommit<R> {
+  parts: Array<[name: string, query: OperationNodeSource | CompiledQuery]>;
+  /** The part that must write a row, else the transaction is undone (`NothingWrittenAtCommit`). */
+  guard: string;
+  /** The rows the guard part returned, once the statement ran (before the commit's answer). */
+  written?: (rows: R[]) => void;
+}
+
+/**
+ * A write at commit (`writeAtCommit`) wrote nothing: the statement failed and the transaction was
+ * undone. `inTransaction` runs the step again, its writes then made as they come.
+ */
+export class NothingWrittenAtCommit extends Error {
+  constructor() {
+    super('the write made at commit wrote nothing; the transaction was undone');
+  }
+}
+
+/** Where a unit of work's rows go after its commit: the relay serving its database. */
+export interface HandOffTarget {
+  /** Whether the relay takes hand-offs now; if not, rows are left unclaimed for its drains. */
+  readonly running: boolean;
+  handOff(rows: OutboxRow[]): void;
+}
+
+/**
+ * How long a row written by a unit of work stays claimed for its hand-off. The relay of any replica
+ * publishes it once this has passed without the hand-off removing it (the writer crashed between its
+ * commit and JetStream's acknowledgement).
+ */
+export const HAND_OFF_LEASE_MS = 5_000;
+
+/** The error a write at commit raises when its guard part wrote nothing (`require_written`, platform tables v5). */
+const NOTHING_WRITTEN = 'AX001';
+
+/**
+ * What one database transaction does besides its own queries (ARCHITECTURE "Messaging"): the
+ * messages it publishes (the outbox), the durable timers it sets or drops, the consumed message it
+ * records, and at most one data write made at commit. Handlers receive it beside the transaction and
+ * call `enqueue`, `schedule`, `cancelTimers`, `consumed`, `writeAtCommit`. Nothing is written until
+ * `flush`, the last statement before the commit: however many messages and timers, they cost one
+ * round trip, `COMMIT` included. After the commit, `committed` hands the rows to the relay, which
+ * publishes them at once. `inTransaction` and `ctx.effect` make one per transaction.
+ */
+export class UnitOfWork {
+  private rows: OutboxRow[] = [];
+  private readonly timers = new Map<string, TimerChange>();
+  private consumedMessage: { consumer: string; messageId: string } | undefined;
+  private atCommit: WriteAtCommit<unknown> | undefined;
+  /** Whether the rows are written claimed for the relay's hand-off: it ran when the work began. */
+  private readonly claimed: boolean;
+
+  /**
+   * `relay`: the relay serving the database, if any. `atCommitAllowed`: whether a step's own write
+   * may go in the flush (`writeAtCommit`): first attempts only, so a step that found its row moved on
+   * runs again writing as it goes.
+   */
+  constructor(private readonly trx: AnyDb, private readonly relay: HandOffTarget | undefined, private readonly atCommitAllowed: boolean) {
+    this.claimed = relay?.running ?? false;
+  }
+
+  /** Publishes an event or command if, and only if, the transaction commits (`Nats-Msg-Id` = its id). */
+  enqueue<M extends MessageDef>(def: M, data: Static<M['data']>, opts: { id?: string; now?: Date } = {}): MessageEnvelope {
+    const envelope: MessageEnvelope = { id: opts.id ?? randomUUID(), type: def.type, occurredAt: (opts.now ?? new Date()).toISOString(), data };
+    this.rows.push({ id: envelope.id, kind: def.kind, type: def.type, envelope, headers: injectTrace({}) });
+    return envelope;
+  }
+
+  /** `enqueue` of several messages of one type (a group commit's events). */
+  enqueueMany<M extends MessageDef>(def: M, items: Array<Static<M['data']>>, opts: { now?: Date } = {}): MessageEnvelope[] {
+    const occurredAt = (opts.now ?? new Date()).toISOString();
+    const headers = injectTrace({});
+    return items.map((data) => {
+      const envelope: MessageEnvelope = { id: randomUUID(), type: def.type, occurredAt, data };
+      this.rows.push({ id: envelope.id, kind: def.kind, type: def.type, envelope, headers });
+      return envelope;
+    });
+  }
+
+  /** Sets a durable timer (ARCHITECTURE "Timers"), replacing one of the same kind and key. */
+  schedule(t: { kind: string; key: string; fireAt: Date; payload?: unknown }): void {
+    this.timers.set(`${t.kind}\u0000${t.key}`, { op: 'schedule', kind: t.kind, key: t.key, fireAt: t.fireAt, payload: t.payload ?? {} });
+  }
+
+  /** Drops the pending timers of `key` of one kind or several. One a runner is firing is left to it. */
+  cancelTimers(kind: string | readonly string[], key: string): void {
+    for (const k of typeof kind === 'string' ? [kind] : kind) this.timers.set(`${k}\u0000${key}`, { op: 'cancel', kind: k, key });
+  }
+
+  /**
+   * Records that `consumer` applied the message `messageId` in this transaction: the flush fails with
+   * `AlreadyApplied`, and everything rolls back, when it was recorded before.
+   */
+  consumed(consumer: string, messageId: string): void {
+    this.consumedMessage = { consumer, messageId };
+  }
+
+  /**
+   * Has the step's one data write made by the statement sent with the commit, with the messages, the
+   * timers and the consumed message's record: a step whose writes are only these costs one round trip.
+   * False when that is not possible (another write at commit already, or a second attempt): the caller
+   * then makes the write at once. When the guard part writes nothing, the whole transaction is undone
+   * and `inTransaction` runs the step again — where this answers false.
+   */
+  writeAtCommit<R>(write: WriteAtCommit<R>): boolean {
+    if (!this.atCommitAllowed || this.atCommit) return false;
+    this.atCommit = write as WriteAtCommit<unknown>;
+    return true;
+  }
+
+  /** The transaction rolled back to a savepoint taken before anything was kept: forget it all. */
+  discard(): void {
+    this.rows = [];
+    this.timers.clear();
+    this.consumedMessage = undefined;
+    this.atCommit = undefined;
+  }
+
+  /**
+   * Writes what the unit of work kept, in one statement: once, just before the commit. `last`:
+   * nothing else is written and the caller commits right after, so the `COMMIT` goes with the
+   * statement (`COMMIT_AFTER`). Throws `AlreadyApplied` (the consumed message was recorded before)
+   * or `NothingWrittenAtCommit`; either way the transaction must roll back.
+   */
+  async flush(opts: { last?: boolean } = {}): Promise<void> {
+    const statement = this.statement();
+    if (!statement) return;
+    const text = `${opts.last ? COMMIT_AFTER : ''}${statement.sql}`;
+    const result = await this.trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, statement.parameters)).catch((err: unknown) => {
+      const consumed = this.consumedMessage;
+      if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
+      if (this.atCommit && (err as { code?: string }).code === NOTHING_WRITTEN) throw new NothingWrittenAtCommit();
+      throw err;
+    });
+    this.atCommit?.written?.(result.rows);
+  }
+
+  /** After the commit: the relay publishes the rows now, without waiting for its next drain. */
+  committed(): void {
+    if (this.claimed && this.rows.length > 0) this.relay!.handOff(this.rows);
+  }
+
+  /**
+   * The flush's statement: the step's own write first (a Kysely query, whose parameters keep their
+   * numbers), then the consumed message's record, the outbox rows and the timer changes, each a
+   * common table expression. Its text is built here rather than by Kysely: building and compiling
+   * this statement for every transaction was a twentieth of the exchange's CPU (docs/performance.md).
+   */
+  private statement(): { sql: string; parameters: unknown[] } | undefined {
+    const ctes: string[] = [];
+    const params: unknown[] = [];
+    for (const [name, query] of this.atCommit?.parts ?? []) {
+      const own = isCompiled(query) ? query : sql`${query}`.compile(this.trx);
+      // Its parameters numbered after those before it (Kysely writes a parameter only as `$n`).
+      const offset = params.length;
+      ctes.push(`${quoted(name)} as (${offset === 0 ? own.sql : own.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`);
+      params.push(...own.parameters);
+    }
+    const $ = (value: unknown) => `$${params.push(value)}`;
+    if (this.consumedMessage) {
+      // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it
+      // is skipped and everything rolls back.
+      ctes.push(`recorded as (insert into processed_messages (consumer, message_id) values (${$(this.consumedMessage.consumer)}, ${$(this.consumedMessage.messageId)}))`);
+    }
+    if (this.rows.length > 0) {
+      // The rows as one JSON document rather than an array per column: node-postgres escapes each
+      // element of an array of texts character by character. Claimed for the hand-off when a relay
+      // takes it; else left for the relay's drains.
+      const document = JSON.stringify(this.rows.map((r) => ({ id: r.id, kind: r.kind, type: r.type, payload: r.envelope, headers: r.headers })));
+      const claim = this.claimed ? `now() + make_interval(secs => ${$(HAND_OFF_LEASE_MS / 1000)})` : 'null::timestamptz';
+      ctes.push(`written as (
+        insert into outbox (id, kind, type, payload, headers, claimed_until)
+        select id, kind, type, payload, headers, ${claim}
+        from jsonb_to_recordset(${$(document)}::jsonb) as r(id uuid, kind text, type text, payload jsonb, headers jsonb))`);
+    }
+    const timers = [...this.timers.values()];
+    const scheduled = timers.filter((t) => t.op === 'schedule');
+    if (scheduled.length > 0) {
+      ctes.push(`scheduled as (
+        insert into timers (id, kind, key, fire_at, payload, last_error, fired_at)
+        select id, kind, key, fire_at, payload, null, null
+        from unnest(${$(scheduled.map(() => randomUUID()))}::uuid[], ${$(scheduled.map((t) => t.kind))}::text[], ${$(scheduled.map((t) => t.key))}::text[],
+          ${$(scheduled.map((t) => t.fireAt))}::timestamptz[], ${$(scheduled.map((t) => JSON.stringify(t.payload)))}::jsonb[]) as t(id, kind, key, fire_at, payload)
+        on conflict (kind, key) do update set fire_at = excluded.fire_at, payload = excluded.payload, fired_at = null, attempts = 0, last_error = null)`);
+    }
+    const cancelled = timers.filter((t) => t.op === 'cancel');
+    if (cancelled.length > 0) {
+      // Each key's kinds through the (kind, key) unique index: a join with the keys, or a condition
+      // on `fired_at`, let the planner read the whole due index for every cancellation.
+      const kinds = new Map<string, string[]>();
+      for (const t of cancelled) kinds.set(t.key, [...(kinds.get(t.key) ?? []), t.kind]);
+      const byKey = [...kinds].map(([key, ks]) => `(timers.key = ${$(key)} and timers.kind = any(${$(ks)}::text[]))`);
+      // A timer locked by a runner firing it is left to that runner: its handler decides on the row
+      // as this transaction leaves it. Waiting for it instead deadlocks, since the runner's handler
+      // then waits for the row this transaction holds (a dispute opened as the review window ends).
+      ctes.push(`cancelled as (delete from timers where id in (select id from timers where ${byKey.join(' or ')} for update skip locked))`);
+    }
+    if (ctes.length === 0) return undefined;
+    // The guard part must have written a row: `require_written` raises (and so skips the COMMIT sent
+    // with the statement) when it wrote none.
+    const guard = this.atCommit && quoted(this.atCommit.guard);
+    const select = guard
+      ? `select guard.ok, w.* from (select require_written(count(*), ${$(this.atCommit!.guard)}) as ok from ${guard}) as guard left join ${guard} as w on true`
+      : 'select 1';
+    return { sql: `with ${ctes.join(', ')} ${select}`, parameters: params };
+  }
+}
+
+const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+const isCompiled = (q: OperationNodeSource | CompiledQuery): q is CompiledQuery => 'sql' in q && 'parameters' in q;

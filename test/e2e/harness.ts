@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -8,15 +8,35 @@ import { beforeEach, expect } from 'vitest';
 import { ExchangeClient, generateSigningKey, unwrap, type Outcome, type SigningKeyPair } from '@agent-exchange/client';
 import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
-import { startCatalogService, type CatalogService } from '@aex/catalog';
-import { startIdentityService, type IdentityService } from '@aex/identity';
-import { startWalletService, type WalletService } from '@aex/wallet';
-import { startTransactionService, type TransactionService } from '@aex/transactions';
-import { startWebhookService, type WebhookService } from '@aex/webhooks';
-import { checksOf, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
+import { database as catalogDatabase, startCatalogService, type CatalogService } from '@aex/catalog';
+import { database as identityDatabase, startIdentityService, type IdentityService } from '@aex/identity';
+import { database as walletDatabase, startWalletService, type WalletService } from '@aex/wallet';
+import { database as transactionsDatabase, startTransactionService, type TransactionService } from '@aex/transactions';
+import { database as webhooksDatabase, startWebhookService, type WebhookService } from '@aex/webhooks';
+import { checksOf, connectServiceDb, loadConfig, type Bus, type ExchangeConfig, type ServiceDbOptions } from '@aex/platform';
+import { createTestBus, createTestDatabaseFrom, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
 export const ADMIN_TOKEN = 'e2e-admin-token-not-secret';
+
+const SERVICE_DATABASES: Array<Pick<ServiceDbOptions, 'schema' | 'migrations' | 'extensions'>> = [identityDatabase, walletDatabase, transactionsDatabase, catalogDatabase, webhooksDatabase];
+/** What the exchange's migrations are: their schemas, names and code (a change makes a new template). */
+const MIGRATIONS_KEY = createHash('sha256')
+  .update(JSON.stringify(SERVICE_DATABASES.map((d) => [d.schema, Object.entries(d.migrations).map(([name, m]) => [name, String(m.up)])])))
+  .digest('hex')
+  .slice(0, 16);
+
+/**
+ * A database of the test's own with every service's schema migrated: cloned from a template the
+ * first file of a run builds (the migrations ran once), not migrated file by file.
+ */
+export function exchangeDatabase(): Promise<TestDatabase> {
+  return createTestDatabaseFrom({
+    key: `exchange_${MIGRATIONS_KEY}`,
+    build: async (url) => {
+      for (const d of SERVICE_DATABASES) await (await connectServiceDb({ url, ...d })).close();
+    },
+  });
+}
 
 /**
  * One isolated exchange per test file: its own database, its own NATS namespace (streams and KV
@@ -73,7 +93,7 @@ export interface TestExchangeOptions {
 }
 
 export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
-  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await createTestDatabase();
+  const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await exchangeDatabase();
   const { bus, dispose } = await createTestBus('jetstream');
   const config = loadConfig(
     {},
@@ -274,7 +294,7 @@ export function showLogOnFailure(proc: () => ExchangeProcess | undefined): void 
 
 /** An exchange process on the test's own database and NATS namespace, with sandbox payments. */
 export async function exchangeProcess(extra: Record<string, string> = {}): Promise<ExchangeProcess> {
-  const db = await createTestDatabase();
+  const db = await exchangeDatabase();
   const namespace = testNamespace();
   const env = {
     DATABASE_URL: db.url,

@@ -1,1 +1,2 @@
 export { startIdentityService, type IdentityService } from './service.js';
+export { database } from './db/migrations/index.js';

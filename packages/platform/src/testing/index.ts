@@ -32,6 +32,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   } finally {
     await admin.end();
   }
+  return databaseNamed(name);
+}
+
+function databaseNamed(name: string): TestDatabase {
   const url = new URL(TEST_ADMIN_DATABASE_URL);
   url.pathname = `/${name}`;
   return {
@@ -47,6 +51,68 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/** What a template database holds: `key` names its contents (a new key, a new template), `build` makes them. */
+export interface TemplateSpec {
+  key: string;
+  /** Migrates the empty database at `url`, and leaves no connection to it open. */
+  build(url: string): Promise<void>;
+}
+
+const SOURCE_IN_USE = '55006';
+
+/**
+ * A database of its own for a test file, cloned from a template built once per `template.key` on this
+ * Postgres server (`CREATE DATABASE … TEMPLATE`): every file starts from the migrated schemas without
+ * running the migrations again. The first caller builds the template under an advisory lock, so files
+ * starting at once build it once; it takes no connections afterwards, so clones are never refused
+ * because someone is connected to it.
+ */
+export async function createTestDatabaseFrom(template: TemplateSpec): Promise<TestDatabase> {
+  const source = `aex_tmpl_${template.key}`;
+  if (!/^[a-z0-9_]{1,63}$/.test(source)) throw new Error(`invalid template key ${template.key}`);
+  const admin = new pg.Client({ connectionString: TEST_ADMIN_DATABASE_URL });
+  await admin.connect();
+  const exists = async () => (await admin.query('select 1 from pg_database where datname = $1', [source])).rowCount === 1;
+  try {
+    if (!(await exists())) {
+      await admin.query('select pg_advisory_lock(hashtext($1))', [source]);
+      try {
+        if (!(await exists())) {
+          const building = await createTestDatabase();
+          try {
+            await template.build(building.url);
+            await admin.query(`alter database ${building.name} rename to ${source}`);
+            await admin.query(`alter database ${source} allow_connections false`);
+          } catch (err) {
+            await building.drop();
+            throw err;
+          }
+        }
+      } finally {
+        await admin.query('select pg_advisory_unlock(hashtext($1))', [source]);
+      }
+    }
+  } finally {
+    await admin.end();
+  }
+  const name = `aex_t_${uniqueSuffix()}`;
+  for (let attempt = 0; ; attempt++) {
+    const c = new pg.Client({ connectionString: TEST_ADMIN_DATABASE_URL });
+    await c.connect();
+    try {
+      await c.query(`create database ${name} template ${source}`);
+      break;
+    } catch (err) {
+      // Another clone of the same template at the same moment: Postgres copies one at a time.
+      if ((err as { code?: string }).code !== SOURCE_IN_USE || attempt >= 50) throw err;
+      await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+    } finally {
+      await c.end();
+    }
+  }
+  return databaseNamed(name);
 }
 
 export type BusKind = 'jetstream' | 'memory';

@@ -38,13 +38,13 @@ export async function partyTransaction(db: Kysely<Database>, known: KnownTransac
 export const lockTransaction = (trx: Trx, id: string): Promise<VersionedRow | undefined> => trx.selectFrom('transactions').selectAll().select(VERSION).where('id', '=', id).forUpdate().executeTakeFirst();
 
 /**
- * Updates the row that `t` was read as, if it is still that version. When it can (`writeAtCommit`,
- * One round trip less), the update is made by the statement written before the commit:
- * the row returned is then `t` with the changes, completed by that statement — the parts a replica
- * does not keep (input, output, metadata) and the new version — once it has run, so an answer
- * showing it is built when sent (`rowReply`); a row that moved on since undoes the transaction, and
- * the step runs again. Made at once otherwise: undefined, with nothing written, when the row moved
- * on (the caller then decides again on the row locked).
+ * Updates the row that `t` was read as, if it is still that version. When it can, the update is made
+ * by the unit of work's statement with the commit (`writeAtCommit`: one round trip less). The row
+ * returned is then `t` with the changes, completed by that statement once it has run — the parts a
+ * replica does not keep (input, output, metadata) and the new version — so an answer showing it is
+ * built when sent (`rowReply`); a row that moved on since undoes the transaction, and the step runs
+ * again. Made at once otherwise: undefined, with nothing written, when the row moved on (the step
+ * runner then decides again on the row locked).
  */
 export async function updateKnown(trx: Trx, work: UnitOfWork, t: KnownRow, changes: Updateable<TransactionRow>): Promise<VersionedRow | undefined> {
   const next = { ...t, ...changes } as VersionedRow;

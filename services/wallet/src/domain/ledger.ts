@@ -1,4 +1,5 @@
 import type { LedgerTxType } from '@aex/contracts';
+import { settlementMovements } from './hold.js';
 
 /** D13.2: entry types that move `heldCents`; every other type moves `balanceCents`. */
 export const HOLD_TX_TYPES: readonly LedgerTxType[] = ['fund_hold', 'fund_return', 'fund_release'];
@@ -100,8 +101,12 @@ export interface HoldTotals {
   feeMovedCents: number;
 }
 
-/** The entries each hold state must have, exactly once each (D13.2): what every hold must add up to. */
-function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> {
+/**
+ * The entries each hold state must have, exactly once each (D13.2): what every hold must add up to.
+ * A settlement's are the ones `settlementMovements` makes; undefined when the hold's own figures
+ * could not have been settled (a refund of all of it, a fee above what was paid).
+ */
+function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> | undefined {
   const X = h.amountCents;
   switch (h.status) {
     case 'refused':
@@ -111,11 +116,13 @@ function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> {
     case 'returned':
       return { fund_hold: -X, fund_return: X };
     case 'settled': {
-      // A partial refund returns R and pays the rest S; platform_fee: −F on the provider and +F on
-      // the platform wallet sum to zero.
-      const R = h.refundCents;
-      const S = X - R;
-      return { fund_hold: -X, ...(R > 0 ? { fund_return: R } : {}), fund_release: S, settlement_out: -S, settlement_in: S, ...(h.feeCents ? { platform_fee: 0 } : {}) };
+      const sums: Partial<Record<LedgerTxType, number>> = { fund_hold: -X };
+      try {
+        for (const m of settlementMovements(X, h.feeCents ?? 0, h.refundCents)) sums[m.txType] = (sums[m.txType] ?? 0) + m.amountCents;
+      } catch {
+        return undefined;
+      }
+      return sums;
     }
   }
 }
@@ -128,6 +135,10 @@ export function holdViolations(holds: HoldTotals[]): Violation[] {
   const out: Violation[] = [];
   for (const h of holds) {
     const want = expectedSums(h);
+    if (!want) {
+      out.push({ invariant: 'hold_entries_match_state', details: { transactionId: h.transactionId, status: h.status, amountCents: h.amountCents, feeCents: h.feeCents, refundCents: h.refundCents, problem: 'no settlement has these figures' } });
+      continue;
+    }
     const types = new Set([...Object.keys(want), ...Object.keys(h.sums)] as LedgerTxType[]);
     const fee = h.status === 'settled' ? h.feeCents ?? 0 : 0;
     if (h.feeMovedCents !== 2 * fee) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
 import type { OpenDisputeBody } from '@aex/contracts';
@@ -179,6 +180,17 @@ describe('outcomes and their money (D12.3–D12.8)', () => {
   });
 });
 
+/** The durable timers still pending for `key` (a transaction or a dispute). */
+async function pendingTimers(ex: TestExchange, key: string): Promise<number> {
+  const c = new pg.Client({ connectionString: ex.databaseUrl });
+  await c.connect();
+  try {
+    return Number((await c.query('select count(*) from transactions.timers where key = $1', [key])).rows[0].count);
+  } finally {
+    await c.end();
+  }
+}
+
 describe('the response deadline (D12.7)', () => {
   let fast: TestExchange;
   beforeAll(async () => {
@@ -191,7 +203,8 @@ describe('the response deadline (D12.7)', () => {
   it('resolves an unanswered dispute for the consumer, once, also across a restart', async () => {
     const { consumer, provider, txId, disputeId } = await disputed(fast);
     await fast.stopTransactions();
-    await new Promise((r) => setTimeout(r, 2500));
+    // The provider's deadline passes while the service is down.
+    fast.clock.advance(2500);
     await fast.startTransactions();
     expect(await waitForStatus(consumer, txId, 'failed', 10_000)).toMatchObject({ statusReason: 'dispute_consumer_wins' });
     expect(unwrap(await consumer.client.getDispute(disputeId))).toMatchObject({ status: 'resolved', outcome: 'consumer_wins', resolvedBy: 'deadline', refundCents: 1000 });
@@ -202,7 +215,10 @@ describe('the response deadline (D12.7)', () => {
   it('leaves a dispute the provider answered in time alone', async () => {
     const { consumer, provider, txId, disputeId } = await disputed(fast);
     unwrap(await provider.client.respondDispute(disputeId, { outcome: 'contest' }));
-    await new Promise((r) => setTimeout(r, 2500));
+    // The deadline passes, and its timer fires: it finds the dispute answered and leaves it.
+    fast.clock.advance(2500);
+    await fast.transactions!.fireDueTimers();
+    await expect.poll(() => pendingTimers(fast, disputeId), { timeout: 5_000 }).toBe(0);
     expect(unwrap(await consumer.client.getDispute(disputeId)).status).toBe('escalated');
     expect(unwrap(await consumer.client.getTransaction(txId)).status).toBe('disputed');
   });

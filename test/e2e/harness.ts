@@ -14,7 +14,7 @@ import { database as walletDatabase, startWalletService, type WalletService } fr
 import { database as transactionsDatabase, startTransactionService, type TransactionService } from '@aex/transactions';
 import { database as webhooksDatabase, startWebhookService, type WebhookService } from '@aex/webhooks';
 import { checksOf, connectServiceDb, loadConfig, type Bus, type ExchangeConfig, type ServiceDbOptions } from '@aex/platform';
-import { createTestBus, createTestDatabaseFrom, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
+import { createTestBus, createTestDatabaseFrom, TestClock, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
 export const ADMIN_TOKEN = 'e2e-admin-token-not-secret';
 
@@ -44,6 +44,8 @@ export function exchangeDatabase(): Promise<TestDatabase> {
  */
 export interface TestExchange {
   url: string;
+  /** The services' clock: `advance` passes the deadlines they set (offers, expiry, review window, disputes). */
+  clock: TestClock;
   config: ExchangeConfig;
   bus: Bus;
   databaseUrl: string;
@@ -107,7 +109,10 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     },
   );
   const logger = testLogger();
-  const deps = { bus, databaseUrl: db.url, config, logger };
+  // The services' one clock: a test moves it past a deadline (offers, expiry, review window, disputes)
+  // instead of sleeping. Shared, so no service's timestamps run ahead of another's.
+  const clock = new TestClock();
+  const deps = { bus, databaseUrl: db.url, config, logger, now: clock.now };
   const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
   let wallet: WalletService | null = await startWalletService(deps);
   const catalog = await startCatalogService(deps);
@@ -121,6 +126,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
 
   const ex: TestExchange = {
     url,
+    clock,
     config,
     bus,
     databaseUrl: db.url,

@@ -60,7 +60,9 @@ describe('the review window (D9.7)', () => {
     const { provider, consumer, t } = await delivered();
     const v = unwrap(await consumer.client.verify(t.id, { qualityScore: 90 }));
     expect(v).toMatchObject({ status: 'settled', statusReason: null, qualityScore: 90 });
-    await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+    // The window's end comes: its timer, dropped by the verify, settles nothing again.
+    ex.clock.advance(WINDOW_MS + 500);
+    await ex.transactions!.fireDueTimers();
     expect(unwrap(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'settled', statusReason: null, qualityScore: 90 });
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
   });
@@ -68,7 +70,8 @@ describe('the review window (D9.7)', () => {
   it('settles once when the window ended while the transaction service was down', async () => {
     const { provider, consumer, t } = await delivered();
     await ex.stopTransactions();
-    await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+    // The window ends while the service is down.
+    ex.clock.advance(WINDOW_MS + 500);
     await ex.startTransactions();
     const settled = await waitForStatus(consumer, t.id, 'settled', 10_000);
     expect(settled.statusReason).toBe('review_window_ended');
@@ -81,7 +84,9 @@ describe('the review window (D9.7)', () => {
     const { provider, consumer, t } = await delivered();
     await ex.stopWallet();
     try {
-      await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+      // The window ends: its timer asks the wallet to settle.
+      ex.clock.advance(WINDOW_MS + 500);
+      await ex.transactions!.fireDueTimers();
       // The settlement is asked for, not yet confirmed: still delivered.
       expect(unwrap(await consumer.client.getTransaction(t.id)).status).toBe('delivered');
     } finally {
@@ -95,7 +100,8 @@ describe('the review window (D9.7)', () => {
     const { provider, consumer, t } = await delivered();
     await ex.stopWallet();
     try {
-      await new Promise((r) => setTimeout(r, WINDOW_MS + 500));
+      ex.clock.advance(WINDOW_MS + 500);
+      await ex.transactions!.fireDueTimers();
       const late = await consumer.client.verify(t.id, { qualityScore: 30, notes: 'slow to answer' });
       expectError(late, 409, 'INVALID_STATE');
       expect(!late.ok && late.error.errors[0]!.details).toEqual({ status: 'delivered', settlement: 'in_progress' });
@@ -111,11 +117,11 @@ describe('the review window (D9.7)', () => {
   });
 
   it('answers a dispute or verify sent as the window ends 201/200 or 409, never 500: one of them makes the move (D9.14)', async () => {
-    // Sent around `reviewEndsAt`, while the timer runner fires the window (every 100 ms here).
+    // Sent around `reviewEndsAt` by the service's clock, while the timer runner fires the window (every 100 ms here).
     const rounds = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
       const { consumer, t } = await delivered();
       const at = Date.parse(t.reviewEndsAt!) - 150 + (i % 6) * 60;
-      await new Promise((r) => setTimeout(r, Math.max(0, at - Date.now())));
+      await new Promise((r) => setTimeout(r, Math.max(0, at - ex.clock.now().getTime())));
       const r = i % 2 === 0
         ? await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'Sent as the review window ends.' })
         : await consumer.client.verify(t.id, { qualityScore: 70 });

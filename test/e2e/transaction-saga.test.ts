@@ -194,7 +194,8 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     // Whatever the answer (201, or 202 on a loaded machine), the deadline is fundsHeldAt + 1 s.
     const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
     await ex.stopTransactions();
-    await new Promise((r) => setTimeout(r, 1500));
+    // Its deadline passes while the service is down.
+    ex.clock.advance(1500);
     await ex.startTransactions();
     const expired = await waitForStatus(consumer, t.id, 'expired', 10_000);
     expect(expired.statusReason).toBe('sla_timeout');
@@ -209,7 +210,7 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
     unwrap(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
     await ex.stopTransactions();
-    await new Promise((r) => setTimeout(r, 1300));
+    ex.clock.advance(1300);
     await ex.startTransactions();
     const cancelled = await waitForStatus(consumer, t.id, 'cancelled', 10_000);
     expect(cancelled.statusReason).toBe('offer_expired');

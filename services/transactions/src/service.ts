@@ -19,6 +19,8 @@ const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
 
 export interface TransactionService extends Component {
   deps: TransactionDeps;
+  /** Fires every timer due by the service's clock now, instead of at the runner's next poll; how many fired. */
+  fireDueTimers(): Promise<number>;
 }
 
 /**
@@ -43,7 +45,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const saga = await serveSaga(deps);
   // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
-  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250 });
+  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250, now: deps.now });
   timers.start();
   const server = await serveOperations({
     bus: opts.bus,
@@ -73,6 +75,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   });
   return {
     deps,
+    fireDueTimers: () => timers.fireDue(deps.now()),
     checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();

@@ -24,7 +24,8 @@ export class TimerRunner<DB> {
     private readonly db: Kysely<DB>,
     private readonly handlers: Record<string, TimerHandler<DB>>,
     private readonly logger: Logger,
-    private readonly opts: { pollMs?: number; afterFire?: () => void } = {},
+    /** `now`: the service's clock, which the timers' `fireAt` came from (default: the database's). */
+    private readonly opts: { pollMs?: number; afterFire?: () => void; now?: () => Date } = {},
   ) {}
 
   start(): void {
@@ -35,7 +36,7 @@ export class TimerRunner<DB> {
   private loop(ms: number): void {
     clearTimeout(this.timer);
     this.timer = outsideTrace(() => setTimeout(() => {
-      this.busy = this.fireDue()
+      this.busy = this.fireDue(this.opts.now?.())
         .then(() => undefined)
         .catch((err) => this.logger.warn({ err }, 'timer run failed'))
         .finally(() => {

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
-import { expectError, startTestExchange, type TestExchange } from './harness.js';
+import { exchangeTest } from './fixtures.js';
+import { expectError, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
 // D9.7 (EXT): a delivered transaction with neither verify nor dispute settles by
@@ -9,30 +10,11 @@ import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet
 // transaction as `reviewEndsAt` while it is `delivered`.
 
 const WINDOW_MS = 1000;
-let ex: TestExchange;
-
-beforeAll(async () => {
-  ex = await startTestExchange({ REVIEW_WINDOW_SECONDS: String(WINDOW_MS / 1000), SAGA_WAIT_MS: '2000' }, { timerPollMs: 100 });
-}, 120_000);
-
-afterAll(async () => {
-  await ex?.stop();
-});
-
-async function delivered() {
-  const provider = await party(ex);
-  const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
-  const consumer = await funded(ex, 3000);
-  const held = await createHeld(consumer, { serviceId, input: INPUT });
-  const t = unwrap(await provider.client.deliver(held.id, OUTPUT));
-  return { provider, consumer, t };
-}
+const it = exchangeTest({ REVIEW_WINDOW_SECONDS: String(WINDOW_MS / 1000), SAGA_WAIT_MS: '2000' }, { timerPollMs: 100 });
 
 describe('the review window (D9.7)', () => {
-  it('shows when it ends only while the transaction is delivered', async () => {
-    const provider = await party(ex);
+  it('shows when it ends only while the transaction is delivered', async ({ provider, consumer }) => {
     const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 60_000, timeoutMs: 600_000, maxRetries: 1 } }))).id;
-    const consumer = await funded(ex, 3000);
     const held = await createHeld(consumer, { serviceId, input: INPUT });
     expect(held.reviewEndsAt).toBeNull();
     const bad = await provider.client.deliver(held.id, { digest: 'not hex' });
@@ -45,8 +27,7 @@ describe('the review window (D9.7)', () => {
     expect(unwrap(await consumer.client.getTransaction(t.id)).reviewEndsAt).toBe(t.reviewEndsAt);
   });
 
-  it('settles by itself when it ends: the provider paid minus the fee, the reason on the transaction', async () => {
-    const { provider, consumer, t } = await delivered();
+  it('settles by itself when it ends: the provider paid minus the fee, the reason on the transaction', async ({ provider, consumer, delivered: t }) => {
     const settled = await waitForStatus(consumer, t.id, 'settled', 10_000);
     expect(settled).toMatchObject({ statusReason: 'review_window_ended', reviewEndsAt: null, qualityScore: null });
     expect(Date.parse(settled.settledAt!)).toBeGreaterThanOrEqual(Date.parse(t.reviewEndsAt!));
@@ -56,8 +37,7 @@ describe('the review window (D9.7)', () => {
     expect(await wallet(provider)).toMatchObject({ balanceCents: 950 });
   });
 
-  it('leaves a transaction verified in time alone: one settlement, with the consumer\'s score', async () => {
-    const { provider, consumer, t } = await delivered();
+  it('leaves a transaction verified in time alone: one settlement, with the consumer\'s score', async ({ exchange: ex, provider, consumer, delivered: t }) => {
     const v = unwrap(await consumer.client.verify(t.id, { qualityScore: 90 }));
     expect(v).toMatchObject({ status: 'settled', statusReason: null, qualityScore: 90 });
     // The window's end comes: its timer, dropped by the verify, settles nothing again.
@@ -67,8 +47,7 @@ describe('the review window (D9.7)', () => {
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
   });
 
-  it('settles once when the window ended while the transaction service was down', async () => {
-    const { provider, consumer, t } = await delivered();
+  it('settles once when the window ended while the transaction service was down', async ({ exchange: ex, provider, consumer, delivered: t }) => {
     await ex.stopTransactions();
     // The window ends while the service is down.
     ex.clock.advance(WINDOW_MS + 500);
@@ -80,8 +59,7 @@ describe('the review window (D9.7)', () => {
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
   });
 
-  it('settles when the window ends while the wallet is away, once it is back', async () => {
-    const { provider, consumer, t } = await delivered();
+  it('settles when the window ends while the wallet is away, once it is back', async ({ exchange: ex, provider, consumer, delivered: t }) => {
     await ex.stopWallet();
     try {
       // The window ends: its timer asks the wallet to settle.
@@ -96,8 +74,7 @@ describe('the review window (D9.7)', () => {
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
   });
 
-  it('refuses a verify that comes after the window asked for the settlement: the window made the move (D9.14)', async () => {
-    const { provider, consumer, t } = await delivered();
+  it('refuses a verify that comes after the window asked for the settlement: the window made the move (D9.14)', async ({ exchange: ex, provider, consumer, delivered: t }) => {
     await ex.stopWallet();
     try {
       ex.clock.advance(WINDOW_MS + 500);
@@ -116,10 +93,10 @@ describe('the review window (D9.7)', () => {
     await expect.poll(async () => unwrap(await provider.client.getAgent(provider.agentId)).trustScore, { timeout: 20_000, interval: 250 }).toBe(55);
   });
 
-  it('answers a dispute or verify sent as the window ends 201/200 or 409, never 500: one of them makes the move (D9.14)', async () => {
+  it('answers a dispute or verify sent as the window ends 201/200 or 409, never 500: one of them makes the move (D9.14)', async ({ exchange: ex }) => {
     // Sent around `reviewEndsAt` by the service's clock, while the timer runner fires the window (every 100 ms here).
     const rounds = await Promise.all(Array.from({ length: 12 }, async (_, i) => {
-      const { consumer, t } = await delivered();
+      const { consumer, t } = await deliveredIn(ex);
       const at = Date.parse(t.reviewEndsAt!) - 150 + (i % 6) * 60;
       await new Promise((r) => setTimeout(r, Math.max(0, at - ex.clock.now().getTime())));
       const r = i % 2 === 0
@@ -135,7 +112,16 @@ describe('the review window (D9.7)', () => {
     }
   }, 60_000);
 
-  it('keeps the ledger whole', async () => {
+  it('keeps the ledger whole', async ({ exchange: ex }) => {
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });
 });
+
+/** A delivered purchase between parties of its own, for a test that needs many. */
+async function deliveredIn(ex: TestExchange) {
+  const provider = await party(ex);
+  const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+  const consumer = await funded(ex, 3000);
+  const held = await createHeld(consumer, { serviceId, input: INPUT });
+  return { consumer, t: unwrap(await provider.client.deliver(held.id, OUTPUT)) };
+}

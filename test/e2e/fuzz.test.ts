@@ -124,7 +124,9 @@ function bodyFor(fields: string[], money: 'fund' | 'withdraw' | null): string | 
     // Never a request that could move money: an amount out of range, of the wrong type, or company.
     const amount = pick(BAD_AMOUNTS[money]);
     const extra = chance(0.5) ? `,${JSON.stringify(pick(['x', 'amountCents', 'metadata']))}:${jsonText(2, fields)}` : '';
-    return pick([`{"amountCents":${amount}${extra}}`, `{"amountCents":600,"unknown":1}`, `{"amountCents":600,"amountCents":700}`, jsonText(3, fields), `{"amountCents":"\\u0000"}`]);
+    // Random JSON without the amount's name: random values for it could be a valid amount.
+    const unnamed = fields.filter((f) => f !== 'amountCents');
+    return pick([`{"amountCents":${amount}${extra}}`, `{"amountCents":600,"unknown":1}`, `{"amountCents":600,"amountCents":700}`, jsonText(3, unnamed), `{"amountCents":"\\u0000"}`]);
   }
   if (r < 0.55) return jsonText(4, fields);
   if (r < 0.62) return deep(60 + int(5000));

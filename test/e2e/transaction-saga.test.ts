@@ -1,33 +1,18 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
-import { expectError, startTestExchange, type TestExchange } from './harness.js';
+import { exchangeTest } from './fixtures.js';
+import { expectError, type TestExchange } from './harness.js';
 import { createHeld, funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
 
 // The hold/settle saga with the wallet stopped, slow and back, and the transaction
 // service restarted mid-saga and mid-timer (D9.9, D9.7, D11.4): 202 while the wallet is away, the
 // saga finishing by itself, nothing lost or applied twice, timers firing once after a restart.
 
-let ex: TestExchange;
-
-beforeAll(async () => {
-  ex = await startTestExchange({ SAGA_WAIT_MS: '400' }, { timerPollMs: 100 });
-}, 120_000);
-
-afterAll(async () => {
-  await ex?.stop();
-});
-
-async function digestService() {
-  const provider = await party(ex);
-  const service = unwrap(await provider.client.createService(serviceBody()));
-  return { provider, serviceId: service.id };
-}
+const it = exchangeTest({ SAGA_WAIT_MS: '400' }, { timerPollMs: 100 });
 
 describe('with the wallet stopped (D9.9)', () => {
-  it('answers 202 initiated, then the hold is placed once the wallet is back', async () => {
-    const { serviceId } = await digestService();
-    const consumer = await funded(ex, 3000);
+  it('answers 202 initiated, then the hold is placed once the wallet is back', async ({ exchange: ex, service: serviceId, consumer }) => {
     await ex.stopWallet();
     try {
       const r = await consumer.client.createTransaction({ serviceId, input: INPUT });
@@ -43,9 +28,7 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await wallet(consumer)).toMatchObject({ balanceCents: 3000, heldCents: 1000 });
   });
 
-  it('answers 202 while the wallet is slow (the consumer\'s wallet row locked), then funds_held once it gets through', async () => {
-    const { serviceId } = await digestService();
-    const consumer = await funded(ex, 3000);
+  it('answers 202 while the wallet is slow (the consumer\'s wallet row locked), then funds_held once it gets through', async ({ exchange: ex, service: serviceId, consumer }) => {
     // Another session holds the wallet row: the wallet's hold step waits on it, as behind a slow disk.
     const blocker = new pg.Client({ connectionString: ex.databaseUrl });
     await blocker.connect();
@@ -65,8 +48,7 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await wallet(consumer)).toMatchObject({ heldCents: 1000 });
   });
 
-  it('fails a transaction the wallet refuses once it is back, holding nothing', async () => {
-    const { serviceId } = await digestService();
+  it('fails a transaction the wallet refuses once it is back, holding nothing', async ({ exchange: ex, service: serviceId }) => {
     const poor = await funded(ex, 500);
     await ex.stopWallet();
     let id: string;
@@ -82,9 +64,7 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await wallet(poor)).toMatchObject({ balanceCents: 500, heldCents: 0 });
   });
 
-  it('answers verify 202 delivered, and settles once the wallet is back', async () => {
-    const { provider, serviceId } = await digestService();
-    const consumer = await funded(ex, 3000);
+  it('answers verify 202 delivered, and settles once the wallet is back', async ({ exchange: ex, provider, service: serviceId, consumer }) => {
     const t = await createHeld(consumer, { serviceId, input: INPUT });
     unwrap(await provider.client.deliver(t.id, OUTPUT));
     await ex.stopWallet();
@@ -104,9 +84,7 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
   });
 
-  it('returns nothing twice when a transaction is cancelled before the wallet saw its hold', async () => {
-    const { serviceId } = await digestService();
-    const consumer = await funded(ex, 3000);
+  it('returns nothing twice when a transaction is cancelled before the wallet saw its hold', async ({ exchange: ex, service: serviceId, consumer }) => {
     await ex.stopWallet();
     let id: string;
     try {
@@ -128,8 +106,8 @@ describe('with the wallet stopped (D9.9)', () => {
     expect([[], [['fund_hold', -1000], ['fund_return', 1000]]]).toContainEqual(entries);
   });
 
-  it('answers an accept 202 while the wallet is away, then funds_held through matched', async () => {
-    const { provider, consumer, t } = await offered700();
+  it('answers an accept 202 while the wallet is away, then funds_held through matched', async ({ exchange: ex }) => {
+    const { provider, consumer, t } = await offered700(ex);
     await ex.stopWallet();
     try {
       const r = await provider.client.negotiate(t.id, { type: 'accept', terms: {} });
@@ -146,7 +124,7 @@ describe('with the wallet stopped (D9.9)', () => {
 });
 
 /** A negotiable service and a consumer's opening offer of 700 cents, awaiting the provider's answer. */
-async function offered700() {
+async function offered700(ex: TestExchange) {
   const provider = await party(ex);
   const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
   const consumer = await funded(ex, 3000);
@@ -155,8 +133,8 @@ async function offered700() {
 }
 
 describe('cancelled while a negotiated accept waits for its hold', () => {
-  it('shows the agreed price its ledger shows held and returned, and returns the hold once', async () => {
-    const { provider, consumer, t } = await offered700();
+  it('shows the agreed price its ledger shows held and returned, and returns the hold once', async ({ exchange: ex }) => {
+    const { provider, consumer, t } = await offered700(ex);
     await ex.stopWallet();
     try {
       expect((await provider.client.negotiate(t.id, { type: 'accept', terms: {} })).status).toBe(202);
@@ -175,9 +153,7 @@ describe('cancelled while a negotiated accept waits for its hold', () => {
 });
 
 describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D11.4)', () => {
-  it('places a hold the wallet confirmed while the service was down', async () => {
-    const { serviceId } = await digestService();
-    const consumer = await funded(ex, 3000);
+  it('places a hold the wallet confirmed while the service was down', async ({ exchange: ex, service: serviceId, consumer }) => {
     await ex.stopWallet();
     const id = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT })).id;
     await ex.stopTransactions();
@@ -187,10 +163,8 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     await waitForStatus(consumer, id, 'funds_held');
   });
 
-  it('expires a transaction whose expiresAt passed while the service was down, once', async () => {
-    const provider = await party(ex);
+  it('expires a transaction whose expiresAt passed while the service was down, once', async ({ exchange: ex, provider, consumer }) => {
     const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 500, timeoutMs: 1000 } }))).id;
-    const consumer = await funded(ex, 3000);
     // Whatever the answer (201, or 202 on a loaded machine), the deadline is fundsHeldAt + 1 s.
     const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
     await ex.stopTransactions();
@@ -203,10 +177,8 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_return', 1000]]);
   });
 
-  it('cancels a negotiation whose offer expired while the service was down', async () => {
-    const provider = await party(ex);
+  it('cancels a negotiation whose offer expired while the service was down', async ({ exchange: ex, provider, consumer }) => {
     const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000 } }))).id;
-    const consumer = await funded(ex, 3000);
     const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 700 }));
     unwrap(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
     await ex.stopTransactions();
@@ -216,7 +188,7 @@ describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D
     expect(cancelled.statusReason).toBe('offer_expired');
   });
 
-  it('leaves the ledger whole after all of it', async () => {
+  it('leaves the ledger whole after all of it', async ({ exchange: ex }) => {
     const report = unwrap(await ex.admin.checkLedger());
     expect(report.violations).toEqual([]);
   });

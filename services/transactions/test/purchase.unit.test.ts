@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isAppError, TERMINAL_STATUSES, type TransactionStatus } from '@aex/contracts';
 import type { HoldState } from '../src/db/schema.js';
-import { canMoveHold, decidePurchase, HOLD_MOVES, openPurchase, type Purchase, type PurchaseCommand, type PurchaseDecision, type PurchaseEffect } from '../src/domain/purchase.js';
+import { canMoveHold, decidePurchase, HOLD_MOVES, openPurchase, type Opening, type Purchase, type PurchaseCommand, type PurchaseDecision, type PurchaseEffect } from '../src/domain/purchase.js';
 import { platformFee } from '../src/domain/pricing.js';
 import { canMove } from '../src/domain/state-machine.js';
 
@@ -196,7 +196,8 @@ describe('the purchase decision: every state × every command (D9.7, D9.14, D11,
 
 describe('what the purchase decides, in detail', () => {
   it('opens a purchase at the list price by asking for the hold, announced as initiated', () => {
-    const opened = openPurchase(base, null);
+    const opened = openPurchase(openingOf(base, null), HELD_AT);
+    expect(opened.state).toEqual(base);
     expect(opened.state.status).toBe('initiated');
     expect(opened.effects).toEqual([
       { kind: 'announce', event: expect.objectContaining({ status: 'initiated', previousStatus: null, agreedPriceCents: 1000, platformFeeCents: 50 }) },
@@ -206,7 +207,7 @@ describe('what the purchase decides, in detail', () => {
 
   it('opens a negotiation with the consumer\'s offer as round 1 and says why it negotiates (D9.4)', () => {
     const expiresAt = new Date(NOW.getTime() + 300_000);
-    const opened = openPurchase({ ...base, ...negotiation, pricing: base.pricing, maxPriceCents: 700 }, { offeredCents: 700, offerExpiresAt: expiresAt });
+    const opened = openPurchase(openingOf({ ...base, maxPriceCents: 700 }, { priceCents: 700, expiresAt }), HELD_AT);
     expect(opened.state).toMatchObject({ status: 'negotiating', statusReason: 'max_price_differs_from_list_price', hold: 'none' });
     expect(opened.effects.map((e) => e.kind)).toEqual(['announce', 'recordMessage', 'schedule', 'announce']);
     expect(opened.effects[1]).toMatchObject({ messageType: 'initial_offer', round: 1, terms: { priceCents: 700 }, fromAgentId: CONSUMER });
@@ -310,6 +311,12 @@ describe('what the purchase decides, in detail', () => {
     expect(effectsOf(d, 'holdFunds')).toEqual([{ kind: 'holdFunds', amountCents: 800, attempt: 2 }]);
   });
 });
+
+/** What `openPurchase` is given to make the purchase `t`. */
+function openingOf(t: Purchase, offer: Opening['offer']): Opening {
+  const { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents } = t;
+  return { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents, offer };
+}
 
 function negotiateAtRound(lastRound: number): PurchaseCommand {
   return { ...(COMMANDS['counter-offer']!.command as Extract<PurchaseCommand, { kind: 'negotiate' }>), last: { ...consumerOffer, round: lastRound, messageType: 'counter_offer' } };

@@ -40,7 +40,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
   const embedding = await embed(deps, service);
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.db, async (trx, work) => {
     // Serialise registrations per provider so two requests cannot both take the last place.
     await trx.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).forUpdate().executeTakeFirstOrThrow();
     const { n } = await trx.selectFrom('services').select(sql<number>`count(*)::int`.as('n'))
@@ -55,7 +55,6 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     recordChange(work, service, 'registered', now);
     return { status: 201, data: serviceView(service) };
   });
-  return reply;
 };
 
 /** GET /v1/services/{id}: the full contract, whatever its status (transactions refer to it). */

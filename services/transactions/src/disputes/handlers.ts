@@ -49,7 +49,7 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
   requireRole(seen, caller, 'consumer', 'dispute');
   assertAction('dispute', seen.status);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.db, async (trx, work) => {
     const disputeId = randomUUID();
     // The transaction moves first (D12.1: refused unless delivered, undisputed and not being settled).
     const { state: t } = (await purchaseStep(deps, trx, work, seen.id, { kind: 'openDispute', disputeId }))!;
@@ -63,7 +63,6 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
     work.schedule({ kind: TIMERS.disputeDeadline, key: d.id, fireAt: d.deadlineAt });
     return { status: 201, data: disputeView(d) };
   });
-  return reply;
 };
 
 /** GET /v1/disputes/{id} (D12.9). */
@@ -92,12 +91,11 @@ export const withdrawDispute = (deps: TransactionDeps): OperationHandler<Ops['wi
 
 /** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
 export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.db, async (trx, work) => {
     const d = await actOn(deps, trx, work, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);
     if (!d) throw new AppError('NOT_FOUND', 'No such dispute.');
     return { data: disputeView(d) };
   });
-  return reply;
 };
 
 async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<Ops['respondDispute']>>[1], id: string, role: 'consumer' | 'provider', action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> }) {
@@ -106,8 +104,7 @@ async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<O
   if ((role === 'consumer' ? seen.consumerAgentId : seen.providerAgentId) !== caller.agentId) {
     throw new AppError('FORBIDDEN', `Only the ${role} may ${action.kind} this dispute.`, { details: { role } });
   }
-  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));
-  return reply;
+  return ctx.effect(deps.db, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));
 }
 
 /** D12.7: no answer from the provider by the deadline: the consumer wins. */

@@ -3,7 +3,7 @@ import type { Decision } from '@aex/platform';
 import type { HoldState, TransactionRow } from '../db/schema.js';
 import { decideNegotiationMessage, type LastMessage } from './negotiation.js';
 import { platformFee } from './pricing.js';
-import { assertAction, canMove, isAllowed, isTerminal } from './state-machine.js';
+import { actionRefusal, canMove, isAllowed, isTerminal } from './state-machine.js';
 
 /**
  * The purchase as a pure decision (D9, D11, D12.8, D15.2): given a transaction's state and a command
@@ -162,20 +162,30 @@ const agreedPendingAccept = (t: Purchase): PurchaseChanges => (t.pendingAcceptBy
   ? { agreedPriceCents: t.pendingAcceptPriceCents, platformFeeCents: platformFee(t.pendingAcceptPriceCents), pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null }
   : {});
 
-const refusal = (action: Parameters<typeof assertAction>[0], status: TransactionStatus): AppError | undefined => {
-  try {
-    assertAction(action, status);
-    return undefined;
-  } catch (err) {
-    return err as AppError;
-  }
+/** What a new purchase is made of: who buys what, at which list price, and the opening offer if it negotiates. */
+export type Opening = Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId' | 'consumerAccountId' | 'serviceId' | 'serviceRevision' | 'serviceVersion' | 'category' | 'pricing' | 'sla' | 'units' | 'listPriceCents' | 'maxPriceCents'> & {
+  /** D9.4: the consumer's opening offer and when it expires; null buys at the list price. */
+  offer: { priceCents: number; expiresAt: Date } | null;
 };
 
-/** A new purchase: its first state and effects (D9.1–D9.4). Negotiating, it opens with the consumer's offer. */
-export function openPurchase(t: Purchase, opening: { offeredCents: number; offerExpiresAt: Date } | null): { state: Purchase; effects: PurchaseEffect[] } {
+/**
+ * A new purchase: its first state and effects (D9.1–D9.4). At the list price it asks the wallet for
+ * the hold (attempt 1), its price and fee agreed; negotiating, it opens with the consumer's offer and
+ * agrees nothing yet. A delivery may be tried `1 + sla.maxRetries` times (D9.7).
+ */
+export function openPurchase(o: Opening, now: Date): { state: Purchase; effects: PurchaseEffect[] } {
+  const { offer, ...fields } = o;
+  const t: Purchase = {
+    ...fields, status: 'initiated', statusReason: null,
+    agreedPriceCents: offer ? null : o.listPriceCents, platformFeeCents: offer ? null : platformFee(o.listPriceCents),
+    hold: offer ? 'none' : 'requested', holdAttempt: offer ? 0 : 1,
+    pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
+    initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null,
+    qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 1 + (o.sla.maxRetries ?? 2), createdAt: now, updatedAt: now,
+  };
   const effects: PurchaseEffect[] = [{ kind: 'announce', event: announcement(t, null) }];
-  if (!opening) {
-    effects.push({ kind: 'holdFunds', amountCents: t.agreedPriceCents!, attempt: t.holdAttempt });
+  if (!offer) {
+    effects.push({ kind: 'holdFunds', amountCents: o.listPriceCents, attempt: t.holdAttempt });
     return { state: t, effects };
   }
   // D9.4: the creation records the consumer's opening offer itself (round 1), and says why the
@@ -183,8 +193,8 @@ export function openPurchase(t: Purchase, opening: { offeredCents: number; offer
   // negotiation at that price instead of buying, which surprises if unexplained.
   const negotiating: Purchase = { ...t, status: 'negotiating', statusReason: t.pricing.model === 'negotiable' ? 'negotiable_pricing' : 'max_price_differs_from_list_price' };
   effects.push(
-    { kind: 'recordMessage', fromAgentId: t.consumerAgentId, messageType: 'initial_offer', round: 1, terms: { priceCents: opening.offeredCents }, message: null, expiresAt: opening.offerExpiresAt },
-    { kind: 'schedule', timer: 'offerExpiry', at: opening.offerExpiresAt, payload: { round: 1 } },
+    { kind: 'recordMessage', fromAgentId: t.consumerAgentId, messageType: 'initial_offer', round: 1, terms: { priceCents: offer.priceCents }, message: null, expiresAt: offer.expiresAt },
+    { kind: 'schedule', timer: 'offerExpiry', at: offer.expiresAt, payload: { round: 1 } },
     { kind: 'announce', event: announcement(negotiating, 'initiated') },
   );
   return { state: negotiating, effects };
@@ -225,12 +235,12 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
       // The reason the settlement was asked for (`review_window_ended`, a dispute's outcome, none for a verify) stays.
       return t.hold === 'settling' ? draft().move('settled', { hold: 'settled', settledAt: command.at, statusReason: t.statusReason }).decision() : unchanged;
     case 'start': {
-      const no = refusal('start', t.status);
+      const no = actionRefusal('start', t.status);
       return no ? refused(no) : draft().move('executing').decision();
     }
     case 'deliver': {
       // D9.7: invalid output still moves the status; `failed`, the hold returned, once the attempts are spent.
-      const no = refusal('deliver', t.status);
+      const no = actionRefusal('deliver', t.status);
       if (no) return refused(no);
       const attempts = t.deliveryAttempts + 1;
       if (!command.valid) {
@@ -244,14 +254,14 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
         .decision();
     }
     case 'verify': {
-      const no = refusal('verify', t.status);
+      const no = actionRefusal('verify', t.status);
       if (no) return refused(no);
       // D9.14: another verify, or the review window's end, asked for the settlement first.
       if (t.hold === 'settling') return refused(new AppError('INVALID_STATE', 'This transaction is already being settled: another verify or the end of its review window came first.', { details: { status: t.status, settlement: 'in_progress' } }));
       return settle(draft().effect({ kind: 'cancelTimers', timers: ['reviewWindow'] }), { qualityScore: command.qualityScore, notes: command.notes });
     }
     case 'cancel': {
-      const no = refusal('cancel', t.status);
+      const no = actionRefusal('cancel', t.status);
       // Cancelled while an accept waited for its hold: the price both agreed to is the one held and returned.
       return no ? refused(no) : draft().move('cancelled', { statusReason: `cancelled_by_${command.by}`, ...agreedPendingAccept(t) }).decision();
     }
@@ -268,7 +278,7 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
       // Delivered, and neither verified nor disputed: settled as a verify would, the reason kept through to `settled`.
       return t.status === 'delivered' && t.hold === 'held' ? settle(draft(), { statusReason: 'review_window_ended' }) : unchanged;
     case 'openDispute': {
-      const no = refusal('dispute', t.status);
+      const no = actionRefusal('dispute', t.status);
       if (no) return refused(no);
       if (t.disputeId) return refused(new AppError('INVALID_STATE', 'This transaction was disputed once already; verify it, or let its review window settle it.', { details: { status: t.status, disputeId: t.disputeId } }));
       if (t.hold !== 'held') return refused(new AppError('INVALID_STATE', 'The settlement of this transaction is already under way.', { details: { status: t.status } }));
@@ -292,7 +302,7 @@ function settle(d: Draft, changes: PurchaseChanges): PurchaseDecision {
 
 /** D11: turn and message rules are `decideNegotiationMessage`'s; here is what the message does to the purchase. */
 function negotiate(t: Purchase, c: Extract<PurchaseCommand, { kind: 'negotiate' }>, d: Draft): PurchaseDecision {
-  const no = refusal('negotiate', t.status);
+  const no = actionRefusal('negotiate', t.status);
   if (no) return refused(no);
   if (t.pendingAcceptBy) return refused(new AppError('INVALID_STATE', 'An accept of this negotiation is waiting for the consumer\'s funds to be held.', { details: { status: t.status, pending: 'accept' } }));
   const ruling = decideNegotiationMessage(c.last, c.by, c.body, t.pricing, c.maxTransactionCents);

@@ -46,11 +46,16 @@ export function isAllowed(action: Action, status: TransactionStatus): boolean {
   return (ACTION_SOURCES[action] as readonly TransactionStatus[]).includes(status);
 }
 
+/** The 409 INVALID_STATE refusing `action` on a transaction in `status`; undefined when it may run. */
+export function actionRefusal(action: Action, status: TransactionStatus): AppError | undefined {
+  if (isAllowed(action, status)) return undefined;
+  return new AppError('INVALID_STATE', `A transaction in status ${status} cannot be ${PAST[action]}.`, { details: { status, allowedFrom: ACTION_SOURCES[action] } });
+}
+
 /** 409 INVALID_STATE unless `action` may run on a transaction in `status`. */
 export function assertAction(action: Action, status: TransactionStatus): void {
-  if (!isAllowed(action, status)) {
-    throw new AppError('INVALID_STATE', `A transaction in status ${status} cannot be ${PAST[action]}.`, { details: { status, allowedFrom: ACTION_SOURCES[action] } });
-  }
+  const refusal = actionRefusal(action, status);
+  if (refusal) throw refusal;
 }
 
 const PAST: Record<Action, string> = {

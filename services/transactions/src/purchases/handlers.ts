@@ -5,7 +5,7 @@ import type { Kysely } from 'kysely';
 import { precompiled, requireActive, requireAgent, type OperationHandler, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { Database, TransactionRow } from '../db/schema.js';
-import { listPrice, platformFee } from '../domain/pricing.js';
+import { listPrice } from '../domain/pricing.js';
 import { openPurchase } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
 import type { VersionedRow } from './known-transactions.js';
@@ -85,32 +85,11 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     category: contract.category,
     pricing: contract.pricing,
     sla: contract.sla,
-    status: 'initiated',
-    statusReason: null,
     units,
     listPriceCents: price.cents,
     maxPriceCents: body.maxPriceCents ?? null,
-    agreedPriceCents: negotiating ? null : price.cents,
-    platformFeeCents: negotiating ? null : platformFee(price.cents),
-    hold: negotiating ? 'none' : 'requested',
-    holdAttempt: negotiating ? 0 : 1,
-    pendingAcceptBy: null,
-    pendingAcceptPriceCents: null,
-    pendingAcceptMessage: null,
-    initiatedAt: now,
-    fundsHeldAt: null,
-    expiresAt: null,
-    deliveredAt: null,
-    settledAt: null,
-    reviewEndsAt: null,
-    disputeId: null,
-    qualityScore: null,
-    notes: null,
-    deliveryAttempts: 0,
-    maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
-    createdAt: now,
-    updatedAt: now,
-  }, negotiating ? { offeredCents: offered, offerExpiresAt: new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000) } : null);
+    offer: negotiating ? { priceCents: offered, expiresAt: new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000) } : null,
+  }, now);
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const watch = negotiating ? undefined : deps.signals.watch(id);
   const created = await ctx.effect(deps.db, async (trx, work) => {
@@ -172,8 +151,7 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
   const caller = requireAgent(ctx);
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   requireRole(seen, caller, 'provider', 'start');
-  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state) }))
-    ;
+  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state) }));
 };
 
 /**

@@ -46,12 +46,19 @@ export type HoldDecision =
   | { kind: 'return' }
   | { kind: 'settle' };
 
+/**
+ * Whether a hold command is decided anew on a hold in `phase`, rather than answered with the hold as
+ * it is: the transaction's first, or a later attempt after a refusal for funds (an accept sent again
+ * once the wallet is funded).
+ */
+export const holdTriedAgain = (phase: HoldPhase, attempt: number, held?: Pick<HoldRow, 'attempt'>): boolean =>
+  phase === 'none' || (phase === 'refused_for_funds' && attempt > held!.attempt);
+
 /** What `command` does to a hold in `phase` (with `held`: the hold's row, for a settlement's checks). */
 export function decideHold(phase: HoldPhase, command: HoldCommand, held?: Pick<HoldRow, 'amountCents' | 'attempt'>): HoldDecision {
   switch (command.kind) {
     case 'hold': {
-      const tryAgain = phase === 'none' || (phase === 'refused_for_funds' && command.attempt > held!.attempt);
-      if (!tryAgain) return { kind: 'answer' };
+      if (!holdTriedAgain(phase, command.attempt, held)) return { kind: 'answer' };
       if (command.availableCents === null) return { kind: 'refuse', refusal: 'no_wallet' };
       return command.availableCents < command.amountCents ? { kind: 'refuse', refusal: 'insufficient_funds' } : { kind: 'place' };
     }

@@ -117,7 +117,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   // A session the processor has yet to confirm is recorded on the wallet as it is now.
   const wallet = read ?? (await openWallet(deps, caller, path.agentId));
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.db, async (trx, work) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
     // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
     if (session.confirmed) {
@@ -139,7 +139,6 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
       },
     };
   });
-  return reply;
 };
 
 /** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
@@ -147,7 +146,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const wallet = await openWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.db, async (trx, work) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
     const operationId = `payout:${randomUUID()}`;
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
@@ -156,7 +155,6 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
     work.enqueue(events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
     return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
   });
-  return reply;
 };
 
 /** GET /v1/wallets/{agentId}/transactions: the ledger, oldest first, paginated. */

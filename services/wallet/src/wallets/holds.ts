@@ -3,7 +3,7 @@ import { consumeIdempotently, precompiled, RecentMap, type Slots, type Stoppable
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
-import { decideHold, phaseOf, settlementMovements } from '../domain/hold.js';
+import { decideHold, holdTriedAgain, phaseOf, settlementMovements } from '../domain/hold.js';
 import { applyMovements, moveAtCommit, type Movement } from './movements.js';
 
 /**
@@ -127,9 +127,12 @@ type HoldCommand = { transactionId: string; consumerAgentId: string; amountCents
  * a row). Returns the hold as the command leaves it.
  */
 async function writeHold(trx: Trx, cmd: HoldCommand, now: Date, existing: HoldRow | null | undefined): Promise<HoldRow | undefined> {
+  const phase = phaseOf(existing ?? undefined);
+  // A repeated command is answered with the hold as it is, without the consumer's wallet locked.
+  if (existing && !holdTriedAgain(phase, cmd.attempt, existing)) return existing;
   const [wallet] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
   const ifFirst = existing === undefined;
-  const decision = decideHold(phaseOf(existing ?? undefined), { kind: 'hold', attempt: cmd.attempt, amountCents: cmd.amountCents, availableCents: wallet ? wallet.balanceCents - wallet.heldCents : null }, existing ?? undefined);
+  const decision = decideHold(phase, { kind: 'hold', attempt: cmd.attempt, amountCents: cmd.amountCents, availableCents: wallet ? wallet.balanceCents - wallet.heldCents : null }, existing ?? undefined);
   if (decision.kind === 'answer') return existing!;
   // A hold refused for funds, tried again by a later attempt.
   if (existing) await trx.deleteFrom('holds').where('transactionId', '=', cmd.transactionId).execute();
@@ -208,11 +211,11 @@ async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldAmounts,
     }
   }
   const hold = await lockHold(trx, cmd.transactionId);
+  // Throws for a settle before any hold (the saga never asks for one).
   const decision = decideHold(phaseOf(hold), { kind: 'settle', amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 }, hold);
   if (decision.kind === 'answer') return announce(deps, trx, work, hold!);
   held.delete(cmd.transactionId);
-  if (!hold) throw new Error(`settle before hold of transaction ${cmd.transactionId}`);
-  await announce(deps, trx, work, (await settleHold(deps, walletIds, trx, work, cmd, { walletId: hold.walletId!, amountCents: hold.amountCents }, { ifStillHeld: false }))!);
+  await announce(deps, trx, work, (await settleHold(deps, walletIds, trx, work, cmd, { walletId: hold!.walletId!, amountCents: hold!.amountCents }, { ifStillHeld: false }))!);
 }
 
 type SettleCommand = { transactionId: string; providerAgentId: string; amountCents: number; feeCents: number; refundCents?: number };

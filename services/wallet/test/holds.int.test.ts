@@ -6,7 +6,7 @@ import { ack, callOperation, callOrThrow, inTransaction, loadConfig, type Bus } 
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
-import { moveAtCommit, type Movement } from '../src/wallets/movements.js';
+import { applyMovements, moveAtCommit, type Movement } from '../src/wallets/movements.js';
 
 // The wallet's saga steps of a transaction (D13.2, D13.3) on real Postgres and JetStream:
 // hold, return and settle keyed by the transaction id, in every order and repeated, each answered
@@ -142,12 +142,15 @@ describe('hold, return and settle', () => {
       await send(walletSaga.holdFunds, { transactionId: id, consumerAgentId: consumer, amountCents: 700, attempt: 1 });
       await answered(id, walletSaga.holdPlaced.type);
     }
-    // Returned: the replica's memory of the hold still says placed, as when another replica returns it.
-    await send(walletSaga.returnHold, { transactionId: tx });
-    await answered(tx, walletSaga.holdReturned.type);
+    // Returned by another replica, as it would: this replica's memory of the hold still says placed.
+    await inTransaction(wallet.deps.db, async (trx) => {
+      const now = new Date();
+      await applyMovements(trx, `return:${tx}`, [{ walletId: (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', consumer).executeTakeFirstOrThrow()).id, txType: 'fund_return', amountCents: 700, transactionId: tx, description: 'returned elsewhere' }], now, { onceByCaller: true });
+      await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', tx).execute();
+    });
     await send(walletSaga.settle, { transactionId: tx, providerAgentId: provider, amountCents: 700, feeCents: 35 });
-    const answers = await answered(tx, walletSaga.holdReturned.type, 2);
-    expect(answers[1]!.data).toMatchObject({ amountCents: 700 });
+    const answers = await answered(tx, walletSaga.holdReturned.type);
+    expect(answers[0]!.data).toMatchObject({ amountCents: 700 });
     expect(await balances(consumer)).toEqual({ balanceCents: 3000, heldCents: 700 });
     expect(await balances(provider)).toEqual({ balanceCents: 0, heldCents: 0 });
     // The other hold settles as usual.
@@ -169,6 +172,28 @@ describe('hold, return and settle', () => {
     const refusals = await answered(tx, walletSaga.holdRefused.type, 3);
     expect(refusals.at(-1)!.data.reason).toBe('closed');
     expect(await balances(consumer)).toEqual({ balanceCents: 1500, heldCents: 0 });
+  });
+
+  it('decides a transaction’s first hold and a return sent at once in one order or the other: held then returned, or closed', async () => {
+    const consumer = await agentWith(10_000);
+    const txs = Array.from({ length: 12 }, () => randomUUID());
+    await Promise.all(txs.flatMap((tx) => [
+      send(walletSaga.holdFunds, { transactionId: tx, consumerAgentId: consumer, amountCents: 300, attempt: 1 }),
+      send(walletSaga.returnHold, { transactionId: tx }),
+    ]));
+    for (const tx of txs) {
+      // One answer to each command; the hold ends returned or closed, never held.
+      const last = await eventually(async () => {
+        const mine = answers.filter((a) => a.data.transactionId === tx);
+        return mine.length >= 2 ? mine : null;
+      });
+      expect(last.map((a) => a.type).sort()).toSatisfy((types: string[]) =>
+        JSON.stringify(types) === JSON.stringify([walletSaga.holdPlaced.type, walletSaga.holdReturned.type].sort())
+        || JSON.stringify(types) === JSON.stringify([walletSaga.holdRefused.type, walletSaga.holdRefused.type]));
+      const hold = await wallet.deps.db.selectFrom('holds').select(['status', 'refusal']).where('transactionId', '=', tx).executeTakeFirstOrThrow();
+      expect(['returned', 'refused:closed']).toContain(hold.status === 'refused' ? `refused:${hold.refusal}` : hold.status);
+    }
+    expect(await balances(consumer)).toEqual({ balanceCents: 10_000, heldCents: 0 });
   });
 
   it('leaves every invariant of the ledger holding, holds included', async () => {

@@ -8,17 +8,25 @@ export type Decision<Changes, Effect> =
   | { kind: 'unchanged' }
   | { kind: 'changed'; changes: Changes; effects: readonly Effect[] };
 
-/** One step of an entity kept in a row with a version (Postgres's `xmin`), in one unit of work. */
-export interface Step<S extends { version: string }, Changes, Effect> {
+/**
+ * One step of an entity kept in a row, in one unit of work. What guards a write is the step's own: the
+ * row's version (Postgres's `xmin`), or what the decision relied on (a hold still held, no row yet).
+ */
+export interface Step<S, Changes, Effect> {
   /** The state as this replica last knew it, if it does: decided on without any read. */
   remembered?: S | undefined;
-  /** The state read now, the row locked until the commit; undefined when there is no such row. */
+  /**
+   * The state read now, its row locked until the commit; undefined when there is no such row and the
+   * step has nothing to decide without one. A state with no row yet (nothing to lock) is written by
+   * an insert that writes nothing when a row came meanwhile: the step then reads again.
+   */
   lock(): Promise<S | undefined>;
   /** The pure decision (no I/O): what the command does to this state. */
   decide(state: S): Decision<Changes, Effect>;
   /**
-   * Writes `changes` to the row `state` was read as, returning it as written. `guarded`: only if the
-   * row is still that version — undefined, with nothing written, when it moved on.
+   * Writes `changes` to the row `state` was read as, returning the state as written. `guarded`: the
+   * state was remembered, not locked, so only if the row is still as it was — undefined, with nothing
+   * written, when it moved on (and, guarded or not, when a row came where there was none).
    */
   write(state: S, changes: Changes, guarded: boolean): Promise<S | undefined>;
   /** Makes the decision's effects (messages, timers, rows of other tables) in the same unit of work. */
@@ -45,7 +53,7 @@ export interface StepResult<S, Changes, Effect> {
  * whole transaction, and `inTransaction` runs the step again. Returns undefined when there is no row;
  * throws the refusal's error.
  */
-export async function runStep<S extends { version: string }, Changes, Effect>(step: Step<S, Changes, Effect>): Promise<StepResult<S, Changes, Effect> | undefined> {
+export async function runStep<S, Changes, Effect>(step: Step<S, Changes, Effect>): Promise<StepResult<S, Changes, Effect> | undefined> {
   if (step.remembered) {
     const decision = step.decide(step.remembered);
     if (decision.kind === 'changed') {
@@ -56,13 +64,18 @@ export async function runStep<S extends { version: string }, Changes, Effect>(st
       }
     }
   }
-  const state = await step.lock();
-  if (!state) return undefined;
-  const decision = step.decide(state);
-  if (decision.kind === 'refused') throw decision.error;
-  if (decision.kind === 'unchanged') return { state, decision };
-  const next = await step.write(state, decision.changes, false);
-  if (!next) throw new Error('the row locked for this step is gone');
-  await step.apply(next, decision.effects);
-  return { state: next, decision };
+  // A locked row's write always writes; only an insert where there was no row can find one there.
+  for (let read = 1; ; read++) {
+    const state = await step.lock();
+    if (!state) return undefined;
+    const decision = step.decide(state);
+    if (decision.kind === 'refused') throw decision.error;
+    if (decision.kind === 'unchanged') return { state, decision };
+    const next = await step.write(state, decision.changes, false);
+    if (next) {
+      await step.apply(next, decision.effects);
+      return { state: next, decision };
+    }
+    if (read === 3) throw new Error('the row this step writes keeps changing under its lock');
+  }
 }

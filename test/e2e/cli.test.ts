@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,6 @@ import { installPacked } from './packed-kit.js';
 
 let ex: TestExchange;
 let dir: string;
-let home: string;
 let bin: string;
 const running: ChildProcess[] = [];
 
@@ -25,29 +25,44 @@ interface Ran {
   stderr: string;
 }
 
-/** Runs the installed `aex` (no terminal) with the test's HOME. */
-function aex(args: string[], env: Record<string, string> = {}): Promise<Ran> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { env: { PATH: process.env.PATH ?? '', HOME: home, ...env }, cwd: home, timeout: 60_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
+/** A person at a terminal with a HOME of their own: runs the installed `aex` there. */
+function terminalUser(home: string) {
+  const env = (extra: Record<string, string> = {}) => ({ PATH: process.env.PATH ?? '', HOME: home, ...extra });
+  const user = {
+    home,
+    /** Runs `aex` (no terminal). */
+    aex(args: string[], extra: Record<string, string> = {}): Promise<Ran> {
+      return new Promise((resolve) => {
+        execFile(process.execPath, [bin, ...args], { env: env(extra), cwd: home, timeout: 60_000 }, (err, stdout, stderr) => {
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+      });
+    },
+    /** `aex --json …` that must succeed: its parsed output. */
+    async json<T = Record<string, unknown>>(args: string[]): Promise<T> {
+      const r = await user.aex(['--json', ...args]);
+      expect(r.code, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as T;
+    },
+    /** Runs `aex` at a pseudo-terminal, as a person would: everything the terminal showed. */
+    atTerminal(args: string[]): Promise<Ran> {
+      const line = [process.execPath, bin, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+      return new Promise((resolve) => {
+        execFile('script', ['-qfec', line, '/dev/null'], { env: env({ TERM: 'xterm' }), cwd: home, timeout: 90_000 }, (err, stdout, stderr) => {
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        });
+      });
+    },
+    /** Writes `value` as JSON to `name` in the HOME: its path. */
+    file(name: string, value: unknown): string {
+      const path = join(home, name);
+      writeFileSync(path, JSON.stringify(value));
+      return path;
+    },
+  };
+  return user;
 }
-/** `aex --json …` that must succeed: its parsed output. */
-async function json<T = Record<string, unknown>>(args: string[]): Promise<T> {
-  const r = await aex(['--json', ...args]);
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as T;
-}
-/** Runs `aex` at a pseudo-terminal, as a person would: everything the terminal showed. */
-function atTerminal(args: string[]): Promise<Ran> {
-  const line = [process.execPath, bin, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-  return new Promise((resolve) => {
-    execFile('script', ['-qfec', line, '/dev/null'], { env: { PATH: process.env.PATH ?? '', HOME: home, TERM: 'xterm' }, cwd: home, timeout: 90_000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
+type TerminalUser = ReturnType<typeof terminalUser>;
 
 const SERVICE = {
   name: 'Word counter',
@@ -60,20 +75,38 @@ const SERVICE = {
   sla: { maxLatencyMs: 60_000, timeoutMs: 120_000 },
 };
 
-const file = (name: string, value: unknown) => {
-  const p = join(home, name);
-  writeFileSync(p, JSON.stringify(value));
-  return p;
-};
+/** Signs up the profiles `seller` and `buyer` (the current one) in the user's HOME. */
+async function signUp(user: TerminalUser): Promise<void> {
+  for (const name of ['seller', 'buyer']) {
+    const r = await user.aex(['--url', ex.url, 'signup', '--email', `${name}-${randomUUID()}@example.com`, '--display-name', name, '--save-as', name]);
+    expect(r.code, r.stderr).toBe(0);
+  }
+}
 
-let serviceId: string;
+/**
+ * Each test's own person at a terminal: `blank`, a HOME with no profile yet; `cli`, one with the
+ * profiles `seller` and `buyer` signed up; `serviceId`, the seller's word counter at 250 cents, the
+ * buyer funded with 5,000 cents and the input and output files written. No test depends on another.
+ */
+const cliTest = it
+  .extend('blank', async () => terminalUser(mkdtempSync(join(dir, 'home-'))))
+  .extend('cli', async () => {
+    const user = terminalUser(mkdtempSync(join(dir, 'home-')));
+    await signUp(user);
+    return user;
+  })
+  .extend('serviceId', async ({ cli }) => {
+    await cli.json(['--profile', 'buyer', 'wallet', 'fund', '5000']);
+    cli.file('input.json', { text: 'one two three' });
+    cli.file('output.json', { words: 3 });
+    return (await cli.json<{ id: string }>(['--profile', 'seller', 'services', 'register', cli.file('service.json', SERVICE)])).id;
+  });
 
 beforeAll(async () => {
   ex = await startTestExchange({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
   dir = mkdtempSync(join(tmpdir(), 'aex-cli-'));
   const project = await installPacked(['@agent-exchange/cli'], dir);
   bin = join(project, 'node_modules', '@agent-exchange', 'cli', 'bin', 'aex.js');
-  home = mkdtempSync(join(dir, 'home-'));
 }, 300_000);
 
 afterAll(async () => {
@@ -83,26 +116,26 @@ afterAll(async () => {
 });
 
 describe('profiles', () => {
-  it('signup makes an account, its agent and a registered signing key, kept in a profile file only its owner can read', async () => {
+  cliTest('signup makes an account, its agent and a registered signing key, kept in a profile file only its owner can read', async ({ blank: cli }) => {
     for (const name of ['seller', 'buyer']) {
-      const r = await aex(['--url', ex.url, 'signup', '--email', `${name}-${Date.now()}@example.com`, '--display-name', name, '--save-as', name]);
+      const r = await cli.aex(['--url', ex.url, 'signup', '--email', `${name}-${Date.now()}@example.com`, '--display-name', name, '--save-as', name]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout).toMatch(/saved in .*config\.json \(mode 600\)/);
       expect(r.stdout).not.toMatch(/ae_live_/);
     }
-    const path = join(home, '.config', 'agent-exchange', 'config.json');
+    const path = join(cli.home, '.config', 'agent-exchange', 'config.json');
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(statSync(join(home, '.config', 'agent-exchange')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(cli.home, '.config', 'agent-exchange')).mode & 0o777).toBe(0o700);
     const saved = JSON.parse(readFileSync(path, 'utf8')) as { current: string; profiles: Record<string, { apiKey: string; agentId: string; signingSecretKey: string }> };
     expect(saved.current).toBe('buyer');
     expect(saved.profiles.seller!.apiKey).toMatch(/^ae_live_/);
-    const agent = await json<{ signingKeyPublic: string }>(['--profile', 'seller', 'agents', 'show']);
+    const agent = await cli.json<{ signingKeyPublic: string }>(['--profile', 'seller', 'agents', 'show']);
     expect(agent.signingKeyPublic).toMatch(/=$/);
 
     // A profile file others can read is refused, as ssh refuses such a key.
     const { chmodSync } = await import('node:fs');
     chmodSync(path, 0o644);
-    const loose = await aex(['wallet', 'balance']);
+    const loose = await cli.aex(['wallet', 'balance']);
     expect(loose.code).toBe(2);
     expect(loose.stderr).toMatch(/can be read by other users .* chmod 600/);
     chmodSync(path, 0o600);
@@ -110,24 +143,24 @@ describe('profiles', () => {
 });
 
 describe('a whole purchase with --json, as a script runs it', () => {
-  it('funds, registers, discovers, buys, delivers, verifies and reads both ledgers', async () => {
-    expect(await json(['--profile', 'buyer', 'wallet', 'fund', '5000'])).toMatchObject({ funded: true, newBalanceCents: 5000 });
-    serviceId = (await json<{ id: string }>(['--profile', 'seller', 'services', 'register', file('service.json', SERVICE)])).id;
-    const found = await json<{ matches: Array<{ serviceId: string; priceCents: number }> }>(['--profile', 'buyer', 'discover', 'count the words in a text']);
-    expect(found.matches[0]).toMatchObject({ serviceId, priceCents: 250 });
+  cliTest('funds, registers, discovers, buys, delivers, verifies and reads both ledgers', async ({ cli }) => {
+    expect(await cli.json(['--profile', 'buyer', 'wallet', 'fund', '5000'])).toMatchObject({ funded: true, newBalanceCents: 5000 });
+    const serviceId = (await cli.json<{ id: string }>(['--profile', 'seller', 'services', 'register', cli.file('service.json', SERVICE)])).id;
+    const found = await cli.json<{ matches: Array<{ serviceId: string; priceCents: number }> }>(['--profile', 'buyer', 'discover', 'count the words in a text']);
+    expect(found.matches.find((m) => m.serviceId === serviceId)).toMatchObject({ priceCents: 250 });
 
-    const tx = await json<{ id: string; status: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', file('input.json', { text: 'one two three' }), '--idempotency-key', 'cli-order-1']);
+    const tx = await cli.json<{ id: string; status: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', cli.file('input.json', { text: 'one two three' }), '--idempotency-key', 'cli-order-1']);
     expect(tx.status).toBe('funds_held');
     // The same key again: the same transaction, nothing bought twice.
-    expect((await json<{ id: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', join(home, 'input.json'), '--idempotency-key', 'cli-order-1'])).id).toBe(tx.id);
-    const pending = await json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
+    expect((await cli.json<{ id: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json'), '--idempotency-key', 'cli-order-1'])).id).toBe(tx.id);
+    const pending = await cli.json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
     expect(pending.map((t) => t.id)).toEqual([tx.id]);
-    expect(await json(['--profile', 'seller', 'deliver', tx.id, '--output', file('output.json', { words: 3 })])).toMatchObject({ status: 'delivered' });
-    expect(await json(['--profile', 'buyer', 'verify', tx.id, '--score', '90'])).toMatchObject({ status: 'settled' });
+    expect(await cli.json(['--profile', 'seller', 'deliver', tx.id, '--output', cli.file('output.json', { words: 3 })])).toMatchObject({ status: 'delivered' });
+    expect(await cli.json(['--profile', 'buyer', 'verify', tx.id, '--score', '90'])).toMatchObject({ status: 'settled' });
 
-    const ledger = await json<Array<{ txType: string; amountCents: number }>>(['--profile', 'buyer', 'wallet', 'ledger']);
+    const ledger = await cli.json<Array<{ txType: string; amountCents: number }>>(['--profile', 'buyer', 'wallet', 'ledger']);
     expect(ledger.map((e) => [e.txType, e.amountCents])).toEqual([['fund', 5000], ['fund_hold', -250], ['fund_release', 250], ['settlement_out', -250]]);
-    expect(await json(['--profile', 'seller', 'wallet', 'balance'])).toMatchObject({ balanceCents: 237 });
+    expect(await cli.json(['--profile', 'seller', 'wallet', 'balance'])).toMatchObject({ balanceCents: 237 });
   });
 });
 
@@ -148,9 +181,9 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
   });
   afterAll(() => new Promise<void>((resolve) => sink.close(() => resolve())));
 
-  it('shows a live status line, and listen prints, verifies and forwards every event, then puts the webhook URL back', async () => {
+  cliTest('shows a live status line, and listen prints, verifies and forwards every event, then puts the webhook URL back', async ({ cli, serviceId }) => {
     const port = await freePort();
-    const listener = spawn(process.execPath, [bin, '--profile', 'buyer', 'listen', '--port', String(port), '--forward-to', `http://127.0.0.1:${(sink.address() as { port: number }).port}/hooks`], { env: { PATH: process.env.PATH ?? '', HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const listener = spawn(process.execPath, [bin, '--profile', 'buyer', 'listen', '--port', String(port), '--forward-to', `http://127.0.0.1:${(sink.address() as { port: number }).port}/hooks`], { env: { PATH: process.env.PATH ?? '', HOME: cli.home }, stdio: ['ignore', 'pipe', 'pipe'] });
     running.push(listener);
     let printed = '';
     let said = '';
@@ -160,35 +193,36 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
       const t = setInterval(() => said.includes('Ready:') && (clearInterval(t), resolve()), 50);
       listener.once('exit', (code) => reject(new Error(`listen exited ${code}: ${said}`)));
     });
-    const me = await json<{ webhookUrl: string; id: string }>(['--profile', 'buyer', 'agents', 'show']);
+    const me = await cli.json<{ webhookUrl: string; id: string }>(['--profile', 'buyer', 'agents', 'show']);
     expect(me.webhookUrl).toBe(`http://127.0.0.1:${port}/webhooks`);
 
     // A delivery that is not signed with the agent's secret is refused and never forwarded.
     const forged = await fetch(me.webhookUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_forged', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,AAAA' }, body: '{"type":"transaction.settled","data":{}}' });
     expect(forged.status).toBe(400);
 
-    const buying = atTerminal(['--profile', 'buyer', 'buy', serviceId, '--input', join(home, 'input.json'), '--wait', '--timeout', '60']);
+    const buying = cli.atTerminal(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json'), '--wait', '--timeout', '60']);
     let txId = '';
     for (let i = 0; i < 200 && !txId; i++) {
-      const pending = await json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
+      const pending = await cli.json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
       txId = pending[0]?.id ?? '';
       if (!txId) await new Promise((r) => setTimeout(r, 100));
     }
+    // The buyer's terminal is another process, showing what it polls: its first line is given time to show.
     await new Promise((r) => setTimeout(r, 600));
-    expect((await aex(['--profile', 'seller', 'deliver', txId, '--output', join(home, 'output.json')])).code).toBe(0);
+    expect((await cli.aex(['--profile', 'seller', 'deliver', txId, '--output', join(cli.home, 'output.json')])).code).toBe(0);
     const bought = await buying;
     expect(bought.code, bought.stdout).toBe(0);
     expect(bought.stdout).toContain('\r\x1b[2K');
     expect(bought.stdout).toMatch(new RegExp(`${txId.slice(0, 8)} {2}funds_held`));
     expect(bought.stdout).toMatch(/✓ .{8} {2}delivered/);
     expect(bought.stdout).toContain('Delivered: {"words":3}');
-    expect((await aex(['--profile', 'buyer', 'verify', txId, '--score', '80'])).code).toBe(0);
+    expect((await cli.aex(['--profile', 'buyer', 'verify', txId, '--score', '80'])).code).toBe(0);
 
     for (let i = 0; i < 100 && !printed.includes('transaction.settled'); i++) await new Promise((r) => setTimeout(r, 100));
     for (const type of ['funds_held', 'delivered', 'settled']) expect(printed).toMatch(new RegExp(`verified {2}transaction\\.${type} {2}${txId}.*→ 204`));
     expect(printed).toMatch(/refused {2}no webhook-signature matches the secret/);
     // What was forwarded is the delivery as the exchange signed it: the receiver verifies it too.
-    const secret = (await new ExchangeClient({ baseUrl: ex.url, apiKey: JSON.parse(readFileSync(join(home, '.config/agent-exchange/config.json'), 'utf8')).profiles.buyer.apiKey }).getWebhook(me.id));
+    const secret = (await new ExchangeClient({ baseUrl: ex.url, apiKey: JSON.parse(readFileSync(join(cli.home, '.config/agent-exchange/config.json'), 'utf8')).profiles.buyer.apiKey }).getWebhook(me.id));
     expect(secret.ok).toBe(true);
     const settled = forwarded.find((f) => f.body.includes('transaction.settled'))!;
     expect(verifyWebhook(settled.headers, settled.body, (secret.ok && secret.data.secret) || '')).toMatchObject({ type: 'transaction.settled' });
@@ -197,11 +231,11 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
     listener.kill('SIGINT');
     expect(await new Promise((resolve) => listener.once('exit', resolve))).toBe(0);
     expect(said).toMatch(/the webhook URL is back to none/);
-    expect((await json<{ webhookUrl: string | null }>(['--profile', 'buyer', 'agents', 'show'])).webhookUrl).toBeNull();
+    expect((await cli.json<{ webhookUrl: string | null }>(['--profile', 'buyer', 'agents', 'show'])).webhookUrl).toBeNull();
   }, 120_000);
 
-  it('prints plain lines, not a status line, when the output is not a terminal', async () => {
-    const waiting = aex(['--profile', 'buyer', 'buy', serviceId, '--input', join(home, 'input.json'), '--wait', '--timeout', '2']);
+  cliTest('prints plain lines, not a status line, when the output is not a terminal', async ({ cli, serviceId }) => {
+    const waiting = cli.aex(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json'), '--wait', '--timeout', '2']);
     const r = await waiting;
     expect(r.code).toBe(4);
     expect(r.stdout).not.toContain('\r');
@@ -211,39 +245,39 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
 });
 
 describe('exit codes, help and completion', () => {
-  it('says what went wrong, with an exit code a script can act on', async () => {
-    const refused = await aex(['--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);
+  cliTest('says what went wrong, with an exit code a script can act on', async ({ cli, serviceId }) => {
+    const refused = await cli.aex(['--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);
     expect([refused.code, refused.stderr]).toEqual([1, expect.stringMatching(/^aex: NOT_FOUND: .*\nrequest id [0-9a-f-]{36}\n$/)]);
-    const asJson = await aex(['--json', '--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);
+    const asJson = await cli.aex(['--json', '--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);
     expect(JSON.parse(asJson.stderr)).toMatchObject({ error: { code: 'NOT_FOUND', status: 404, exitCode: 1 } });
-    const badInput = await aex(['--profile', 'buyer', 'buy', serviceId, '--input', file('bad.json', { txt: 1 })]);
+    const badInput = await cli.aex(['--profile', 'buyer', 'buy', serviceId, '--input', cli.file('bad.json', { txt: 1 })]);
     expect([badInput.code, badInput.stderr]).toEqual([2, expect.stringContaining('"/input/text" is required')]);
-    const unreachable = await aex(['--url', `http://127.0.0.1:${await freePort()}`, '--profile', 'buyer', 'wallet', 'balance']);
+    const unreachable = await cli.aex(['--url', `http://127.0.0.1:${await freePort()}`, '--profile', 'buyer', 'wallet', 'balance']);
     expect([unreachable.code, unreachable.stderr]).toEqual([3, expect.stringContaining('Could not reach the exchange')]);
-    const noProfile = await aex(['wallet', 'balance'], { HOME: mkdtempSync(join(dir, 'empty-')) });
+    const noProfile = await cli.aex(['wallet', 'balance'], { HOME: mkdtempSync(join(dir, 'empty-')) });
     expect([noProfile.code, noProfile.stderr]).toEqual([2, expect.stringContaining('aex login or aex signup')]);
-    const unknown = await aex(['wallet', 'balanse']);
+    const unknown = await cli.aex(['wallet', 'balanse']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command 'balanse'.*\n.*Did you mean balance\?/s);
   });
 
-  it('has --help on every command', async () => {
+  cliTest('has --help on every command', async ({ blank: cli }) => {
     const commands = ['signup', 'login', 'profiles', 'keys generate', 'keys register', 'keys rotate', 'agents show', 'agents create', 'agents deactivate', 'agents spawn', 'delegation show', 'delegation set',
       'wallet balance', 'wallet fund', 'wallet withdraw', 'wallet ledger', 'services register', 'services list', 'services show', 'services pause', 'services resume', 'discover', 'buy',
       'tx list', 'tx show', 'tx cancel', 'tx negotiate', 'deliver', 'verify', 'disputes open', 'disputes show', 'disputes respond', 'disputes decide', 'disputes withdraw', 'listen', 'did resolve', 'completion'];
-    const results = await Promise.all(commands.map((c) => aex([...c.split(' '), '--help'])));
+    const results = await Promise.all(commands.map((c) => cli.aex([...c.split(' '), '--help'])));
     results.forEach((r, i) => {
       expect(r.code, commands[i]).toBe(0);
       expect(r.stdout, commands[i]).toMatch(/^Usage: aex /);
     });
   });
 
-  it('completes commands in bash from the script it prints', async () => {
-    const script = (await aex(['completion', 'bash'])).stdout;
+  cliTest('completes commands in bash from the script it prints', async ({ blank: cli }) => {
+    const script = (await cli.aex(['completion', 'bash'])).stdout;
     expect(script).toContain('complete -F _aex_complete aex');
-    writeFileSync(join(home, 'aex-completion.bash'), script);
+    writeFileSync(join(cli.home, 'aex-completion.bash'), script);
     const complete = (words: string[]) => new Promise<string>((resolve, reject) => {
-      const line = `source ${join(home, 'aex-completion.bash')}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _aex_complete; echo "\${COMPREPLY[*]}"`;
+      const line = `source ${join(cli.home, 'aex-completion.bash')}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _aex_complete; echo "\${COMPREPLY[*]}"`;
       execFile('bash', ['-c', line], (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
     });
     expect(await complete(['aex', 'wal'])).toBe('wallet');
@@ -253,30 +287,30 @@ describe('exit codes, help and completion', () => {
 });
 
 describe('keys and identities', () => {
-  it('generates and registers a new signing key (the old one signs the change), rotates the API key, and logs in with it', async () => {
-    const before = await json<{ signingKeyPublic: string; id: string }>(['--profile', 'seller', 'agents', 'show']);
-    const generated = await json<{ publicKey: string }>(['--profile', 'seller', 'keys', 'generate']);
+  cliTest('generates and registers a new signing key (the old one signs the change), rotates the API key, and logs in with it', async ({ cli }) => {
+    const before = await cli.json<{ signingKeyPublic: string; id: string }>(['--profile', 'seller', 'agents', 'show']);
+    const generated = await cli.json<{ publicKey: string }>(['--profile', 'seller', 'keys', 'generate']);
     expect(generated.publicKey).not.toBe(before.signingKeyPublic);
-    expect(await json(['--profile', 'seller', 'keys', 'register'])).toMatchObject({ signingKeyPublic: generated.publicKey });
+    expect(await cli.json(['--profile', 'seller', 'keys', 'register'])).toMatchObject({ signingKeyPublic: generated.publicKey });
     // The new key signs: delivering needs a signature, and a wrong key would be refused.
-    const path = join(home, '.config/agent-exchange/config.json');
+    const path = join(cli.home, '.config/agent-exchange/config.json');
     const oldKey = (JSON.parse(readFileSync(path, 'utf8')) as { profiles: Record<string, { apiKey: string }> }).profiles.seller!.apiKey;
-    const rotated = await json<{ keyPrefix: string; saved: boolean }>(['--profile', 'seller', 'keys', 'rotate']);
+    const rotated = await cli.json<{ keyPrefix: string; saved: boolean }>(['--profile', 'seller', 'keys', 'rotate']);
     expect(rotated.saved).toBe(true);
     const newKey = (JSON.parse(readFileSync(path, 'utf8')) as { profiles: Record<string, { apiKey: string }> }).profiles.seller!.apiKey;
     expect(newKey.slice(0, 12)).toBe(rotated.keyPrefix);
     expect((await new ExchangeClient({ baseUrl: ex.url, apiKey: oldKey }).getWallet(before.id)).ok).toBe(false);
-    expect((await aex(['--profile', 'seller', 'wallet', 'balance'])).code).toBe(0);
+    expect((await cli.aex(['--profile', 'seller', 'wallet', 'balance'])).code).toBe(0);
 
-    const login = await aex(['--url', ex.url, 'login', '--agent-id', before.id, '--save-as', 'again'], { AEX_API_KEY: newKey });
+    const login = await cli.aex(['--url', ex.url, 'login', '--agent-id', before.id, '--save-as', 'again'], { AEX_API_KEY: newKey });
     expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toMatch(/signs with a key this profile does not have: give it with --signing-key/);
     expect(statSync(path).mode & 0o777).toBe(0o600);
   });
 
-  it('resolves an agent\'s did:web document', async () => {
-    const me = await json<{ id: string; didWeb: string }>(['--profile', 'buyer', 'agents', 'show']);
-    const doc = await json<{ id: string; verificationMethod: unknown[] }>(['--profile', 'buyer', 'did', 'resolve', me.id]);
+  cliTest('resolves an agent\'s did:web document', async ({ cli }) => {
+    const me = await cli.json<{ id: string; didWeb: string }>(['--profile', 'buyer', 'agents', 'show']);
+    const doc = await cli.json<{ id: string; verificationMethod: unknown[] }>(['--profile', 'buyer', 'did', 'resolve', me.id]);
     expect(doc.id).toBe(me.didWeb);
     expect(doc.verificationMethod.length).toBeGreaterThan(0);
   });

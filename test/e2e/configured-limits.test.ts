@@ -1,18 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
-import { INPUT, serviceBody, party, funded, type Party } from './transaction-kit.js';
+import { INPUT, serviceBody, party, funded } from './transaction-kit.js';
 
 // The limits a deployment configures are the limits it enforces, not only what /v1/protocol
 // reports: an exchange started with MAX_TRANSACTION_CENTS=2000 and MAX_ACTIVE_TRANSACTIONS_PER_AGENT=2.
 
 let ex: TestExchange;
-let provider: Party;
-let consumer: Party;
 
 beforeAll(async () => {
   ex = await startTestExchange({ MAX_TRANSACTION_CENTS: '2000', MAX_ACTIVE_TRANSACTIONS_PER_AGENT: '2' });
-  [provider, consumer] = await Promise.all([party(ex), funded(ex, 50_000)]);
 });
 afterAll(() => ex.stop());
 
@@ -22,6 +19,8 @@ describe('configured limits (D4.5: every limit a default configuration can chang
   });
 
   it('refuses a price above MAX_TRANSACTION_CENTS, whether listed, per unit or offered', async () => {
+    // Parties of this test's own: two transactions in progress are all any of them may have.
+    const [provider, consumer] = await Promise.all([party(ex), funded(ex, 50_000)]);
     const perUnit = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'per_unit', basePriceCents: 500 } }))).id;
     const tooMany = await consumer.client.createTransaction({ serviceId: perUnit, input: INPUT, units: 5 });
     expectError(tooMany, 400, 'VALIDATION_ERROR');
@@ -35,7 +34,7 @@ describe('configured limits (D4.5: every limit a default configuration can chang
   });
 
   it('refuses a third transaction in progress with 409 LIMIT_REACHED naming the configured limit', async () => {
-    const buyer = await funded(ex, 10_000);
+    const [provider, buyer] = await Promise.all([party(ex), funded(ex, 10_000)]);
     const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 100 } }))).id;
     for (let i = 0; i < 2; i++) expect(unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT })).status).toBe('funds_held');
     const third = await buyer.client.createTransaction({ serviceId, input: INPUT });

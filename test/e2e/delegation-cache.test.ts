@@ -117,11 +117,15 @@ describe('transactions replicas keep the rules in force, told of every change (D
   it('answers from memory: with identity and the catalog stopped, a buyer whose rules and contract are kept still buys', async () => {
     const buyer = await funded(ex, 100_000);
     await warm(buyer);
-    // Last in this file: neither comes back. The gateways keep the principal (D2.5), the
-    // transactions replicas the rules and the contract; without them every purchase would wait for
-    // identity and the catalog, and fail.
-    await ex.identity.stop();
-    await ex.catalog.stop();
-    await warm(buyer);
+    // The gateways keep the principal (D2.5), the transactions replicas the rules and the contract;
+    // without them every purchase would wait for identity and the catalog, and fail.
+    await ex.stopIdentity();
+    await ex.stopCatalog();
+    try {
+      await warm(buyer);
+    } finally {
+      await ex.startIdentity();
+      await ex.startCatalog();
+    }
   });
 });

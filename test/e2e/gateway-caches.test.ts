@@ -119,10 +119,14 @@ describe('gateway replicas answer from memory, told of every change (D2.5)', () 
   it('answers a remembered profile without asking identity (no round trip on the hot path)', async () => {
     const worker = await ex.addAgent(owner, { name: 'remembered' });
     await warm(owner, worker.agentId);
-    await ex.identity.stop();
-    // Identity is gone: only the replica's own memory can answer (principal and profile).
-    expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('remembered');
-    // What it does not remember needs identity, which cannot answer now.
-    expect((await on2(owner).getAgent(stranger.agentId)).status).toBe(503);
+    await ex.stopIdentity();
+    try {
+      // Identity is gone: only the replica's own memory can answer (principal and profile).
+      expect(unwrap(await on2(owner).getAgent(worker.agentId)).name).toBe('remembered');
+      // What it does not remember needs identity, which cannot answer now.
+      expect((await on2(owner).getAgent(stranger.agentId)).status).toBe(503);
+    } finally {
+      await ex.startIdentity();
+    }
   });
 });

@@ -67,6 +67,11 @@ export interface TestExchange {
   startTransactions(): Promise<TransactionService>;
   startWallet(): Promise<WalletService>;
   stopWallet(): Promise<void>;
+  /** Stops and starts identity, or the catalog (what answers while one is away); `identity` and `catalog` are the latest started. */
+  stopIdentity(): Promise<void>;
+  startIdentity(): Promise<IdentityService>;
+  stopCatalog(): Promise<void>;
+  startCatalog(): Promise<CatalogService>;
   signUp(over?: Partial<CreateAccountBody>): Promise<Member>;
   addAgent(owner: Member, over?: Record<string, unknown>): Promise<Member>;
   stop(): Promise<void>;
@@ -113,9 +118,12 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   // instead of sleeping. Shared, so no service's timestamps run ahead of another's.
   const clock = new TestClock();
   const deps = { bus, databaseUrl: db.url, config, logger, now: clock.now };
-  const identity = await startIdentityService({ ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) });
+  const identityDeps = { ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) };
+  let identity = await startIdentityService(identityDeps);
+  let identityRunning = true;
   let wallet: WalletService | null = await startWalletService(deps);
-  const catalog = await startCatalogService(deps);
+  let catalog = await startCatalogService(deps);
+  let catalogRunning = true;
   const txOpts = { ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) };
   let transactions: TransactionService | null = await startTransactionService(txOpts);
   let webhooks: WebhookService | null = await startWebhookService(deps);
@@ -133,8 +141,30 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
     anon,
     admin: anon.as({ adminToken: ADMIN_TOKEN }),
     gateway,
-    identity,
-    catalog,
+    get identity() {
+      return identity;
+    },
+    get catalog() {
+      return catalog;
+    },
+    async stopIdentity() {
+      if (identityRunning) await identity.stop();
+      identityRunning = false;
+    },
+    async startIdentity() {
+      identity = await startIdentityService(identityDeps);
+      identityRunning = true;
+      return identity;
+    },
+    async stopCatalog() {
+      if (catalogRunning) await catalog.stop();
+      catalogRunning = false;
+    },
+    async startCatalog() {
+      catalog = await startCatalogService(deps);
+      catalogRunning = true;
+      return catalog;
+    },
     get transactions() {
       return transactions;
     },
@@ -182,9 +212,9 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
       await gateway.close();
       await webhooks?.stop();
       await transactions?.stop();
-      await catalog.stop();
+      if (catalogRunning) await catalog.stop();
       await wallet?.stop();
-      await identity.stop();
+      if (identityRunning) await identity.stop();
       await dispose();
       await db.drop();
     },

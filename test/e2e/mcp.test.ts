@@ -30,7 +30,6 @@ const children: ChildProcess[] = [];
 
 type Agent = Awaited<ReturnType<typeof signingMember>>;
 let provider: Agent;
-let consumer: Agent;
 
 const WORDS = {
   name: 'Word counter',
@@ -78,6 +77,26 @@ async function refusal(client: Client, name: string, args: Record<string, unknow
   return (r.content[0] as { text: string }).text;
 }
 
+/** A buying agent of its own, with 5,000 cents. */
+async function buyingAgent(): Promise<Agent> {
+  const agent = await signingMember(ex.anon, 'buyer');
+  unwrap(await agent.client.fund(agent.id, 5000));
+  return agent;
+}
+
+/** A word counter of the provider's, registered through the API, at `priceCents`. */
+const wordCounter = async (name = 'Word counter', priceCents = 250) =>
+  unwrap(await provider.client.createService({ ...WORDS, name, pricing: { model: 'fixed', basePriceCents: priceCents } } as Parameters<Agent['client']['createService']>[0])).id;
+
+/**
+ * Each test's own buying agent (`consumer`), its session with a budget of 1,000 cents and a cap of 500
+ * a call (`buyer`), and a word counter to buy (`serviceId`): no test depends on what another spent.
+ */
+const mcpTest = it
+  .extend('consumer', async () => buyingAgent())
+  .extend('buyer', async ({ consumer }) => session(consumer, ['--budget-cents', '1000', '--max-per-call-cents', '500']))
+  .extend('serviceId', async () => wordCounter());
+
 type Tx = { transaction: { id: string; status: string; agreedPriceCents: number | null; output: Record<string, unknown> | null }; note: string };
 
 beforeAll(async () => {
@@ -87,8 +106,6 @@ beforeAll(async () => {
   bin = join(project, 'node_modules', '@agent-exchange', 'mcp', 'bin', 'agent-exchange-mcp.js');
   expect(binOf(project, 'agent-exchange-mcp')).toContain('.bin');
   provider = await signingMember(ex.anon, 'word-provider');
-  consumer = await signingMember(ex.anon, 'buyer');
-  unwrap(await consumer.client.fund(consumer.id, 5000));
 }, 300_000);
 
 afterAll(async () => {
@@ -99,16 +116,14 @@ afterAll(async () => {
 });
 
 describe('the MCP server over stdio', () => {
+  // The provider's session: it spends nothing, so the tests share it.
   let seller: Client;
-  let buyer: Client;
-  let serviceId: string;
 
   beforeAll(async () => {
     seller = await session(provider, ['--provider']);
-    buyer = await session(consumer, ['--budget-cents', '1000', '--max-per-call-cents', '500']);
   });
 
-  it('lists tools with valid input and output schemas and honest annotations; spending tools only with a budget, provider tools only as a provider', async () => {
+  mcpTest('lists tools with valid input and output schemas and honest annotations; spending tools only with a budget, provider tools only as a provider', async ({ buyer }) => {
     const ajv = new Ajv2020({ strict: false });
     const { tools } = await buyer.listTools();
     const names = tools.map((t) => t.name);
@@ -131,8 +146,8 @@ describe('the MCP server over stdio', () => {
     expect(sellerTools).not.toContain('buy_service');
   });
 
-  it('a consumer session searches, buys within the cap (progress reported), waits, and accepts what a provider session delivered', async () => {
-    serviceId = (await data<{ service: { id: string } }>(seller, 'register_service', WORDS)).service.id;
+  mcpTest('a consumer session searches, buys within the cap (progress reported), waits, and accepts what a provider session delivered', async ({ consumer, buyer }) => {
+    const serviceId = (await data<{ service: { id: string } }>(seller, 'register_service', WORDS)).service.id;
 
     const found = await data<{ matches: Array<{ serviceId: string; priceCents: number; trustScore: number; compatibilityScore: number }> }>(buyer, 'search_services', { need: 'count the words of a text' });
     const match = found.matches.find((m) => m.serviceId === serviceId)!;
@@ -168,7 +183,7 @@ describe('the MCP server over stdio', () => {
     expect(balance).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { spentCents: 250, remainingCents: 750 } });
   });
 
-  it('a retried buy with the same arguments buys once; a new orderRef buys again', async () => {
+  mcpTest('a retried buy with the same arguments buys once; a new orderRef buys again', async ({ consumer, buyer, serviceId }) => {
     const args = { serviceId, input: { text: 'retry me' } };
     const first = await data<Tx>(buyer, 'buy_service', args);
     const again = await data<Tx>(buyer, 'buy_service', args);
@@ -183,22 +198,23 @@ describe('the MCP server over stdio', () => {
     for (const id of [first.transaction.id, other.transaction.id]) expect((await data<Tx>(buyer, 'cancel_transaction', { transactionId: id })).transaction.status).toBe('cancelled');
   });
 
-  it('a purchase over the cap is refused with the reason when the client cannot ask the human; over the budget always', async () => {
+  mcpTest('a purchase over the cap is refused with the reason when the client cannot ask the human; over the budget always', async ({ consumer, serviceId }) => {
     const pricey = (await data<{ service: { id: string } }>(seller, 'register_service', { ...WORDS, name: 'Careful word counter', pricing: { model: 'fixed', basePriceCents: 600 } })).service.id;
     const capped = await session(consumer, ['--budget-cents', '5000', '--max-per-call-cents', '500']);
     const text = await refusal(capped, 'buy_service', { serviceId: pricey, input: { text: 'too dear' } });
     expect(text).toMatch(/above the per-call cap of 500 cents/);
     expect(text).toMatch(/cannot ask the human/);
-    // The budget left (1000 − 250 − 250 − 250 committed) is 250: even a purchase under the cap is over it.
-    const state = await data<{ budget: { remainingCents: number } }>(buyer, 'get_balance', {});
-    expect(state.budget.remainingCents).toBe(250);
+    // A refused purchase commits nothing of the budget.
+    const state = await data<{ budget: { remainingCents: number } }>(capped, 'get_balance', {});
+    expect(state.budget.remainingCents).toBe(5000);
+    // Even a purchase under the cap is refused once the budget left is below its price.
     const narrow = await session(consumer, ['--budget-cents', '300']);
     await data<Tx>(narrow, 'buy_service', { serviceId, input: { text: 'fits' } });
     expect(await refusal(narrow, 'buy_service', { serviceId, input: { text: 'does not fit' } })).toMatch(/budget has 50 of 300 cents left.*no tool can raise it/s);
   });
 
-  it('with an elicitation-capable client, a purchase over the cap is asked of the human: allowed, then declined', async () => {
-    const pricey = unwrap(await provider.client.listServices({ agentId: provider.id })).find((s) => s.name === 'Careful word counter')!.id;
+  mcpTest('with an elicitation-capable client, a purchase over the cap is asked of the human: allowed, then declined', async ({ consumer }) => {
+    const pricey = await wordCounter('Careful word counter', 600);
     const asked: string[] = [];
     const yes = await session(consumer, ['--budget-cents', '2000', '--max-per-call-cents', '500'], { elicit: (m) => (asked.push(m), 'accept') });
     const allowed = await data<Tx>(yes, 'buy_service', { serviceId: pricey, input: { text: 'worth it' } });
@@ -208,7 +224,7 @@ describe('the MCP server over stdio', () => {
     expect(await refusal(no, 'buy_service', { serviceId: pricey, input: { text: 'not this time' } })).toMatch(/the human declined/);
   });
 
-  it('disputes: the consumer disputes a delivery, the provider refunds, the consumer reads the outcome', async () => {
+  mcpTest('disputes: the consumer disputes a delivery, the provider refunds, the consumer reads the outcome', async ({ buyer, serviceId }) => {
     const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'count these four words' }, orderRef: 'dispute' });
     await data<Tx>(seller, 'deliver', { transactionId: bought.transaction.id, output: { words: 7 } });
     const opened = await data<{ dispute: { id: string; status: string } }>(buyer, 'open_dispute', { transactionId: bought.transaction.id, reason: 'schema_compliant_but_wrong', description: 'There are four words, not seven.' });
@@ -219,7 +235,7 @@ describe('the MCP server over stdio', () => {
     expect((await data<Tx>(buyer, 'get_transaction', { transactionId: bought.transaction.id })).transaction.status).toBe('failed');
   });
 
-  it('negotiation: the consumer opens with an offer, the provider session counters, the consumer accepts within its budget', async () => {
+  mcpTest('negotiation: the consumer opens with an offer, the provider session counters, the consumer accepts within its budget', async ({ consumer }) => {
     const haggler = (await data<{ service: { id: string } }>(seller, 'register_service', { ...WORDS, name: 'Haggling word counter', pricing: { model: 'negotiable', basePriceCents: 400, minimumCents: 200, maximumCents: 500 } })).service.id;
     const session2 = await session(consumer, ['--budget-cents', '1000']);
     const opened = await data<Tx>(session2, 'buy_service', { serviceId: haggler, input: { text: 'make me an offer' }, maxPriceCents: 250 });
@@ -234,16 +250,19 @@ describe('the MCP server over stdio', () => {
     await data<Tx>(session2, 'cancel_transaction', { transactionId: opened.transaction.id });
   });
 
-  it('resources: contracts and transactions read by URI', async () => {
+  mcpTest('resources: contracts and transactions read by URI', async ({ buyer, serviceId }) => {
     const templates = await buyer.listResourceTemplates();
     expect(templates.resourceTemplates.map((t) => t.uriTemplate)).toEqual(['aex://services/{serviceId}', 'aex://transactions/{transactionId}']);
+    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'read me back' } });
     const listed = await buyer.listResources();
-    expect(listed.resources.length).toBeGreaterThan(0);
+    expect(listed.resources.map((r) => r.uri)).toContain(`aex://transactions/${bought.transaction.id}`);
     const read = await buyer.readResource({ uri: `aex://services/${serviceId}` });
     expect(JSON.parse((read.contents[0] as { text: string }).text)).toMatchObject({ id: serviceId, name: 'Word counter' });
+    const tx = await buyer.readResource({ uri: `aex://transactions/${bought.transaction.id}` });
+    expect(JSON.parse((tx.contents[0] as { text: string }).text)).toMatchObject({ id: bought.transaction.id, status: 'funds_held' });
   });
 
-  it('bad arguments, wrong keys and a stopped exchange are clear tool errors; the session goes on', async () => {
+  mcpTest('bad arguments, wrong keys and a stopped exchange are clear tool errors; the session goes on', async ({ consumer, buyer }) => {
     expect(await refusal(buyer, 'get_service', { serviceId: 'nope' })).toMatch(/do not match get_service's input schema/);
     const wrong = await session({ ...consumer, apiKey: `ae_live_${'x'.repeat(43)}` }, []);
     expect(await refusal(wrong, 'get_balance', {})).toMatch(/UNAUTHENTICATED \(HTTP 401\)[\s\S]*check AEX_API_KEY/);
@@ -254,7 +273,7 @@ describe('the MCP server over stdio', () => {
     expect(await buyer.ping()).toEqual({});
   });
 
-  it('refuses to start without credentials, or to spend without a signing key, naming what to set', async () => {
+  mcpTest('refuses to start without credentials, or to spend without a signing key, naming what to set', async ({ consumer }) => {
     const started = spawn(process.execPath, [bin, '--budget-cents', '100'], { env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey }, stdio: ['pipe', 'pipe', 'pipe'] });
     let err = '';
     started.stderr.on('data', (c: Buffer) => (err += c.toString()));
@@ -270,6 +289,7 @@ describe('the MCP server over Streamable HTTP', () => {
   const token = randomBytes(24).toString('hex');
 
   beforeAll(async () => {
+    const consumer = await buyingAgent();
     const port = await freePort();
     const child = spawn(process.execPath, [bin, '--http', '--port', String(port), '--allowed-host', `mcp.internal:${port}`, '--budget-cents', '1000', '--provider'], {
       env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey, AEX_SIGNING_KEY: consumer.secretKey, AEX_MCP_HTTP_TOKEN: token, AEX_MCP_POLL_MS: '100', AEX_MCP_SESSION_IDLE_SECONDS: '2' },
@@ -294,8 +314,7 @@ describe('the MCP server over Streamable HTTP', () => {
     clients.push(client);
     const names = (await client.listTools()).tools.map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['buy_service', 'deliver']));
-    const service = unwrap(await provider.client.listServices({ agentId: provider.id })).find((s) => s.name === 'Word counter')!;
-    const r = (await client.callTool({ name: 'buy_service', arguments: { serviceId: service.id, input: { text: 'over http' } } })) as CallToolResult;
+    const r = (await client.callTool({ name: 'buy_service', arguments: { serviceId: await wordCounter(), input: { text: 'over http' } } })) as CallToolResult;
     expect(r.isError).toBeFalsy();
     expect((r.structuredContent as Tx).transaction.status).toBe('funds_held');
   });

@@ -67,7 +67,9 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-describe('the README run command, as a newcomer meets it', () => {
+// One product's life, from `pnpm start` to Ctrl-C: each test before the last uses it on its own, and
+// the last one ends it, so the order stays as written.
+describe('the README run command, as a newcomer meets it', { shuffle: false }, () => {
   it('starts ready, with discovery by meaning and not a single warning', async () => {
     const ready = await fetch(`${url}/readyz`);
     const body = (await ready.json()) as { data: { checks: { name: string; ok: boolean }[] } };

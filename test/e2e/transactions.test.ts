@@ -42,27 +42,29 @@ afterAll(async () => {
 
 const eventsOf = (id: string) => published.filter((e) => e.data.transactionId === id);
 
+/**
+ * Each test's own parties and purchase, made for it alone: a provider selling a fixed-price service
+ * at 1,000 cents, and a consumer with 5,000 cents whose purchase of it is `funds_held`.
+ */
+const purchaseTest = it
+  .extend('provider', async () => party())
+  .extend('consumer', async () => funded(5000))
+  .extend('serviceId', async ({ provider }) => data(await provider.client.createService(serviceBody())).id)
+  .extend('tx', async ({ consumer, serviceId }) => data(await consumer.client.createTransaction({ serviceId, input: INPUT })));
+
 describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
-  let provider: Party;
-  let consumer: Party;
-  let serviceId: string;
-  let tx: TransactionView;
-
-  beforeAll(async () => {
-    [provider, consumer] = await Promise.all([party(), funded(5000)]);
-    serviceId = data(await provider.client.createService(serviceBody())).id;
-  });
-
   it('creates (signed) as funds_held with the price, the 5 % fee and expiresAt = fundsHeldAt + timeoutMs', async () => {
+    const [provider, consumer] = await Promise.all([party(), funded(5000)]);
+    const serviceId = data(await provider.client.createService(serviceBody())).id;
     const r = await consumer.client.createTransaction({ serviceId, input: INPUT });
     expect(r.status).toBe(201);
-    tx = data(r);
+    const tx = data(r);
     expect(tx).toMatchObject({ status: 'funds_held', consumerAgentId: consumer.agentId, providerAgentId: provider.agentId, serviceId, agreedPriceCents: 1000, platformFeeCents: 50, input: INPUT, units: 1, serviceVersion: '1.0.0', deliveryAttempts: 0, maxDeliveryAttempts: 2 });
     expect(Date.parse(tx.expiresAt!) - Date.parse(tx.fundsHeldAt!)).toBe(600_000);
     expect(await wallet(consumer)).toMatchObject({ balanceCents: 5000, heldCents: 1000, availableCents: 4000 });
   });
 
-  it('is visible to both parties only: a third party and another agent of the consumer\'s account see 404', async () => {
+  purchaseTest('is visible to both parties only: a third party and another agent of the consumer\'s account see 404', async ({ provider, consumer, tx }) => {
     expect(data(await provider.client.getTransaction(tx.id)).status).toBe('funds_held');
     const stranger = await party();
     expectError(await stranger.client.getTransaction(tx.id), 404, 'NOT_FOUND');
@@ -72,19 +74,19 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expectError(await stranger.client.negotiations(tx.id), 404, 'NOT_FOUND');
   });
 
-  it('lets only the provider start and deliver, and only the consumer verify (D9.8)', async () => {
+  purchaseTest('lets only the provider start and deliver, and only the consumer verify (D9.8)', async ({ provider, consumer, tx }) => {
     expectError(await consumer.client.startWork(tx.id), 403, 'FORBIDDEN');
     expectError(await consumer.client.deliver(tx.id, OUTPUT), 403, 'FORBIDDEN');
     expectError(await provider.client.verify(tx.id), 403, 'FORBIDDEN');
     expectError(await consumer.client.verify(tx.id), 409, 'INVALID_STATE');
   });
 
-  it('requires the signature on deliver (D3.3)', async () => {
+  purchaseTest('requires the signature on deliver (D3.3)', async ({ provider, tx }) => {
     const unsigned = ex.anon.as({ apiKey: provider.apiKey });
     expectError(await unsigned.deliver(tx.id, OUTPUT), 401, 'SIGNATURE_REQUIRED');
   });
 
-  it('starts (EXT), then delivers valid output', async () => {
+  purchaseTest('starts (EXT), then delivers valid output; no cancel once delivered', async ({ provider, consumer, tx }) => {
     expect(data(await provider.client.startWork(tx.id)).status).toBe('executing');
     const d = data(await provider.client.deliver(tx.id, OUTPUT));
     expect(d).toMatchObject({ status: 'delivered', output: OUTPUT, deliveryAttempts: 1 });
@@ -92,7 +94,8 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expectError(await consumer.client.cancel(tx.id), 409, 'INVALID_STATE');
   });
 
-  it('verifies: settled at once, the provider paid minus the fee, the fee in the platform wallet', async () => {
+  purchaseTest('verifies: settled at once, the provider paid minus the fee, the fee in the platform wallet', async ({ provider, consumer, tx }) => {
+    data(await provider.client.deliver(tx.id, OUTPUT));
     const r = await consumer.client.verify(tx.id, { qualityScore: 95, notes: 'correct digest' });
     expect(r.status).toBe(200);
     expect(data(r)).toMatchObject({ status: 'settled', qualityScore: 95, notes: 'correct digest' });
@@ -103,7 +106,10 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expect(data(await ex.admin.checkLedger())).toMatchObject({ ok: true, violations: [] });
   });
 
-  it('announces every move as transaction.<status> with both parties and the previous status (D9.7, D14.1)', async () => {
+  purchaseTest('announces every move as transaction.<status> with both parties and the previous status (D9.7, D14.1)', async ({ provider, consumer, serviceId, tx }) => {
+    data(await provider.client.startWork(tx.id));
+    data(await provider.client.deliver(tx.id, OUTPUT));
+    data(await consumer.client.verify(tx.id));
     await expect.poll(() => eventsOf(tx.id).length).toBe(5);
     const events = eventsOf(tx.id);
     expect(events.map((e) => [e.type, e.data.previousStatus])).toEqual([
@@ -119,11 +125,15 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     });
   });
 
-  it('lists it for both parties, newest first, filtered by role and status', async () => {
-    expect(data(await consumer.client.listTransactions({ role: 'consumer' })).map((t) => t.id)).toContain(tx.id);
+  purchaseTest('lists it for both parties, newest first, filtered by role and status', async ({ provider, consumer, serviceId, tx }) => {
+    data(await provider.client.deliver(tx.id, OUTPUT));
+    data(await consumer.client.verify(tx.id));
+    const later = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    expect(data(await consumer.client.listTransactions({ role: 'consumer' })).map((t) => t.id)).toEqual([later.id, tx.id]);
     expect(data(await consumer.client.listTransactions({ role: 'provider' }))).toEqual([]);
     expect(data(await provider.client.listTransactions({ role: 'provider', status: 'settled' })).map((t) => t.id)).toEqual([tx.id]);
-    expect(data(await provider.client.listTransactions({ status: 'funds_held' }))).toEqual([]);
+    expect(data(await provider.client.listTransactions({ status: 'funds_held' })).map((t) => t.id)).toEqual([later.id]);
+    expect(data(await provider.client.listTransactions({ status: 'executing' }))).toEqual([]);
   });
 });
 
@@ -190,6 +200,8 @@ describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
   });
 
   it('applies delegation in the decided order with {rule, limit, attempted} (D10.2)', async () => {
+    // A consumer of its own: its rules change all through this test.
+    const consumer = await funded(3000);
     const owner = consumer.owner;
     data(await owner.client.setAgentDelegation(consumer.agentId, { blockedCategories: ['crypto'], maxTransactionCents: 500 }));
     let r = await consumer.client.createTransaction({ serviceId, input: INPUT });
@@ -215,7 +227,6 @@ describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
     data(await owner.client.setAgentDelegation(consumer.agentId, {}));
     data(await owner.client.setAccountDelegation(owner.accountId, { autoApproveBelow: 1000 }));
     expectError(await consumer.client.createTransaction({ serviceId, input: INPUT }), 403, 'HUMAN_APPROVAL_REQUIRED');
-    data(await owner.client.setAccountDelegation(owner.accountId, {}));
   });
 
   it('refuses a deactivated agent with 403 AGENT_INACTIVE while its transactions go on', async () => {
@@ -240,17 +251,15 @@ describe('pricing by units and graduated tiers (D9.3)', () => {
   });
 });
 
+/** Each test's own parties: a provider selling a negotiable service (500–2,000 cents), a consumer with 5,000 cents. */
+const negotiationTest = it
+  .extend('provider', async () => party())
+  .extend('consumer', async () => funded(5000))
+  .extend('serviceId', async ({ provider }) => data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 } }))).id);
+
 describe('negotiation (D9.4, D11)', () => {
-  let provider: Party;
-  let consumer: Party;
-  let serviceId: string;
 
-  beforeAll(async () => {
-    [provider, consumer] = await Promise.all([party(), funded(5000)]);
-    serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 } }))).id;
-  });
-
-  it('opens with the consumer\'s offer, enforces turns and message rules, and settles on the accepted price', async () => {
+  negotiationTest('opens with the consumer\'s offer, enforces turns and message rules, and settles on the accepted price', async ({ provider, consumer, serviceId }) => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     expect(t).toMatchObject({ status: 'negotiating', agreedPriceCents: null, statusReason: 'negotiable_pricing' });
     expect(await wallet(consumer)).toMatchObject({ heldCents: 0 });
@@ -274,7 +283,7 @@ describe('negotiation (D9.4, D11)', () => {
     await expect.poll(() => eventsOf(t.id).map((e) => e.data.status)).toEqual(['initiated', 'negotiating', 'matched', 'funds_held']);
   });
 
-  it('says why a fixed-price purchase negotiates: a maxPriceCents above the list price opens a negotiation at that price (D9.4)', async () => {
+  negotiationTest('says why a fixed-price purchase negotiates: a maxPriceCents above the list price opens a negotiation at that price (D9.4)', async ({ provider, consumer }) => {
     const fixed = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
     const t = data(await consumer.client.createTransaction({ serviceId: fixed, input: INPUT, maxPriceCents: 1200 }));
     expect(t).toMatchObject({ status: 'negotiating', statusReason: 'max_price_differs_from_list_price', agreedPriceCents: null });
@@ -284,7 +293,7 @@ describe('negotiation (D9.4, D11)', () => {
     expect(bought).toMatchObject({ status: 'funds_held', statusReason: null });
   });
 
-  it('ends on reject and on withdraw, each with its reason (D11.3)', async () => {
+  negotiationTest('ends on reject and on withdraw, each with its reason (D11.3)', async ({ provider, consumer, serviceId }) => {
     const a = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     expect(data(await provider.client.negotiate(a.id, { type: 'reject', terms: {} }))).toMatchObject({ status: 'cancelled', statusReason: 'negotiation_rejected' });
     const b = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
@@ -292,7 +301,7 @@ describe('negotiation (D9.4, D11)', () => {
     expect(data(await consumer.client.negotiate(b.id, { type: 'withdraw', terms: {} }))).toMatchObject({ status: 'cancelled', statusReason: 'negotiation_withdrawn' });
   });
 
-  it('ends when the 10th message is not an accept', async () => {
+  negotiationTest('ends when the 10th message is not an accept', async ({ provider, consumer, serviceId }) => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     let last: TransactionView = t;
     for (let round = 2; round <= 10; round++) {
@@ -303,14 +312,16 @@ describe('negotiation (D9.4, D11)', () => {
     expect(data(await consumer.client.negotiations(t.id))).toHaveLength(10);
   });
 
-  it('cancels when the latest offer expires unanswered (D11.4)', async () => {
+  negotiationTest('cancels when the latest offer expires unanswered (D11.4)', async ({ provider, consumer, serviceId }) => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
+    // The offer's second passes on the services' clock: its timer fires at the next look.
+    ex.clock.advance(1_500);
     const expired = await waitFor(consumer, t.id, 'cancelled', 10_000);
     expect(expired.statusReason).toBe('offer_expired');
   });
 
-  it('answers 402 to an accept the consumer cannot pay, changing nothing; a later accept succeeds', async () => {
+  negotiationTest('answers 402 to an accept the consumer cannot pay, changing nothing; a later accept succeeds', async ({ provider, serviceId }) => {
     const poor = await funded(500);
     const t = data(await poor.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 }));
     data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 700 } }));
@@ -321,7 +332,7 @@ describe('negotiation (D9.4, D11)', () => {
     expect(data(await poor.client.negotiate(t.id, { type: 'accept', terms: {} }))).toMatchObject({ status: 'funds_held', agreedPriceCents: 700 });
   });
 
-  it('checks delegation again at accept, on the agreed price (D10.2)', async () => {
+  negotiationTest('checks delegation again at accept, on the agreed price (D10.2)', async ({ provider, consumer, serviceId }) => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 1500 } }));
     data(await consumer.owner.client.setAgentDelegation(consumer.agentId, { maxTransactionCents: 1000 }));
@@ -329,7 +340,6 @@ describe('negotiation (D9.4, D11)', () => {
     expectError(r, 403, 'DELEGATION_EXCEEDED');
     if (!r.ok) expect(r.error.errors[0]!.details).toEqual({ rule: 'maxTransactionCents', limit: 1000, attempted: 1500 });
     expect(data(await consumer.client.getTransaction(t.id)).status).toBe('negotiating');
-    data(await consumer.owner.client.setAgentDelegation(consumer.agentId, {}));
   });
 });
 

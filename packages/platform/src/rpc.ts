@@ -43,6 +43,8 @@ export interface ServeOptions<Ops extends Record<string, Operation>> {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   db: Pick<ServiceDb<any>, 'db' | 'claims'>;
   config: Pick<ExchangeConfig, 'IDEMPOTENCY_TTL_HOURS' | 'RPC_TIMEOUT_MS'>;
+  /** The service's clock: when a stored answer expires (D5.2). */
+  now?: () => Date;
 }
 
 /** The caller as an authenticated agent, or 401 (the gateway authenticates; services re-check). */
@@ -81,6 +83,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
     // Well past the gateway's wait, so a slow handler keeps its claim while anyone still waits for it.
     abandonAfterMs: 3 * opts.config.RPC_TIMEOUT_MS,
     logger,
+    ...(opts.now && { now: opts.now }),
   });
   records.start();
   const budget = bus.maxPayload - REPLY_HEADROOM_BYTES;

@@ -8,7 +8,7 @@ import {
   type EffectRunner, type PlatformTables, type ServiceDb,
 } from '../src/index.js';
 import { openReply } from '../src/idempotency/reply-cipher.js';
-import { createTestDatabase, testLogger, type TestDatabase } from '../src/testing/index.js';
+import { createTestDatabase, eventually, TestClock, testLogger, type TestDatabase } from '../src/testing/index.js';
 
 // D5.4 / D5.5 on real Postgres: the Idempotency-Key record is written in the transaction of the
 // effect it guards, so effects happen exactly once per key whatever fails, and repeats get the
@@ -103,12 +103,13 @@ describe('D5.5 exactly-once effects at the owner', () => {
   it('answers a repeat while the first still runs with 409 IDEMPOTENCY_KEY_IN_USE, then the first answer', async () => {
     const r = records();
     const key = keyOf();
-    const g = gate();
+    const [g, claimed] = [gate(), gate()];
     const first = r.run(key, 'first', async (effect) => {
+      claimed.open();
       await g.opened;
       return inserting(105)(effect);
     });
-    await new Promise((res) => setTimeout(res, 100));
+    await claimed.opened;
     expect(await r.run(key, 'repeat', inserting(105))).toMatchObject({ status: 409, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', details: { retryAfterSeconds: 1 } }] });
     g.open();
     const answer = await first;
@@ -119,8 +120,9 @@ describe('D5.5 exactly-once effects at the owner', () => {
   it('frees the key of a request whose process died before its effect: the retry applies it once', async () => {
     const r = records();
     const key = keyOf();
-    const g = gate();
+    const [g, claimed] = [gate(), gate()];
     const dead = r.run(key, 'dies', async (effect) => {
+      claimed.open();
       await g.opened;
       try {
         return await inserting(106)(effect);
@@ -128,7 +130,7 @@ describe('D5.5 exactly-once effects at the owner', () => {
         return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
       }
     });
-    await new Promise((res) => setTimeout(res, 100));
+    await claimed.opened;
     // The process holding the claim is gone: Postgres ends its session, and its claim with it.
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
@@ -230,14 +232,21 @@ describe('D5.5 exactly-once effects at the owner', () => {
   });
 
   it('forgets answers past their retention (D5.2) and prunes them', async () => {
-    const r = records({ ttlMs: 50 });
-    const key = keyOf();
+    const clock = new TestClock();
+    const r = records({ ttlMs: 60_000, now: clock.now });
+    const key = keyOf('fp-retention');
+    const stored = () => db.selectFrom('idempotencyKeys').select('keyHash').where('fingerprint', '=', 'fp-retention').execute();
     await r.run(key, 'x', inserting(113));
-    await new Promise((res) => setTimeout(res, 120));
-    expect(await r.run(key, 'y', inserting(113))).toMatchObject({ status: 201, meta: { requestId: 'y' } });
+    clock.advance(59_000);
+    expect(await r.run(key, 'y', inserting(113))).toMatchObject({ status: 201, meta: { requestId: 'x' }, replayed: true });
+    clock.advance(2_000);
+    expect(await r.run(key, 'z', inserting(113))).toMatchObject({ status: 201, meta: { requestId: 'z' } });
     expect(await count(113)).toBe(2);
-    await new Promise((res) => setTimeout(res, 120));
+    await r.prune();
+    expect(await stored()).toHaveLength(1);
+    clock.advance(61_000);
     expect(await r.prune()).toBeGreaterThanOrEqual(1);
+    expect(await stored()).toEqual([]);
   });
 
   it('gives up the claim of a handler stuck before its effect; its late effect applies nothing', async () => {
@@ -252,8 +261,11 @@ describe('D5.5 exactly-once effects at the owner', () => {
         return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
       }
     });
-    await new Promise((res) => setTimeout(res, 300));
-    expect(await r.run(key, 'retry', inserting(114))).toMatchObject({ status: 201 });
+    // Given up by its own timer (`abandonAfterMs`): a retry answers 409 until then, and applies nothing.
+    await eventually(async () => {
+      const retry = await r.run(key, 'retry', inserting(114));
+      return retry.status === 201 ? retry : null;
+    });
     g.open();
     expect(await stuck).toMatchObject({ status: 500 });
     expect(await count(114)).toBe(1);

@@ -1,5 +1,5 @@
 import { Kysely, PostgresDialect, sql, type Migration } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectServiceDb } from '../src/index.js';
 import type pg from 'pg';
 import { COMMIT_AFTER, MAX_PREPARED, PreparingClient, preparedName } from '../src/db/prepared.js';
@@ -26,6 +26,11 @@ afterAll(async () => {
   await close();
   await database.drop();
 });
+// Every test starts from the same two items, whatever the others wrote.
+beforeEach(async () => {
+  await db.deleteFrom('items').execute();
+  await db.insertInto('items').values([{ id: 1, label: 'one' }, { id: 2, label: 'two' }]).execute();
+});
 
 describe('prepared statements', () => {
   it('names a parameterised statement by its text, the same name every time; none without parameters or when too long', () => {
@@ -40,7 +45,6 @@ describe('prepared statements', () => {
   });
 
   it('prepares a statement once on its connection, then runs it by name with other values', async () => {
-    await db.insertInto('items').values([{ id: 1, label: 'one' }, { id: 2, label: 'two' }]).execute();
     await db.transaction().execute(async (trx) => {
       const find = (id: number) => trx.selectFrom('items').select('label').where('id', '=', id).executeTakeFirst();
       expect(await find(1)).toEqual({ label: 'one' });

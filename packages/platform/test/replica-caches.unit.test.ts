@@ -5,15 +5,24 @@ import { testLogger } from '../src/testing/index.js';
 
 // A burst of changes shares listings of the gateway registry, each started after the changes it serves.
 
+/**
+ * A bus whose registry lists the replicas `registered()` names when a listing starts. A listing
+ * ends when the test says (`finish`); from then on every listing ends as soon as it starts.
+ */
 function fakeBus(registered: () => string[]) {
   const listings: { startedAt: number; replicas: string[] }[] = [];
   const told: string[] = [];
   let tick = 0;
+  let finish!: () => void;
+  const finished = new Promise<void>((r) => (finish = r));
+  let started!: () => void;
+  const firstStarted = new Promise<void>((r) => (started = r));
   const registry = {
     keys: async () => {
       const listing = { startedAt: ++tick, replicas: registered() };
       listings.push(listing);
-      await new Promise((r) => setTimeout(r, 30));
+      started();
+      await finished;
       return listing.replicas;
     },
   } as unknown as KvStore;
@@ -22,7 +31,7 @@ function fakeBus(registered: () => string[]) {
     kv: async () => registry,
     request: async (subject: string) => void told.push(subject),
   } as unknown as Bus;
-  return { bus, listings, told, now: () => tick };
+  return { bus, listings, told, now: () => tick, firstStarted, finish };
 }
 
 describe('replica caches: listing the replicas', () => {
@@ -36,10 +45,12 @@ describe('replica caches: listing the replicas', () => {
       return caches.forget({ keyHashes: [], agentIds: ['x'] });
     };
     const first = forget();
-    await new Promise((r) => setTimeout(r, 5));
+    await fake.firstStarted;
     // Registered after the first listing began: the forgets asked from now on must reach it.
     replicas = ['a', 'b'];
-    await Promise.all([first, ...Array.from({ length: 9 }, forget)]);
+    const burst = Array.from({ length: 9 }, forget);
+    fake.finish();
+    await Promise.all([first, ...burst]);
     expect(fake.listings.map((l) => l.replicas)).toEqual([['a'], ['a', 'b']]);
     for (const t of asked.slice(1)) expect(fake.listings[1]!.startedAt).toBeGreaterThan(t);
     // Every forget told every replica its listing named: b by the nine asked after it registered.
@@ -49,6 +60,7 @@ describe('replica caches: listing the replicas', () => {
 
   it('starts a new listing for a forget asked after the last one ended', async () => {
     const fake = fakeBus(() => ['a']);
+    fake.finish();
     const caches = await ReplicaCaches.open(fake.bus, testLogger());
     await caches.forget({ keyHashes: [], agentIds: ['x'] });
     await caches.forget({ keyHashes: [], agentIds: ['y'] });

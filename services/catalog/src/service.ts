@@ -31,6 +31,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const discovery = await startDiscovery(deps);
   const server = await serveOperations({
     bus: opts.bus,
+    now: deps.now,
     service: 'catalog',
     ops: catalogOps,
     handlers: {

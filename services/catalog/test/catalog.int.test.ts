@@ -102,6 +102,7 @@ describe('provider replica from identity events (outbox → JetStream → idempo
     await eventually(async () => (await provider(p.agentId))?.trust_score === 80);
     // The same message again (a redelivery past the dedupe window) changes nothing.
     await bus.publish(subjects.event(bus.namespace, events.trustScoreChanged.type), { id, type: events.trustScoreChanged.type, occurredAt: new Date(now + 3000).toISOString(), data: { agentId: p.agentId, trustScore: 10, previousTrustScore: 80 } }, { msgId: randomUUID() });
+    // Nothing to await for a message that must change nothing: its handling given the time it takes.
     await new Promise((r) => setTimeout(r, 300));
     expect((await provider(p.agentId))!.trust_score).toBe(80);
     // Listing and discovery use it.

@@ -52,6 +52,7 @@ export async function startIdentityService(opts: {
   const expiry = startPeriodic(logger, 'child expiry', opts.childExpiryEveryMs ?? 1_000, () => expireDueChildren(deps));
   const server = await serveOperations({
     bus: opts.bus,
+    now: deps.now,
     service: 'identity',
     ops: identityOps,
     handlers: {

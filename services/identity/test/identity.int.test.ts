@@ -248,7 +248,8 @@ describe('trust outcomes (D15.2)', () => {
       }
       const kept = await identity.deps.db.selectFrom('trustOutcomes').select('transactionId').where('agentId', 'in', agents).execute();
       expect(kept).toHaveLength(120);
-      // Nothing left to redeliver: every message was acknowledged.
+      // Nothing left to redeliver: every message was acknowledged (a redelivery, from the server's own
+      // timer, has no event to await: waited out).
       await new Promise((r) => setTimeout(r, 500));
       const after = await identity.deps.db.selectFrom('processedMessages').select((eb) => eb.fn.countAll<number>().as('n')).where('consumer', '=', 'identity-trust-outcomes').executeTakeFirstOrThrow();
       expect(Number(after.n) - Number(before.n)).toBe(sent.length);

@@ -49,6 +49,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   timers.start();
   const server = await serveOperations({
     bus: opts.bus,
+    now: deps.now,
     service: 'transactions',
     ops: transactionOps,
     handlers: {

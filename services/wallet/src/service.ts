@@ -29,6 +29,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const children = await serveChildren(deps);
   const server = await serveOperations({
     bus: opts.bus,
+    now: deps.now,
     service: 'wallet',
     ops: walletOps,
     handlers: {

@@ -3,31 +3,32 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commands, events, subjects, walletOps, type MessageEnvelope, type Principal } from '@aex/contracts';
 import { ack, callOperation, callOrThrow, loadConfig, type Bus, type BusMessage } from '@aex/platform';
-import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { createTestBus, createTestDatabase, eventually, testLogger } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedger, checkLedgerInvariants } from '../src/wallets/check.js';
 
 // The wallet service alone on real Postgres and JetStream: the openWallet saga step, money
 // movements, the append-only ledger and the invariant check (D13).
 
-let database: TestDatabase;
 let bus: Bus;
 let dispose: () => Promise<void>;
 let wallet: WalletService;
 const seen: BusMessage[] = [];
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-  ({ bus, dispose } = await createTestBus('jetstream'));
+/** A wallet service on a database and bus of its own. */
+async function walletOfItsOwn() {
+  const database = await createTestDatabase();
+  const { bus, dispose } = await createTestBus('jetstream');
   const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, PAYMENTS_PROVIDER: 'sandbox' });
-  wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger() });
+  const wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger() });
+  return { database, bus, wallet, dispose: async () => (await wallet.stop(), await dispose(), await database.drop()) };
+}
+
+beforeAll(async () => {
+  ({ bus, wallet, dispose } = await walletOfItsOwn());
   await bus.consume({ stream: 'events', durable: 'observer', filter: `${bus.namespace}.evt.>`, handler: async (m) => (seen.push(m), ack()) });
 });
-afterAll(async () => {
-  await wallet?.stop();
-  await dispose?.();
-  await database?.drop();
-});
+afterAll(async () => dispose?.());
 
 const ctx = (principal: Principal | null) => ({ requestId: randomUUID(), principal, admin: false });
 const owner = (agentId: string, accountId: string): Principal => ({ agentId, accountId, isOwner: true, status: 'active', parentAgentId: null, signingKeyPublic: null });
@@ -36,6 +37,14 @@ async function openWallet(agentId = randomUUID(), accountId = randomUUID(), comm
   const env = { id: commandId, type: commands.openWallet.type, occurredAt: new Date().toISOString(), data: { operationId: agentId, agentId, accountId } };
   await bus.publish(subjects.command(bus.namespace, commands.openWallet.type), env, { msgId: commandId });
   return { agentId, accountId };
+}
+
+/** A wallet of the test's own, opened and funded with `cents`: its id. */
+async function fundedWallet(cents: number): Promise<string> {
+  const { agentId, accountId } = await openWallet();
+  await eventually(async () => opened(agentId).length > 0);
+  await callOrThrow(bus, walletOps.fund, { ctx: ctx(owner(agentId, accountId)), input: { path: { agentId }, query: {}, body: { amountCents: cents } } }, 5000);
+  return opened(agentId)[0]!.data.walletId;
 }
 
 const opened = (agentId: string) => seen.map((m) => m.data as MessageEnvelope<{ agentId: string; walletId: string }>).filter((e) => e.type === events.walletOpened.type && e.data.agentId === agentId);
@@ -91,14 +100,15 @@ describe('money movements', () => {
 describe('ledger integrity (D13.2–D13.3)', () => {
   it('refuses to update or delete ledger entries', async () => {
     const { db } = wallet.deps;
-    const entry = await db.selectFrom('ledgerEntries').select('id').limit(1).executeTakeFirstOrThrow();
+    const walletId = await fundedWallet(1000);
+    const entry = await db.selectFrom('ledgerEntries').select('id').where('walletId', '=', walletId).executeTakeFirstOrThrow();
     await expect(db.updateTable('ledgerEntries').set({ amountCents: 1 }).where('id', '=', entry.id).execute()).rejects.toThrow(/append-only/);
     await expect(db.deleteFrom('ledgerEntries').where('id', '=', entry.id).execute()).rejects.toThrow(/append-only/);
   });
 
   it('finds no violation in honest books, and names each one when a balance is tampered with', async () => {
+    const victim = { id: await fundedWallet(700) };
     expect(await checkLedgerInvariants(wallet.deps)).toMatchObject({ ok: true, violations: [] });
-    const victim = await wallet.deps.db.selectFrom('wallets').select(['id', 'balanceCents']).where('kind', '=', 'agent').where('balanceCents', '>', 0).limit(1).executeTakeFirstOrThrow();
     await wallet.deps.db.updateTable('wallets').set({ balanceCents: sql<number>`balance_cents + 1` }).where('id', '=', victim.id).execute();
     try {
       const report = await checkLedgerInvariants(wallet.deps);
@@ -115,7 +125,7 @@ describe('ledger integrity (D13.2–D13.3)', () => {
 
 describe('the ledger check at scale and under its time bound (D15.3)', () => {
   it('names a hold whose entries do not match its state (the holds joined to the ledger in one pass)', async () => {
-    const some = await wallet.deps.db.selectFrom('wallets').select('id').where('kind', '=', 'agent').limit(1).executeTakeFirstOrThrow();
+    const some = { id: await fundedWallet(1000) };
     const transactionId = randomUUID();
     await wallet.deps.db.insertInto('holds').values({ transactionId, walletId: some.id, amountCents: 700, attempt: 1, status: 'settled', feeCents: 35, createdAt: new Date() } as never).execute();
     try {
@@ -149,15 +159,23 @@ describe('the ledger check at scale and under its time bound (D15.3)', () => {
     expect((await checkLedgerInvariants(wallet.deps, { timeoutMs: 5000 })).ok).toBe(true);
   });
 
-  // Last: an entry cannot be removed once written (append-only), so the books stay wrong after it.
   it('names an entry of a transaction that has no hold (a movement the saga never recorded)', async () => {
-    const some = await wallet.deps.db.selectFrom('wallets').select(['id', 'balanceCents', 'heldCents']).where('kind', '=', 'agent').limit(1).executeTakeFirstOrThrow();
-    const transactionId = randomUUID();
-    await wallet.deps.db.insertInto('ledgerEntries').values({
-      id: randomUUID(), walletId: some.id, operationId: `orphan:${transactionId}`, transactionId, txType: 'fund_return', amountCents: 5,
-      balanceAfterCents: some.balanceCents, availableAfterCents: some.balanceCents - some.heldCents + 5, description: 'orphan', createdAt: new Date(),
-    } as never).execute();
-    const report = await checkLedgerInvariants(wallet.deps);
-    expect(report.violations).toContainEqual({ invariant: 'entry_without_hold', walletId: some.id, details: { transactionId, txType: 'fund_return' } });
+    // Books of its own: an entry cannot be removed once written (append-only), so they stay wrong after it.
+    const own = await walletOfItsOwn();
+    try {
+      const { agentId, accountId } = { agentId: randomUUID(), accountId: randomUUID() };
+      const commandId = randomUUID();
+      await own.bus.publish(subjects.command(own.bus.namespace, commands.openWallet.type), { id: commandId, type: commands.openWallet.type, occurredAt: new Date().toISOString(), data: { operationId: agentId, agentId, accountId } }, { msgId: commandId });
+      const some = await eventually(async () => (await own.wallet.deps.db.selectFrom('wallets').select(['id', 'balanceCents', 'heldCents']).where('agentId', '=', agentId).executeTakeFirst()) ?? null);
+      const transactionId = randomUUID();
+      await own.wallet.deps.db.insertInto('ledgerEntries').values({
+        id: randomUUID(), walletId: some.id, operationId: `orphan:${transactionId}`, transactionId, txType: 'fund_return', amountCents: 5,
+        balanceAfterCents: some.balanceCents, availableAfterCents: some.balanceCents - some.heldCents + 5, description: 'orphan', createdAt: new Date(),
+      } as never).execute();
+      const report = await checkLedgerInvariants(own.wallet.deps);
+      expect(report.violations).toContainEqual({ invariant: 'entry_without_hold', walletId: some.id, details: { transactionId, txType: 'fund_return' } });
+    } finally {
+      await own.dispose();
+    }
   });
 });

@@ -39,6 +39,7 @@ export async function startWebhookService(opts: { bus: Bus; databaseUrl: string;
   const intake = await startIntake(deps, dispatcher);
   const server = await serveOperations({
     bus: opts.bus,
+    now: deps.now,
     service: 'webhooks',
     ops: webhooksOps,
     handlers: {

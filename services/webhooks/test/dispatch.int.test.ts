@@ -106,6 +106,7 @@ describe('deliveries', () => {
     // The same event again (a redelivery): no second delivery.
     await publish(transactionEvent('settled'), data, id, randomUUID());
     await eventually(async () => a.got.length >= 1 && b.got.length >= 1);
+    // A second delivery must not come: nothing to await for it, so its time is waited out.
     await new Promise((r) => setTimeout(r, 300));
     expect([a.got.length, b.got.length]).toEqual([1, 1]);
     for (const [r, who] of [[a, consumer], [b, provider]] as const) {

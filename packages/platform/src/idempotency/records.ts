@@ -21,6 +21,8 @@ export interface IdempotencyRecordsOptions {
   /** A handler that has not reached its effect this long after its claim loses the claim. */
   abandonAfterMs: number;
   logger: Logger;
+  /** The service's clock: when an answer expires and is pruned (D5.2). */
+  now?: () => Date;
 }
 
 /** How long a request waits for another request's claim of the same key before answering 409. */
@@ -58,7 +60,11 @@ const databaseDown = (): RpcReply => ({
 export class IdempotencyRecords {
   private pruneTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly opts: IdempotencyRecordsOptions) {}
+  private readonly now: () => Date;
+
+  constructor(private readonly opts: IdempotencyRecordsOptions) {
+    this.now = opts.now ?? (() => new Date());
+  }
 
   /** Runs one request. Without a key, `handle` runs with plain transactions. */
   async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner) => Promise<RpcReply>): Promise<RpcReply> {
@@ -98,7 +104,7 @@ export class IdempotencyRecords {
       await sql`select set_config('lock_timeout', ${CLAIM_WAIT}, true)`.execute(trx);
       if (!(await this.insertClaim(trx, keyHash, key.fingerprint))) {
         const row = await (trx as unknown as Tables).selectFrom('idempotencyKeys').select(['fingerprint', 'reply', 'expiresAt']).where('keyHash', '=', keyHash).executeTakeFirst();
-        if (row && row.expiresAt.getTime() > Date.now()) {
+        if (row && row.expiresAt.getTime() > this.now().getTime()) {
           await trx.rollback().execute();
           return { kind: 'stored', fingerprint: row.fingerprint, reply: row.reply };
         }
@@ -122,7 +128,7 @@ export class IdempotencyRecords {
   private async insertClaim(trx: AnyDb, keyHash: string, fingerprint: string): Promise<boolean> {
     const row = await (trx as Tables)
       .insertInto('idempotencyKeys')
-      .values({ keyHash, fingerprint, reply: null, expiresAt: new Date(Date.now() + this.opts.ttlMs) })
+      .values({ keyHash, fingerprint, reply: null, expiresAt: new Date(this.now().getTime() + this.opts.ttlMs) })
       .onConflict((oc) => oc.column('keyHash').doNothing())
       .returning('keyHash')
       .executeTakeFirst();
@@ -131,7 +137,7 @@ export class IdempotencyRecords {
 
   /** Deletes records past their retention (D5.2); returns how many. */
   async prune(): Promise<number> {
-    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < now() limit 1000)`.execute(this.opts.db);
+    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < ${this.now()} limit 1000)`.execute(this.opts.db);
     return Number(r.numAffectedRows ?? 0);
   }
 

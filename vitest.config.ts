@@ -3,8 +3,15 @@ import { defineConfig } from 'vitest/config';
 // Three tiers (STYLE.md 9): pure unit tests, integration tests on real Postgres and NATS JetStream,
 // and end-to-end tests through the gateway. Each integration/e2e file isolates itself (own database,
 // own NATS namespace), so files run in parallel against the shared servers.
+//
+// Every test stands alone: within a file, tests run in an order shuffled by a fixed seed (the same
+// order every run, so a failure reproduces), which a test relying on what another left behind does
+// not survive. `pnpm test:shuffled` runs them in a new order each time (the seed is printed).
+const sequence = { shuffle: { files: false, tests: true }, seed: 20261127 };
+
 export default defineConfig({
   test: {
+    sequence,
     projects: [
       { test: { name: 'unit', include: ['**/*.unit.test.ts'], exclude: ['**/node_modules/**'] } },
       {

@@ -54,6 +54,7 @@ describe('the review window (D9.7)', () => {
     await ex.startTransactions();
     const settled = await waitForStatus(consumer, t.id, 'settled', 10_000);
     expect(settled.statusReason).toBe('review_window_ended');
+    // A second settlement must not come: nothing to await for it, so its time is waited out.
     await new Promise((r) => setTimeout(r, 500));
     expect(await ledgerOf(provider, t.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);

@@ -252,8 +252,9 @@ describe('D5.5 exactly-once effects at the owner', () => {
   it('gives up the claim of a handler stuck before its effect; its late effect applies nothing', async () => {
     const r = records({ abandonAfterMs: 150 });
     const key = keyOf();
-    const g = gate();
+    const [g, claimed] = [gate(), gate()];
     const stuck = r.run(key, 'stuck', async (effect) => {
+      claimed.open();
       await g.opened;
       try {
         return await inserting(114)(effect);
@@ -261,6 +262,7 @@ describe('D5.5 exactly-once effects at the owner', () => {
         return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
       }
     });
+    await claimed.opened;
     // Given up by its own timer (`abandonAfterMs`): a retry answers 409 until then, and applies nothing.
     await eventually(async () => {
       const retry = await r.run(key, 'retry', inserting(114));

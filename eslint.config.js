@@ -45,6 +45,18 @@ export default tseslint.config(
       }],
     },
   },
+  // `db/` (schema and migrations) is the service's tables: it takes nothing from its features.
+  ...[
+    { files: ['services/*/src/db/*.ts'], group: ['../*', '!../domain', '../../*'] },
+    { files: ['services/*/src/db/*/*.ts'], group: ['../../*', '!../../domain', '../../../*'] },
+  ].map(({ files, group }) => ({
+    files,
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{ group, message: 'db/ takes nothing from the service\'s features or wiring (only db/ and domain/), nor from outside the service.' }],
+      }],
+    },
+  })),
   {
     files: ['services/*/src/*.ts'],
     rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['../../*'], message: 'A service is reached through its package, not a relative path out of it.' }] }] },

@@ -57,6 +57,19 @@ describe('the lint rule that keeps imports inside the layout', () => {
     expect(found.join('\n')).toMatch(/wiring[\s\S]*through its package/);
   });
 
+  it('keeps db/ free of the service\'s features and wiring: its tables take only from db/ and domain/', async () => {
+    const found = await problems('services/webhooks/src/db/migrations/example.ts', [
+      "import type { AttemptResult } from '../schema.js';",
+      "import { retryDelayMs } from '../../domain/schedule.js';",
+      "import { sendOnce } from '../../deliveries/sender.js';",
+      "import { startWebhookService } from '../../service.js';",
+      'export const x = [retryDelayMs, sendOnce, startWebhookService] as unknown as AttemptResult;',
+    ].join('\n'));
+    expect(found).toHaveLength(2);
+    expect(found.join('\n')).toMatch(/db\/ takes nothing/);
+    expect(await problems('services/webhooks/src/db/schema.ts', "import type { X } from '../deliveries/sender.js';\nexport type Y = X;")).toHaveLength(1);
+  });
+
   it('keeps a service\'s wiring inside its service', async () => {
     const found = await problems('services/wallet/src/service.ts', "import { x } from '../../identity/src/index.js';\nexport const y = x;");
     expect(found).toHaveLength(1);

@@ -232,6 +232,7 @@ describe('D4.2 limits per client IP on unauthenticated routes', () => {
 
 describe('D5 idempotency', () => {
   it('replays the stored answer byte for byte with Idempotent-Replayed', async () => {
+    const owner = await ex.signUp();
     const key = randomUUID();
     const init = { method: 'POST', headers: { authorization: `Bearer ${owner.apiKey}`, 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ amountCents: 500 }) };
     const first = await raw(`/v1/wallets/${owner.agentId}/fund`, init);

@@ -172,12 +172,15 @@ describe('GET /v1/agents/{id} (D2.3)', () => {
 });
 
 describe('PATCH /v1/agents/{id} (D2.2)', () => {
+  // Agents of their own for the changes: the file's cast stays as it was made.
   it('lets an agent change its own profile', async () => {
-    const a = unwrap(await sibling.client.updateAgent(sibling.agentId, { description: 'translates', capabilities: ['translate', 'summarize'] }));
+    const agent = await ex.addAgent(owner, { capabilities: ['translate'] });
+    const a = unwrap(await agent.client.updateAgent(agent.agentId, { description: 'translates', capabilities: ['translate', 'summarize'] }));
     expect(a).toMatchObject({ description: 'translates', capabilities: ['translate', 'summarize'] });
   });
   it('lets the owner agent change another agent of the account', async () => {
-    expect(unwrap(await owner.client.updateAgent(sibling.agentId, { name: 'renamed' })).name).toBe('renamed');
+    const agent = await ex.addAgent(owner);
+    expect(unwrap(await owner.client.updateAgent(agent.agentId, { name: 'renamed' })).name).toBe('renamed');
   });
   it('refuses a non-owner agent changing a sibling with 403', async () => {
     expectError(await sibling.client.updateAgent(owner.agentId, { name: 'hijack' }), 403, 'FORBIDDEN');

@@ -5,7 +5,8 @@ import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action }
 import { delegationRefusal } from '../src/domain/delegation.js';
 import { NEGOTIATION_MAX_MESSAGES as MAX_ROUNDS, PLATFORM_FEE_TIERS } from '@aex/contracts';
 import { decideNegotiationMessage, type LastMessage } from '../src/domain/negotiation.js';
-import { refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
+import { decideDisputeAction, disputeEntry, refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
+import type { DisputeRow } from '../src/db/schema.js';
 
 describe('platform fee (D9.11): marginal tiers, summed exactly, rounded half-up once', () => {
   it.each([
@@ -232,5 +233,46 @@ describe('dispute lifecycle (D12)', () => {
       const r = refundOf(outcome, 1000, 250);
       expect(r).toBe({ consumer_wins: 1000, provider_wins: 0, partial_refund: 250, provider_redo: 0 }[outcome]);
     }
+  });
+  describe('one action as a decision: the dispute as it leaves it, and its effects', () => {
+    const now = new Date('2026-11-27T12:00:00Z');
+    const opened = new Date('2026-11-27T11:00:00Z');
+    const dispute = (status: DisputeStatus, proposal: DisputeRow['proposal'] = null): DisputeRow => ({
+      id: 'd1', transactionId: 't1', consumerAgentId: 'c', providerAgentId: 'p', reason: 'output_quality', description: 'wrong', evidence: null,
+      status, proposal, outcome: null, refundCents: null, messages: [disputeEntry('consumer', 'opened', opened, { message: 'wrong' })],
+      openedAt: opened, deadlineAt: new Date(opened.getTime() + 86_400_000), resolvedAt: null, resolvedBy: null, updatedAt: opened,
+    });
+
+    it('records a proposal with what the provider said, and nothing else happens', () => {
+      const d = decideDisputeAction(dispute('open'), 1000, 'provider', { kind: 'respond', outcome: 'partial_refund', refundCents: 300 }, { message: 'half-ish' }, now);
+      expect(d).toEqual({
+        kind: 'changed', effects: [],
+        changes: { ...dispute('open'), status: 'proposed', proposal: partial, updatedAt: now, messages: [
+          ...dispute('open').messages,
+          { from: 'provider', kind: 'responded', outcome: 'partial_refund', refundCents: 300, message: 'half-ish', evidence: null, at: now.toISOString() },
+        ] },
+      });
+    });
+
+    it('resolves with the deadline dropped and the transaction told the outcome; by the deadline, said by the exchange', () => {
+      const d = decideDisputeAction(dispute('open'), 1000, 'exchange', { kind: 'deadline' }, {}, now);
+      expect(d.kind === 'changed' && d.changes).toMatchObject({ status: 'resolved', outcome: 'consumer_wins', refundCents: 1000, resolvedAt: now, resolvedBy: 'deadline' });
+      expect(d.kind === 'changed' && d.changes.messages.at(-1)).toMatchObject({ from: 'exchange', kind: 'deadline', outcome: 'consumer_wins' });
+      expect(d.kind === 'changed' && d.effects).toEqual([{ kind: 'cancelDeadline' }, { kind: 'resolvePurchase', outcome: 'consumer_wins', refundCents: 1000 }]);
+    });
+
+    it('puts an operator\'s step in the audit log, with the resolution', () => {
+      const d = decideDisputeAction(dispute('escalated'), 1000, 'operator', { kind: 'resolve', outcome: 'partial_refund', refundCents: 1 }, { message: 'split' }, now);
+      expect(d.kind === 'changed' && d.changes).toMatchObject({ status: 'resolved', resolvedBy: 'operator', refundCents: 1 });
+      expect(d.kind === 'changed' && d.effects).toEqual([{ kind: 'cancelDeadline' }, { kind: 'resolvePurchase', outcome: 'partial_refund', refundCents: 1 }, { kind: 'audit' }]);
+    });
+
+    it('leaves a dispute the provider answered as it is when the deadline comes', () => {
+      expect(decideDisputeAction(dispute('proposed', partial), 1000, 'exchange', { kind: 'deadline' }, {}, now)).toEqual({ kind: 'unchanged' });
+    });
+
+    it('throws the refusal of an action its status does not allow', () => {
+      expect(() => decideDisputeAction(dispute('resolved'), 1000, 'consumer', { kind: 'withdraw' }, {}, now)).toThrow(expect.objectContaining({ code: 'INVALID_STATE' }));
+    });
   });
 });

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, transactionsOperatorAction, type DisputeMessageView, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
-import { requireAgent, type OperationHandler, type TimerHandler, type UnitOfWork } from '@aex/platform';
+import { AppError, transactionsOperatorAction, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
+import { requireAgent, runStep, type OperationHandler, type TimerHandler, type UnitOfWork } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, DisputeRow } from '../db/schema.js';
-import { ruleOnDispute, type DisputeAction } from '../domain/disputes.js';
+import { decideDisputeAction, disputeEntry, type DisputeAction, type DisputeActor, type DisputeEffect } from '../domain/disputes.js';
 import { TIMERS } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
+import type { VersionedRow } from '../purchases/known-transactions.js';
 import { lockTransaction, purchaseStep, requireRole, visibleTransaction } from '../purchases/repository.js';
 
 type Ops = typeof transactionOps;
 type Trx = Transaction<Database>;
-type Actor = DisputeMessageView['from'];
 
 /**
  * D12: disputes, owned by the transaction service. Opening one stops the review window and keeps
@@ -39,9 +39,6 @@ async function visibleDispute(db: Kysely<Database>, caller: Principal, id: strin
   return d;
 }
 
-const entry = (from: Actor, kind: DisputeMessageView['kind'], at: Date, over: Partial<DisputeMessageView> = {}): DisputeMessageView =>
-  ({ from, kind, outcome: null, refundCents: null, message: null, evidence: null, at: at.toISOString(), ...over });
-
 /** POST /v1/transactions/{id}/dispute (D12.1): the consumer, on `delivered`; the hold stays. */
 export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDispute']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
@@ -56,7 +53,7 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
     const d: DisputeRow = {
       id: disputeId, transactionId: t.id, consumerAgentId: t.consumerAgentId, providerAgentId: t.providerAgentId,
       reason: body.reason, description: body.description, evidence: body.evidence ?? null, status: 'open', proposal: null,
-      outcome: null, refundCents: null, messages: [entry('consumer', 'opened', now, { message: body.description, evidence: body.evidence ?? null })],
+      outcome: null, refundCents: null, messages: [disputeEntry('consumer', 'opened', now, { message: body.description, evidence: body.evidence ?? null })],
       openedAt: now, deadlineAt: new Date(now.getTime() + deps.config.DISPUTE_RESPONSE_SECONDS * 1000), resolvedAt: null, resolvedBy: null, updatedAt: now,
     };
     await trx.insertInto('disputes').values({ ...d, evidence: json(d.evidence), proposal: null, messages: json(d.messages) }).execute();
@@ -113,40 +110,46 @@ export const disputeTimers = (deps: TransactionDeps): Record<string, TimerHandle
 });
 
 /**
- * One step of a dispute, with the dispute and then its transaction locked. Returns the dispute as it
- * now is, or undefined when there is none. The operator's steps go to the audit log (D15.3) through
- * the outbox of the same database transaction.
+ * One step of a dispute (`runStep`), with the dispute and then its transaction locked: decided by
+ * `decideDispute`, the dispute written, then its effects — the deadline dropped and the transaction's
+ * side of a resolution (`purchaseStep`), and an operator's step in the audit log (D15.3), all in the
+ * same database transaction. Returns the dispute as it now is, or undefined when there is none.
  */
-export async function actOn(deps: TransactionDeps, trx: Trx, work: UnitOfWork, id: string, actor: Actor, action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> } = {}, requestId?: string): Promise<DisputeRow | undefined> {
-  const d = await trx.selectFrom('disputes').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
-  if (!d) return undefined;
-  const t = (await lockTransaction(trx, d.transactionId))!;
-  const ruling = ruleOnDispute({ status: d.status, proposal: d.proposal, agreedPriceCents: t.agreedPriceCents! }, action);
-  if (ruling.next === null) return d;
+export async function actOn(deps: TransactionDeps, trx: Trx, work: UnitOfWork, id: string, actor: DisputeActor, action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> } = {}, requestId?: string): Promise<DisputeRow | undefined> {
   const now = deps.now();
-  const kind = ({ respond: 'responded', decide: 'decided', withdraw: 'withdrawn', resolve: 'resolved', deadline: 'deadline' } as const)[action.kind];
-  const said = entry(actor, kind, now, {
-    outcome: action.kind === 'respond' || action.kind === 'resolve' ? action.outcome : action.kind === 'decide' ? (action.accept ? 'accept' : 'refuse') : ruling.next === 'resolved' ? ruling.outcome : null,
-    refundCents: 'refundCents' in action ? action.refundCents ?? null : null,
-    message: note.message ?? null,
-    evidence: note.evidence ?? null,
+  let t: VersionedRow | undefined;
+  const result = await runStep<DisputeRow, DisputeRow, DisputeEffect>({
+    lock: async () => {
+      const d = await trx.selectFrom('disputes').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+      if (d) t = await lockTransaction(trx, d.transactionId);
+      return d;
+    },
+    decide: (d) => decideDisputeAction(d, t!.agreedPriceCents!, actor, action, note, now),
+    write: async (d, next) => {
+      await trx.updateTable('disputes').set({
+        status: next.status, proposal: json(next.proposal), outcome: next.outcome, refundCents: next.refundCents,
+        resolvedAt: next.resolvedAt, resolvedBy: next.resolvedBy, messages: json(next.messages), updatedAt: next.updatedAt,
+      }).where('id', '=', d.id).execute();
+      return next;
+    },
+    apply: async (d, effects) => {
+      for (const e of effects) {
+        switch (e.kind) {
+          case 'cancelDeadline':
+            work.cancelTimers(TIMERS.disputeDeadline, d.id);
+            break;
+          case 'resolvePurchase':
+            // D12.8: what the outcome does to the transaction and, through the wallet saga, to the money.
+            await purchaseStep(deps, trx, work, t!.id, { kind: 'resolveDispute', outcome: e.outcome, refundCents: e.refundCents }, { lock: async () => t });
+            break;
+          case 'audit':
+            work.enqueue(transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: d.outcome, refundCents: d.refundCents, transactionId: d.transactionId } }, { now });
+            break;
+        }
+      }
+    },
   });
-  const next: DisputeRow = { ...d, status: ruling.next, messages: [...d.messages, said], updatedAt: now };
-  if (ruling.next === 'proposed') next.proposal = ruling.proposal;
-  if (ruling.next === 'resolved') {
-    Object.assign(next, { outcome: ruling.outcome, refundCents: ruling.refundCents, resolvedAt: now, resolvedBy: actor === 'exchange' ? 'deadline' : actor });
-    work.cancelTimers(TIMERS.disputeDeadline, d.id);
-    // D12.8: what the outcome does to the transaction and, through the wallet saga, to the money.
-    await purchaseStep(deps, trx, work, t.id, { kind: 'resolveDispute', outcome: ruling.outcome, refundCents: ruling.refundCents }, { lock: async () => t });
-  }
-  await trx.updateTable('disputes').set({
-    status: next.status, proposal: json(next.proposal), outcome: next.outcome, refundCents: next.refundCents,
-    resolvedAt: next.resolvedAt, resolvedBy: next.resolvedBy, messages: json(next.messages), updatedAt: now,
-  }).where('id', '=', d.id).execute();
-  if (actor === 'operator') {
-    work.enqueue(transactionsOperatorAction, { action: 'dispute.resolve', targetType: 'dispute', targetId: d.id, requestId: requestId ?? '', details: { outcome: next.outcome, refundCents: next.refundCents, transactionId: t.id } }, { now });
-  }
-  return next;
+  return result?.state;
 }
 
 const json = (v: unknown) => (v === null ? null : JSON.stringify(v)) as never;

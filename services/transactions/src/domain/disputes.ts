@@ -1,4 +1,6 @@
-import { AppError, type DisputeOutcome, type DisputeStatus } from '@aex/contracts';
+import { AppError, type DisputeMessageView, type DisputeOutcome, type DisputeStatus } from '@aex/contracts';
+import type { Decision } from '@aex/platform';
+import type { DisputeRow } from '../db/schema.js';
 
 /**
  * D12: the dispute lifecycle as a pure function. `open` → `proposed` | `escalated` → `resolved`.
@@ -90,3 +92,47 @@ function resolved(outcome: DisputeOutcome, state: DisputeState, refundCents?: nu
 const PAST: Record<Exclude<DisputeAction['kind'], 'deadline'>, string> = {
   respond: 'answered', decide: 'decided', withdraw: 'withdrawn', resolve: 'resolved',
 };
+
+/** Who speaks in a dispute's record. */
+export type DisputeActor = DisputeMessageView['from'];
+
+/** A line of the dispute's record: who did what, when, with what they said. */
+export const disputeEntry = (from: DisputeActor, kind: DisputeMessageView['kind'], at: Date, over: Partial<DisputeMessageView> = {}): DisputeMessageView =>
+  ({ from, kind, outcome: null, refundCents: null, message: null, evidence: null, at: at.toISOString(), ...over });
+
+/** What a resolved dispute makes happen besides its own row (D12.8). */
+export type DisputeEffect =
+  | { kind: 'cancelDeadline' }
+  /** The transaction's side: the hold returned, settled or split, or the work redone. */
+  | { kind: 'resolvePurchase'; outcome: DisputeOutcome; refundCents: number }
+  /** D15.3: an operator's resolution goes to the audit log. */
+  | { kind: 'audit' };
+
+/**
+ * One action on a dispute as a pure decision: nothing to do (a deadline after the provider
+ * answered), or the dispute as the action leaves it with the effects that go with it. Refusals are
+ * thrown (`ruleOnDispute`). `agreedPriceCents`: the transaction's, for a refund's bounds.
+ */
+export function decideDisputeAction(
+  d: DisputeRow, agreedPriceCents: number, actor: DisputeActor, action: DisputeAction,
+  note: { message?: string | undefined; evidence?: Record<string, unknown> | undefined }, now: Date,
+): Decision<DisputeRow, DisputeEffect> {
+  const ruling = ruleOnDispute({ status: d.status, proposal: d.proposal, agreedPriceCents }, action);
+  if (ruling.next === null) return { kind: 'unchanged' };
+  const kind = ({ respond: 'responded', decide: 'decided', withdraw: 'withdrawn', resolve: 'resolved', deadline: 'deadline' } as const)[action.kind];
+  const said = disputeEntry(actor, kind, now, {
+    outcome: action.kind === 'respond' || action.kind === 'resolve' ? action.outcome : action.kind === 'decide' ? (action.accept ? 'accept' : 'refuse') : ruling.next === 'resolved' ? ruling.outcome : null,
+    refundCents: 'refundCents' in action ? action.refundCents ?? null : null,
+    message: note.message ?? null,
+    evidence: note.evidence ?? null,
+  });
+  const next: DisputeRow = { ...d, status: ruling.next, messages: [...d.messages, said], updatedAt: now };
+  const effects: DisputeEffect[] = [];
+  if (ruling.next === 'proposed') next.proposal = ruling.proposal;
+  if (ruling.next === 'resolved') {
+    Object.assign(next, { outcome: ruling.outcome, refundCents: ruling.refundCents, resolvedAt: now, resolvedBy: actor === 'exchange' ? 'deadline' : actor });
+    effects.push({ kind: 'cancelDeadline' }, { kind: 'resolvePurchase', outcome: ruling.outcome, refundCents: ruling.refundCents });
+  }
+  if (actor === 'operator') effects.push({ kind: 'audit' });
+  return { kind: 'changed', changes: next, effects };
+}

@@ -1,6 +1,16 @@
-import type { WebhookDeliveryStatus } from '@aex/contracts';
-import type { AttemptResult } from '../deliveries/sender.js';
+import type { AttemptErrorClass, WebhookDeliveryStatus } from '@aex/contracts';
 import type { PlatformTables } from '@aex/platform';
+
+/** What one attempt got: the delivery log keeps it (D14.3). */
+export interface AttemptResult {
+  ok: boolean;
+  address: string | null;
+  statusCode: number | null;
+  latencyMs: number;
+  errorClass: AttemptErrorClass | null;
+  error: string | null;
+  responseExcerpt: string | null;
+}
 
 export interface DeliveryRow {
   webhookId: string;

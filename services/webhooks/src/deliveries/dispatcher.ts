@@ -5,7 +5,7 @@ import type { Database, DeliveryRow } from '../db/schema.js';
 import { afterFailure } from '../domain/schedule.js';
 import { signatureHeader } from '../domain/signing.js';
 import { secretsInForce } from '../endpoints/endpoints.js';
-import type { AttemptResult } from './sender.js';
+import type { AttemptResult } from '../db/schema.js';
 import { TimedBatches } from './timed-batches.js';
 
 export interface DispatcherOptions {

@@ -4,17 +4,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { AttemptErrorClass } from '@aex/contracts';
 import { addressProblem, normalizeHost } from '@aex/platform';
-
-/** What one attempt got: the delivery log keeps it (D14.3). */
-export interface AttemptResult {
-  ok: boolean;
-  address: string | null;
-  statusCode: number | null;
-  latencyMs: number;
-  errorClass: AttemptErrorClass | null;
-  error: string | null;
-  responseExcerpt: string | null;
-}
+import type { AttemptResult } from '../db/schema.js';
 
 export interface SenderOptions {
   timeoutMs: number;

@@ -66,4 +66,6 @@ export interface Database extends PlatformTables {
   ledgerEntries: LedgerEntryRow;
   fundingSessions: { id: string; walletId: string; provider: string; amountCents: number; status: 'pending' | 'paid' | 'expired'; createdAt: Date; paidAt: Date | null };
   payouts: { id: string; walletId: string; provider: string; amountCents: number; estimatedArrival: Date; createdAt: Date };
+  /** D13.7: the Stripe events received, by Stripe's id: each acts once. */
+  stripeEvents: { id: string; type: string; receivedAt: Generated<Date> };
 }

@@ -106,8 +106,9 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   const known = ctx.keyed ? undefined : await fundableWallet(deps, caller, path.agentId);
   const read = known ? undefined : await openWallet(deps, caller, path.agentId);
   const payments = requirePayments(deps);
-  const session = await payments.createCheckout(body.amountCents);
-  const checkoutUrl = `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`;
+  const session = await payments.createCheckout(body.amountCents, { operationId: `fund:${randomUUID()}`, walletId: (known ?? read)!.id, agentId: path.agentId });
+  // The processor's own page (Stripe Checkout), or the sandbox's page of the session it confirmed.
+  const checkoutUrl = session.url ?? `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`;
   if (known && session.confirmed) {
     // No key to record with the effect: written with the fundings arriving alongside (fundings.ts).
     const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: known.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name });

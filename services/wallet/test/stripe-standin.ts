@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import Stripe from 'stripe';
+
+/**
+ * A local stand-in for the few Stripe endpoints the wallet uses (no network here): Checkout
+ * Sessions created and retrieved, in the shapes the SDK's types declare, with Stripe's idempotency
+ * (the same key and body answer the same session; the same key with another body is refused). The
+ * test plays the payer (`pay`, `expire`) and Stripe's webhook sender (`event`, `sign`).
+ */
+export class StripeStandIn {
+  readonly sessions = new Map<string, Stripe.Checkout.Session>();
+  /** Every request, as the SDK sent it: method, path, idempotency key, form fields. */
+  readonly requests: Array<{ method: string; path: string; idempotencyKey: string | undefined; form: Record<string, string> }> = [];
+  private readonly byKey = new Map<string, { body: string; answer: unknown }>();
+  private server!: Server;
+  port = 0;
+  /** The SDK, for its webhook helpers (signing test headers). */
+  readonly sdk = new Stripe('sk_test_standin');
+
+  constructor(readonly webhookSecret = `whsec_${randomBytes(16).toString('hex')}`) {}
+
+  async start(): Promise<this> {
+    this.server = createServer((req, res) => {
+      void this.answer(req).then(({ status, body }) => {
+        res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` }).end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as { port: number }).port;
+    return this;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** The SDK's options to reach this stand-in. */
+  get api() {
+    return { host: '127.0.0.1', port: this.port, protocol: 'http' as const };
+  }
+
+  private async answer(req: IncomingMessage): Promise<{ status: number; body: unknown }> {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const url = new URL(req.url!, 'http://standin');
+    const key = req.headers['idempotency-key'] as string | undefined;
+    const form = Object.fromEntries(new URLSearchParams(raw));
+    this.requests.push({ method: req.method!, path: url.pathname, idempotencyKey: key, form });
+    if (!/^Bearer sk_/.test(req.headers.authorization ?? '')) return error(401, 'authentication_error', 'Invalid API Key provided');
+    if (req.method === 'POST' && key) {
+      const seen = this.byKey.get(key);
+      if (seen) {
+        return seen.body === raw
+          ? { status: 200, body: seen.answer }
+          : error(400, 'idempotency_error', 'Keys for idempotent requests can only be used with the same parameters they were first used with.');
+      }
+    }
+    let result: { status: number; body: unknown };
+    if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions') result = { status: 200, body: this.createSession(form) };
+    else {
+      const m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(url.pathname);
+      const found = m && req.method === 'GET' ? this.sessions.get(decodeURIComponent(m[1]!)) : undefined;
+      result = found ? { status: 200, body: found } : error(404, 'invalid_request_error', `No such checkout.session: '${m?.[1] ?? url.pathname}'`);
+    }
+    if (req.method === 'POST' && key && result.status === 200) this.byKey.set(key, { body: raw, answer: result.body });
+    return result;
+  }
+
+  private createSession(form: Record<string, string>): Stripe.Checkout.Session {
+    const id = `cs_test_${randomBytes(12).toString('hex')}`;
+    const quantity = Number(form['line_items[0][quantity]'] ?? 1);
+    const session = {
+      id, object: 'checkout.session', mode: form['mode'], status: 'open', payment_status: 'unpaid',
+      amount_total: Number(form['line_items[0][price_data][unit_amount]']) * quantity, amount_subtotal: Number(form['line_items[0][price_data][unit_amount]']) * quantity,
+      currency: form['line_items[0][price_data][currency]'], client_reference_id: form['client_reference_id'] ?? null,
+      metadata: Object.fromEntries(Object.entries(form).filter(([k]) => k.startsWith('metadata[')).map(([k, v]) => [k.slice(9, -1), v])),
+      success_url: form['success_url'], cancel_url: form['cancel_url'], url: `https://checkout.stripe.com/c/pay/${id}`,
+      created: Math.floor(Date.now() / 1000), expires_at: Math.floor(Date.now() / 1000) + 86_400, livemode: false,
+    } as unknown as Stripe.Checkout.Session;
+    this.sessions.set(id, session);
+    return session;
+  }
+
+  /** The payer pays: the session completes, paid (or, `async`, completes with the payment still on its way). */
+  pay(id: string, opts: { async?: boolean } = {}): Stripe.Checkout.Session {
+    const s = this.sessions.get(id)!;
+    Object.assign(s, { status: 'complete', payment_status: opts.async ? 'unpaid' : 'paid' });
+    return { ...s };
+  }
+
+  /** An async payment (a bank debit) arrives in the end. */
+  settleAsync(id: string): Stripe.Checkout.Session {
+    return Object.assign(this.sessions.get(id)!, { payment_status: 'paid' });
+  }
+
+  /** The session closes unpaid. */
+  expire(id: string): Stripe.Checkout.Session {
+    return Object.assign(this.sessions.get(id)!, { status: 'expired' });
+  }
+
+  /** An event as Stripe sends it, about `session` as it is now (or as given). */
+  event(type: string, session: Stripe.Checkout.Session): string {
+    return JSON.stringify({
+      id: `evt_${randomBytes(12).toString('hex')}`, object: 'event', type, api_version: '2025-01-27.acacia', created: Math.floor(Date.now() / 1000),
+      livemode: false, pending_webhooks: 1, request: { id: null, idempotency_key: null }, data: { object: session },
+    });
+  }
+
+  /** The `Stripe-Signature` header Stripe would send with `payload` (at `timestamp`, seconds). */
+  sign(payload: string, opts: { secret?: string; timestamp?: number } = {}): string {
+    return this.sdk.webhooks.generateTestHeaderString({ payload, secret: opts.secret ?? this.webhookSecret, ...(opts.timestamp ? { timestamp: opts.timestamp } : {}) });
+  }
+}
+
+const error = (status: number, type: string, message: string) => ({ status, body: { error: { type, message } } });

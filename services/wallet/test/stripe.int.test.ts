@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { callOrThrow, loadConfig, type Bus } from '@aex/platform';
+import { commands, subjects, walletOps, type Principal } from '@aex/contracts';
+import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { startWalletService, type WalletService } from '../src/index.js';
+import { checkLedgerInvariants } from '../src/wallets/check.js';
+import { StripeProcessor } from '../src/payments/stripe.js';
+import { receiveStripeEvent, reconcileStripeFundings } from '../src/payments/stripe-events.js';
+import { StripeStandIn } from './stripe-standin.js';
+
+// D13.7: funding through Stripe Checkout, with the official SDK pointed at a local stand-in of
+// Stripe's API (no network here) and events signed as Stripe signs them. A funding is credited
+// exactly once — by its webhook, a repeat of it, another event of the same session, or a
+// reconciliation pass — and never on an unsigned, stale, foreign or mismatched event.
+
+let database: TestDatabase;
+let bus: Bus;
+let dispose: () => Promise<void>;
+let wallet: WalletService;
+let standIn: StripeStandIn;
+let stripe: StripeProcessor;
+
+beforeAll(async () => {
+  standIn = await new StripeStandIn().start();
+  stripe = new StripeProcessor({ apiKey: 'sk_test_wallet', webhookSecret: standIn.webhookSecret, publicBaseUrl: 'https://exchange.example', api: standIn.api });
+  database = await createTestDatabase();
+  ({ bus, dispose } = await createTestBus('jetstream'));
+  const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, PAYMENTS_PROVIDER: 'none' });
+  wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger(), payments: stripe });
+});
+afterAll(async () => {
+  await wallet?.stop();
+  await dispose?.();
+  await database?.drop();
+  await standIn?.stop();
+});
+
+/** An agent with an open wallet: its principal. */
+async function agent(): Promise<Principal> {
+  const agentId = randomUUID();
+  const accountId = randomUUID();
+  const id = randomUUID();
+  await bus.publish(subjects.command(bus.namespace, commands.openWallet.type), { id, type: commands.openWallet.type, occurredAt: new Date().toISOString(), data: { operationId: agentId, agentId, accountId } }, { msgId: id });
+  await eventually(async () => (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst()) ?? null);
+  return { agentId, accountId, isOwner: true, status: 'active', parentAgentId: null, signingKeyPublic: null };
+}
+
+const fund = (p: Principal, amountCents: number) =>
+  callOrThrow(bus, walletOps.fund, { ctx: { requestId: randomUUID(), principal: p }, input: { path: { agentId: p.agentId }, query: {}, body: { amountCents } } }, 10_000);
+
+const balance = async (p: Principal) => (await wallet.deps.db.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('agentId', '=', p.agentId).executeTakeFirstOrThrow());
+const fundEntries = async (sessionId: string) => wallet.deps.db.selectFrom('ledgerEntries').select(['txType', 'amountCents']).where('operationId', '=', sessionId).execute();
+const status = async (sessionId: string) => (await wallet.deps.db.selectFrom('fundingSessions').select('status').where('id', '=', sessionId).executeTakeFirstOrThrow()).status;
+
+/** Sends `payload` to the webhook's handler, signed as Stripe signs it (or with `signature`). */
+const deliver = (payload: string, signature: string | undefined = standIn.sign(payload)) => receiveStripeEvent(wallet.deps, stripe, payload, signature);
+const refusal = (payload: string, signature?: string) => deliver(payload, signature).then(() => 'accepted', (err: { status?: number; code?: string }) => `${err.status} ${err.code}`);
+
+describe('funding through Stripe Checkout (D13.7)', () => {
+  it('answers the Checkout page of a session made once for the funding, funded: false until Stripe says it is paid', async () => {
+    const p = await agent();
+    const answer = await fund(p, 2500);
+    expect(answer).toMatchObject({ funded: false, amountCents: 2500, newBalanceCents: null });
+    expect(answer.checkoutUrl).toBe(`https://checkout.stripe.com/c/pay/${answer.sessionId}`);
+    const session = standIn.sessions.get(answer.sessionId)!;
+    const walletId = (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', p.agentId).executeTakeFirstOrThrow()).id;
+    expect(session).toMatchObject({ mode: 'payment', amount_total: 2500, currency: 'usd', metadata: { walletId } });
+    // Made with an idempotency key derived from our operation: a retry by the SDK makes no second session.
+    const made = standIn.requests.filter((r) => r.path === '/v1/checkout/sessions' && r.form['metadata[walletId]'] === walletId);
+    expect(made).toHaveLength(1);
+    expect(made[0]!.idempotencyKey).toBe(`aex-${session.metadata!['operationId']}`);
+    expect(await status(answer.sessionId)).toBe('pending');
+    expect(await balance(p)).toEqual({ balanceCents: 0, heldCents: 0 });
+  });
+
+  it('credits a paid session exactly once: the webhook, its repeat, and another event of the same session', async () => {
+    const p = await agent();
+    const { sessionId } = await fund(p, 3000);
+    const paid = standIn.event('checkout.session.completed', standIn.pay(sessionId));
+    expect(await deliver(paid)).toBe('credited');
+    expect(await deliver(paid)).toBe('repeat');
+    expect(await deliver(standIn.event('checkout.session.async_payment_succeeded', standIn.sessions.get(sessionId)!))).toBe('repeat');
+    expect(await fundEntries(sessionId)).toEqual([{ txType: 'fund', amountCents: 3000 }]);
+    expect(await balance(p)).toEqual({ balanceCents: 3000, heldCents: 0 });
+    expect(await status(sessionId)).toBe('paid');
+  });
+
+  it('waits for an async payment: completed but unpaid changes nothing, its success credits it', async () => {
+    const p = await agent();
+    const { sessionId } = await fund(p, 1200);
+    expect(await deliver(standIn.event('checkout.session.completed', standIn.pay(sessionId, { async: true })))).toBe('ignored');
+    expect(await status(sessionId)).toBe('pending');
+    expect(await deliver(standIn.event('checkout.session.async_payment_succeeded', standIn.settleAsync(sessionId)))).toBe('credited');
+    expect(await balance(p)).toEqual({ balanceCents: 1200, heldCents: 0 });
+  });
+
+  it('closes an expired session or a failed payment, never crediting it, even when a paid event comes after', async () => {
+    const p = await agent();
+    const expired = (await fund(p, 800)).sessionId;
+    expect(await deliver(standIn.event('checkout.session.expired', standIn.expire(expired)))).toBe('closed');
+    const failed = (await fund(p, 900)).sessionId;
+    expect(await deliver(standIn.event('checkout.session.completed', standIn.pay(failed, { async: true })))).toBe('ignored');
+    expect(await deliver(standIn.event('checkout.session.async_payment_failed', standIn.sessions.get(failed)!))).toBe('closed');
+    // Out of order or forged after the end: the funding is closed, nothing is credited.
+    expect(await deliver(standIn.event('checkout.session.completed', { ...standIn.sessions.get(expired)!, payment_status: 'paid' }))).toBe('repeat');
+    expect([await status(expired), await status(failed)]).toEqual(['expired', 'expired']);
+    expect(await balance(p)).toEqual({ balanceCents: 0, heldCents: 0 });
+  });
+
+  it('refuses with 400, recording nothing, an event unsigned, wrongly signed, stale, of a session not ours, or of another amount', async () => {
+    const p = await agent();
+    const { sessionId } = await fund(p, 700);
+    const paid = standIn.event('checkout.session.completed', standIn.pay(sessionId));
+    expect(await refusal(paid, '')).toBe('400 VALIDATION_ERROR');
+    expect(await refusal(paid, standIn.sign(paid, { secret: 'whsec_not_ours' }))).toBe('400 VALIDATION_ERROR');
+    expect(await refusal(paid, standIn.sign(paid, { timestamp: Math.floor(Date.now() / 1000) - 600 }))).toBe('400 VALIDATION_ERROR');
+    expect(await refusal(paid.replace('"amount_total":700', '"amount_total":70000'), standIn.sign(paid))).toBe('400 VALIDATION_ERROR');
+    const foreign = standIn.event('checkout.session.completed', { ...standIn.sessions.get(sessionId)!, id: 'cs_test_not_ours' });
+    expect(await refusal(foreign)).toBe('400 VALIDATION_ERROR');
+    const dearer = standIn.event('checkout.session.completed', { ...standIn.sessions.get(sessionId)!, amount_total: 70_000 });
+    expect(await refusal(dearer)).toBe('400 VALIDATION_ERROR');
+    expect(await balance(p)).toEqual({ balanceCents: 0, heldCents: 0 });
+    const recorded = await wallet.deps.db.selectFrom('stripeEvents').select('id').where('id', 'in', [paid, foreign, dearer].map((e) => JSON.parse(e).id as string)).execute();
+    expect(recorded).toEqual([]);
+    // The genuine event still credits it afterwards.
+    expect(await deliver(paid)).toBe('credited');
+  });
+
+  it('credits a session whose webhook was lost by a reconciliation pass, once, and leaves unpaid ones pending', async () => {
+    const p = await agent();
+    const lost = (await fund(p, 1500)).sessionId;
+    const unpaid = (await fund(p, 600)).sessionId;
+    standIn.pay(lost);
+    const done = await reconcileStripeFundings(wallet.deps, stripe, 0);
+    expect(done[lost]).toBe('credited');
+    expect(done[unpaid]).toBe('ignored');
+    // The webhook arriving late changes nothing.
+    expect(await deliver(standIn.event('checkout.session.completed', standIn.sessions.get(lost)!))).toBe('repeat');
+    expect(await fundEntries(lost)).toEqual([{ txType: 'fund', amountCents: 1500 }]);
+    expect(await balance(p)).toEqual({ balanceCents: 1500, heldCents: 0 });
+  });
+
+  it('credits once when the webhook, its repeat and a reconciliation pass race', async () => {
+    const p = await agent();
+    const { sessionId } = await fund(p, 2000);
+    const paid = standIn.event('checkout.session.completed', standIn.pay(sessionId));
+    const again = standIn.event('checkout.session.completed', standIn.sessions.get(sessionId)!);
+    const outcomes = await Promise.all([deliver(paid), deliver(paid), deliver(again), reconcileStripeFundings(wallet.deps, stripe, 0).then((d) => d[sessionId] ?? 'none')]);
+    expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
+    expect(await fundEntries(sessionId)).toEqual([{ txType: 'fund', amountCents: 2000 }]);
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+});

@@ -556,6 +556,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/{agentId}/fundings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The wallet’s funding sessions, newest first: pending, paid (credited once) or expired */
+        get: operations["listFundings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{agentId}/webhook": {
         parameters: {
             query?: never;
@@ -635,6 +652,23 @@ export interface paths {
         put?: never;
         /** Send a signed webhook.test event now and report the receiver’s answer */
         post: operations["testWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payments/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stripe’s signed events: a paid Checkout Session credits its funding once */
+        post: operations["stripeWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1788,6 +1822,19 @@ export interface components {
              */
             createdAt: string;
         };
+        FundingView: {
+            sessionId: string;
+            provider: string;
+            /** @description pending until the processor says it is paid (credited once) or expired (never credited) */
+            status: "pending" | "paid" | "expired";
+            amountCents: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            createdAt: string;
+            paidAt: string | null;
+        };
         WebhookView: {
             /**
              * Format: uuid
@@ -1858,6 +1905,12 @@ export interface components {
                 error: string | null;
                 responseExcerpt: string | null;
             };
+        };
+        StripeWebhookView: {
+            /** @constant */
+            received: true;
+            /** @description credited: a funding paid; closed: one expired or failed; repeat: already acted on; ignored: nothing to do */
+            effect: "credited" | "closed" | "repeat" | "ignored";
         };
         CheckoutView: {
             sessionId: string;
@@ -4996,6 +5049,60 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    listFundings: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FundingView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
     getWebhook: {
         parameters: {
             query?: never;
@@ -5274,6 +5381,62 @@ export interface operations {
             404: components["responses"]["Error404"];
             /** @description Conflicts with the resource's current state: INVALID_STATE, IDEMPOTENCY_KEY_IN_USE */
             409: components["responses"]["Error409"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    stripeWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Stripe's signature of the exact body, checked with STRIPE_WEBHOOK_SECRET (5-minute tolerance) */
+                "Stripe-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["StripeWebhookView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
             /** @description Rate limited: RATE_LIMITED */

@@ -86,6 +86,9 @@ export const walletOps = {
   checkLedger: operation('wallet', 'checkLedger', 'admin', parts(Empty, Empty, Type.Any()), W.LedgerCheckView),
   /** Public: the checkout page of a funding session (whoever holds its unguessable id). */
   getCheckout: operation('wallet', 'getCheckout', 'none', parts(W.CheckoutPath, Empty, Type.Any()), W.CheckoutView),
+  listFundings: operation('wallet', 'listFundings', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.FundingView)),
+  /** Public: Stripe's signed events (D13.7); the signature is the authentication. */
+  stripeWebhook: effect('wallet', 'stripeWebhook', 'none', parts(Empty, Empty, W.StripeWebhookBody), W.StripeWebhookView),
 };
 
 export const catalogOps = {

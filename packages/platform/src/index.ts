@@ -15,4 +15,5 @@ export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';
 export * from './net/free-port.js';
 export * from './health.js';
+export * from './periodic.js';
 export * from './service-main.js';

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, startPeriodic, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -14,7 +14,6 @@ import { effectiveDelegation } from './agents/effective-delegation.js';
 import { getTrust, recordTrustOutcomes } from './trust/outcomes.js';
 import { collectOperatorActions, listOperatorActions } from './operator/audit.js';
 import { expireDueChildren, recordChildFunding, spawnAgent } from './agents/children.js';
-import { startPeriodic } from './agents/periodic.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;

@@ -4,6 +4,9 @@ import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
 import { processorFor, type PaymentProcessor } from './payments/processor.js';
+import { stripeWebhook } from './payments/handlers.js';
+import { StripeProcessor } from './payments/stripe.js';
+import { startStripeReconciliation } from './payments/stripe-events.js';
 import { fundingWriter } from './wallets/fundings.js';
 import * as wallets from './wallets/handlers.js';
 import { checkLedger } from './wallets/check.js';
@@ -30,6 +33,8 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);
   const children = await serveChildren(deps);
+  // D13.7: a Stripe funding whose webhook was lost is credited all the same.
+  const reconciliation = deps.payments instanceof StripeProcessor ? startStripeReconciliation(deps, deps.payments) : undefined;
   const server = await serveOperations({
     bus: opts.bus,
     now: deps.now,
@@ -42,6 +47,8 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       listLedger: wallets.listLedger(deps),
       checkLedger: checkLedger(deps),
       getCheckout: wallets.getCheckout(deps),
+      listFundings: wallets.listFundings(deps),
+      stripeWebhook: stripeWebhook(deps),
     },
     logger,
     db: serviceDb,
@@ -55,6 +62,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       await openWallet.stop();
       await holds.stop();
       await children.stop();
+      await reconciliation?.stop();
       await relay.stop();
       await close();
     },

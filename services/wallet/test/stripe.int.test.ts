@@ -6,7 +6,7 @@ import { createTestBus, createTestDatabase, eventually, testLogger, type TestDat
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
 import { StripeProcessor } from '../src/payments/stripe.js';
-import { receiveStripeEvent, reconcileStripeFundings } from '../src/payments/stripe-events.js';
+import { reconcileStripeFundings } from '../src/payments/stripe-events.js';
 import { StripeStandIn } from './stripe-standin.js';
 
 // D13.7: funding through Stripe Checkout, with the official SDK pointed at a local stand-in of
@@ -53,8 +53,9 @@ const balance = async (p: Principal) => (await wallet.deps.db.selectFrom('wallet
 const fundEntries = async (sessionId: string) => wallet.deps.db.selectFrom('ledgerEntries').select(['txType', 'amountCents']).where('operationId', '=', sessionId).execute();
 const status = async (sessionId: string) => (await wallet.deps.db.selectFrom('fundingSessions').select('status').where('id', '=', sessionId).executeTakeFirstOrThrow()).status;
 
-/** Sends `payload` to the webhook's handler, signed as Stripe signs it (or with `signature`). */
-const deliver = (payload: string, signature: string | undefined = standIn.sign(payload)) => receiveStripeEvent(wallet.deps, stripe, payload, signature);
+/** Sends `payload` to the webhook's operation, signed as Stripe signs it (or with `signature`): what it did. */
+const deliver = async (payload: string, signature: string = standIn.sign(payload)) =>
+  (await callOrThrow(bus, walletOps.stripeWebhook, { ctx: { requestId: randomUUID(), principal: null }, input: { path: {}, query: {}, body: { payload, signature } } }, 10_000)).effect;
 const refusal = (payload: string, signature?: string) => deliver(payload, signature).then(() => 'accepted', (err: { status?: number; code?: string }) => `${err.status} ${err.code}`);
 
 describe('funding through Stripe Checkout (D13.7)', () => {
@@ -84,6 +85,8 @@ describe('funding through Stripe Checkout (D13.7)', () => {
     expect(await fundEntries(sessionId)).toEqual([{ txType: 'fund', amountCents: 3000 }]);
     expect(await balance(p)).toEqual({ balanceCents: 3000, heldCents: 0 });
     expect(await status(sessionId)).toBe('paid');
+    const listed = await callOrThrow(bus, walletOps.listFundings, { ctx: { requestId: randomUUID(), principal: p }, input: { path: { agentId: p.agentId }, query: {}, body: {} } }, 10_000);
+    expect(listed).toEqual([{ sessionId, provider: 'stripe', status: 'paid', amountCents: 3000, createdAt: expect.any(String), paidAt: expect.any(String) }]);
   });
 
   it('waits for an async payment: completed but unpaid changes nothing, its success credits it', async () => {
@@ -146,7 +149,7 @@ describe('funding through Stripe Checkout (D13.7)', () => {
     const { sessionId } = await fund(p, 2000);
     const paid = standIn.event('checkout.session.completed', standIn.pay(sessionId));
     const again = standIn.event('checkout.session.completed', standIn.sessions.get(sessionId)!);
-    const outcomes = await Promise.all([deliver(paid), deliver(paid), deliver(again), reconcileStripeFundings(wallet.deps, stripe, 0).then((d) => d[sessionId] ?? 'none')]);
+    const outcomes = await Promise.all([deliver(paid), deliver(paid), deliver(again), reconcileStripeFundings(wallet.deps, stripe, 0).then((d): string => d[sessionId] ?? 'none')]);
     expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
     expect(await fundEntries(sessionId)).toEqual([{ txType: 'fund', amountCents: 2000 }]);
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);

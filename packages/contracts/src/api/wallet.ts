@@ -73,3 +73,28 @@ export const LedgerCheckView = Type.Object({
   checkedAt: Timestamp,
 });
 export type LedgerCheckView = Static<typeof LedgerCheckView>;
+
+/** GET /v1/wallets/{agentId}/fundings: the wallet's funding sessions, newest first, with their state. */
+export const FundingView = Type.Object({
+  sessionId: Type.String(),
+  provider: Type.String(),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('paid'), Type.Literal('expired')], { description: 'pending until the processor says it is paid (credited once) or expired (never credited)' }),
+  amountCents: Type.Integer(),
+  createdAt: Timestamp,
+  paidAt: Type.Union([Timestamp, Type.Null()]),
+});
+export type FundingView = Static<typeof FundingView>;
+
+/**
+ * POST /v1/payments/stripe/webhook (D13.7): the gateway hands over the request's exact bytes and its
+ * `Stripe-Signature` header, which the wallet verifies before anything else.
+ */
+export const StripeWebhookBody = Strict({
+  payload: Type.String({ maxLength: 1_048_576, description: 'The request body exactly as received' }),
+  signature: Type.String({ maxLength: 4096, description: 'The Stripe-Signature header' }),
+});
+export const StripeWebhookView = Type.Object({
+  received: Type.Literal(true),
+  effect: Type.Union(['credited', 'closed', 'repeat', 'ignored'].map((e) => Type.Literal(e)), { description: 'credited: a funding paid; closed: one expired or failed; repeat: already acted on; ignored: nothing to do' }),
+});
+export type StripeWebhookView = Static<typeof StripeWebhookView>;

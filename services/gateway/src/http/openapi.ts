@@ -174,7 +174,8 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
     const param = (name: keyof typeof PARAMETER_COMPONENTS) => ({ $ref: `#/components/parameters/${name}` });
     parameters.push(param('RequestId'));
     if (r.auth === 'agent') parameters.push(...(r.signature === 'required' ? [param('SignatureRequired'), param('SignatureTimestampRequired')] : [param('Signature'), param('SignatureTimestamp')]));
-    if (MUTATING.has(r.method) && r.op) parameters.push(param('IdempotencyKey'));
+    if (MUTATING.has(r.method) && r.op && !r.stripeEvent) parameters.push(param('IdempotencyKey'));
+    if (r.stripeEvent) parameters.push({ name: 'Stripe-Signature', in: 'header', required: true, description: 'Stripe\'s signature of the exact body, checked with STRIPE_WEBHOOK_SECRET (5-minute tolerance)', schema: { type: 'string' } });
 
     const operationId = r.op ? `${r.op.name}${r.raw ? 'Raw' : ''}` : r.tag === 'protocol' ? 'getProtocol' : `gateway_${r.tag}`;
     const examples = OPERATION_EXAMPLES[operationId];
@@ -204,7 +205,9 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
       security: r.auth === 'agent' ? [{ apiKey: [] }] : r.auth === 'admin' ? [{ operatorToken: [] }] : [],
       responses,
     };
-    if (r.body && r.op && !isAny(input?.body)) {
+    if (r.stripeEvent) {
+      operation.requestBody = { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A Stripe event, exactly as Stripe sends it (checkout.session.completed, checkout.session.async_payment_succeeded, checkout.session.async_payment_failed, checkout.session.expired)' } } } };
+    } else if (r.body && r.op && !isAny(input?.body)) {
       operation.requestBody = { required: r.body === true, content: { 'application/json': { schema: registry.ref(input!.body), ...(examples?.request ? { example: examples.request } : {}) } } };
     }
     if (r.signature === 'required') operation['x-signature-required'] = true;

@@ -133,7 +133,9 @@ function checkInput(spec: RouteSpec, check: Checks, req: FastifyRequest) {
   const input = {
     path: part(check.path.check(params, '/path')),
     query: part(check.query.check(coerceQuery(check.query.schema, query), '/query')),
-    body: spec.body ? part(check.body.check(req.body === undefined && spec.body === 'optional' ? {} : req.body, '/body')) : {},
+    body: spec.stripeEvent
+      ? part(check.body.check({ payload: req.rawBody?.toString('utf8') ?? '', signature: header(req, 'stripe-signature') ?? '' }, '/body'))
+      : spec.body ? part(check.body.check(req.body === undefined && spec.body === 'optional' ? {} : req.body, '/body')) : {},
   };
   if (errors.length > 0) throw AppError.many(errors.slice(0, 20));
   return input;

@@ -26,6 +26,11 @@ export interface RouteSpec {
   output?: TSchema;
   /** D6.7: the raw DID document, not the envelope. */
   raw?: 'did+json';
+  /**
+   * D13.7: the body is a Stripe event, handed to the operation as its exact bytes with its
+   * `Stripe-Signature` header (`{ payload, signature }`), which the wallet verifies.
+   */
+  stripeEvent?: true;
   tag: string;
   /**
    * The error codes of the operation itself (the OpenAPI document adds those of the edge: validation,
@@ -97,11 +102,13 @@ export const routes: RouteSpec[] = [
   agent('POST', '/v1/wallets/:agentId/fund', walletOps.fund, 'Fund a wallet through the payment processor (D13.4)', 'wallets', { errors: ['NOT_FOUND', 'INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] }),
   agent('POST', '/v1/wallets/:agentId/withdraw', walletOps.withdraw, 'Pay out to the linked account (D13.5)', 'wallets', { errors: ['NOT_FOUND', 'INSUFFICIENT_FUNDS', 'INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] }),
   agent('GET', '/v1/wallets/:agentId/transactions', walletOps.listLedger, 'The wallet’s ledger, oldest first', 'wallets', { errors: ['NOT_FOUND'] }),
+  agent('GET', '/v1/wallets/:agentId/fundings', walletOps.listFundings, 'The wallet’s funding sessions, newest first: pending, paid (credited once) or expired (D13.4, D13.7)', 'wallets', { errors: ['NOT_FOUND'] }),
   agent('GET', '/v1/agents/:agentId/webhook', webhooksOps.getWebhook, 'The agent’s webhook URL and signing secret (the agent or the owner agent; D14.2, EXT)', 'webhooks', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
   agent('POST', '/v1/agents/:agentId/webhook/secret/rotate', webhooksOps.rotateWebhookSecret, 'A new webhook secret; the old one also signs for 24 h (D14.2, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
   agent('GET', '/v1/agents/:agentId/webhook/deliveries', webhooksOps.listDeliveries, 'The agent’s webhook deliveries with every attempt, newest first (D14.2, EXT)', 'webhooks', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
   agent('POST', '/v1/agents/:agentId/webhook/deliveries/:webhookId/retry', webhooksOps.retryDelivery, 'Attempt a dead-lettered delivery again, same webhook-id (D14.4, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
   agent('POST', '/v1/agents/:agentId/webhook/test', webhooksOps.testWebhook, 'Send a signed webhook.test event now and report the receiver’s answer (D14.2, EXT)', 'webhooks', { body: false , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
+  { method: 'POST', url: '/v1/payments/stripe/webhook', op: walletOps.stripeWebhook, summary: 'Stripe’s signed events: a paid Checkout Session credits its funding once (D13.7; no bearer, the Stripe-Signature is checked)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: true, stripeEvent: true, tag: 'wallets', errors: ['NOT_FOUND'] },
   { method: 'GET', url: '/sandbox/checkout/:sessionId', op: walletOps.getCheckout, summary: 'The checkout page behind a funding checkoutUrl (D13.4)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, tag: 'wallets', errors: ['NOT_FOUND'] },
   { method: 'POST', url: '/admin/v1/agents/:agentId/suspend', op: identityOps.suspendAgent, summary: 'Suspend an agent: status deactivated (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['NOT_FOUND'] },
   { method: 'POST', url: '/admin/v1/disputes/:disputeId/resolve', op: transactionOps.resolveDispute, summary: 'Resolve any unresolved dispute with any outcome (operator, D12.6)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: true, tag: 'operator', errors: ['NOT_FOUND', 'INVALID_STATE'] },

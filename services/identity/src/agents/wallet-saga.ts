@@ -1,10 +1,10 @@
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, inTransaction, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { consumeIdempotently, inTransaction, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import { sql } from 'kysely';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { requestChildWallet } from './children.js';
-import { pollUntil, startPeriodic } from './periodic.js';
+import { pollUntil } from './periodic.js';
 
 /**
  * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an

@@ -1,5 +1,5 @@
 import { AppError, events } from '@aex/contracts';
-import { inTransaction, type UnitOfWork } from '@aex/platform';
+import { inTransaction, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type Stripe from 'stripe';
 import type { WalletDeps } from '../context.js';
@@ -16,28 +16,31 @@ export type StripeEventEffect = 'credited' | 'closed' | 'repeat' | 'ignored';
 const SESSION_EVENTS = new Set(['checkout.session.completed', 'checkout.session.async_payment_succeeded', 'checkout.session.async_payment_failed', 'checkout.session.expired']);
 
 /**
- * POST /v1/payments/stripe/webhook (D13.7): an event Stripe signed, acted on once by its id. A paid
- * session credits its funding (`fund`, exactly once whatever else confirms it); an expired or failed
- * one is closed, never credited. Refused with 400, nothing changed and nothing recorded, when the
- * signature is missing, wrong or stale, or the event names a session that is not one of ours or
- * whose amount is not the funding's. A repeat of an event already acted on changes nothing and is
- * acknowledged, as Stripe expects (else it delivers it again for days).
+ * The event Stripe signed (D13.7), from the request's exact bytes and its `Stripe-Signature`: 400,
+ * nothing recorded, when the signature is missing, wrong or older than the tolerance.
  */
-export async function receiveStripeEvent(deps: WalletDeps, stripe: StripeProcessor, payload: string, signature: string | undefined): Promise<StripeEventEffect> {
-  let event: Stripe.Event;
+export function verifiedStripeEvent(stripe: StripeProcessor, payload: string, signature: string | undefined): Stripe.Event {
   try {
-    event = stripe.verifyEvent(payload, signature);
+    return stripe.verifyEvent(payload, signature || undefined);
   } catch (err) {
     throw new AppError('VALIDATION_ERROR', `The Stripe event is refused: ${(err as Error).message}.`, { field: '/headers/stripe-signature' });
   }
-  return inTransaction(deps.db, async (trx, work) => {
-    const first = await trx.insertInto('stripeEvents').values({ id: event.id, type: event.type }).onConflict((oc) => oc.column('id').doNothing()).returning('id').executeTakeFirst();
-    if (!first) return 'repeat';
-    if (!SESSION_EVENTS.has(event.type)) return 'ignored';
-    const session = checkoutState(event.data.object as Stripe.Checkout.Session);
-    const closing = event.type === 'checkout.session.expired' || event.type === 'checkout.session.async_payment_failed';
-    return settleFunding(deps, trx, work, session, closing);
-  });
+}
+
+/**
+ * Acts on a verified Stripe event once, by its id, in `trx`. A paid session credits its funding
+ * (`fund`, exactly once whatever else confirms it); an expired or failed one is closed, never
+ * credited. Refused with 400, nothing changed and nothing recorded, when the event names a session
+ * that is not one of ours or whose amount is not the funding's. A repeat of an event already acted
+ * on changes nothing and is acknowledged, as Stripe expects (else it delivers it again for days).
+ */
+export async function actOnStripeEvent(deps: WalletDeps, trx: Trx, work: UnitOfWork, event: Stripe.Event): Promise<StripeEventEffect> {
+  const first = await trx.insertInto('stripeEvents').values({ id: event.id, type: event.type }).onConflict((oc) => oc.column('id').doNothing()).returning('id').executeTakeFirst();
+  if (!first) return 'repeat';
+  if (!SESSION_EVENTS.has(event.type)) return 'ignored';
+  const session = checkoutState(event.data.object as Stripe.Checkout.Session);
+  const closing = event.type === 'checkout.session.expired' || event.type === 'checkout.session.async_payment_failed';
+  return settleFunding(deps, trx, work, session, closing);
 }
 
 /**
@@ -81,4 +84,17 @@ export async function reconcileStripeFundings(deps: WalletDeps, stripe: StripePr
     done[id] = await inTransaction(deps.db, (trx, work) => settleFunding(deps, trx, work, session, false));
   }
   return done;
+}
+
+/** How often the reconciliation pass runs, and how old a pending funding must be for it to ask Stripe. */
+export const RECONCILE_EVERY_MS = 60_000;
+export const RECONCILE_AFTER_MS = 10 * 60_000;
+
+/** Runs `reconcileStripeFundings` every minute until stopped (safe on every replica: each funding is locked). */
+export function startStripeReconciliation(deps: WalletDeps, stripe: StripeProcessor): Stoppable {
+  return startPeriodic(deps.logger, 'Stripe reconciliation', RECONCILE_EVERY_MS, async () => {
+    const done = await reconcileStripeFundings(deps, stripe, RECONCILE_AFTER_MS);
+    const credited = Object.values(done).filter((e) => e === 'credited').length;
+    if (credited > 0) deps.logger.warn({ credited }, 'Stripe fundings credited by reconciliation: their webhooks did not arrive');
+  });
 }

@@ -170,6 +170,21 @@ export const listLedger = (deps: WalletDeps): OperationHandler<Ops['listLedger']
   return { data: rows.map(entryView), pagination: pagination(count.n, limit, offset) };
 };
 
+/** GET /v1/wallets/{agentId}/fundings: the wallet's funding sessions, newest first, with their state. */
+export const listFundings = (deps: WalletDeps): OperationHandler<Ops['listFundings']> => async ({ path, query }, ctx) => {
+  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    deps.db.selectFrom('fundingSessions').selectAll().where('walletId', '=', wallet.id).orderBy('createdAt', 'desc').orderBy('id').limit(limit).offset(offset).execute(),
+    deps.db.selectFrom('fundingSessions').select(sql<number>`count(*)::int`.as('n')).where('walletId', '=', wallet.id).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    data: rows.map((s) => ({ sessionId: s.id, provider: s.provider, status: s.status, amountCents: Number(s.amountCents), createdAt: s.createdAt.toISOString(), paidAt: s.paidAt?.toISOString() ?? null })),
+    pagination: pagination(count.n, limit, offset),
+  };
+};
+
 /**
  * GET /sandbox/checkout/{sessionId}: the page a `checkoutUrl` points at. The sandbox has already
  * confirmed the payment, so it shows the paid session; it names no wallet or agent.

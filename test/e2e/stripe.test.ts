@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { unwrap } from '@agent-exchange/client';
+import { StripeProcessor } from '@aex/wallet';
+import { StripeStandIn } from '../../services/wallet/test/stripe-standin.js';
+import { startTestExchange, type TestExchange } from './harness.js';
+
+// D13.7 through the gateway: a funding made through Stripe Checkout (the SDK at a local stand-in
+// of Stripe's API) is credited when Stripe's signed event reaches POST /v1/payments/stripe/webhook,
+// the route taking the exact bytes it received; anything unsigned or tampered with is refused.
+
+let ex: TestExchange;
+let standIn: StripeStandIn;
+
+beforeAll(async () => {
+  standIn = await new StripeStandIn().start();
+  const payments = new StripeProcessor({ apiKey: 'sk_test_e2e', webhookSecret: standIn.webhookSecret, publicBaseUrl: 'http://exchange.test:8080', api: standIn.api });
+  ex = await startTestExchange({}, { payments });
+});
+afterAll(async () => {
+  await ex?.stop();
+  await standIn?.stop();
+});
+
+/** Posts `payload` to the webhook route as Stripe does: no bearer, the signature header. */
+const post = (payload: string, signature?: string) => fetch(`${ex.url}/v1/payments/stripe/webhook`, {
+  method: 'POST', headers: { 'content-type': 'application/json', ...(signature !== undefined ? { 'stripe-signature': signature } : {}) }, body: payload,
+});
+
+describe('Stripe funding through the gateway (D13.7)', () => {
+  it('funds through Checkout: pending until the signed event arrives, then credited once and listed paid', async () => {
+    const m = await ex.signUp();
+    const funding = unwrap(await m.client.fund(m.agentId, 4200));
+    expect(funding).toMatchObject({ funded: false, newBalanceCents: null, checkoutUrl: `https://checkout.stripe.com/c/pay/${funding.sessionId}` });
+    // Formatted as Stripe formats it: the signature covers these exact bytes, spaces and all.
+    const payload = JSON.stringify(JSON.parse(standIn.event('checkout.session.completed', standIn.pay(funding.sessionId))), null, 2);
+    const res = await post(payload, standIn.sign(payload));
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: unknown }).data).toEqual({ received: true, effect: 'credited' });
+    const again = await post(payload, standIn.sign(payload));
+    expect(((await again.json()) as { data: unknown }).data).toEqual({ received: true, effect: 'repeat' });
+    expect(unwrap(await m.client.getWallet(m.agentId))).toMatchObject({ balanceCents: 4200, availableCents: 4200 });
+    const fundings = await fetch(`${ex.url}/v1/wallets/${m.agentId}/fundings`, { headers: { authorization: `Bearer ${m.apiKey}` } });
+    expect(((await fundings.json()) as { data: unknown[] }).data).toEqual([expect.objectContaining({ sessionId: funding.sessionId, provider: 'stripe', status: 'paid', amountCents: 4200 })]);
+  });
+
+  it('refuses an unsigned or tampered event with 400 and moves nothing; fundings are the wallet owner\'s alone', async () => {
+    const m = await ex.signUp();
+    const funding = unwrap(await m.client.fund(m.agentId, 900));
+    const payload = standIn.event('checkout.session.completed', standIn.pay(funding.sessionId));
+    for (const res of [await post(payload), await post(payload.replace('"amount_total":900', '"amount_total":90000'), standIn.sign(payload))]) {
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { errors: Array<{ code: string; field?: string }> }).errors[0]).toMatchObject({ code: 'VALIDATION_ERROR', field: '/headers/stripe-signature' });
+    }
+    expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(0);
+    const stranger = await ex.signUp();
+    const peek = await fetch(`${ex.url}/v1/wallets/${m.agentId}/fundings`, { headers: { authorization: `Bearer ${stranger.apiKey}` } });
+    expect(peek.status).toBe(404);
+    expect((await fetch(`${ex.url}/v1/wallets/${m.agentId}/fundings`)).status).toBe(401);
+  });
+
+  it('answers 404 on an exchange whose payments do not go through Stripe', async () => {
+    const sandbox = await startTestExchange();
+    try {
+      const payload = standIn.event('checkout.session.completed', { id: 'cs_test_elsewhere', object: 'checkout.session', amount_total: 500, currency: 'usd', payment_status: 'paid' } as never);
+      const res = await fetch(`${sandbox.url}/v1/payments/stripe/webhook`, { method: 'POST', headers: { 'content-type': 'application/json', 'stripe-signature': standIn.sign(payload) }, body: payload });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { errors: Array<{ code: string }> }).errors[0]!.code).toBe('NOT_FOUND');
+    } finally {
+      await sandbox.stop();
+    }
+  });
+});

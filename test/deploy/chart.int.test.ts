@@ -186,7 +186,7 @@ describe('the Helm chart', () => {
     const chartConfig = schema.properties.config.properties;
     // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets). TLS is
     // the ingress's in a cluster, so the gateway's own certificate files are not offered.
-    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
     const settable = Object.keys(ConfigSchema.properties).filter((n) => !managed.includes(n));
     expect(Object.keys(chartConfig).sort()).toEqual(settable.sort());
     for (const name of settable) {
@@ -212,7 +212,8 @@ describe('the Helm chart', () => {
     ['a rate limit of zero', { 'config.RATE_LIMIT_READ_PER_MIN': 0 }, /RATE_LIMIT_READ_PER_MIN/],
     ['a misspelt setting', { 'config.RATE_LIMT_READ_PER_MIN': 10 }, /RATE_LIMT_READ_PER_MIN/],
     ['a bus namespace with capitals', { 'config.BUS_NAMESPACE': 'Exchange' }, /BUS_NAMESPACE/],
-    ['a payments provider that does not exist', { 'config.PAYMENTS_PROVIDER': 'stripe' }, /PAYMENTS_PROVIDER/],
+    ['a payments provider that does not exist', { 'config.PAYMENTS_PROVIDER': 'paypal' }, /PAYMENTS_PROVIDER/],
+    ['Stripe without its secrets', { 'config.PAYMENTS_PROVIDER': 'stripe' }, /stripe\.apiKey/],
     ['a public address that is not http(s)', { 'config.PUBLIC_BASE_URL': 'ftp://exchange.example.com' }, /PUBLIC_BASE_URL/],
     ['an operator token under 16 characters', { adminToken: 'short' }, /adminToken/],
     ['a pod label that would change which pods a Service selects', { 'podLabels.app\\.kubernetes\\.io/component': 'gateway' }, /podLabels/],
@@ -231,6 +232,25 @@ describe('the Helm chart', () => {
     const r = await template({ valueFiles: ['minimal-values.yaml'], set });
     expect(r.ok).toBe(false);
     expect(!r.ok && r.error).toMatch(message);
+  });
+
+  it('gives Stripe\'s secrets to the wallet alone, from the chart\'s Secret or one of yours (D13.7)', async () => {
+    type Deployment = KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }> }> } } } };
+    const stripeEnv = (objects: KubeObject[]) => Object.fromEntries(ofKind<Deployment>(objects, 'Deployment').map((d) => [
+      d.metadata.name.replace('aex-agent-exchange-', ''),
+      d.spec.template.spec.containers[0]!.env.filter((e) => e.name.startsWith('STRIPE_')).map((e) => `${e.name}=${e.valueFrom!.secretKeyRef.name}/${e.valueFrom!.secretKeyRef.key}`),
+    ]));
+    const own = await render('minimal-values.yaml', { 'config.PAYMENTS_PROVIDER': 'stripe', 'stripe.apiKey': 'sk_test_abc123', 'stripe.webhookSecret': 'whsec_abc123' });
+    const envs = stripeEnv(own);
+    expect(envs.wallet).toEqual(['STRIPE_API_KEY=aex-agent-exchange-secrets/STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET=aex-agent-exchange-secrets/STRIPE_WEBHOOK_SECRET']);
+    for (const name of SERVICES.filter((n) => n !== 'wallet')) expect(envs[name], name).toEqual([]);
+    const [secret] = ofKind<KubeObject & { stringData: Record<string, string> }>(own, 'Secret');
+    expect(secret!.stringData).toMatchObject({ STRIPE_API_KEY: 'sk_test_abc123', STRIPE_WEBHOOK_SECRET: 'whsec_abc123' });
+    // Nothing of Stripe's in the ConfigMap every service reads.
+    const [config] = ofKind<KubeObject & { data: Record<string, string> }>(own, 'ConfigMap');
+    expect(JSON.stringify(config!.data)).not.toMatch(/sk_test|whsec_/);
+    const theirs = await render('minimal-values.yaml', { 'config.PAYMENTS_PROVIDER': 'stripe', 'stripe.existingSecret': 'payments' });
+    expect(stripeEnv(theirs).wallet).toEqual(['STRIPE_API_KEY=payments/STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET=payments/STRIPE_WEBHOOK_SECRET']);
   });
 
   it('derives the public address from the ingress host when none is given', async () => {

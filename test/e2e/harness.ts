@@ -10,7 +10,7 @@ import type { CreateAccountBody, NewAccountView } from '@aex/contracts';
 import { buildGateway } from '@aex/gateway';
 import { database as catalogDatabase, startCatalogService, type CatalogService } from '@aex/catalog';
 import { database as identityDatabase, startIdentityService, type IdentityService } from '@aex/identity';
-import { database as walletDatabase, startWalletService, type PaymentProcessor, type WalletService } from '@aex/wallet';
+import { database as walletDatabase, startWalletService, type WalletService } from '@aex/wallet';
 import { database as transactionsDatabase, startTransactionService, type TransactionService } from '@aex/transactions';
 import { database as webhooksDatabase, startWebhookService, type WebhookService } from '@aex/webhooks';
 import { checksOf, connectServiceDb, loadConfig, type Bus, type ExchangeConfig, type ServiceDbOptions } from '@aex/platform';
@@ -97,8 +97,6 @@ export interface TestExchangeOptions {
   timerPollMs?: number;
   /** The gateway's port (default: any free one). */
   port?: number;
-  /** The wallet's payment processor instead of the configured one's (Stripe at a local stand-in). */
-  payments?: PaymentProcessor;
 }
 
 export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
@@ -123,8 +121,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
   const identityDeps = { ...deps, ...(opts.resolveHost ? { resolveHost: opts.resolveHost } : {}) };
   let identity = await startIdentityService(identityDeps);
   let identityRunning = true;
-  const walletDeps = { ...deps, ...(opts.payments ? { payments: opts.payments } : {}) };
-  let wallet: WalletService | null = await startWalletService(walletDeps);
+  let wallet: WalletService | null = await startWalletService(deps);
   let catalog = await startCatalogService(deps);
   let catalogRunning = true;
   const txOpts = { ...deps, ...(opts.timerPollMs ? { timerPollMs: opts.timerPollMs } : {}) };
@@ -194,7 +191,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
       return webhooks;
     },
     async startWallet() {
-      wallet = await startWalletService(walletDeps);
+      wallet = await startWalletService(deps);
       return wallet;
     },
     async stopWallet() {

@@ -1,20 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
-import { StripeProcessor } from '@aex/wallet';
 import { StripeStandIn } from '../../services/wallet/test/stripe-standin.js';
 import { startTestExchange, type TestExchange } from './harness.js';
 
-// D13.7 through the gateway: a funding made through Stripe Checkout (the SDK at a local stand-in
-// of Stripe's API) is credited when Stripe's signed event reaches POST /v1/payments/stripe/webhook,
-// the route taking the exact bytes it received; anything unsigned or tampered with is refused.
+// D13.7 through the gateway, configured as a deployment is (PAYMENTS_PROVIDER=stripe, the SDK at a
+// local stand-in of Stripe's API): a funding made through Stripe Checkout is credited when Stripe's
+// signed event reaches POST /v1/payments/stripe/webhook, the route taking the exact bytes it
+// received; anything unsigned or tampered with is refused. Payouts go to the account's linked
+// connected account, once per Idempotency-Key.
 
 let ex: TestExchange;
 let standIn: StripeStandIn;
 
 beforeAll(async () => {
   standIn = await new StripeStandIn().start();
-  const payments = new StripeProcessor({ apiKey: 'sk_test_e2e', webhookSecret: standIn.webhookSecret, publicBaseUrl: 'http://exchange.test:8080', api: standIn.api });
-  ex = await startTestExchange({}, { payments });
+  // Configured as a deployment is (D16), Stripe's API at the stand-in's address.
+  ex = await startTestExchange({ PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_e2e', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: `http://127.0.0.1:${standIn.port}` });
 });
 afterAll(async () => {
   await ex?.stop();
@@ -56,6 +57,29 @@ describe('Stripe funding through the gateway (D13.7)', () => {
     const peek = await fetch(`${ex.url}/v1/wallets/${m.agentId}/fundings`, { headers: { authorization: `Bearer ${stranger.apiKey}` } });
     expect(peek.status).toBe(404);
     expect((await fetch(`${ex.url}/v1/wallets/${m.agentId}/fundings`)).status).toBe(401);
+  });
+
+  it('pays out to the linked connected account once per key, after the owner links it; refuses before', async () => {
+    const m = await ex.signUp();
+    const funding = unwrap(await m.client.fund(m.agentId, 8000));
+    const payload = standIn.event('checkout.session.completed', standIn.pay(funding.sessionId));
+    expect((await post(payload, standIn.sign(payload))).status).toBe(200);
+    const unkeyed = await m.client.withdraw(m.agentId, 3000);
+    expect(!unkeyed.ok && [unkeyed.status, unkeyed.error.code, unkeyed.error.errors[0]?.field]).toEqual([400, 'VALIDATION_ERROR', '/headers/idempotency-key']);
+    const unlinked = await m.client.withdraw(m.agentId, 3000, { idempotencyKey: 'payout-1' });
+    expect(!unlinked.ok && unlinked.error.message).toMatch(/POST \/v1\/accounts\/[0-9a-f-]+\/payouts\/link/);
+    const link = unwrap(await m.client.linkPayoutAccount(m.accountId));
+    expect(link.url).toMatch(/^https:\/\/connect\.stripe\.com\//);
+    const worker = await ex.addAgent(m);
+    const refused = await worker.client.linkPayoutAccount(m.accountId);
+    expect(!refused.ok && refused.status).toBe(403);
+    standIn.onboard(link.stripeAccountId);
+    const paid = unwrap(await m.client.withdraw(m.agentId, 3000, { idempotencyKey: 'payout-2' }));
+    const again = unwrap(await m.client.withdraw(m.agentId, 3000, { idempotencyKey: 'payout-2' }));
+    expect(again.payoutId).toBe(paid.payoutId);
+    expect(standIn.transfers.filter((t) => t.destination === link.stripeAccountId).map((t) => [t.id, t.amount])).toEqual([[paid.payoutId, 3000]]);
+    expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(5000);
+    expect(unwrap(await m.client.ledger(m.agentId)).map((e) => [e.txType, e.amountCents])).toEqual([['fund', 8000], ['payout', -3000]]);
   });
 
   it('answers 404 on an exchange whose payments do not go through Stripe', async () => {

@@ -556,6 +556,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{accountId}/payouts/link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Link the Stripe account the account’s payouts go to: answers its onboarding page */
+        post: operations["linkPayoutAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/wallets/{agentId}/fundings": {
         parameters: {
             query?: never;
@@ -1821,6 +1838,17 @@ export interface components {
              * @description ISO 8601 UTC timestamp
              */
             createdAt: string;
+        };
+        PayoutLinkView: {
+            /** @description Stripe's onboarding page for the account's connected account; open it in a browser */
+            url: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            expiresAt: string;
+            /** @description The connected account payouts go to */
+            stripeAccountId: string;
         };
         FundingView: {
             sessionId: string;
@@ -5045,6 +5073,71 @@ export interface operations {
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    linkPayoutAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutLinkView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: INVALID_STATE, IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description Not configured on this exchange: PAYMENTS_NOT_CONFIGURED */
+            501: components["responses"]["Error501"];
             /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };

@@ -37,6 +37,8 @@ import type {
   UpdateAgentBody,
   WalletView,
   WithdrawView,
+  FundingView,
+  PayoutLinkView,
   CreateTransactionBody,
   ListTransactionsQuery,
   NegotiateBody,
@@ -234,6 +236,12 @@ export class ExchangeClient {
     });
   ledger = (agentId: string, query: LedgerQuery = {}) =>
     this.request<LedgerEntryView[]>('GET', `/v1/wallets/${enc(agentId)}/transactions`, { query });
+  /** The wallet's funding sessions, newest first: pending, paid (credited once) or expired. */
+  fundings = (agentId: string, query: LedgerQuery = {}) =>
+    this.request<FundingView[]>('GET', `/v1/wallets/${enc(agentId)}/fundings`, { query });
+  /** D13.7 (owner agent): Stripe's onboarding page for the connected account the account's payouts go to. */
+  linkPayoutAccount = (accountId: string, o: Keyed = {}) =>
+    this.request<PayoutLinkView>('POST', `/v1/accounts/${enc(accountId)}/payouts/link`, o);
 
   // --- webhooks (D14.2, EXT): the agent itself or its owner agent
   getWebhook = (agentId: string) => this.request<WebhookView>('GET', `/v1/agents/${enc(agentId)}/webhook`);

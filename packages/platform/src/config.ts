@@ -18,7 +18,13 @@ export const ConfigSchema = Type.Object({
   NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
   /** Prefix of every subject, stream and bucket name (tests use their own). */
   BUS_NAMESPACE: Type.String({ default: 'aex', pattern: '^[a-z][a-z0-9_]{0,30}$' }),
-  PAYMENTS_PROVIDER: Type.Union([Type.Literal('none'), Type.Literal('sandbox')], { default: 'none' }),
+  /** D13.7: `none`, `sandbox` (confirms at once: never for real money) or `stripe` (Checkout in, Connect transfers out). */
+  PAYMENTS_PROVIDER: Type.Union([Type.Literal('none'), Type.Literal('sandbox'), Type.Literal('stripe')], { default: 'none' }),
+  /** D13.7 secrets (never logged, never answered): Stripe's secret or restricted key, and the webhook endpoint's signing secret. */
+  STRIPE_API_KEY: Type.Optional(Type.String({ pattern: '^(sk|rk)_(test|live)_[A-Za-z0-9]+$' })),
+  STRIPE_WEBHOOK_SECRET: Type.Optional(Type.String({ pattern: '^whsec_[A-Za-z0-9+/=]+$' })),
+  /** Another address for Stripe's API (a local stand-in or stripe-mock); unset: Stripe's own. */
+  STRIPE_API_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /**
    * D3.5: `plain` — an authenticated PATCH replaces an agent's signing key, as the spec says;

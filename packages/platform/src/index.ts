@@ -11,7 +11,7 @@ export * from './caches/membership.js';
 export * from './caches/local-cache.js';
 export * from './caches/replica-caches.js';
 export * from './idempotency/records.js';
-export { idempotencyKeyHash } from './idempotency/reply-cipher.js';
+export { idempotencyKeyHash, operationKeyOf } from './idempotency/reply-cipher.js';
 export * from './net/address-policy.js';
 export * from './net/free-port.js';
 export * from './health.js';

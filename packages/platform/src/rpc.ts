@@ -6,6 +6,7 @@ import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, t
 import type { ExchangeConfig } from './config.js';
 import type { ServiceDb } from './db/connect.js';
 import { IdempotencyRecords } from './idempotency/records.js';
+import { operationKeyOf } from './idempotency/reply-cipher.js';
 import type { Logger } from './logger.js';
 import { encodeReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
@@ -23,6 +24,12 @@ export interface HandlerContext {
   effect: EffectRunner;
   /** Whether the request carries an Idempotency-Key (then its effect must be made by `effect`). */
   keyed: boolean;
+  /**
+   * For a keyed request: a name every retry under the same key shares (`operationKeyOf` the key in
+   * its scope), from which a call to another system derives its own idempotency key, so a retry after a
+   * crash between that system's answer and our commit finds the first call's outcome there.
+   */
+  operationKey?: string;
   /** Bytes the reply's data may take on the bus; lists longer than this are cut (see reply-budget.ts). */
   replyBudgetBytes: number;
 }
@@ -98,7 +105,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
         const input = check.check(req.input);
         if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, keyed: req.ctx.idempotency !== undefined, logger: log, replyBudgetBytes: budget };
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, keyed: req.ctx.idempotency !== undefined, ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
         if (op.auth === 'agent') requireAgent(base as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
         return await records.run(req.ctx.idempotency, requestId, async (effect) => {

@@ -28,7 +28,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const now = opts.now ?? (() => new Date());
-  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: opts.payments ?? processorFor(opts.config.PAYMENTS_PROVIDER), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: opts.payments ?? processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);
@@ -48,6 +48,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       checkLedger: checkLedger(deps),
       getCheckout: wallets.getCheckout(deps),
       listFundings: wallets.listFundings(deps),
+      linkPayoutAccount: wallets.linkPayoutAccount(deps),
       stripeWebhook: stripeWebhook(deps),
     },
     logger,

@@ -4,7 +4,7 @@ import Stripe from 'stripe';
 
 /**
  * A local stand-in for the few Stripe endpoints the wallet uses (no network here): Checkout
- * Sessions created and retrieved, in the shapes the SDK's types declare, with Stripe's idempotency
+ * Sessions created and retrieved, Express accounts and their Account Links, Transfers, in the shapes the SDK's types declare, with Stripe's idempotency
  * (the same key and body answer the same session; the same key with another body is refused). The
  * test plays the payer (`pay`, `expire`) and Stripe's webhook sender (`event`, `sign`).
  */
@@ -58,6 +58,9 @@ export class StripeStandIn {
     }
     let result: { status: number; body: unknown };
     if (req.method === 'POST' && url.pathname === '/v1/checkout/sessions') result = { status: 200, body: this.createSession(form) };
+    else if (req.method === 'POST' && url.pathname === '/v1/accounts') result = { status: 200, body: this.createAccount(form) };
+    else if (req.method === 'POST' && url.pathname === '/v1/account_links') result = this.createAccountLink(form);
+    else if (req.method === 'POST' && url.pathname === '/v1/transfers') result = this.createTransfer(form);
     else {
       const m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(url.pathname);
       const found = m && req.method === 'GET' ? this.sessions.get(decodeURIComponent(m[1]!)) : undefined;
@@ -74,12 +77,44 @@ export class StripeStandIn {
       id, object: 'checkout.session', mode: form['mode'], status: 'open', payment_status: 'unpaid',
       amount_total: Number(form['line_items[0][price_data][unit_amount]']) * quantity, amount_subtotal: Number(form['line_items[0][price_data][unit_amount]']) * quantity,
       currency: form['line_items[0][price_data][currency]'], client_reference_id: form['client_reference_id'] ?? null,
-      metadata: Object.fromEntries(Object.entries(form).filter(([k]) => k.startsWith('metadata[')).map(([k, v]) => [k.slice(9, -1), v])),
+      metadata: metadataOf(form),
       success_url: form['success_url'], cancel_url: form['cancel_url'], url: `https://checkout.stripe.com/c/pay/${id}`,
       created: Math.floor(Date.now() / 1000), expires_at: Math.floor(Date.now() / 1000) + 86_400, livemode: false,
     } as unknown as Stripe.Checkout.Session;
     this.sessions.set(id, session);
     return session;
+  }
+
+  readonly accounts = new Map<string, { id: string; object: 'account'; type: string; metadata: Record<string, string>; payouts_enabled: boolean }>();
+  readonly transfers: Array<Stripe.Transfer> = [];
+
+  private createAccount(form: Record<string, string>) {
+    const account = { id: `acct_${randomBytes(8).toString('hex')}`, object: 'account' as const, type: form['type'] ?? 'express', metadata: metadataOf(form), payouts_enabled: false };
+    this.accounts.set(account.id, account);
+    return account;
+  }
+
+  private createAccountLink(form: Record<string, string>): { status: number; body: unknown } {
+    const account = this.accounts.get(form['account'] ?? '');
+    if (!account) return error(400, 'invalid_request_error', `No such account: '${form['account']}'`);
+    return { status: 200, body: { object: 'account_link', created: Math.floor(Date.now() / 1000), expires_at: Math.floor(Date.now() / 1000) + 300, url: `https://connect.stripe.com/setup/e/${account.id}/${randomBytes(6).toString('hex')}` } };
+  }
+
+  /** The connected account finished its onboarding: it can receive transfers. */
+  onboard(accountId: string): void {
+    this.accounts.get(accountId)!.payouts_enabled = true;
+  }
+
+  private createTransfer(form: Record<string, string>): { status: number; body: unknown } {
+    const account = this.accounts.get(form['destination'] ?? '');
+    if (!account) return error(400, 'invalid_request_error', `No such destination: '${form['destination']}'`);
+    if (!account.payouts_enabled) return error(400, 'invalid_request_error', 'Your destination account needs to have at least one of the following capabilities enabled: transfers, crypto_transfers, legacy_payments');
+    const transfer = {
+      id: `tr_${randomBytes(12).toString('hex')}`, object: 'transfer', amount: Number(form['amount']), currency: form['currency'], destination: account.id,
+      metadata: metadataOf(form), created: Math.floor(Date.now() / 1000), livemode: false, reversed: false,
+    } as unknown as Stripe.Transfer;
+    this.transfers.push(transfer);
+    return { status: 200, body: transfer };
   }
 
   /** The payer pays: the session completes, paid (or, `async`, completes with the payment still on its way). */
@@ -114,3 +149,6 @@ export class StripeStandIn {
 }
 
 const error = (status: number, type: string, message: string) => ({ status, body: { error: { type, message } } });
+
+/** `metadata[key]` form fields as the object they encode. */
+const metadataOf = (form: Record<string, string>) => Object.fromEntries(Object.entries(form).filter(([k]) => k.startsWith('metadata[')).map(([k, v]) => [k.slice(9, -1), v]));

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callOrThrow, loadConfig, type Bus } from '@aex/platform';
+import { callOperation, callOrThrow, loadConfig, operationKeyOf, type Bus } from '@aex/platform';
 import { commands, subjects, walletOps, type Principal } from '@aex/contracts';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
@@ -152,6 +152,84 @@ describe('funding through Stripe Checkout (D13.7)', () => {
     const outcomes = await Promise.all([deliver(paid), deliver(paid), deliver(again), reconcileStripeFundings(wallet.deps, stripe, 0).then((d): string => d[sessionId] ?? 'none')]);
     expect(outcomes.filter((o) => o === 'credited')).toHaveLength(1);
     expect(await fundEntries(sessionId)).toEqual([{ txType: 'fund', amountCents: 2000 }]);
+    expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
+  });
+});
+
+describe('payouts to the account\'s Stripe connected account (D13.7)', () => {
+  const call = <O extends typeof walletOps.withdraw | typeof walletOps.linkPayoutAccount>(op: O, p: Principal, path: Record<string, string>, body: Record<string, unknown>, key?: string) =>
+    callOperation(bus, op, { ctx: { requestId: randomUUID(), principal: p, ...(key ? { idempotency: { key, scope: `agent:${p.agentId}`, fingerprint: JSON.stringify(body) } } : {}) }, input: { path, query: {}, body } } as never, { timeoutMs: 10_000 });
+  const outcome = (r: Awaited<ReturnType<typeof call>>) => (r.ok ? r.status : `${r.status} ${r.errors[0]!.code} ${JSON.stringify(r.errors[0]!.details ?? null)}`);
+  const link = (p: Principal) => call(walletOps.linkPayoutAccount, p, { accountId: p.accountId }, {});
+  const withdraw = (p: Principal, amountCents: number, key?: string) => call(walletOps.withdraw, p, { agentId: p.agentId }, { amountCents }, key);
+
+  /** An agent whose wallet holds `cents`, credited through a paid Checkout Session. */
+  async function funded(cents: number): Promise<Principal> {
+    const p = await agent();
+    const { sessionId } = await fund(p, cents);
+    await deliver(standIn.event('checkout.session.completed', standIn.pay(sessionId)));
+    return p;
+  }
+
+  it('links one connected account per exchange account, for its owner agent only, with a fresh onboarding page each time', async () => {
+    const owner = await agent();
+    const first = await link(owner);
+    const again = await link(owner);
+    expect(first.ok && again.ok).toBe(true);
+    if (!first.ok || !again.ok) return;
+    const [a, b] = [first.data as { url: string; stripeAccountId: string }, again.data as { url: string; stripeAccountId: string }];
+    expect(a.stripeAccountId).toMatch(/^acct_/);
+    expect(b.stripeAccountId).toBe(a.stripeAccountId);
+    expect(a.url).toMatch(/^https:\/\/connect\.stripe\.com\//);
+    expect(b.url).not.toBe(a.url);
+    expect(standIn.accounts.get(a.stripeAccountId)!.metadata).toEqual({ exchangeAccountId: owner.accountId });
+    const sibling: Principal = { ...owner, agentId: randomUUID(), isOwner: false };
+    expect(outcome(await link(sibling))).toBe('403 FORBIDDEN null');
+    const stranger = await agent();
+    expect(outcome(await call(walletOps.linkPayoutAccount, stranger, { accountId: owner.accountId }, {}))).toBe('404 NOT_FOUND null');
+  });
+
+  it('refuses a withdrawal without an Idempotency-Key, or before the account is linked and able to receive, moving nothing', async () => {
+    const p = await funded(6000);
+    expect(outcome(await withdraw(p, 2500))).toMatch(/^400 VALIDATION_ERROR/);
+    expect(outcome(await withdraw(p, 2500, randomUUID()))).toBe('409 INVALID_STATE {"status":"unlinked"}');
+    await link(p);
+    expect(outcome(await withdraw(p, 2500, randomUUID()))).toBe('409 INVALID_STATE {"status":"refused_by_processor"}');
+    expect(await balance(p)).toEqual({ balanceCents: 6000, heldCents: 0 });
+  });
+
+  it('pays out once per key: a Transfer to the connected account, its idempotency key derived from ours, the payout entry with it', async () => {
+    const p = await funded(9000);
+    const acct = (await link(p) as { ok: true; data: { stripeAccountId: string } }).data.stripeAccountId;
+    standIn.onboard(acct);
+    const key = randomUUID();
+    const first = await withdraw(p, 3000, key);
+    const again = await withdraw(p, 3000, key);
+    expect(first.ok && again.ok && again.data).toEqual(first.ok && first.data);
+    const mine = standIn.transfers.filter((t) => t.destination === acct);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ amount: 3000, currency: 'usd' });
+    const sent = standIn.requests.filter((r) => r.path === '/v1/transfers' && r.form['destination'] === acct);
+    expect(sent.map((r) => r.idempotencyKey)).toEqual([`aex-payout:${operationKeyOf(`agent:${p.agentId}`, key)}`]);
+    expect(first.ok && (first.data as { payoutId: string }).payoutId).toBe(mine[0]!.id);
+    expect(await balance(p)).toEqual({ balanceCents: 6000, heldCents: 0 });
+  });
+
+  it('finishes a payout whose first attempt died after Stripe accepted it: the retry gets the same Transfer, paid once', async () => {
+    const p = await funded(8000);
+    const acct = (await link(p) as { ok: true; data: { stripeAccountId: string } }).data.stripeAccountId;
+    standIn.onboard(acct);
+    const key = randomUUID();
+    const walletId = (await wallet.deps.db.selectFrom('wallets').select('id').where('agentId', '=', p.agentId).executeTakeFirstOrThrow()).id;
+    // The first attempt reached Stripe, then the process died before its commit: Stripe has the transfer, we have nothing.
+    const operationId = `payout:${operationKeyOf(`agent:${p.agentId}`, key)}`;
+    const dead = await stripe.createPayout(2500, new Date(), { operationId, walletId, destination: acct });
+    expect(await balance(p)).toEqual({ balanceCents: 8000, heldCents: 0 });
+    const retried = await withdraw(p, 2500, key);
+    expect(retried.ok && (retried.data as { payoutId: string }).payoutId).toBe(dead.payoutId);
+    expect(standIn.transfers.filter((t) => t.destination === acct)).toHaveLength(1);
+    expect(await wallet.deps.db.selectFrom('ledgerEntries').select(['txType', 'amountCents']).where('operationId', '=', operationId).execute()).toEqual([{ txType: 'payout', amountCents: -2500 }]);
+    expect(await balance(p)).toEqual({ balanceCents: 5500, heldCents: 0 });
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 });

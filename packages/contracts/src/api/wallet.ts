@@ -98,3 +98,12 @@ export const StripeWebhookView = Type.Object({
   effect: Type.Union(['credited', 'closed', 'repeat', 'ignored'].map((e) => Type.Literal(e)), { description: 'credited: a funding paid; closed: one expired or failed; repeat: already acted on; ignored: nothing to do' }),
 });
 export type StripeWebhookView = Static<typeof StripeWebhookView>;
+
+/** POST /v1/accounts/{accountId}/payouts/link (D13.7): where the account's owner connects the Stripe account payouts go to. */
+export const PayoutLinkPath = Strict({ accountId: Uuid });
+export const PayoutLinkView = Type.Object({
+  url: Type.String({ description: 'Stripe\'s onboarding page for the account\'s connected account; open it in a browser' }),
+  expiresAt: Timestamp,
+  stripeAccountId: Type.String({ description: 'The connected account payouts go to' }),
+});
+export type PayoutLinkView = Static<typeof PayoutLinkView>;

@@ -10,6 +10,14 @@ export function idempotencyKeyHash(scope: string, key: string): string {
   return createHash('sha256').update(`aex-idempotency-name-v1\0${scope}\0${key}`).digest('hex');
 }
 
+/**
+ * The name every retry of a keyed request shares, for another system's idempotency key (a payment
+ * processor's): derived apart from the record's name, so neither tells the other.
+ */
+export function operationKeyOf(scope: string, key: string): string {
+  return createHash('sha256').update(`aex-operation-v1\0${scope}\0${key}`).digest('hex');
+}
+
 function sealingKey(scope: string, key: string): Buffer {
   return Buffer.from(hkdfSync('sha256', key, `aex-idempotency-seal-v1\0${scope}`, 'stored reply', 32));
 }

@@ -68,4 +68,6 @@ export interface Database extends PlatformTables {
   payouts: { id: string; walletId: string; provider: string; amountCents: number; estimatedArrival: Date; createdAt: Date };
   /** D13.7: the Stripe events received, by Stripe's id: each acts once. */
   stripeEvents: { id: string; type: string; receivedAt: Generated<Date> };
+  /** D13.7: where an exchange account's payouts go at the processor (a Stripe connected account). */
+  payoutAccounts: { accountId: string; provider: string; externalId: string; createdAt: Generated<Date> };
 }

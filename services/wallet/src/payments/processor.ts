@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { ConfigError, type ExchangeConfig } from '@aex/platform';
+import { StripeProcessor } from './stripe.js';
 
 /**
  * The payment-processor port (D13.4–D13.6). `sandbox` confirms at once; a real processor (Stripe or
@@ -7,7 +9,27 @@ import { randomBytes } from 'node:crypto';
 export interface PaymentProcessor {
   readonly name: string;
   createCheckout(amountCents: number, funding: CheckoutFor): Promise<Checkout>;
-  createPayout(amountCents: number, now: Date): Promise<Payout>;
+  createPayout(amountCents: number, now: Date, payout: PayoutFor): Promise<Payout>;
+  /**
+   * Where payouts go, when the processor needs one linked per exchange account (Stripe Connect):
+   * links it (or, `existing`, gives its onboarding page again). Absent: payouts need no link.
+   */
+  linkPayoutAccount?(accountId: string, existing: string | undefined): Promise<PayoutLink>;
+}
+
+/** The payout a transfer is for: our operation (the processor's idempotency key derives from it) and where it goes. */
+export interface PayoutFor {
+  operationId: string;
+  walletId: string;
+  /** The linked account (`linkPayoutAccount`); undefined for a processor that needs none. */
+  destination: string | undefined;
+}
+
+/** An onboarding page for the account payouts go to, and that account. */
+export interface PayoutLink {
+  url: string;
+  expiresAt: Date;
+  externalId: string;
 }
 
 /** The funding a checkout is for: our operation (the processor's idempotency key derives from it). */
@@ -39,6 +61,23 @@ export class SandboxProcessor implements PaymentProcessor {
   }
 }
 
-export function processorFor(provider: 'none' | 'sandbox'): PaymentProcessor | null {
-  return provider === 'sandbox' ? new SandboxProcessor() : null;
+/** The processor `PAYMENTS_PROVIDER` names (D13.7), or null for `none`. */
+export function processorFor(config: Pick<ExchangeConfig, 'PAYMENTS_PROVIDER' | 'STRIPE_API_KEY' | 'STRIPE_WEBHOOK_SECRET' | 'STRIPE_API_URL' | 'PUBLIC_BASE_URL'>): PaymentProcessor | null {
+  switch (config.PAYMENTS_PROVIDER) {
+    case 'none':
+      return null;
+    case 'sandbox':
+      return new SandboxProcessor();
+    case 'stripe': {
+      // Checked where they are used: only the wallet holds Stripe's secrets.
+      for (const name of ['STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET'] as const) {
+        if (config[name] === undefined) throw new ConfigError(name, 'must be set when PAYMENTS_PROVIDER is stripe.');
+      }
+      const api = config.STRIPE_API_URL ? new URL(config.STRIPE_API_URL) : undefined;
+      return new StripeProcessor({
+        apiKey: config.STRIPE_API_KEY!, webhookSecret: config.STRIPE_WEBHOOK_SECRET!, publicBaseUrl: config.PUBLIC_BASE_URL,
+        ...(api && { api: { host: api.hostname, port: Number(api.port || (api.protocol === 'https:' ? 443 : 80)), protocol: api.protocol === 'https:' ? 'https' as const : 'http' as const } }),
+      });
+    }
+  }
 }

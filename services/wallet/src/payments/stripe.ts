@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { Checkout, CheckoutFor, PaymentProcessor, Payout } from './processor.js';
+import type { Checkout, CheckoutFor, PaymentProcessor, Payout, PayoutFor, PayoutLink } from './processor.js';
 
 /** How the wallet reaches Stripe (D13.7): the secret key, the webhook signing secret, where Checkout returns. */
 export interface StripeOptions {
@@ -53,8 +53,30 @@ export class StripeProcessor implements PaymentProcessor {
     return { sessionId: session.id, confirmed: false, url: session.url };
   }
 
-  async createPayout(): Promise<Payout> {
-    throw new Error('payouts through Stripe go to a connected account (not linked)');
+  /**
+   * A Transfer to the account's connected account (D13.7), with an idempotency key derived from our
+   * operation: a retry after a crash between Stripe's answer and our commit gets the same transfer,
+   * so the money goes once. A refusal by Stripe (an account not yet able to receive) is an error.
+   */
+  async createPayout(amountCents: number, now: Date, payout: PayoutFor): Promise<Payout> {
+    if (!payout.destination) throw new Error('a payout through Stripe needs a connected account');
+    const transfer = await this.stripe.transfers.create({
+      amount: amountCents, currency: 'usd', destination: payout.destination,
+      metadata: { walletId: payout.walletId, operationId: payout.operationId },
+    }, { idempotencyKey: `aex-${payout.operationId}` });
+    // The connected account's balance has it now; its bank, on its payout schedule (2 days by default).
+    return { payoutId: transfer.id, estimatedArrival: new Date(now.getTime() + 2 * 86_400_000) };
+  }
+
+  /**
+   * The Express connected account an exchange account's payouts go to (made once: the idempotency
+   * key is the account's id), and a fresh onboarding page for it.
+   */
+  async linkPayoutAccount(accountId: string, existing: string | undefined): Promise<PayoutLink> {
+    const account = existing ?? (await this.stripe.accounts.create({ type: 'express', metadata: { exchangeAccountId: accountId } }, { idempotencyKey: `aex-account-${accountId}` })).id;
+    const back = `${this.opts.publicBaseUrl}/v1/accounts/${accountId}`;
+    const link = await this.stripe.accountLinks.create({ account, type: 'account_onboarding', refresh_url: back, return_url: back });
+    return { url: link.url, expiresAt: new Date(link.expires_at * 1000), externalId: account };
   }
 
   /**

@@ -142,19 +142,61 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   });
 };
 
-/** POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. */
+/**
+ * POST /v1/wallets/{agentId}/withdraw (D13.5): at most the available balance. Through a processor
+ * that pays a linked account (Stripe, D13.7): to the account's linked one (409 until it is linked),
+ * and only under an Idempotency-Key, from which the processor's own key derives — a retry after a
+ * crash between its answer and our commit then finds the same payout there, and it is paid once.
+ */
 export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> => async ({ path, body }, ctx) => {
   const wallet = await openWallet(deps, requireAgent(ctx), path.agentId);
   const payments = requirePayments(deps);
+  let destination: string | undefined;
+  if (payments.linkPayoutAccount) {
+    if (!ctx.operationKey) {
+      throw new AppError('VALIDATION_ERROR', `A withdrawal through ${payments.name} needs an Idempotency-Key header: a retry with the same key after a failure then pays once.`, { field: '/headers/idempotency-key' });
+    }
+    const linked = await deps.db.selectFrom('payoutAccounts').select('externalId').where('accountId', '=', wallet.accountId!).where('provider', '=', payments.name).executeTakeFirst();
+    if (!linked) {
+      throw new AppError('INVALID_STATE', `No ${payments.name} account is linked for payouts yet: the account's owner agent links one with POST /v1/accounts/${wallet.accountId}/payouts/link and completes the page it answers.`, { details: { status: 'unlinked' } });
+    }
+    destination = linked.externalId;
+  }
   const now = deps.now();
+  const operationId = `payout:${ctx.operationKey ?? randomUUID()}`;
   return ctx.effect(deps.db, async (trx, work) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
-    const operationId = `payout:${randomUUID()}`;
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
-    const payout = await payments.createPayout(body.amountCents, now);
+    let payout;
+    try {
+      payout = await payments.createPayout(body.amountCents, now, { operationId, walletId: wallet.id, destination });
+    } catch (err) {
+      if (!destination) throw err;
+      // Nothing is written: the movement goes with the transaction.
+      throw new AppError('INVALID_STATE', `${payments.name} refused the payout: ${(err as Error).message}`, { details: { status: 'refused_by_processor' } });
+    }
     await trx.insertInto('payouts').values({ id: payout.payoutId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival, createdAt: now }).execute();
     work.enqueue(events.walletPaidOut, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, payoutId: payout.payoutId }, { now });
     return { data: { payoutId: payout.payoutId, amountCents: body.amountCents, estimatedArrival: payout.estimatedArrival.toISOString() } };
+  });
+};
+
+/**
+ * POST /v1/accounts/{accountId}/payouts/link (D13.7): the account's owner agent only (another agent
+ * of the account: 403; another account: 404). Links the account's payout account at the processor
+ * once, and answers its onboarding page (again, each time asked).
+ */
+export const linkPayoutAccount = (deps: WalletDeps): OperationHandler<Ops['linkPayoutAccount']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  if (caller.accountId !== path.accountId) throw new AppError('NOT_FOUND', 'No such account.');
+  if (!caller.isOwner) throw new AppError('FORBIDDEN', 'Only the account\'s owner agent links where its payouts go.');
+  const payments = requirePayments(deps);
+  if (!payments.linkPayoutAccount) throw new AppError('INVALID_STATE', `Payouts through ${payments.name} need no linked account.`, { details: { status: 'not_needed' } });
+  const known = await deps.db.selectFrom('payoutAccounts').select('externalId').where('accountId', '=', path.accountId).where('provider', '=', payments.name).executeTakeFirst();
+  const link = await payments.linkPayoutAccount(path.accountId, known?.externalId);
+  return ctx.effect(deps.db, async (trx) => {
+    await trx.insertInto('payoutAccounts').values({ accountId: path.accountId, provider: payments.name, externalId: link.externalId }).onConflict((oc) => oc.column('accountId').doNothing()).execute();
+    return { data: { url: link.url, expiresAt: link.expiresAt.toISOString(), stripeAccountId: link.externalId } };
   });
 };
 

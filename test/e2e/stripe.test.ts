@@ -80,6 +80,14 @@ describe('Stripe funding through the gateway (D13.7)', () => {
     expect(standIn.transfers.filter((t) => t.destination === link.stripeAccountId).map((t) => [t.id, t.amount])).toEqual([[paid.payoutId, 3000]]);
     expect(unwrap(await m.client.getWallet(m.agentId)).balanceCents).toBe(5000);
     expect(unwrap(await m.client.ledger(m.agentId)).map((e) => [e.txType, e.amountCents])).toEqual([['fund', 8000], ['payout', -3000]]);
+    expect(unwrap(await m.client.payouts(m.agentId))).toEqual([expect.objectContaining({ payoutId: paid.payoutId, provider: 'stripe', amountCents: 3000 })]);
+    // The operator's reconciliation finds both sides agree on this account's payments.
+    const report = unwrap(await ex.admin.reconcilePayments({ from: new Date(Date.now() - 60_000).toISOString(), to: new Date(Date.now() + 5_000).toISOString() }));
+    expect(report.provider).toBe('stripe');
+    expect([...report.onlyAtProcessor, ...report.onlyInLedger].filter((i) => [funding.sessionId, paid.payoutId].includes(i.id))).toEqual([]);
+    expect(report.ledger.paidOutCents).toBeGreaterThanOrEqual(3000);
+    const notOperator = await m.client.request('GET', '/admin/v1/payments/reconciliation', { query: { from: new Date(0).toISOString(), to: new Date(86_400_000).toISOString() } });
+    expect(!notOperator.ok && notOperator.status).toBe(401);
   });
 
   it('answers 404 on an exchange whose payments do not go through Stripe', async () => {

@@ -573,6 +573,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/wallets/{agentId}/payouts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The wallet’s payouts, newest first, with the processor’s ids */
+        get: operations["listPayouts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/wallets/{agentId}/fundings": {
         parameters: {
             query?: never;
@@ -788,6 +805,23 @@ export interface paths {
         put?: never;
         /** Attempt a dead-lettered delivery again, same webhook-id */
         post: operations["retryDeadLetter"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/payments/reconciliation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Compare, for a period, what the payment processor says was paid in and out with the ledger’s fundings and payouts */
+        get: operations["reconcilePayments"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1850,6 +1884,22 @@ export interface components {
             /** @description The connected account payouts go to */
             stripeAccountId: string;
         };
+        PayoutView: {
+            /** @description The processor's id of the payout (a Stripe Transfer: tr_…) */
+            payoutId: string;
+            provider: string;
+            amountCents: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            estimatedArrival: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            createdAt: string;
+        };
         FundingView: {
             sessionId: string;
             provider: string;
@@ -1978,6 +2028,43 @@ export interface components {
              * @description ISO 8601 UTC timestamp
              */
             at: string;
+        };
+        ReconciliationView: {
+            /** @description Both sides agree: the same fundings and payouts, the same amounts */
+            ok: boolean;
+            provider: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            to: string;
+            processor: {
+                paidInCents: number;
+                paidOutCents: number;
+                fundings: number;
+                payouts: number;
+            };
+            ledger: {
+                paidInCents: number;
+                paidOutCents: number;
+                fundings: number;
+                payouts: number;
+            };
+            onlyAtProcessor: {
+                kind: "funding" | "payout";
+                id: string;
+                amountCents: number;
+            }[];
+            onlyInLedger: {
+                kind: "funding" | "payout";
+                id: string;
+                amountCents: number;
+            }[];
         };
         LedgerCheckView: {
             ok: boolean;
@@ -5142,6 +5229,60 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    listPayouts: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PayoutView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
     listFundings: {
         parameters: {
             query?: {
@@ -5816,6 +5957,53 @@ export interface operations {
             422: components["responses"]["Error422"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    reconcilePayments: {
+        parameters: {
+            query: {
+                /** @description Start of the period (inclusive) */
+                from: string;
+                /** @description End of the period (exclusive); at most 31 days after from */
+                to: string;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReconciliationView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: INVALID_STATE */
+            409: components["responses"]["Error409"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description Not configured on this exchange: PAYMENTS_NOT_CONFIGURED */
+            501: components["responses"]["Error501"];
             /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };

@@ -39,6 +39,8 @@ import type {
   WithdrawView,
   FundingView,
   PayoutLinkView,
+  PayoutView,
+  ReconciliationView,
   CreateTransactionBody,
   ListTransactionsQuery,
   NegotiateBody,
@@ -239,6 +241,9 @@ export class ExchangeClient {
   /** The wallet's funding sessions, newest first: pending, paid (credited once) or expired. */
   fundings = (agentId: string, query: LedgerQuery = {}) =>
     this.request<FundingView[]>('GET', `/v1/wallets/${enc(agentId)}/fundings`, { query });
+  /** The wallet's payouts, newest first, with the processor's ids. */
+  payouts = (agentId: string, query: LedgerQuery = {}) =>
+    this.request<PayoutView[]>('GET', `/v1/wallets/${enc(agentId)}/payouts`, { query });
   /** D13.7 (owner agent): Stripe's onboarding page for the connected account the account's payouts go to. */
   linkPayoutAccount = (accountId: string, o: Keyed = {}) =>
     this.request<PayoutLinkView>('POST', `/v1/accounts/${enc(accountId)}/payouts/link`, o);
@@ -255,6 +260,8 @@ export class ExchangeClient {
   webhookDeadLetters = (query: { limit?: number; offset?: number } = {}) => this.request<WebhookDeliveryView[]>('GET', '/admin/v1/webhooks/dead-letters', { query });
   retryDeadLetter = (webhookId: string, o: Keyed = {}) => this.request<WebhookDeliveryView>('POST', `/admin/v1/webhooks/dead-letters/${enc(webhookId)}/retry`, o);
   checkLedger = () => this.request<LedgerCheckView>('GET', '/admin/v1/ledger/check');
+  /** D13.7: what the payment processor says was paid in and out in [from, to), against the ledger. */
+  reconcilePayments = (query: { from: string; to: string }) => this.request<ReconciliationView>('GET', '/admin/v1/payments/reconciliation', { query });
   operatorActions = (query: { limit?: number; offset?: number } = {}) => this.request<OperatorActionView[]>('GET', '/admin/v1/audit', { query });
   suspendAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`, o);
 

@@ -87,6 +87,8 @@ export const walletOps = {
   /** Public: the checkout page of a funding session (whoever holds its unguessable id). */
   getCheckout: operation('wallet', 'getCheckout', 'none', parts(W.CheckoutPath, Empty, Type.Any()), W.CheckoutView),
   listFundings: operation('wallet', 'listFundings', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.FundingView)),
+  listPayouts: operation('wallet', 'listPayouts', 'agent', parts(W.WalletPath, PageQuery, Type.Any()), Type.Array(W.PayoutView)),
+  reconcilePayments: operation('wallet', 'reconcilePayments', 'admin', parts(Empty, W.ReconciliationQuery, Type.Any()), W.ReconciliationView),
   linkPayoutAccount: effect('wallet', 'linkPayoutAccount', 'agent', parts(W.PayoutLinkPath, Empty, Type.Any()), W.PayoutLinkView),
   /** Public: Stripe's signed events (D13.7); the signature is the authentication. */
   stripeWebhook: effect('wallet', 'stripeWebhook', 'none', parts(Empty, Empty, W.StripeWebhookBody), W.StripeWebhookView),

@@ -4,7 +4,7 @@ import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
 import { processorFor, type PaymentProcessor } from './payments/processor.js';
-import { stripeWebhook } from './payments/handlers.js';
+import { reconcilePayments, stripeWebhook } from './payments/handlers.js';
 import { StripeProcessor } from './payments/stripe.js';
 import { startStripeReconciliation } from './payments/stripe-events.js';
 import { fundingWriter } from './wallets/fundings.js';
@@ -49,6 +49,8 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       getCheckout: wallets.getCheckout(deps),
       listFundings: wallets.listFundings(deps),
       linkPayoutAccount: wallets.linkPayoutAccount(deps),
+      listPayouts: wallets.listPayouts(deps),
+      reconcilePayments: reconcilePayments(deps),
       stripeWebhook: stripeWebhook(deps),
     },
     logger,

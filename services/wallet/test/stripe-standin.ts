@@ -15,6 +15,8 @@ export class StripeStandIn {
   private readonly byKey = new Map<string, { body: string; answer: unknown }>();
   private server!: Server;
   port = 0;
+  /** Called once an answer is sent (a test kills the exchange right after Stripe answered it). */
+  answered: ((method: string, path: string) => void) | undefined;
   /** The SDK, for its webhook helpers (signing test headers). */
   readonly sdk = new Stripe('sk_test_standin');
 
@@ -22,8 +24,9 @@ export class StripeStandIn {
 
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
+      const path = req.url ?? '';
       void this.answer(req).then(({ status, body }) => {
-        res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` }).end(JSON.stringify(body));
+        res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(6).toString('hex')}` }).end(JSON.stringify(body), () => this.answered?.(req.method!, path));
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -61,6 +64,8 @@ export class StripeStandIn {
     else if (req.method === 'POST' && url.pathname === '/v1/accounts') result = { status: 200, body: this.createAccount(form) };
     else if (req.method === 'POST' && url.pathname === '/v1/account_links') result = this.createAccountLink(form);
     else if (req.method === 'POST' && url.pathname === '/v1/transfers') result = this.createTransfer(form);
+    else if (req.method === 'GET' && url.pathname === '/v1/checkout/sessions') result = { status: 200, body: this.list(url, [...this.sessions.values()]) };
+    else if (req.method === 'GET' && url.pathname === '/v1/transfers') result = { status: 200, body: this.list(url, this.transfers) };
     else {
       const m = /^\/v1\/checkout\/sessions\/([^/]+)$/.exec(url.pathname);
       const found = m && req.method === 'GET' ? this.sessions.get(decodeURIComponent(m[1]!)) : undefined;
@@ -68,6 +73,14 @@ export class StripeStandIn {
     }
     if (req.method === 'POST' && key && result.status === 200) this.byKey.set(key, { body: raw, answer: result.body });
     return result;
+  }
+
+  /** A list of `items` made within `created[gte]`…`created[lt]`, newest first, on one page. */
+  private list(url: URL, items: Array<{ created: number }>) {
+    const gte = Number(url.searchParams.get('created[gte]') ?? 0);
+    const lt = Number(url.searchParams.get('created[lt]') ?? Number.MAX_SAFE_INTEGER);
+    const data = items.filter((i) => i.created >= gte && i.created < lt).sort((a, b) => b.created - a.created);
+    return { object: 'list', url: url.pathname, has_more: false, data };
   }
 
   private createSession(form: Record<string, string>): Stripe.Checkout.Session {
@@ -111,7 +124,7 @@ export class StripeStandIn {
     if (!account.payouts_enabled) return error(400, 'invalid_request_error', 'Your destination account needs to have at least one of the following capabilities enabled: transfers, crypto_transfers, legacy_payments');
     const transfer = {
       id: `tr_${randomBytes(12).toString('hex')}`, object: 'transfer', amount: Number(form['amount']), currency: form['currency'], destination: account.id,
-      metadata: metadataOf(form), created: Math.floor(Date.now() / 1000), livemode: false, reversed: false,
+      metadata: metadataOf(form), created: Math.floor(Date.now() / 1000), livemode: false, reversed: false, amount_reversed: 0,
     } as unknown as Stripe.Transfer;
     this.transfers.push(transfer);
     return { status: 200, body: transfer };

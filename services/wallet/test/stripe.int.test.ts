@@ -233,3 +233,38 @@ describe('payouts to the account\'s Stripe connected account (D13.7)', () => {
     expect((await checkLedgerInvariants(wallet.deps)).violations).toEqual([]);
   });
 });
+
+describe('what Stripe says was paid in and out, against the ledger (D13.7)', () => {
+  const reconcile = (from: Date, to: Date) =>
+    callOrThrow(bus, walletOps.reconcilePayments, { ctx: { requestId: randomUUID(), principal: null, admin: true }, input: { path: {}, query: { from: from.toISOString(), to: to.toISOString() }, body: {} } }, 10_000);
+
+  it('names a funding paid at Stripe and not yet credited, until it is; payouts and credited fundings agree', async () => {
+    const from = new Date(Date.now() - 2000);
+    const p = await agent();
+    const credited = (await fund(p, 5000)).sessionId;
+    await deliver(standIn.event('checkout.session.completed', standIn.pay(credited)));
+    const lost = (await fund(p, 700)).sessionId;
+    standIn.pay(lost);
+    const acct = (await callOperation(bus, walletOps.linkPayoutAccount, { ctx: { requestId: randomUUID(), principal: p }, input: { path: { accountId: p.accountId }, query: {}, body: {} } }, { timeoutMs: 10_000 }) as { ok: true; data: { stripeAccountId: string } }).data.stripeAccountId;
+    standIn.onboard(acct);
+    const payout = await callOrThrow(bus, walletOps.withdraw, { ctx: { requestId: randomUUID(), principal: p, idempotency: { key: randomUUID(), scope: `agent:${p.agentId}`, fingerprint: 'f' } }, input: { path: { agentId: p.agentId }, query: {}, body: { amountCents: 2500 } } }, 10_000);
+    const to = new Date(Date.now() + 2000);
+    const mine = (items: Array<{ id: string }>) => items.filter((i) => [credited, lost, payout.payoutId].includes(i.id));
+    const before = await reconcile(from, to);
+    expect(mine(before.onlyAtProcessor)).toEqual([{ kind: 'funding', id: lost, amountCents: 700 }]);
+    expect(mine(before.onlyInLedger)).toEqual([]);
+    expect(before.ok).toBe(false);
+    expect(before.processor.paidOutCents).toBeGreaterThanOrEqual(2500);
+    await reconcileStripeFundings(wallet.deps, stripe, 0);
+    const after = await reconcile(from, to);
+    expect(mine(after.onlyAtProcessor)).toEqual([]);
+    expect(after.ledger.paidInCents - before.ledger.paidInCents).toBe(700);
+  });
+
+  it('refuses a period that ends before it starts, or spans more than 31 days', async () => {
+    const now = new Date();
+    for (const [from, to] of [[now, new Date(now.getTime() - 1)], [new Date(now.getTime() - 32 * 86_400_000), now]] as const) {
+      await expect(reconcile(from, to)).rejects.toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
+    }
+  });
+});

@@ -107,3 +107,36 @@ export const PayoutLinkView = Type.Object({
   stripeAccountId: Type.String({ description: 'The connected account payouts go to' }),
 });
 export type PayoutLinkView = Static<typeof PayoutLinkView>;
+
+/** GET /v1/wallets/{agentId}/payouts: the wallet's payouts, newest first, with the processor's ids. */
+export const PayoutView = Type.Object({
+  payoutId: Type.String({ description: 'The processor\'s id of the payout (a Stripe Transfer: tr_…)' }),
+  provider: Type.String(),
+  amountCents: Type.Integer(),
+  estimatedArrival: Timestamp,
+  createdAt: Timestamp,
+});
+export type PayoutView = Static<typeof PayoutView>;
+
+/**
+ * GET /admin/v1/payments/reconciliation (D13.7, operator): for a period, what the processor says was
+ * paid in and out against the ledger's `fund` and `payout` entries, and each one found on one side only.
+ */
+export const ReconciliationQuery = Strict({
+  from: Type.String({ format: 'date-time', description: 'Start of the period (inclusive)' }),
+  to: Type.String({ format: 'date-time', description: 'End of the period (exclusive); at most 31 days after from' }),
+});
+const Side = Type.Object({ paidInCents: Type.Integer(), paidOutCents: Type.Integer(), fundings: Type.Integer(), payouts: Type.Integer() });
+export const ReconciliationView = Type.Object({
+  ok: Type.Boolean({ description: 'Both sides agree: the same fundings and payouts, the same amounts' }),
+  provider: Type.String(),
+  from: Timestamp,
+  to: Timestamp,
+  processor: Side,
+  ledger: Side,
+  /** Paid at the processor, not credited here (a funding whose webhook and reconciliation are still to come), or paid out there with no entry here. */
+  onlyAtProcessor: Type.Array(Type.Object({ kind: Type.Union([Type.Literal('funding'), Type.Literal('payout')]), id: Type.String(), amountCents: Type.Integer() })),
+  /** In the ledger, unknown to the processor in the period. */
+  onlyInLedger: Type.Array(Type.Object({ kind: Type.Union([Type.Literal('funding'), Type.Literal('payout')]), id: Type.String(), amountCents: Type.Integer() })),
+});
+export type ReconciliationView = Static<typeof ReconciliationView>;

@@ -15,6 +15,16 @@ export interface PaymentProcessor {
    * links it (or, `existing`, gives its onboarding page again). Absent: payouts need no link.
    */
   linkPayoutAccount?(accountId: string, existing: string | undefined): Promise<PayoutLink>;
+  /**
+   * What the processor's own records say was paid in (fundings) and out (payouts) by this exchange,
+   * made within [from, to). Absent: it keeps no records to compare with (sandbox).
+   */
+  paymentsBetween?(from: Date, to: Date): Promise<ProcessorPayments>;
+}
+
+export interface ProcessorPayments {
+  fundings: Array<{ id: string; amountCents: number }>;
+  payouts: Array<{ id: string; amountCents: number }>;
 }
 
 /** The payout a transfer is for: our operation (the processor's idempotency key derives from it) and where it goes. */

@@ -1,5 +1,5 @@
 import Stripe from 'stripe';
-import type { Checkout, CheckoutFor, PaymentProcessor, Payout, PayoutFor, PayoutLink } from './processor.js';
+import type { Checkout, CheckoutFor, PaymentProcessor, Payout, PayoutFor, PayoutLink, ProcessorPayments } from './processor.js';
 
 /** How the wallet reaches Stripe (D13.7): the secret key, the webhook signing secret, where Checkout returns. */
 export interface StripeOptions {
@@ -86,6 +86,23 @@ export class StripeProcessor implements PaymentProcessor {
   verifyEvent(payload: string, signature: string | undefined): Stripe.Event {
     if (!signature) throw new Error('no Stripe-Signature header');
     return this.stripe.webhooks.constructEvent(payload, signature, this.opts.webhookSecret, WEBHOOK_TOLERANCE_SECONDS);
+  }
+
+  /**
+   * The exchange's paid Checkout Sessions and its Transfers made within [from, to), every page of
+   * them (only those our metadata marks as ours: the Stripe account may serve other things too).
+   */
+  async paymentsBetween(from: Date, to: Date): Promise<ProcessorPayments> {
+    const created = { gte: Math.floor(from.getTime() / 1000), lt: Math.floor(to.getTime() / 1000) };
+    const fundings: ProcessorPayments['fundings'] = [];
+    for await (const s of this.stripe.checkout.sessions.list({ created, limit: 100 })) {
+      if (s.metadata?.['operationId'] && checkoutState(s).state === 'paid') fundings.push({ id: s.id, amountCents: s.amount_total ?? 0 });
+    }
+    const payouts: ProcessorPayments['payouts'] = [];
+    for await (const t of this.stripe.transfers.list({ created, limit: 100 })) {
+      if (t.metadata?.['operationId']) payouts.push({ id: t.id, amountCents: t.amount - t.amount_reversed });
+    }
+    return { fundings, payouts };
   }
 
   /** A session as Stripe has it now (a reconciliation pass asks for the sessions still pending). */

@@ -181,6 +181,21 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   });
 };
 
+/** GET /v1/wallets/{agentId}/payouts: the wallet's payouts, newest first, with the processor's ids. */
+export const listPayouts = (deps: WalletDeps): OperationHandler<Ops['listPayouts']> => async ({ path, query }, ctx) => {
+  const wallet = await accessibleWallet(deps, requireAgent(ctx), path.agentId);
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    deps.db.selectFrom('payouts').selectAll().where('walletId', '=', wallet.id).orderBy('createdAt', 'desc').orderBy('id').limit(limit).offset(offset).execute(),
+    deps.db.selectFrom('payouts').select(sql<number>`count(*)::int`.as('n')).where('walletId', '=', wallet.id).executeTakeFirstOrThrow(),
+  ]);
+  return {
+    data: rows.map((p) => ({ payoutId: p.id, provider: p.provider, amountCents: Number(p.amountCents), estimatedArrival: p.estimatedArrival.toISOString(), createdAt: p.createdAt.toISOString() })),
+    pagination: pagination(count.n, limit, offset),
+  };
+};
+
 /**
  * POST /v1/accounts/{accountId}/payouts/link (D13.7): the account's owner agent only (another agent
  * of the account: 403; another account: 404). Links the account's payout account at the processor

@@ -66,5 +66,8 @@ describe('Stripe payments when the exchange is killed (D13.7)', () => {
     expect(unwrap(await admin.checkLedger())).toMatchObject({ ok: true, violations: [] });
     const report = unwrap(await admin.reconcilePayments({ from: new Date(Date.now() - 300_000).toISOString(), to: new Date(Date.now() + 5_000).toISOString() }));
     expect(report).toMatchObject({ ok: true, processor: { paidInCents: 9000, paidOutCents: 4000 }, ledger: { paidInCents: 9000, paidOutCents: 4000 } });
+    // Stripe's secrets never reach the log, whatever happened.
+    expect(proc.log()).not.toContain('sk_test_crashes');
+    expect(proc.log()).not.toContain(standIn.webhookSecret);
   }, 120_000);
 });

@@ -284,10 +284,11 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     });
   wallet
     .command('withdraw <amountCents>')
-    .description('pay money out of the available balance')
+    .description('pay money out of the available balance (Stripe: to the account\'s linked account)')
     .option('--agent <agentId>', 'another agent of the account')
-    .action(async (amount: string, o: { agent?: string }, cmd: Command) => {
-      const w = ok(await agent(cmd).client.withdraw(walletOf(cmd, o), cents('amount')(amount), { idempotencyKey: randomUUID() }));
+    .option('--idempotency-key <key>', 'makes a retry of this command pay once (default: a new one each run)')
+    .action(async (amount: string, o: { agent?: string; idempotencyKey?: string }, cmd: Command) => {
+      const w = ok(await agent(cmd).client.withdraw(walletOf(cmd, o), cents('amount')(amount), { idempotencyKey: o.idempotencyKey ?? randomUUID() }));
       show(cmd, w, (d) => `Payout ${d.payoutId}: ${usd(d.amountCents)}, arriving by ${d.estimatedArrival}.\n`);
     });
   wallet

@@ -116,6 +116,8 @@ describe('funding through Stripe Checkout (D13.7)', () => {
     const { sessionId } = await fund(p, 700);
     const paid = standIn.event('checkout.session.completed', standIn.pay(sessionId));
     expect(await refusal(paid, '')).toBe('400 VALIDATION_ERROR');
+    const said = await deliver(paid, standIn.sign(paid, { secret: 'whsec_not_ours' })).catch((err: Error) => err.message);
+    expect(said).toBe('The Stripe event is refused: No signatures found matching the expected signature for payload. It must carry a Stripe-Signature of its exact body, made with this endpoint\'s signing secret within the last 5 minutes.');
     expect(await refusal(paid, standIn.sign(paid, { secret: 'whsec_not_ours' }))).toBe('400 VALIDATION_ERROR');
     expect(await refusal(paid, standIn.sign(paid, { timestamp: Math.floor(Date.now() / 1000) - 600 }))).toBe('400 VALIDATION_ERROR');
     expect(await refusal(paid.replace('"amount_total":700', '"amount_total":70000'), standIn.sign(paid))).toBe('400 VALIDATION_ERROR');

@@ -23,7 +23,9 @@ export function verifiedStripeEvent(stripe: StripeProcessor, payload: string, si
   try {
     return stripe.verifyEvent(payload, signature || undefined);
   } catch (err) {
-    throw new AppError('VALIDATION_ERROR', `The Stripe event is refused: ${(err as Error).message}.`, { field: '/headers/stripe-signature' });
+    // The SDK's first sentence says what did not match; the rest is advice for integrators.
+    const why = (err as Error).message.split(/\.\s|\n/)[0]!.trim().replace(/\.$/, '');
+    throw new AppError('VALIDATION_ERROR', `The Stripe event is refused: ${why}. It must carry a Stripe-Signature of its exact body, made with this endpoint's signing secret within the last 5 minutes.`, { field: '/headers/stripe-signature' });
   }
 }
 

@@ -14,7 +14,7 @@ showLogOnFailure(() => proc);
 
 beforeAll(async () => {
   standIn = await new StripeStandIn().start();
-  proc = await exchangeProcess({ PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_crashes', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: `http://127.0.0.1:${standIn.port}` });
+  proc = await exchangeProcess({ PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_crashes', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: standIn.url });
 });
 afterAll(async () => {
   await proc?.dispose();

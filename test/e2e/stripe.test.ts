@@ -15,7 +15,7 @@ let standIn: StripeStandIn;
 beforeAll(async () => {
   standIn = await new StripeStandIn().start();
   // Configured as a deployment is (D16), Stripe's API at the stand-in's address.
-  ex = await startTestExchange({ PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_e2e', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: `http://127.0.0.1:${standIn.port}` });
+  ex = await startTestExchange({ PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_e2e', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: standIn.url });
 });
 afterAll(async () => {
   await ex?.stop();

@@ -3,7 +3,7 @@ import { OutboxRelay, RecentMap, connectServiceDb, databaseCheck, serveOperation
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
-import { processorFor, type PaymentProcessor } from './payments/processor.js';
+import { processorFor } from './payments/processor.js';
 import { reconcilePayments, stripeWebhook } from './payments/handlers.js';
 import { StripeProcessor } from './payments/stripe.js';
 import { startStripeReconciliation } from './payments/stripe-events.js';
@@ -18,17 +18,14 @@ export interface WalletService extends Component {
   deps: WalletDeps;
 }
 
-/**
- * Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations.
- * `payments`: a payment processor other than the configured one's (tests: Stripe at a local stand-in).
- */
-export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; payments?: PaymentProcessor }): Promise<WalletService> {
+/** Starts the wallet service: migrations, outbox relay, the openWallet saga step and its operations. */
+export async function startWalletService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date }): Promise<WalletService> {
   const logger = opts.logger.child({ service: 'wallet' });
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const now = opts.now ?? (() => new Date());
-  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: opts.payments ?? processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);

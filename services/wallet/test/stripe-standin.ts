@@ -38,9 +38,9 @@ export class StripeStandIn {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 
-  /** The SDK's options to reach this stand-in. */
-  get api() {
-    return { host: '127.0.0.1', port: this.port, protocol: 'http' as const };
+  /** Its address, for `STRIPE_API_URL`. */
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
   }
 
   private async answer(req: IncomingMessage): Promise<{ status: number; body: unknown }> {

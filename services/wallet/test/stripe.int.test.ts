@@ -5,7 +5,7 @@ import { commands, subjects, walletOps, type Principal } from '@aex/contracts';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startWalletService, type WalletService } from '../src/index.js';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
-import { StripeProcessor } from '../src/payments/stripe.js';
+import type { StripeProcessor } from '../src/payments/stripe.js';
 import { reconcileStripeFundings } from '../src/payments/stripe-events.js';
 import { StripeStandIn } from './stripe-standin.js';
 
@@ -23,11 +23,14 @@ let stripe: StripeProcessor;
 
 beforeAll(async () => {
   standIn = await new StripeStandIn().start();
-  stripe = new StripeProcessor({ apiKey: 'sk_test_wallet', webhookSecret: standIn.webhookSecret, publicBaseUrl: 'https://exchange.example', api: standIn.api });
   database = await createTestDatabase();
   ({ bus, dispose } = await createTestBus('jetstream'));
-  const config = loadConfig({}, { BUS_NAMESPACE: bus.namespace, PAYMENTS_PROVIDER: 'none' });
-  wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger(), payments: stripe });
+  const config = loadConfig({}, {
+    BUS_NAMESPACE: bus.namespace, PUBLIC_BASE_URL: 'https://exchange.example',
+    PAYMENTS_PROVIDER: 'stripe', STRIPE_API_KEY: 'sk_test_wallet', STRIPE_WEBHOOK_SECRET: standIn.webhookSecret, STRIPE_API_URL: standIn.url,
+  });
+  wallet = await startWalletService({ bus, databaseUrl: database.url, config, logger: testLogger() });
+  stripe = wallet.deps.payments as StripeProcessor;
 });
 afterAll(async () => {
   await wallet?.stop();

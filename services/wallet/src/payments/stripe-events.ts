@@ -1,10 +1,10 @@
-import { AppError, events } from '@aex/contracts';
+import { AppError } from '@aex/contracts';
 import { inTransaction, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type Stripe from 'stripe';
 import type { WalletDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
-import { applyMovements } from '../wallets/movements.js';
+import { creditFunding } from '../wallets/fundings.js';
 import { checkoutState, type CheckoutState, type StripeProcessor } from './stripe.js';
 
 type Trx = Transaction<Database>;
@@ -19,9 +19,9 @@ const SESSION_EVENTS = new Set(['checkout.session.completed', 'checkout.session.
  * The event Stripe signed (D13.7), from the request's exact bytes and its `Stripe-Signature`: 400,
  * nothing recorded, when the signature is missing, wrong or older than the tolerance.
  */
-export function verifiedStripeEvent(stripe: StripeProcessor, payload: string, signature: string | undefined): Stripe.Event {
+export function verifiedStripeEvent(stripe: StripeProcessor, payload: string, signature: string): Stripe.Event {
   try {
-    return stripe.verifyEvent(payload, signature || undefined);
+    return stripe.verifyEvent(payload, signature);
   } catch (err) {
     // The SDK's first sentence says what did not match; the rest is advice for integrators.
     const why = (err as Error).message.split(/\.\s|\n/)[0]!.trim().replace(/\.$/, '');
@@ -58,11 +58,9 @@ async function settleFunding(deps: WalletDeps, trx: Trx, work: UnitOfWork, sessi
   if (funding.status !== 'pending') return 'repeat';
   const now = deps.now();
   if (session.state === 'paid') {
-    // The session's id is the entry's operation: however the payment is confirmed, one `fund` entry.
-    await applyMovements(trx, funding.id, [{ walletId: funding.walletId, txType: 'fund', amountCents: Number(funding.amountCents), description: `Funded through stripe session ${funding.id}` }], now);
-    await trx.updateTable('fundingSessions').set({ status: 'paid', paidAt: now }).where('id', '=', funding.id).execute();
     const wallet = await trx.selectFrom('wallets').select('agentId').where('id', '=', funding.walletId).executeTakeFirstOrThrow();
-    work.enqueue(events.walletFunded, { agentId: wallet.agentId!, walletId: funding.walletId, amountCents: Number(funding.amountCents), sessionId: funding.id }, { now });
+    await creditFunding(trx, work, { agentId: wallet.agentId!, walletId: funding.walletId, amountCents: Number(funding.amountCents), sessionId: funding.id, provider: funding.provider }, now);
+    await trx.updateTable('fundingSessions').set({ status: 'paid', paidAt: now }).where('id', '=', funding.id).execute();
     return 'credited';
   }
   if (closing || session.state === 'expired') {

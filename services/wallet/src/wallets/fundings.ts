@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { events } from '@aex/contracts';
-import { GroupCommit, inTransaction, type OutboxRelay } from '@aex/platform';
+import { GroupCommit, inTransaction, type OutboxRelay, type UnitOfWork } from '@aex/platform';
 import type { Database } from '../db/schema.js';
-import { applyMovements, moveAtCommit, type WrittenEntry } from './movements.js';
+import { applyMovements, moveAtCommit, type Movement, type WrittenEntry } from './movements.js';
 
 /** One confirmed funding (D13.4): its wallet, amount and the processor's session. */
 export interface Funding {
@@ -14,10 +14,24 @@ export interface Funding {
   provider: string;
 }
 
-const movementsOf = (fundings: Funding[]) => fundings.map((f) => ({
-  walletId: f.walletId, txType: 'fund' as const, amountCents: f.amountCents, operationId: f.sessionId,
+/** A funding's `fund` entry: its operation is its session, so it is written once however the funding is confirmed. */
+const fundMovement = (f: Funding): Movement => ({
+  walletId: f.walletId, txType: 'fund', amountCents: f.amountCents, operationId: f.sessionId,
   description: `Funded through ${f.provider} session ${f.sessionId}`,
-}));
+});
+const movementsOf = (fundings: Funding[]) => fundings.map(fundMovement);
+
+/** A funding's `wallet.funded` event. */
+const fundedEvent = (f: Funding) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId });
+
+/**
+ * Credits one confirmed funding in `trx`, on its own: its `fund` entry (the wallet locked) and its
+ * `wallet.funded` event. Its session's row is the caller's (a new one, or a pending one now paid).
+ */
+export async function creditFunding(trx: Transaction<Database>, work: UnitOfWork, f: Funding, now: Date): Promise<void> {
+  await applyMovements(trx, f.sessionId, [fundMovement(f)], now);
+  work.enqueue(events.walletFunded, fundedEvent(f), { now });
+}
 
 /** Fundings waiting beyond this many go into the next batch. */
 const MAX_BATCH = 64;
@@ -52,7 +66,7 @@ export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () 
         const sessionsOf = (batch: Funding[]) => trx.insertInto('fundingSessions').values(batch.map((f) => ({
           id: f.sessionId, walletId: f.walletId, provider: f.provider, amountCents: f.amountCents, status: 'paid' as const, createdAt: at, paidAt: at,
         })));
-        const eventsOf = (batch: Funding[]) => work.enqueueMany(events.walletFunded, batch.map((f) => ({ agentId: f.agentId, walletId: f.walletId, amountCents: f.amountCents, sessionId: f.sessionId })), { now: at });
+        const eventsOf = (batch: Funding[]) => work.enqueueMany(events.walletFunded, batch.map(fundedEvent), { now: at });
         if (moveAtCommit(work, operation, movementsOf(fundings), at, sessionsOf(fundings).returning('id'), { written: remember })) {
           eventsOf(fundings);
           return;

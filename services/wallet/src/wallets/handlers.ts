@@ -4,6 +4,7 @@ import { AppError, events, pagination, type LedgerEntryView, type Principal, typ
 import { groupCommitted, requireAgent, type OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import type { LedgerEntryRow, WalletRow } from '../db/schema.js';
+import { creditFunding } from './fundings.js';
 import { applyMovements } from './movements.js';
 
 type Ops = typeof walletOps;
@@ -121,15 +122,11 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   return ctx.effect(deps.db, async (trx, work) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
     // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
-    if (session.confirmed) {
-      await applyMovements(trx, session.sessionId, [{ walletId: wallet.id, txType: 'fund', amountCents: body.amountCents, description: `Funded through ${payments.name} session ${session.sessionId}` }], now);
-    }
+    if (session.confirmed) await creditFunding(trx, work, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name }, now);
     await trx.insertInto('fundingSessions').values({ id: session.sessionId, walletId: wallet.id, provider: payments.name, amountCents: body.amountCents, status: session.confirmed ? 'paid' : 'pending', createdAt: now, paidAt: session.confirmed ? now : null }).execute();
-    let newBalanceCents: number | null = null;
-    if (session.confirmed) {
-      work.enqueue(events.walletFunded, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId }, { now });
-      newBalanceCents = (await trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow()).balanceCents;
-    }
+    const newBalanceCents = session.confirmed
+      ? (await trx.selectFrom('wallets').select('balanceCents').where('id', '=', wallet.id).executeTakeFirstOrThrow()).balanceCents
+      : null;
     return {
       data: {
         checkoutUrl,

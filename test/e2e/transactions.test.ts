@@ -220,13 +220,15 @@ describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
     // A refunded transaction no longer counts.
     data(await consumer.client.cancel(first.id));
     expect(data(await consumer.client.createTransaction({ serviceId, input: INPUT })).status).toBe('funds_held');
+    // Last in the order, a price needing a human's approval is not refused: it waits for one (D10.3).
+    data(await owner.client.setAgentDelegation(consumer.agentId, { requireHumanApprovalAboveCents: 999, maxTransactionCents: 999 }));
+    expectError(await consumer.client.createTransaction({ serviceId, input: INPUT }), 403, 'DELEGATION_EXCEEDED');
     data(await owner.client.setAgentDelegation(consumer.agentId, { requireHumanApprovalAboveCents: 999 }));
     r = await consumer.client.createTransaction({ serviceId, input: INPUT });
-    expectError(r, 403, 'HUMAN_APPROVAL_REQUIRED');
-    if (!r.ok) expect(r.error.errors[0]!.details).toEqual({ rule: 'requireHumanApprovalAboveCents', limit: 999, attempted: 1000 });
+    expect(r.ok && [r.status, r.data.status, r.data.approval]).toEqual([202, 'awaiting_approval', expect.objectContaining({ rule: 'requireHumanApprovalAboveCents', limit: 999, attempted: 1000 })]);
     data(await owner.client.setAgentDelegation(consumer.agentId, {}));
     data(await owner.client.setAccountDelegation(owner.accountId, { autoApproveBelow: 1000 }));
-    expectError(await consumer.client.createTransaction({ serviceId, input: INPUT }), 403, 'HUMAN_APPROVAL_REQUIRED');
+    expect(data(await consumer.client.createTransaction({ serviceId, input: INPUT })).status).toBe('awaiting_approval');
   });
 
   it('refuses a deactivated agent with 403 AGENT_INACTIVE while its transactions go on', async () => {

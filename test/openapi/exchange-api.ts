@@ -275,7 +275,7 @@ export interface paths {
         /** The caller’s transactions as consumer or provider, newest first */
         get: operations["listTransactions"];
         put?: never;
-        /** Buy a service: input checked, delegation checked, price held — or negotiation opened */
+        /** Buy a service: input checked, delegation checked, price held — or negotiation opened, or the owner’s approval awaited */
         post: operations["createTransaction"];
         delete?: never;
         options?: never;
@@ -396,6 +396,57 @@ export interface paths {
         put?: never;
         /** Cancel before executing; held funds return */
         post: operations["cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/transactions/{transactionId}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a purchase awaiting approval: its price is held */
+        post: operations["approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/transactions/{transactionId}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deny a purchase awaiting approval: cancelled, approval_denied */
+        post: operations["deny"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{accountId}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account’s purchases that needed an approval, newest first: pending, decided or all */
+        get: operations["listApprovals"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1597,7 +1648,7 @@ export interface components {
              * @description UUID
              */
             serviceId: string;
-            status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed";
+            status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
             /** @description Arbitrary key-value pairs */
             input: {
                 [key: string]: unknown;
@@ -1639,6 +1690,35 @@ export interface components {
             maxDeliveryAttempts: number;
             reviewEndsAt: string | null;
             disputeId: string | null;
+            approval: {
+                rule?: "requireHumanApprovalAboveCents" | "autoApproveBelow";
+                limit?: number;
+                /** @description The price that needs the approval, in cents */
+                attempted?: number;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                requestedAt: string;
+                /**
+                 * Format: date-time
+                 * @description Cancelled (`approval_expired`) when not decided by then
+                 */
+                expiresAt: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                decidedAt?: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                decidedBy?: string;
+                decision?: "approved" | "denied";
+                /** @description What the owner said when denying */
+                reason?: string;
+            } | null;
         };
         CreateTransactionBody: {
             /**
@@ -1716,6 +1796,10 @@ export interface components {
             notes?: string;
         };
         CancelBody: Record<string, never>;
+        ApproveBody: Record<string, never>;
+        DenyBody: {
+            reason?: string;
+        };
         DisputeView: {
             /**
              * Format: uuid
@@ -2100,7 +2184,7 @@ export interface components {
         };
         ErrorEntry: {
             /** @description UPPER_SNAKE error code (docs/api.md, "Errors") */
-            code: "VALIDATION_ERROR" | "INVALID_JSON" | "SCHEMA_VALIDATION_FAILED" | "OUTPUT_VALIDATION_FAILED" | "INVALID_SCHEMA" | "NEGOTIATION_OUT_OF_TURN" | "INVALID_NEGOTIATION_MESSAGE" | "UNAUTHENTICATED" | "SIGNATURE_REQUIRED" | "SIGNATURE_INVALID" | "SIGNATURE_EXPIRED" | "INSUFFICIENT_FUNDS" | "FORBIDDEN" | "AGENT_INACTIVE" | "DELEGATION_EXCEEDED" | "HUMAN_APPROVAL_REQUIRED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_STATE" | "LIMIT_REACHED" | "SERVICE_NOT_ACTIVE" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "PAYMENTS_NOT_CONFIGURED" | "RATE_LIMITER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
+            code: "VALIDATION_ERROR" | "INVALID_JSON" | "SCHEMA_VALIDATION_FAILED" | "OUTPUT_VALIDATION_FAILED" | "INVALID_SCHEMA" | "NEGOTIATION_OUT_OF_TURN" | "INVALID_NEGOTIATION_MESSAGE" | "UNAUTHENTICATED" | "SIGNATURE_REQUIRED" | "SIGNATURE_INVALID" | "SIGNATURE_EXPIRED" | "INSUFFICIENT_FUNDS" | "FORBIDDEN" | "AGENT_INACTIVE" | "DELEGATION_EXCEEDED" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "INVALID_STATE" | "LIMIT_REACHED" | "SERVICE_NOT_ACTIVE" | "CONFLICT" | "IDEMPOTENCY_KEY_IN_USE" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "RATE_LIMITED" | "INTERNAL_ERROR" | "PAYMENTS_NOT_CONFIGURED" | "RATE_LIMITER_UNAVAILABLE" | "SERVICE_UNAVAILABLE";
             /** @description One human sentence */
             message: string;
             /** @description JSON Pointer into the request, such as /body/name or /query/limit */
@@ -3863,7 +3947,7 @@ export interface operations {
     listTransactions: {
         parameters: {
             query?: {
-                status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed";
+                status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 role?: "consumer" | "provider";
                 limit?: number;
                 offset?: number;
@@ -3998,7 +4082,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4022,7 +4106,7 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description Not enough available balance: INSUFFICIENT_FUNDS */
             402: components["responses"]["Error402"];
-            /** @description Authenticated but not allowed: AGENT_INACTIVE, DELEGATION_EXCEEDED, HUMAN_APPROVAL_REQUIRED */
+            /** @description Authenticated but not allowed: AGENT_INACTIVE, DELEGATION_EXCEEDED */
             403: components["responses"]["Error403"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
@@ -4168,7 +4252,7 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description Not enough available balance: INSUFFICIENT_FUNDS */
             402: components["responses"]["Error402"];
-            /** @description Authenticated but not allowed: DELEGATION_EXCEEDED, HUMAN_APPROVAL_REQUIRED */
+            /** @description Authenticated but not allowed: DELEGATION_EXCEEDED */
             403: components["responses"]["Error403"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
@@ -4528,6 +4612,217 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    approve: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description UUID */
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ApproveBody"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Not enough available balance: INSUFFICIENT_FUNDS */
+            402: components["responses"]["Error402"];
+            /** @description Authenticated but not allowed: FORBIDDEN, DELEGATION_EXCEEDED */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: INVALID_STATE, IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    deny: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description UUID */
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DenyBody"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: INVALID_STATE, IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    listApprovals: {
+        parameters: {
+            query?: {
+                state?: "pending" | "decided" | "all";
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description Rate limited: RATE_LIMITED */
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */

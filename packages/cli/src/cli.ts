@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { ExchangeClient, generateSigningKey, publicKeyOf, type Outcome } from '@agent-exchange/client';
+import type { TransactionView } from '@aex/contracts';
 import {
   checkAgainstContract,
   clientOf,
@@ -247,14 +248,15 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .option('--account', 'set the account\'s defaults instead')
     .option('--max-transaction-cents <n>', 'largest single purchase', cents('--max-transaction-cents'))
     .option('--max-daily-spend-cents <n>', 'rolling 24 h spend', cents('--max-daily-spend-cents'))
-    .option('--require-approval-above-cents <n>', 'a human approves purchases above this', cents('--require-approval-above-cents'))
+    .option('--require-approval-above-cents <n>', 'the owner approves purchases above this (aex approvals)', cents('--require-approval-above-cents'))
+    .option('--auto-approve-below <n>', 'only purchases below this go through without the owner\'s approval', cents('--auto-approve-below'))
     .option('--allowed-categories <list>', 'comma-separated categories it may buy in')
     .option('--blocked-categories <list>', 'comma-separated categories it may not buy in')
-    .action(async (o: { agent?: string; account?: boolean; maxTransactionCents?: number; maxDailySpendCents?: number; requireApprovalAboveCents?: number; allowedCategories?: string; blockedCategories?: string }, cmd: Command) => {
+    .action(async (o: { agent?: string; account?: boolean; maxTransactionCents?: number; maxDailySpendCents?: number; requireApprovalAboveCents?: number; autoApproveBelow?: number; allowedCategories?: string; blockedCategories?: string }, cmd: Command) => {
       const { profile, client } = agent(cmd);
       const list = (s?: string) => (s === undefined ? undefined : s.split(',').map((x) => x.trim()).filter(Boolean));
       const rules = Object.fromEntries(Object.entries({
-        maxTransactionCents: o.maxTransactionCents, maxDailySpendCents: o.maxDailySpendCents, requireHumanApprovalAboveCents: o.requireApprovalAboveCents,
+        maxTransactionCents: o.maxTransactionCents, maxDailySpendCents: o.maxDailySpendCents, requireHumanApprovalAboveCents: o.requireApprovalAboveCents, autoApproveBelow: o.autoApproveBelow,
         allowedCategories: list(o.allowedCategories), blockedCategories: list(o.blockedCategories),
       }).filter(([, v]) => v !== undefined));
       const stored = o.account
@@ -370,7 +372,8 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
         { serviceId, input, ...(o.units ? { units: o.units } : {}), ...(o.maxPriceCents ? { maxPriceCents: o.maxPriceCents } : {}) },
         { idempotencyKey: o.idempotencyKey ?? randomUUID() },
       ));
-      if (!o.wait) return show(cmd, tx, (d) => `Transaction ${d.id}: ${d.status}${d.agreedPriceCents !== null ? `, ${usd(d.agreedPriceCents)}` : ''}.\n`);
+      if (!o.wait) return show(cmd, tx, (d) => `Transaction ${d.id}: ${d.status}${d.agreedPriceCents !== null ? `, ${usd(d.agreedPriceCents)}` : ''}.\n${awaitingNote(d)}`);
+      if (tx.status === 'awaiting_approval' && !globals(cmd).json) io.err(awaitingNote(tx));
       const final = await follow(io, client, tx, ['delivered'], o.timeout, Boolean(globals(cmd).json));
       show(cmd, final, (d) => (d.status === 'delivered' ? `Delivered: ${JSON.stringify(d.output)}\nAccept it with: aex verify ${d.id} --score 0-100 (or: aex disputes open ${d.id} …)\n` : `Transaction ${d.id} is ${d.status}${d.statusReason ? ` (${d.statusReason})` : ''}.\n`));
       if (final.status !== 'delivered') throw new CliError(`The transaction did not reach delivered: it is ${final.status}.`, EXIT.notReached, { status: final.status });
@@ -440,6 +443,33 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
       show(cmd, tx, (d) => `Transaction ${d.id} is ${d.status}.\n`);
     });
 
+  const approvals = program.command('approvals').description('purchases awaiting the account owner\'s approval (the owner agent decides)');
+  approvals
+    .command('list')
+    .description('the account\'s purchases awaiting approval, newest first')
+    .addOption(new Option('--state <state>', 'pending (waiting), decided (approved or denied) or all').choices(['pending', 'decided', 'all']).default('pending'))
+    .option('--limit <n>', 'how many', int('--limit'), 20)
+    .action(async (o: { state: 'pending' | 'decided' | 'all'; limit: number }, cmd: Command) => {
+      const { profile, client } = agent(cmd);
+      const accountId = profile.accountId ?? ok(await client.getAgent(profile.agentId) as Outcome<{ accountId: string }>).accountId;
+      const list = ok(await client.listApprovals(accountId, { state: o.state, limit: o.limit }));
+      show(cmd, list, (d) => (d.length === 0 ? `No purchases ${o.state === 'pending' ? 'await approval' : 'needed an approval'}.\n` : table(d, [
+        ['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['BUYER', (t) => t.consumerAgentId], ['SERVICE', (t) => t.serviceId],
+        ['WHY', (t) => approvalReason(t.approval)], ['DECIDE BY', (t) => (t.status === 'awaiting_approval' ? t.approval?.expiresAt ?? '-' : t.approval?.decision ?? t.statusReason ?? '-')],
+      ])));
+    });
+  approvals
+    .command('approve <transactionId>')
+    .description('approve a purchase: its price is held and the provider may start')
+    .action(async (id: string, _o: unknown, cmd: Command) =>
+      show(cmd, ok(await agent(cmd).client.approve(id)), (d) => `Approved: transaction ${d.id} is ${d.status}${d.agreedPriceCents !== null ? `, ${usd(d.agreedPriceCents)} held` : ''}.\n`));
+  approvals
+    .command('deny <transactionId>')
+    .description('deny a purchase: it is cancelled and nothing is paid')
+    .option('--reason <text>', 'why (kept with the approval, shown to the buyer\'s account)')
+    .action(async (id: string, o: { reason?: string }, cmd: Command) =>
+      show(cmd, ok(await agent(cmd).client.deny(id, o.reason ? { reason: o.reason } : {})), (d) => `Denied: transaction ${d.id} is ${d.status} (${d.statusReason}).\n`));
+
   const disputes = program.command('disputes').description('disputes of deliveries');
   disputes
     .command('open <transactionId>')
@@ -508,6 +538,19 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env): Comm
     .action((shell: 'bash' | 'zsh') => io.out(completionScript(program, shell)));
 
   return program;
+}
+
+/** D10.3: why a purchase needs an approval, as the buyer's account reads it. */
+function approvalReason(a: TransactionView['approval']): string {
+  if (!a?.rule) return '-';
+  return a.rule === 'requireHumanApprovalAboveCents' ? `above ${usd(a.limit)}` : `not below ${usd(a.limit)}`;
+}
+
+/** What the buyer is told of a purchase awaiting its owner's approval (D10.3); nothing otherwise. */
+function awaitingNote(t: TransactionView): string {
+  if (t.status !== 'awaiting_approval') return '';
+  return `It awaits your account owner's approval (${approvalReason(t.approval)}), until ${t.approval?.expiresAt ?? 'it expires'}.\n`
+    + `The owner approves with: aex approvals approve ${t.id}   (or denies: aex approvals deny ${t.id})\n`;
 }
 
 function disputeText(d: { id: string; status: string; outcome: string | null; refundCents: number | null; proposal: unknown }): string {

@@ -43,6 +43,7 @@ import type {
   ReconciliationView,
   CreateTransactionBody,
   ListTransactionsQuery,
+  ListApprovalsQuery,
   NegotiateBody,
   NegotiationView,
   TransactionView,
@@ -223,6 +224,16 @@ export class ExchangeClient {
   withdrawDispute = (disputeId: string, body: { message?: string } = {}, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/withdraw`, { body, ...o });
   resolveDispute = (disputeId: string, body: ResolveDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/admin/v1/disputes/${enc(disputeId)}/resolve`, { body, ...o });
   cancel = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/cancel`, { body: {}, ...o });
+
+  // --- approvals (D10.3): the consumer's account owner agent decides what its rules do not approve
+  /** The account's purchases awaiting approval (`state: 'pending'`, the default), decided, or all; newest first. */
+  listApprovals = (accountId: string, query: ListApprovalsQuery = {}) =>
+    this.request<TransactionView[]>('GET', `/v1/accounts/${enc(accountId)}/approvals`, { query });
+  /** Approve: the price is held (`funds_held`); 402 leaves it awaiting approval. */
+  approve = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/approve`, { body: {}, ...o });
+  /** Deny: cancelled with `approval_denied`; the reason is kept with the approval. */
+  deny = (transactionId: string, body: { reason?: string } = {}, o: Keyed = {}) =>
+    this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deny`, { body, ...o });
 
   // --- wallets (D13)
   getWallet = (agentId: string) => this.request<WalletView>('GET', `/v1/wallets/${enc(agentId)}`);

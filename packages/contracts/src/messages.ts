@@ -83,6 +83,11 @@ export const TransactionEventData = Type.Object({
   serviceId: Uuid,
   agreedPriceCents: Type.Union([Type.Integer(), Type.Null()]),
   platformFeeCents: Type.Union([Type.Integer(), Type.Null()]),
+  /**
+   * D10.3: on `transaction.awaiting_approval`, the consumer's account owner agent, who is told too.
+   * Internal: the webhook dispatcher delivers to it and leaves the field out of the payload.
+   */
+  ownerAgentId: Type.Optional(Uuid),
 });
 
 /** The event of a transaction entering `status` (subject `<ns>.evt.transactions.transaction.<status>`). */

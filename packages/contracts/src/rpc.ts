@@ -68,7 +68,8 @@ export const identityOps = {
     parts(I.AgentPath, Empty, Type.Any()),
     // `parentAgentId`: a child's rules in force depend on its parent's too (D6.8), which the
     // transaction service's cache of them must know to forget them with the parent's.
-    Type.Object({ agentId: Type.String(), accountId: Type.String(), parentAgentId: Type.Union([Type.String(), Type.Null()]), status: I.AgentStatus, rules: I.DelegationRules }),
+    // `ownerAgentId`: who approves the agent's purchases (D10.3); the account's owner agent never changes.
+    Type.Object({ agentId: Type.String(), accountId: Type.String(), ownerAgentId: Type.String(), parentAgentId: Type.Union([Type.String(), Type.Null()]), status: I.AgentStatus, rules: I.DelegationRules }),
   ),
   /** Internal: key hash → principal (the gateway's key cache fills from it). */
   authenticate: operation(
@@ -128,6 +129,11 @@ export const transactionOps = {
   deliver: effect('transactions', 'deliver', 'agent', TxParts(T.DeliverBody), T.TransactionView),
   verify: effect('transactions', 'verify', 'agent', TxParts(T.VerifyBody), T.TransactionView),
   cancel: effect('transactions', 'cancel', 'agent', TxParts(T.CancelBody), T.TransactionView),
+  /** D10.3: the consumer's account owner agent decides a purchase awaiting its approval. */
+  approve: effect('transactions', 'approve', 'agent', TxParts(T.ApproveBody), T.TransactionView),
+  deny: effect('transactions', 'deny', 'agent', TxParts(T.DenyBody), T.TransactionView),
+  /** D10.3: the purchases of the account's agents that needed an approval (owner agent). */
+  listApprovals: operation('transactions', 'listApprovals', 'agent', parts(I.AccountPath, T.ListApprovalsQuery, Type.Any()), Type.Array(T.TransactionView)),
   openDispute: effect('transactions', 'openDispute', 'agent', TxParts(T.OpenDisputeBody), T.DisputeView),
   getTransactionDispute: operation('transactions', 'getTransactionDispute', 'agent', TxParts(Type.Any()), T.DisputeView),
   getDispute: operation('transactions', 'getDispute', 'agent', parts(T.DisputePath, Empty, Type.Any()), T.DisputeView),

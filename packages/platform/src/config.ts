@@ -48,6 +48,8 @@ export const ConfigSchema = Type.Object({
   RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP: Int(30, 1),
   REVIEW_WINDOW_SECONDS: Int(259200, 1),
   DISPUTE_RESPONSE_SECONDS: Int(432000, 1),
+  /** D10.3: how long a purchase waits for its owner's approval before it is cancelled (`approval_expired`). */
+  APPROVAL_TTL_SECONDS: Int(86400, 1),
   MAX_AGENTS_PER_ACCOUNT: Int(20, 1),
   MAX_SERVICES_PER_AGENT: Int(50, 1),
   MAX_ACTIVE_TRANSACTIONS_PER_AGENT: Int(100, 1),

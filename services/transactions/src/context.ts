@@ -6,9 +6,13 @@ import type { KnownTransactions } from './purchases/known-transactions.js';
 import type { PinnedContracts } from './purchases/pinned-contracts.js';
 import type { SagaSignals } from './purchases/saga-signals.js';
 
-/** An agent's rules in force with what they depend on (its account's defaults, its parent's rules). */
+/**
+ * An agent's rules in force with what they depend on (its account's defaults, its parent's rules),
+ * and its account's owner agent, who approves what the rules do not (D10.3).
+ */
 export interface KeptDelegation {
   accountId: string;
+  ownerAgentId: string;
   parentAgentId: string | null;
   rules: DelegationRules;
 }

@@ -7,6 +7,7 @@ import { database } from './db/migrations/index.js';
 import { KnownTransactions } from './purchases/known-transactions.js';
 import { PinnedContracts } from './purchases/pinned-contracts.js';
 import { SagaSignals } from './purchases/saga-signals.js';
+import * as approvals from './purchases/approvals.js';
 import * as disputes from './disputes/handlers.js';
 import * as transactions from './purchases/handlers.js';
 import * as negotiation from './purchases/negotiation.js';
@@ -62,6 +63,9 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       deliver: transactions.deliver(deps),
       verify: transactions.verify(deps),
       cancel: transactions.cancel(deps),
+      approve: approvals.approve(deps),
+      deny: approvals.deny(deps),
+      listApprovals: approvals.listApprovals(deps),
       openDispute: disputes.openDispute(deps),
       getTransactionDispute: disputes.getTransactionDispute(deps),
       getDispute: disputes.getDispute(deps),

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TRANSACTION_STATUSES, type DisputeStatus, type NegotiateBody, type Pricing, type TransactionStatus } from '@aex/contracts';
 import { listPrice, platformFee } from '../src/domain/pricing.js';
 import { ACTION_SOURCES, assertAction, canMove, isTerminal, MOVES, type Action } from '../src/domain/state-machine.js';
-import { delegationRefusal } from '../src/domain/delegation.js';
+import { approvalNeeded, delegationRefusal } from '../src/domain/delegation.js';
 import { NEGOTIATION_MAX_MESSAGES as MAX_ROUNDS, PLATFORM_FEE_TIERS } from '@aex/contracts';
 import { decideNegotiationMessage, type LastMessage } from '../src/domain/negotiation.js';
 import { decideDisputeAction, disputeEntry, refundOf, ruleOnDispute, type DisputeAction, type DisputeRuling, type DisputeState } from '../src/domain/disputes.js';
@@ -82,11 +82,12 @@ describe('list price (D9.3)', () => {
   });
 });
 
-describe('state machine (D9.7)', () => {
-  // The moves of D9.7 and D11.3–4, written out once more by hand: the table in the code must equal it.
+describe('state machine (D9.7, D10.3)', () => {
+  // The moves of D9.7, D10.3 and D11.3–4, written out once more by hand: the table in the code must equal it.
   const expected: [TransactionStatus, TransactionStatus][] = [
-    ['initiated', 'funds_held'], ['initiated', 'failed'], ['initiated', 'cancelled'], ['initiated', 'negotiating'],
-    ['negotiating', 'matched'], ['negotiating', 'cancelled'],
+    ['initiated', 'funds_held'], ['initiated', 'failed'], ['initiated', 'cancelled'], ['initiated', 'negotiating'], ['initiated', 'awaiting_approval'],
+    ['negotiating', 'matched'], ['negotiating', 'cancelled'], ['negotiating', 'awaiting_approval'],
+    ['awaiting_approval', 'funds_held'], ['awaiting_approval', 'matched'], ['awaiting_approval', 'cancelled'],
     ['matched', 'funds_held'], ['matched', 'cancelled'],
     ['funds_held', 'executing'], ['funds_held', 'delivered'], ['funds_held', 'validation_failed'], ['funds_held', 'failed'], ['funds_held', 'expired'], ['funds_held', 'cancelled'],
     ['executing', 'delivered'], ['executing', 'validation_failed'], ['executing', 'failed'], ['executing', 'expired'],
@@ -97,7 +98,7 @@ describe('state machine (D9.7)', () => {
   ];
   const allowed = new Set(expected.map(([a, b]) => `${a}>${b}`));
 
-  it('allows exactly the decided moves, and refuses every other of the 144 pairs', () => {
+  it('allows exactly the decided moves, and refuses every other of the 169 pairs', () => {
     for (const from of TRANSACTION_STATUSES) {
       for (const to of TRANSACTION_STATUSES) expect(canMove(from, to), `${from} → ${to}`).toBe(allowed.has(`${from}>${to}`));
     }
@@ -114,9 +115,11 @@ describe('state machine (D9.7)', () => {
     start: ['funds_held'],
     deliver: ['funds_held', 'executing', 'validation_failed'],
     verify: ['delivered'],
-    cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
+    cancel: ['initiated', 'negotiating', 'awaiting_approval', 'matched', 'funds_held'],
     expire: ['funds_held', 'executing', 'validation_failed'],
     dispute: ['delivered'],
+    approve: ['awaiting_approval'],
+    deny: ['awaiting_approval'],
   };
   for (const action of Object.keys(sources) as Action[]) {
     it(`${action}: allowed from ${sources[action].join(', ')}; 409 INVALID_STATE with the status from the rest`, () => {
@@ -129,7 +132,7 @@ describe('state machine (D9.7)', () => {
   }
 });
 
-describe('delegation (D10.2): the decided order and details', () => {
+describe('delegation (D10.2, D10.3): the decided order and details — refused, or awaiting an approval', () => {
   const attempt = { category: 'crypto', priceCents: 1000, spentLast24hCents: 0 };
   it.each<[string, Parameters<typeof delegationRefusal>[0], Partial<typeof attempt>, string | null, unknown]>([
     ['no rules', {}, {}, null, null],
@@ -142,14 +145,18 @@ describe('delegation (D10.2): the decided order and details', () => {
     ['daily, counting what was spent', { maxDailySpendCents: 1500 }, { spentLast24hCents: 600 }, 'DELEGATION_EXCEEDED', { rule: 'maxDailySpendCents', limit: 1500, attempted: 1600 }],
     ['daily, exactly reached', { maxDailySpendCents: 1600 }, { spentLast24hCents: 600 }, null, null],
     ['exceeded before approval', { maxTransactionCents: 10, requireHumanApprovalAboveCents: 5 }, {}, 'DELEGATION_EXCEEDED', { rule: 'maxTransactionCents', limit: 10, attempted: 1000 }],
-    ['approval above the threshold', { requireHumanApprovalAboveCents: 999 }, {}, 'HUMAN_APPROVAL_REQUIRED', { rule: 'requireHumanApprovalAboveCents', limit: 999, attempted: 1000 }],
+    ['approval above the threshold', { requireHumanApprovalAboveCents: 999 }, {}, 'awaiting approval', { rule: 'requireHumanApprovalAboveCents', limit: 999, attempted: 1000 }],
     ['approval at the threshold is not needed', { requireHumanApprovalAboveCents: 1000 }, {}, null, null],
-    ['auto-approve only below', { autoApproveBelow: 1000 }, {}, 'HUMAN_APPROVAL_REQUIRED', { rule: 'autoApproveBelow', limit: 1000, attempted: 1000 }],
+    ['auto-approve only below', { autoApproveBelow: 1000 }, {}, 'awaiting approval', { rule: 'autoApproveBelow', limit: 1000, attempted: 1000 }],
     ['auto-approved below', { autoApproveBelow: 1001 }, {}, null, null],
+    ['the daily sum before approval', { maxDailySpendCents: 1500, autoApproveBelow: 1 }, { spentLast24hCents: 600 }, 'DELEGATION_EXCEEDED', { rule: 'maxDailySpendCents', limit: 1500, attempted: 1600 }],
   ])('%s', (_name, rules, over, code, details) => {
-    const r = delegationRefusal(rules, { ...attempt, ...over });
-    expect(r?.code ?? null).toBe(code);
-    expect(r?.details ?? null).toEqual(details);
+    const a = { ...attempt, ...over };
+    // D10.2's order: every refusal first; a price they allow may then need an approval (D10.3).
+    const refusal = delegationRefusal(rules, a);
+    const need = refusal ? null : approvalNeeded(rules, a.priceCents);
+    expect(refusal?.code ?? (need ? 'awaiting approval' : null)).toBe(code);
+    expect(refusal?.details ?? need ?? null).toEqual(details);
   });
 });
 

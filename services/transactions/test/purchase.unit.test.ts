@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { isAppError, TERMINAL_STATUSES, type TransactionStatus } from '@aex/contracts';
-import type { HoldState } from '../src/db/schema.js';
-import { canMoveHold, decidePurchase, HOLD_MOVES, openPurchase, type Opening, type Purchase, type PurchaseCommand, type PurchaseDecision, type PurchaseEffect } from '../src/domain/purchase.js';
+import type { Approval, HoldState } from '../src/db/schema.js';
+import { canMoveHold, decidePurchase, HOLD_MOVES, openPurchase, type Approver, type Opening, type Purchase, type PurchaseCommand, type PurchaseDecision, type PurchaseEffect } from '../src/domain/purchase.js';
 import { platformFee } from '../src/domain/pricing.js';
 import { canMove } from '../src/domain/state-machine.js';
 
 const CONSUMER = '00000000-0000-4000-8000-00000000000c';
 const PROVIDER = '00000000-0000-4000-8000-00000000000p';
+const OWNER = '00000000-0000-4000-8000-00000000000o';
 const NOW = new Date('2026-11-27T12:00:00Z');
 const HELD_AT = new Date('2026-11-27T11:00:00Z');
 
@@ -16,11 +17,16 @@ const base: Purchase = {
   sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, status: 'initiated', statusReason: null, units: 1, listPriceCents: 1000,
   maxPriceCents: null, agreedPriceCents: 1000, platformFeeCents: 50, hold: 'requested', holdAttempt: 1, pendingAcceptBy: null, pendingAcceptPriceCents: null,
   pendingAcceptMessage: null, initiatedAt: HELD_AT, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null,
-  qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, createdAt: HELD_AT, updatedAt: HELD_AT,
+  approval: null, qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, createdAt: HELD_AT, updatedAt: HELD_AT,
 };
 const held = { fundsHeldAt: HELD_AT, expiresAt: new Date(HELD_AT.getTime() + 3_600_000), hold: 'held' as const };
 const delivered = { ...held, deliveryAttempts: 1, deliveredAt: new Date(HELD_AT.getTime() + 1_000), reviewEndsAt: new Date(NOW.getTime() + 60_000) };
 const negotiation = { pricing: { model: 'negotiable' as const, basePriceCents: 1000 }, agreedPriceCents: null, platformFeeCents: null, hold: 'none' as const, holdAttempt: 0 };
+/** D10.3: a purchase at the list price waiting for the owner (asked an hour ago, for a day). */
+const APPROVAL: Approval = { rule: 'requireHumanApprovalAboveCents', limit: 500, attempted: 1000, requestedAt: HELD_AT.toISOString(), expiresAt: new Date(HELD_AT.getTime() + 86_400_000).toISOString(), ownerAgentId: OWNER };
+const awaiting = { status: 'awaiting_approval' as const, hold: 'none' as const, holdAttempt: 0, approval: APPROVAL };
+const approved = { ...awaiting, hold: 'requested' as const, holdAttempt: 1, approval: { ...APPROVAL, decision: 'approved' as const, decidedAt: NOW.toISOString(), decidedBy: OWNER } };
+const negotiatedApproval = { ...negotiation, agreedPriceCents: 900, platformFeeCents: platformFee(900), approval: { ...APPROVAL, attempted: 900 } };
 
 /** Every state a transaction is left in by a committed step: its status and hold, and the variants that decide differently. */
 const STATES: Record<string, Partial<Purchase>> = {
@@ -28,6 +34,12 @@ const STATES: Record<string, Partial<Purchase>> = {
   'negotiating/none': { ...negotiation, status: 'negotiating' },
   'negotiating/requested, accept pending': { ...negotiation, status: 'negotiating', hold: 'requested', holdAttempt: 1, pendingAcceptBy: PROVIDER, pendingAcceptPriceCents: 900 },
   'negotiating/refused': { ...negotiation, status: 'negotiating', hold: 'refused', holdAttempt: 1 },
+  'awaiting_approval/none': awaiting,
+  'awaiting_approval/none, negotiated': { ...awaiting, ...negotiatedApproval },
+  'awaiting_approval/requested': approved,
+  'awaiting_approval/requested, negotiated': { ...approved, ...negotiatedApproval, hold: 'requested', holdAttempt: 1 },
+  'awaiting_approval/requested, its time run out': { ...approved, approval: { ...approved.approval, expiresAt: new Date(NOW.getTime() - 1).toISOString() } },
+  'awaiting_approval/refused': { ...awaiting, hold: 'refused', holdAttempt: 1 },
   'funds_held/held': { ...held, status: 'funds_held' },
   'executing/held': { ...held, status: 'executing' },
   'validation_failed/held': { ...held, status: 'validation_failed', deliveryAttempts: 1 },
@@ -50,8 +62,11 @@ const STATES: Record<string, Partial<Purchase>> = {
 };
 
 const consumerOffer = { fromAgentId: CONSUMER, round: 1, messageType: 'initial_offer' as const, priceCents: 800 };
-const negotiate = (body: Extract<PurchaseCommand, { kind: 'negotiate' }>['body']): PurchaseCommand =>
-  ({ kind: 'negotiate', by: PROVIDER, body, last: consumerOffer, expiresInSeconds: 300, maxTransactionCents: 10_000_000 });
+/** D10.3: the consumer's approver — rules that approve everything, or that ask for prices above 500 cents. */
+const APPROVER: Approver = { rules: {}, ownerAgentId: OWNER, ttlSeconds: 86_400 };
+const STRICT_APPROVER: Approver = { ...APPROVER, rules: { requireHumanApprovalAboveCents: 500 } };
+const negotiate = (body: Extract<PurchaseCommand, { kind: 'negotiate' }>['body'], approver: Approver | null = null): PurchaseCommand =>
+  ({ kind: 'negotiate', by: PROVIDER, body, last: consumerOffer, expiresInSeconds: 300, maxTransactionCents: 10_000_000, approver });
 
 /** Requests are refused where they do not apply; the wallet's answers and timers change nothing there. */
 type Kind = 'request' | 'answer' | 'dispute resolution';
@@ -67,7 +82,11 @@ const COMMANDS: Record<string, { kind: Kind; command: PurchaseCommand }> = {
   verify: { kind: 'request', command: { kind: 'verify', qualityScore: 90, notes: null } },
   cancel: { kind: 'request', command: { kind: 'cancel', by: 'consumer' } },
   'counter-offer': { kind: 'request', command: negotiate({ type: 'counter_offer', terms: { priceCents: 900 } }) },
-  accept: { kind: 'request', command: negotiate({ type: 'accept', terms: {} }) },
+  accept: { kind: 'request', command: negotiate({ type: 'accept', terms: {} }, APPROVER) },
+  'accept at a price needing approval': { kind: 'request', command: negotiate({ type: 'accept', terms: {} }, STRICT_APPROVER) },
+  approve: { kind: 'request', command: { kind: 'approve', by: OWNER } },
+  deny: { kind: 'request', command: { kind: 'deny', by: OWNER, reason: 'too dear' } },
+  'approval expired': { kind: 'answer', command: { kind: 'approvalExpired' } },
   'offer expired': { kind: 'answer', command: { kind: 'offerExpired', round: 1, latestRound: 1 } },
   'offer expired, a newer offer since': { kind: 'answer', command: { kind: 'offerExpired', round: 1, latestRound: 2 } },
   'transaction expired': { kind: 'answer', command: { kind: 'expire' } },
@@ -86,10 +105,15 @@ const COMMANDS: Record<string, { kind: Kind; command: PurchaseCommand }> = {
  * resolution cannot happen (a dispute is resolved once, its transaction `disputed` with the price held).
  */
 const EXPECTED: Record<string, Record<string, string>> = {
-  'hold placed': { 'initiated/requested': 'funds_held/held', 'negotiating/requested, accept pending': 'funds_held/held' },
+  'hold placed': {
+    'initiated/requested': 'funds_held/held', 'negotiating/requested, accept pending': 'funds_held/held', 'awaiting_approval/requested': 'funds_held/held',
+    'awaiting_approval/requested, negotiated': 'funds_held/held', 'awaiting_approval/requested, its time run out': 'funds_held/held',
+  },
   'hold placed, stale attempt': {},
   'hold refused': {
     'initiated/requested': 'failed/refused', 'negotiating/requested, accept pending': 'negotiating/refused',
+    'awaiting_approval/requested': 'awaiting_approval/refused', 'awaiting_approval/requested, negotiated': 'awaiting_approval/refused',
+    'awaiting_approval/requested, its time run out': 'cancelled/refused',
     'cancelled/returning': 'cancelled/returned', 'expired/returning': 'expired/returned', 'failed/returning': 'failed/returned',
   },
   'hold returned': { 'cancelled/returning': 'cancelled/returned', 'expired/returning': 'expired/returned', 'failed/returning': 'failed/returned' },
@@ -106,9 +130,20 @@ const EXPECTED: Record<string, Record<string, string>> = {
   cancel: {
     'initiated/requested': 'cancelled/returning', 'negotiating/none': 'cancelled/none', 'negotiating/requested, accept pending': 'cancelled/returning',
     'negotiating/refused': 'cancelled/refused', 'funds_held/held': 'cancelled/returning',
+    'awaiting_approval/none': 'cancelled/none', 'awaiting_approval/none, negotiated': 'cancelled/none', 'awaiting_approval/requested': 'cancelled/returning',
+    'awaiting_approval/requested, negotiated': 'cancelled/returning', 'awaiting_approval/requested, its time run out': 'cancelled/returning', 'awaiting_approval/refused': 'cancelled/refused',
   },
   'counter-offer': { 'negotiating/none': 'negotiating/none', 'negotiating/refused': 'negotiating/refused' },
   accept: { 'negotiating/none': 'negotiating/requested', 'negotiating/refused': 'negotiating/requested' },
+  'accept at a price needing approval': { 'negotiating/none': 'awaiting_approval/none', 'negotiating/refused': 'awaiting_approval/refused' },
+  approve: {
+    'awaiting_approval/none': 'awaiting_approval/requested', 'awaiting_approval/none, negotiated': 'awaiting_approval/requested', 'awaiting_approval/refused': 'awaiting_approval/requested',
+  },
+  deny: {
+    'awaiting_approval/none': 'cancelled/none', 'awaiting_approval/none, negotiated': 'cancelled/none', 'awaiting_approval/requested': 'cancelled/returning',
+    'awaiting_approval/requested, negotiated': 'cancelled/returning', 'awaiting_approval/requested, its time run out': 'cancelled/returning', 'awaiting_approval/refused': 'cancelled/refused',
+  },
+  'approval expired': { 'awaiting_approval/none': 'cancelled/none', 'awaiting_approval/none, negotiated': 'cancelled/none', 'awaiting_approval/refused': 'cancelled/refused' },
   'offer expired': { 'negotiating/none': 'cancelled/none', 'negotiating/refused': 'cancelled/refused' },
   'offer expired, a newer offer since': {},
   'transaction expired': {
@@ -133,7 +168,7 @@ const changed = (d: PurchaseDecision) => {
 const after = (t: Purchase, d: PurchaseDecision): Purchase => ({ ...t, ...changed(d).changes } as Purchase);
 const reachable = new Set(Object.keys(STATES).map((n) => key(stateOf(n))));
 
-describe('the purchase decision: every state × every command (D9.7, D9.14, D11, D12.8)', () => {
+describe('the purchase decision: every state × every command (D9.7, D9.14, D10.3, D11, D12.8)', () => {
   const cases = Object.keys(COMMANDS).flatMap((c) => Object.keys(STATES).map((s) => [c, s] as const));
 
   it.each(cases)('%s on %s', (commandName, stateName) => {
@@ -170,7 +205,7 @@ describe('the purchase decision: every state × every command (D9.7, D9.14, D11,
       expect(announced).toEqual([]);
     }
     if (TERMINAL_STATUSES.includes(next.status) && !TERMINAL_STATUSES.includes(t.status)) {
-      expect(effectsOf(d, 'cancelTimers').flatMap((e) => e.timers)).toEqual(expect.arrayContaining(['offerExpiry', 'transactionExpiry', 'reviewWindow']));
+      expect(effectsOf(d, 'cancelTimers').flatMap((e) => e.timers)).toEqual(expect.arrayContaining(['offerExpiry', 'transactionExpiry', 'reviewWindow', 'approvalExpiry']));
     }
     // The money follows the hold: asked for, returned or settled exactly when the hold moves so.
     expect(canMoveHold(t.hold, next.hold)).toBe(true);
@@ -312,10 +347,68 @@ describe('what the purchase decides, in detail', () => {
   });
 });
 
+describe('approvals (D10.3)', () => {
+  it('opens a purchase whose price needs an approval waiting for the owner, told to the owner, nothing held (D10.3)', () => {
+    const opened = openPurchase(openingOf(base, null, STRICT_APPROVER), HELD_AT);
+    expect(opened.state).toMatchObject({ ...awaiting, agreedPriceCents: 1000, platformFeeCents: 50 });
+    expect(opened.effects).toEqual([
+      { kind: 'announce', event: expect.objectContaining({ status: 'initiated', previousStatus: null }) },
+      { kind: 'announce', event: expect.objectContaining({ status: 'awaiting_approval', previousStatus: 'initiated', ownerAgentId: OWNER, agreedPriceCents: 1000 }) },
+      { kind: 'schedule', timer: 'approvalExpiry', at: new Date(APPROVAL.expiresAt) },
+    ]);
+    // Only the event of the wait names the owner.
+    expect(opened.effects[0]).not.toHaveProperty('event.ownerAgentId');
+  });
+
+  it('never asks an approval of an opening offer: its accept may need one (D10.3)', () => {
+    const opened = openPurchase(openingOf({ ...base, maxPriceCents: 700 }, { priceCents: 700, expiresAt: NOW }, STRICT_APPROVER), HELD_AT);
+    expect(opened.state).toMatchObject({ status: 'negotiating', approval: null });
+  });
+
+  it('takes an accept needing an approval as agreed: recorded, its offer\'s expiry replaced by the approval\'s (D10.3)', () => {
+    const d = changed(decidePurchase(stateOf('negotiating/none'), COMMANDS['accept at a price needing approval']!.command, NOW));
+    expect(d.changes).toMatchObject({ status: 'awaiting_approval', agreedPriceCents: 800, platformFeeCents: platformFee(800), approval: { rule: 'requireHumanApprovalAboveCents', limit: 500, attempted: 800, ownerAgentId: OWNER } });
+    expect(effectsOf(d, 'recordMessage')).toMatchObject([{ messageType: 'accept', round: 2, fromAgentId: PROVIDER }]);
+    expect(effectsOf(d, 'cancelTimers')).toEqual([{ kind: 'cancelTimers', timers: ['offerExpiry'] }]);
+    expect(effectsOf(d, 'schedule')).toEqual([{ kind: 'schedule', timer: 'approvalExpiry', at: new Date(NOW.getTime() + 86_400_000) }]);
+    expect(effectsOf(d, 'holdFunds')).toEqual([]);
+  });
+
+  it('asks for the hold once approved, recording who approved; after a negotiation it passes through matched (D10.3)', () => {
+    const d = changed(decidePurchase(stateOf('awaiting_approval/none, negotiated'), COMMANDS.approve!.command, NOW));
+    expect(d.changes.approval).toMatchObject({ decision: 'approved', decidedBy: OWNER, decidedAt: NOW.toISOString() });
+    expect(effectsOf(d, 'holdFunds')).toEqual([{ kind: 'holdFunds', amountCents: 900, attempt: 1 }]);
+    const placed = changed(decidePurchase(after(stateOf('awaiting_approval/none, negotiated'), d), COMMANDS['hold placed']!.command, NOW));
+    expect(effectsOf(placed, 'announce').map((a) => [a.event.previousStatus, a.event.status])).toEqual([['awaiting_approval', 'matched'], ['matched', 'funds_held']]);
+    expect(effectsOf(placed, 'cancelTimers')).toEqual([{ kind: 'cancelTimers', timers: ['approvalExpiry'] }]);
+    const direct = changed(decidePurchase(stateOf('awaiting_approval/requested'), COMMANDS['hold placed']!.command, NOW));
+    expect(effectsOf(direct, 'announce').map((a) => [a.event.previousStatus, a.event.status])).toEqual([['awaiting_approval', 'funds_held']]);
+  });
+
+  it('leaves the purchase waiting and undecided when the approval\'s hold is refused (402, D10.3)', () => {
+    const d = changed(decidePurchase(stateOf('awaiting_approval/requested'), COMMANDS['hold refused']!.command, NOW));
+    expect(d.changes.approval).toEqual(APPROVAL);
+    expect(d.changes).not.toHaveProperty('status');
+  });
+
+  it('records a denial with its reason, and an expiry, as the cancellation\'s reason (D10.3)', () => {
+    const denied = changed(decidePurchase(stateOf('awaiting_approval/none'), COMMANDS.deny!.command, NOW));
+    expect(denied.changes).toMatchObject({ statusReason: 'approval_denied', approval: { ...APPROVAL, decision: 'denied', decidedBy: OWNER, reason: 'too dear' } });
+    const expired = changed(decidePurchase(stateOf('awaiting_approval/none'), COMMANDS['approval expired']!.command, NOW));
+    expect(expired.changes).toMatchObject({ status: 'cancelled', statusReason: 'approval_expired' });
+    expect(decidePurchase(stateOf('awaiting_approval/requested'), COMMANDS['approval expired']!.command, NOW)).toEqual({ kind: 'unchanged' });
+  });
+
+  it('refuses a second approval while the first one\'s hold is on its way (D10.3)', () => {
+    const d = decidePurchase(stateOf('awaiting_approval/requested'), COMMANDS.approve!.command, NOW);
+    expect(d.kind === 'refused' && isAppError(d.error) && d.error.entries[0]!.details).toEqual({ status: 'awaiting_approval', approval: 'in_progress' });
+  });
+});
+
 /** What `openPurchase` is given to make the purchase `t`. */
-function openingOf(t: Purchase, offer: Opening['offer']): Opening {
+function openingOf(t: Purchase, offer: Opening['offer'], approver: Approver = APPROVER): Opening {
   const { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents } = t;
-  return { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents, offer };
+  return { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents, offer, approver };
 }
 
 function negotiateAtRound(lastRound: number): PurchaseCommand {
@@ -325,6 +418,6 @@ function negotiateAtRound(lastRound: number): PurchaseCommand {
 /** The statuses the table covers: every status but `matched`, which no committed step leaves. */
 it('covers every status a committed step leaves', () => {
   const covered = new Set(Object.keys(STATES).map((n) => stateOf(n).status));
-  const statuses: TransactionStatus[] = ['initiated', 'negotiating', 'funds_held', 'executing', 'validation_failed', 'delivered', 'disputed', 'settled', 'cancelled', 'expired', 'failed'];
+  const statuses: TransactionStatus[] = ['initiated', 'negotiating', 'awaiting_approval', 'funds_held', 'executing', 'validation_failed', 'delivered', 'disputed', 'settled', 'cancelled', 'expired', 'failed'];
   expect([...covered].sort()).toEqual([...statuses].sort());
 });

@@ -2,10 +2,13 @@ import { Type, type Static } from '@sinclair/typebox';
 import { FreeObject, FreeObjectOf, INT4_MAX, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
 import { SERVICE_LIMITS } from './catalog.js';
 
-/** Spec "States and transitions": the twelve statuses, which are also the event names' suffixes. */
+/**
+ * Spec "States and transitions": the twelve statuses, and `awaiting_approval` (EXT, D10.3); they are
+ * also the event names' suffixes.
+ */
 export const TRANSACTION_STATUSES = [
   'initiated', 'negotiating', 'matched', 'funds_held', 'executing', 'delivered',
-  'settled', 'validation_failed', 'cancelled', 'expired', 'failed', 'disputed',
+  'settled', 'validation_failed', 'cancelled', 'expired', 'failed', 'disputed', 'awaiting_approval',
 ] as const;
 export type TransactionStatus = (typeof TRANSACTION_STATUSES)[number];
 export const TransactionStatus = Type.Union(TRANSACTION_STATUSES.map((s) => Type.Literal(s)));
@@ -40,6 +43,28 @@ export type ListTransactionsQuery = Static<typeof ListTransactionsQuery>;
 
 const NullableInt = Type.Union([Type.Integer(), Type.Null()]);
 
+/** D10.2: the delegation rules that ask for a human's approval instead of refusing. */
+export const APPROVAL_RULES = ['requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
+export type ApprovalRule = (typeof APPROVAL_RULES)[number];
+
+/**
+ * EXT (D10.3): why a purchase waits for its consumer's account owner, until when, and who decided.
+ * The rule, its limit and the price asked are shown to the consumer's account only: the provider sees
+ * when it was asked, until when and when it was decided — not the buyer's spending limits.
+ */
+export const ApprovalView = Type.Object({
+  rule: Type.Optional(Type.Union(APPROVAL_RULES.map((r) => Type.Literal(r)))),
+  limit: Type.Optional(Type.Integer()),
+  attempted: Type.Optional(Type.Integer({ description: 'The price that needs the approval, in cents' })),
+  requestedAt: Timestamp,
+  expiresAt: Type.String({ format: 'date-time', description: 'Cancelled (`approval_expired`) when not decided by then' }),
+  decidedAt: Type.Optional(Timestamp),
+  decidedBy: Type.Optional(Uuid),
+  decision: Type.Optional(Type.Union([Type.Literal('approved'), Type.Literal('denied')])),
+  reason: Type.Optional(Type.String({ description: 'What the owner said when denying' })),
+});
+export type ApprovalView = Static<typeof ApprovalView>;
+
 /** Spec "Transaction" with the EXT fields of D9.10. Prices are null until agreed (negotiation). */
 export const TransactionView = Type.Object({
   id: Uuid,
@@ -69,8 +94,23 @@ export const TransactionView = Type.Object({
   /** EXT (D9.7): while `delivered`, when the transaction settles by itself unless verified or disputed. */
   reviewEndsAt: NullableTimestamp,
   disputeId: Type.Union([Uuid, Type.Null()]),
+  /** EXT (D10.3): present once the purchase needed a human's approval; null otherwise. */
+  approval: Type.Union([ApprovalView, Type.Null()]),
 });
 export type TransactionView = Static<typeof TransactionView>;
+
+/** D10.3: the owner agent approves a purchase waiting for it (no fields needed). */
+export const ApproveBody = Strict({});
+/** D10.3: the owner agent denies it, optionally saying why (shown to both parties' consumer side). */
+export const DenyBody = Strict({ reason: Type.Optional(Type.String({ maxLength: 1000 })) });
+
+export const ListApprovalsQuery = Strict({
+  /** `pending` (default): awaiting a decision; `decided`: approved or denied, newest first; `all`. */
+  state: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('decided'), Type.Literal('all')], { default: 'pending' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
+});
+export type ListApprovalsQuery = Static<typeof ListApprovalsQuery>;
 
 export const NegotiationMessageType = Type.Union((['initial_offer', 'counter_offer', 'accept', 'reject', 'withdraw'] as const).map((t) => Type.Literal(t)));
 export type NegotiationMessageType = 'initial_offer' | 'counter_offer' | 'accept' | 'reject' | 'withdraw';

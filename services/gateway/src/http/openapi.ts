@@ -194,7 +194,9 @@ export function openApiDocument(routes: RouteSpec[], version: string, serverUrl:
         };
     const success = { description: 'Success', headers: successHeaders(r), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
     const responses: Record<string, unknown> = { [String(r.successStatus)]: success };
-    if (r.accepted) responses['202'] = { description: 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: successHeaders(r), content: { 'application/json': { schema: data } } };
+    if (r.accepted) responses['202'] = { description: r.op === contracts.transactionOps.createTransaction
+      ? 'Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome'
+      : 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: successHeaders(r), content: { 'application/json': { schema: data } } };
     Object.assign(responses, errorResponses(r));
 
     const operation: Record<string, unknown> = {
@@ -253,6 +255,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   agents: 'Agents, API keys, signing keys, child agents, trust scores and DID documents',
   services: 'Service contracts, listing and discovery',
   transactions: 'Buying: creation, negotiation, delivery, verification, cancellation',
+  approvals: 'Purchases awaiting the account owner’s approval: the inbox, approve, deny (D10.3)',
   disputes: 'Disputes of delivered transactions',
   wallets: 'Wallets, funding, payouts and the ledger',
   webhooks: 'An agent\'s webhook endpoint, secret and deliveries',

@@ -11,19 +11,23 @@ import { clampDelegation, effectiveDelegation as merge, tightenDelegation } from
  * was spawned with `inheritDelegation: false`) tightened by its own. Read at every check, so a
  * change of the parent's or the account's rules applies to the child at once.
  */
-export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; accountId: string; parentAgentId: string | null; rules: DelegationRules }> {
+export async function rulesInForce(db: Kysely<Database>, agentId: string): Promise<{ status: AgentStatus; accountId: string; ownerAgentId: string; parentAgentId: string | null; rules: DelegationRules }> {
   const [row] = (await agentRules(db, { agentId })).rows;
   if (!row) throw new AppError('NOT_FOUND', 'No such agent.');
-  const facts = { status: row.status, accountId: row.accountId, parentAgentId: row.parentAgentId };
+  const facts = { status: row.status, accountId: row.accountId, ownerAgentId: row.ownerAgentId, parentAgentId: row.parentAgentId };
   if (!row.parentAgentId) return { ...facts, rules: merge(row.defaultDelegation, row.delegation) };
   return { ...facts, rules: tightenDelegation(await childBase(db, row), row.delegation) };
 }
 
-/** An agent's status and rules with its account's defaults (compiled once: every purchase reads them). */
+/**
+ * An agent's status and rules with its account's defaults and its account's owner agent, who
+ * approves its purchases (D10.3) (compiled once: every purchase reads them).
+ */
 const agentRules = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db
   .selectFrom('agents as a')
   .innerJoin('accounts as c', 'c.id', 'a.accountId')
-  .select(['a.status', 'a.accountId', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation'])
+  .innerJoin('agents as o', (j) => j.onRef('o.accountId', '=', 'a.accountId').on('o.isOwner', '=', true))
+  .select(['a.status', 'a.accountId', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation', 'o.id as ownerAgentId'])
   .where('a.id', '=', $.agentId));
 
 /** What a child's own rules tighten (D6.8): its parent's rules in force, or the account's defaults. */

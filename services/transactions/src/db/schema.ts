@@ -1,4 +1,4 @@
-import type { DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
+import type { ApprovalRule, DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
 import type { PlatformTables } from '@aex/platform';
 
 /**
@@ -6,6 +6,23 @@ import type { PlatformTables } from '@aex/platform';
  * state, D9.9): a command sent and not yet answered is `requested`, `returning` or `settling`.
  */
 export type HoldState = 'none' | 'requested' | 'held' | 'refused' | 'returning' | 'returned' | 'settling' | 'settled';
+
+/**
+ * D10.3 as stored: the public fields of `ApprovalView`, and who is asked — the consumer's account
+ * owner agent, told of it with the event (never shown).
+ */
+export interface Approval {
+  rule: ApprovalRule;
+  limit: number;
+  attempted: number;
+  requestedAt: string;
+  expiresAt: string;
+  ownerAgentId: string;
+  decidedAt?: string;
+  decidedBy?: string;
+  decision?: 'approved' | 'denied';
+  reason?: string;
+}
 
 export interface TransactionRow {
   id: string;
@@ -42,6 +59,8 @@ export interface TransactionRow {
   settledAt: Date | null;
   reviewEndsAt: Date | null;
   disputeId: string | null;
+  /** D10.3: why and until when the purchase waits for its owner's approval, and how it was decided. */
+  approval: Approval | null;
   qualityScore: number | null;
   notes: string | null;
   deliveryAttempts: number;

@@ -1,16 +1,23 @@
-import type { DelegationRules } from '@aex/contracts';
+import type { ApprovalRule, DelegationRules } from '@aex/contracts';
 
 export interface DelegationRefusal {
-  code: 'DELEGATION_EXCEEDED' | 'HUMAN_APPROVAL_REQUIRED';
+  code: 'DELEGATION_EXCEEDED';
   message: string;
   details: { rule: keyof DelegationRules; limit: number | string[]; attempted: number | string };
 }
 
+/** D10.2 / D10.3: the rule that asks a human to approve a price, with its limit and the price. */
+export interface ApprovalNeed {
+  rule: ApprovalRule;
+  limit: number;
+  attempted: number;
+}
+
 /**
  * D10.2, in the decided order: category (allow-list, then block-list) → `maxTransactionCents` →
- * `maxDailySpendCents` (what was spent in the rolling 24 h, plus this price) → DELEGATION_EXCEEDED;
- * then above `requireHumanApprovalAboveCents`, or at or above `autoApproveBelow` →
- * HUMAN_APPROVAL_REQUIRED. Null when the rules allow it.
+ * `maxDailySpendCents` (what was spent in the rolling 24 h, plus this price) → DELEGATION_EXCEEDED.
+ * Null when the rules allow it. A price that needs a human's approval is not refused (D10.3): see
+ * `approvalNeeded`, asked once these pass.
  */
 export function delegationRefusal(rules: DelegationRules, attempt: { category: string; priceCents: number; spentLast24hCents: number }): DelegationRefusal | null {
   const { category, priceCents } = attempt;
@@ -27,14 +34,21 @@ export function delegationRefusal(rules: DelegationRules, attempt: { category: s
   if (rules.maxDailySpendCents !== undefined && daily > rules.maxDailySpendCents) {
     return exceeded('maxDailySpendCents', rules.maxDailySpendCents, daily, `This transaction would bring the last 24 hours' spending to ${daily} cents, over this agent's daily limit of ${rules.maxDailySpendCents} cents.`);
   }
+  return null;
+}
+
+/**
+ * D10.2's last step, D10.3: a price above `requireHumanApprovalAboveCents`, or at or above
+ * `autoApproveBelow`, waits for the account owner's approval. Null when it is approved by the rules.
+ */
+export function approvalNeeded(rules: DelegationRules, priceCents: number): ApprovalNeed | null {
   if (rules.requireHumanApprovalAboveCents !== undefined && priceCents > rules.requireHumanApprovalAboveCents) {
-    return approval('requireHumanApprovalAboveCents', rules.requireHumanApprovalAboveCents, priceCents, `A price above ${rules.requireHumanApprovalAboveCents} cents needs a human's approval.`);
+    return { rule: 'requireHumanApprovalAboveCents', limit: rules.requireHumanApprovalAboveCents, attempted: priceCents };
   }
   if (rules.autoApproveBelow !== undefined && priceCents >= rules.autoApproveBelow) {
-    return approval('autoApproveBelow', rules.autoApproveBelow, priceCents, `Only prices below ${rules.autoApproveBelow} cents are approved automatically.`);
+    return { rule: 'autoApproveBelow', limit: rules.autoApproveBelow, attempted: priceCents };
   }
   return null;
 }
 
 const exceeded = (rule: keyof DelegationRules, limit: number | string[], attempted: number | string, message: string): DelegationRefusal => ({ code: 'DELEGATION_EXCEEDED', message, details: { rule, limit, attempted } });
-const approval = (rule: keyof DelegationRules, limit: number, attempted: number, message: string): DelegationRefusal => ({ code: 'HUMAN_APPROVAL_REQUIRED', message, details: { rule, limit, attempted } });

@@ -1,6 +1,7 @@
-import { AppError, type DisputeOutcome, type NegotiateBody, type Static, type TransactionEventData, type TransactionStatus, type TrustOutcome } from '@aex/contracts';
+import { AppError, type DelegationRules, type DisputeOutcome, type NegotiateBody, type Static, type TransactionEventData, type TransactionStatus, type TrustOutcome } from '@aex/contracts';
 import type { Decision } from '@aex/platform';
-import type { HoldState, TransactionRow } from '../db/schema.js';
+import type { Approval, HoldState, TransactionRow } from '../db/schema.js';
+import { approvalNeeded, type ApprovalNeed } from './delegation.js';
 import { decideNegotiationMessage, type LastMessage } from './negotiation.js';
 import { platformFee } from './pricing.js';
 import { actionRefusal, canMove, isAllowed, isTerminal } from './state-machine.js';
@@ -18,7 +19,7 @@ export type Purchase = Omit<TransactionRow, 'input' | 'output' | 'metadata'>;
 export type PurchaseChanges = Partial<Omit<TransactionRow, 'input' | 'metadata'>>;
 
 /** Durable timer kinds of the purchase (ARCHITECTURE "Timers"), as stored. */
-export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline' } as const;
+export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline', approvalExpiry: 'approval_expiry' } as const;
 export type PurchaseTimer = Exclude<keyof typeof TIMERS, 'disputeDeadline'>;
 
 export type PurchaseEffect =
@@ -41,6 +42,16 @@ export type PurchaseEffect =
   /** What the provider's trust counts (D15.2). */
   | { kind: 'trustOutcome'; outcome: TrustOutcome; qualityScore: number | null; late: boolean };
 
+/**
+ * D10.3: who approves the consumer's purchases and how long they wait — with the rules in force,
+ * which say whether a price needs the approval (`approvalNeeded`).
+ */
+export interface Approver {
+  rules: DelegationRules;
+  ownerAgentId: string;
+  ttlSeconds: number;
+}
+
 export type PurchaseCommand =
   | { kind: 'holdPlaced'; attempt: number; at: Date }
   | { kind: 'holdRefused'; attempt: number; reason: string }
@@ -51,7 +62,11 @@ export type PurchaseCommand =
   | { kind: 'verify'; qualityScore: number | null; notes: string | null }
   | { kind: 'cancel'; by: 'consumer' | 'provider' }
   /** A negotiation message (D11); `last` is the latest message, read with the transaction locked. */
-  | { kind: 'negotiate'; by: string; body: NegotiateBody; last: LastMessage; expiresInSeconds: number; maxTransactionCents: number }
+  | { kind: 'negotiate'; by: string; body: NegotiateBody; last: LastMessage; expiresInSeconds: number; maxTransactionCents: number; approver: Approver | null }
+  /** D10.3: the consumer's account owner decides; `reason` says why it denies. */
+  | { kind: 'approve'; by: string }
+  | { kind: 'deny'; by: string; reason: string | null }
+  | { kind: 'approvalExpired' }
   | { kind: 'offerExpired'; round: number; latestRound: number | null }
   | { kind: 'expire' }
   | { kind: 'reviewWindowEnded' }
@@ -120,7 +135,7 @@ class Draft {
     const returning = isTerminal(to) && (hold === 'requested' || hold === 'held');
     this.set({ statusReason: null, ...patch, status: to, ...(returning ? { hold: 'returning' as const } : {}) });
     if (returning) this.effect({ kind: 'returnHold' });
-    if (isTerminal(to)) this.effect({ kind: 'cancelTimers', timers: ['offerExpiry', 'transactionExpiry', 'reviewWindow'] });
+    if (isTerminal(to)) this.effect({ kind: 'cancelTimers', timers: ['offerExpiry', 'transactionExpiry', 'reviewWindow', 'approvalExpiry'] });
     this.effect({ kind: 'announce', event: announcement(this.state, from) });
     const outcome = trustOutcome(this.state);
     if (outcome) this.effect(outcome);
@@ -132,12 +147,32 @@ class Draft {
   }
 }
 
-/** The event of the transaction as it now is, entering its status from `previousStatus`. */
+/**
+ * The event of the transaction as it now is, entering its status from `previousStatus`. Waiting for
+ * an approval, it names the consumer's account owner agent, who is told too (D10.3).
+ */
 export function announcement(t: Purchase, previousStatus: TransactionStatus | null): Static<typeof TransactionEventData> {
   return {
     transactionId: t.id, status: t.status, previousStatus, statusReason: t.statusReason, consumerAgentId: t.consumerAgentId,
     providerAgentId: t.providerAgentId, serviceId: t.serviceId, agreedPriceCents: t.agreedPriceCents, platformFeeCents: t.platformFeeCents,
+    ...(t.status === 'awaiting_approval' && t.approval ? { ownerAgentId: t.approval.ownerAgentId } : {}),
   };
+}
+
+/** D10.3: the approval a price needs — asked now, expiring `ttlSeconds` later — or null when the rules approve it. */
+export function approvalAsked(approver: Approver, priceCents: number, now: Date): Approval | null {
+  const need: ApprovalNeed | null = approvalNeeded(approver.rules, priceCents);
+  if (!need) return null;
+  return { ...need, requestedAt: now.toISOString(), expiresAt: new Date(now.getTime() + approver.ttlSeconds * 1000).toISOString(), ownerAgentId: approver.ownerAgentId };
+}
+
+/** D9.4: whether the purchase was bought through a negotiation (its approval then moves it through `matched`). */
+const negotiated = (t: Purchase) => t.pricing.model === 'negotiable' || (t.maxPriceCents !== null && t.maxPriceCents !== t.listPriceCents);
+
+/** The approval as it was before a decision that did not hold (an approval whose hold was refused, D10.3). */
+function undecided(a: Approval): Approval {
+  const { decidedAt: _at, decidedBy: _by, decision: _decision, reason: _reason, ...asked } = a;
+  return asked;
 }
 
 /**
@@ -166,6 +201,8 @@ const agreedPendingAccept = (t: Purchase): PurchaseChanges => (t.pendingAcceptBy
 export type Opening = Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId' | 'consumerAccountId' | 'serviceId' | 'serviceRevision' | 'serviceVersion' | 'category' | 'pricing' | 'sla' | 'units' | 'listPriceCents' | 'maxPriceCents'> & {
   /** D9.4: the consumer's opening offer and when it expires; null buys at the list price. */
   offer: { priceCents: number; expiresAt: Date } | null;
+  /** D10.3: who approves the consumer's purchases; a purchase at the list price may need it. An opening offer never does: its accept may. */
+  approver: Approver;
 };
 
 /**
@@ -174,16 +211,24 @@ export type Opening = Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId
  * agrees nothing yet. A delivery may be tried `1 + sla.maxRetries` times (D9.7).
  */
 export function openPurchase(o: Opening, now: Date): { state: Purchase; effects: PurchaseEffect[] } {
-  const { offer, ...fields } = o;
+  const { offer, approver, ...fields } = o;
+  // D10.3: at the list price, a price the rules do not approve waits for the owner, with no hold yet.
+  const approval = offer ? null : approvalAsked(approver, o.listPriceCents, now);
+  const holding = !offer && !approval;
   const t: Purchase = {
     ...fields, status: 'initiated', statusReason: null,
     agreedPriceCents: offer ? null : o.listPriceCents, platformFeeCents: offer ? null : platformFee(o.listPriceCents),
-    hold: offer ? 'none' : 'requested', holdAttempt: offer ? 0 : 1,
+    hold: holding ? 'requested' : 'none', holdAttempt: holding ? 1 : 0,
     pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
-    initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null,
+    initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null, approval: null,
     qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 1 + (o.sla.maxRetries ?? 2), createdAt: now, updatedAt: now,
   };
   const effects: PurchaseEffect[] = [{ kind: 'announce', event: announcement(t, null) }];
+  if (approval) {
+    const awaiting: Purchase = { ...t, status: 'awaiting_approval', approval };
+    effects.push({ kind: 'announce', event: announcement(awaiting, 'initiated') }, { kind: 'schedule', timer: 'approvalExpiry', at: new Date(approval.expiresAt) });
+    return { state: awaiting, effects };
+  }
   if (!offer) {
     effects.push({ kind: 'holdFunds', amountCents: o.listPriceCents, attempt: t.holdAttempt });
     return { state: t, effects };
@@ -209,12 +254,17 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
       // hold placed for a transaction that ended meanwhile is already being returned (the move sent it).
       if (t.hold !== 'requested' || command.attempt !== t.holdAttempt) return unchanged;
       const d = draft();
+      if (t.status === 'awaiting_approval') {
+        // D10.3: approved; after a negotiation `awaiting_approval → matched → funds_held`, as an accept would go.
+        d.effect({ kind: 'cancelTimers', timers: ['approvalExpiry'] });
+        if (negotiated(t)) d.move('matched');
+      }
       if (t.status === 'negotiating' && t.pendingAcceptBy) {
         // The pending accept is recorded now: `negotiating → matched → funds_held`, both announced (D9.7).
         d.effect({ kind: 'recordAccept', fromAgentId: t.pendingAcceptBy, message: t.pendingAcceptMessage }, { kind: 'cancelTimers', timers: ['offerExpiry'] });
         d.move('matched', agreedPendingAccept(t));
       }
-      if (d.state.status !== 'initiated' && d.state.status !== 'matched') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
+      if (d.state.status !== 'initiated' && d.state.status !== 'matched' && d.state.status !== 'awaiting_approval') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
       // D9.5: the transaction expires `sla.timeoutMs` after its funds are held.
       const expiresAt = new Date(command.at.getTime() + t.sla.timeoutMs);
       d.move('funds_held', { hold: 'held', fundsHeldAt: command.at, expiresAt });
@@ -224,6 +274,12 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
       // A refusal of a hold already being returned (the transaction ended before the wallet saw it): nothing was held.
       if (t.hold === 'returning') return draft().set({ hold: 'returned' }).decision();
       if (t.hold !== 'requested' || command.attempt !== t.holdAttempt) return unchanged;
+      if (t.status === 'awaiting_approval') {
+        // D10.3: an approval whose hold is refused leaves the purchase waiting, undecided — cancelled
+        // when its time ran out meanwhile (its timer found the hold on its way and left it).
+        const d = draft().set({ hold: 'refused', approval: undecided(t.approval!) });
+        return (now >= new Date(t.approval!.expiresAt) ? d.move('cancelled', { statusReason: 'approval_expired' }) : d).decision();
+      }
       // A new transaction fails (402 to its creator); a pending accept is dropped and the negotiation
       // goes on as before it (D9.7), its latest offer expiring when it would have.
       if (t.status === 'initiated') return draft().move('failed', { hold: 'refused', statusReason: command.reason }).decision();
@@ -267,6 +323,26 @@ export function decidePurchase(t: Purchase, command: PurchaseCommand, now: Date)
     }
     case 'negotiate':
       return negotiate(t, command, draft());
+    case 'approve': {
+      const no = actionRefusal('approve', t.status);
+      if (no) return refused(no);
+      if (t.hold === 'requested') return refused(new AppError('INVALID_STATE', 'This purchase was approved already; its funds are being held.', { details: { status: t.status, approval: 'in_progress' } }));
+      // D10.3: the hold is asked for now; the purchase moves once the wallet holds it (402 leaves it waiting).
+      const attempt = t.holdAttempt + 1;
+      return draft()
+        .set({ hold: 'requested', holdAttempt: attempt, approval: { ...t.approval!, decision: 'approved', decidedAt: now.toISOString(), decidedBy: command.by } })
+        .effect({ kind: 'holdFunds', amountCents: t.agreedPriceCents!, attempt })
+        .decision();
+    }
+    case 'deny': {
+      const no = actionRefusal('deny', t.status);
+      if (no) return refused(no);
+      const decided: Approval = { ...undecided(t.approval!), decision: 'denied', decidedAt: now.toISOString(), decidedBy: command.by, ...(command.reason ? { reason: command.reason } : {}) };
+      return draft().move('cancelled', { statusReason: 'approval_denied', approval: decided }).decision();
+    }
+    case 'approvalExpired':
+      // D10.3: undecided in time. An approval whose hold is on its way is settled by the wallet's answer.
+      return t.status === 'awaiting_approval' && t.hold !== 'requested' ? draft().move('cancelled', { statusReason: 'approval_expired' }).decision() : unchanged;
     case 'offerExpired':
       // D11.4: the latest offer went unanswered; an accept waiting for its hold, or a newer offer, keeps it going.
       if (t.status !== 'negotiating' || t.pendingAcceptBy || command.latestRound !== command.round) return unchanged;
@@ -308,6 +384,18 @@ function negotiate(t: Purchase, c: Extract<PurchaseCommand, { kind: 'negotiate' 
   const ruling = decideNegotiationMessage(c.last, c.by, c.body, t.pricing, c.maxTransactionCents);
   if (ruling.kind === 'refused') return refused(new AppError(ruling.code, ruling.message, ruling.field ? { field: ruling.field } : {}));
   if (ruling.agreedPriceCents !== null) {
+    const approval = c.approver ? approvalAsked(c.approver, ruling.agreedPriceCents, d.now) : null;
+    if (approval) {
+      // D10.3: the price is agreed and the accept recorded; the hold waits for the owner's approval.
+      return d
+        .effect(
+          { kind: 'recordMessage', fromAgentId: c.by, messageType: 'accept', round: ruling.round, terms: {}, message: c.body.message ?? null, expiresAt: null },
+          { kind: 'cancelTimers', timers: ['offerExpiry'] },
+          { kind: 'schedule', timer: 'approvalExpiry', at: new Date(approval.expiresAt) },
+        )
+        .move('awaiting_approval', { agreedPriceCents: ruling.agreedPriceCents, platformFeeCents: platformFee(ruling.agreedPriceCents), approval })
+        .decision();
+    }
     // An accept is pending until the wallet holds the agreed price; recorded then (holdPlaced).
     const attempt = t.holdAttempt + 1;
     return d

@@ -9,17 +9,22 @@ export const ACTION_SOURCES = {
   start: ['funds_held'],
   deliver: ['funds_held', 'executing', 'validation_failed'],
   verify: ['delivered'],
-  cancel: ['initiated', 'negotiating', 'matched', 'funds_held'],
+  cancel: ['initiated', 'negotiating', 'awaiting_approval', 'matched', 'funds_held'],
   expire: ['funds_held', 'executing', 'validation_failed'],
   dispute: ['delivered'],
+  // D10.3: the consumer's account owner decides.
+  approve: ['awaiting_approval'],
+  deny: ['awaiting_approval'],
 } as const satisfies Record<string, readonly TransactionStatus[]>;
 
 export type Action = keyof typeof ACTION_SOURCES;
 
-/** Every status move the exchange makes (D9.7, D11.3, D11.4); a decision makes no other. */
+/** Every status move the exchange makes (D9.7, D10.3, D11.3, D11.4); a decision makes no other. */
 export const MOVES: Readonly<Record<TransactionStatus, readonly TransactionStatus[]>> = {
-  initiated: ['funds_held', 'failed', 'cancelled', 'negotiating'],
-  negotiating: ['matched', 'cancelled'],
+  initiated: ['funds_held', 'failed', 'cancelled', 'negotiating', 'awaiting_approval'],
+  negotiating: ['matched', 'cancelled', 'awaiting_approval'],
+  // D10.3: approved, its hold placed — after a negotiation through `matched`, as an accept would; denied, expired or cancelled.
+  awaiting_approval: ['funds_held', 'matched', 'cancelled'],
   matched: ['funds_held', 'cancelled'],
   funds_held: ['executing', 'delivered', 'validation_failed', 'failed', 'expired', 'cancelled'],
   executing: ['delivered', 'validation_failed', 'failed', 'expired'],
@@ -60,4 +65,5 @@ export function assertAction(action: Action, status: TransactionStatus): void {
 
 const PAST: Record<Action, string> = {
   negotiate: 'negotiated', start: 'started', deliver: 'delivered', verify: 'verified', cancel: 'cancelled', expire: 'expired', dispute: 'disputed',
+  approve: 'approved', deny: 'denied',
 };

@@ -9,7 +9,7 @@ import { listPrice } from '../domain/pricing.js';
 import { openPurchase } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
 import type { VersionedRow } from './known-transactions.js';
-import { agentLockKeys, agentLocks, checkCreationLimits, delegationOf } from './limits.js';
+import { agentLockKeys, agentLocks, approverOf, checkCreationLimits, delegationOf } from './limits.js';
 import { applyEffects, awaitRow, partyTransaction, purchaseStep, refuseAfterEffect, requireRole, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
@@ -30,7 +30,7 @@ const COLUMNS = [
   'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'category', 'pricing', 'sla',
   'status', 'statusReason', 'input', 'output', 'units', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
-  'settledAt', 'reviewEndsAt', 'disputeId', 'qualityScore', 'notes', 'deliveryAttempts', 'maxDeliveryAttempts', 'metadata', 'createdAt', 'updatedAt',
+  'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'deliveryAttempts', 'maxDeliveryAttempts', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /**
@@ -52,7 +52,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   const caller = requireAgent(ctx);
   requireActive(caller);
   // Both reads at once, before any database transaction (no lock is held across a network call).
-  const [contract, rules] = await Promise.all([contractFor(deps, body.serviceId, ctx.requestId), delegationOf(deps, caller.agentId, ctx.requestId)]);
+  const [contract, delegation] = await Promise.all([contractFor(deps, body.serviceId, ctx.requestId), delegationOf(deps, caller.agentId, ctx.requestId)]);
   if (contract.agentId === caller.agentId) throw new AppError('VALIDATION_ERROR', 'An agent may not buy its own service.', { field: '/body/serviceId' });
   if (contract.status !== 'active' || contract.providerStatus !== 'active') {
     throw new AppError('SERVICE_NOT_ACTIVE', 'The service or its provider is not active.', { details: { serviceStatus: contract.status, providerStatus: contract.providerStatus } });
@@ -89,14 +89,17 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     listPriceCents: price.cents,
     maxPriceCents: body.maxPriceCents ?? null,
     offer: negotiating ? { priceCents: offered, expiresAt: new Date(now.getTime() + OFFER_EXPIRY.defaultSeconds * 1000) } : null,
+    approver: approverOf(deps, delegation),
   }, now);
   // Listening before the commit: the wallet's answer may come before this request looks for it.
-  const watch = negotiating ? undefined : deps.signals.watch(id);
+  const holding = opened.state.hold === 'requested';
+  const watch = holding ? deps.signals.watch(id) : undefined;
   const created = await ctx.effect(deps.db, async (trx, work) => {
     const [{ locks: _locks, ...inserted }] = (await insertTransaction(trx, {
       ...opened.state,
       pricing: JSON.stringify(contract.pricing) as never,
       sla: JSON.stringify(contract.sla) as never,
+      approval: (opened.state.approval ? JSON.stringify(opened.state.approval) : null) as never,
       input: JSON.stringify(body.input) as never,
       output: null,
       metadata: JSON.stringify(body.metadata ?? {}) as never,
@@ -108,30 +111,33 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     // by the insert's statement) are then held only until the commit, usually made by the next
     // statement (`checkCreationLimits`), so a provider many consumers buy from at once does not make
     // them queue behind each other's writes.
-    await checkCreationLimits(trx, work, rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id, activeLimit: deps.config.MAX_ACTIVE_TRANSACTIONS_PER_AGENT });
+    await checkCreationLimits(trx, work, delegation.rules, { consumerAgentId: caller.agentId, providerAgentId: contract.agentId, category: contract.category, priceCents: offered, now, excluding: id, activeLimit: deps.config.MAX_ACTIVE_TRANSACTIONS_PER_AGENT });
     // The saga's answer finds the row as it was written (`holdPlaced`): no locking read.
     deps.known.remember(t);
-    return { status: 202, data: transactionView(t) };
+    return { status: 202, data: transactionView(t, caller.accountId) };
   }).catch((err: unknown) => {
     watch?.close();
     throw err;
   });
-  if (negotiating) return { ...created, status: 201 };
+  // D10.3: a purchase awaiting its owner's approval answers 202, with no hold placed yet.
+  if (!holding) return { ...created, status: negotiating ? 201 : 202 };
   const t = await awaitRow(deps.db, deps.signals, id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested', watch);
   if (t.hold === 'refused') {
     return refuseAfterEffect(ctx, deps.db, new AppError('INSUFFICIENT_FUNDS', `The available balance is too low to hold ${price.cents} cents for this transaction.`, { details: { transactionId: t.id, requiredCents: price.cents } }));
   }
-  return { ...created, status: t.hold === 'held' ? 201 : 202, data: transactionView(t) };
+  return { ...created, status: t.hold === 'held' ? 201 : 202, data: transactionView(t, caller.accountId) };
 };
 
 /** GET /v1/transactions/{id}: parties only (D9.8). */
-export const getTransaction = (deps: TransactionDeps): OperationHandler<Ops['getTransaction']> => async ({ path }, ctx) => ({
-  data: transactionView(await visibleTransaction(deps.db, requireAgent(ctx), path.transactionId)),
-});
+export const getTransaction = (deps: TransactionDeps): OperationHandler<Ops['getTransaction']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  return { data: transactionView(await visibleTransaction(deps.db, caller, path.transactionId), caller.accountId) };
+};
 
 /** GET /v1/transactions: the caller's, as consumer or provider, newest first (D9.13). */
 export const listTransactions = (deps: TransactionDeps): OperationHandler<Ops['listTransactions']> => async ({ query }, ctx) => {
-  const me = requireAgent(ctx).agentId;
+  const caller = requireAgent(ctx);
+  const me = caller.agentId;
   const limit = query.limit ?? 20;
   const offset = query.offset ?? 0;
   let q = deps.db.selectFrom('transactions').where((eb) =>
@@ -143,7 +149,7 @@ export const listTransactions = (deps: TransactionDeps): OperationHandler<Ops['l
     q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
     q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
   ]);
-  return { data: rows.map(transactionView), pagination: pagination(count.n, limit, offset) };
+  return { data: rows.map((r) => transactionView(r, caller.accountId)), pagination: pagination(count.n, limit, offset) };
 };
 
 /** POST /v1/transactions/{id}/start (EXT, D9.7): the provider says it is working on it. */
@@ -151,7 +157,7 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
   const caller = requireAgent(ctx);
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   requireRole(seen, caller, 'provider', 'start');
-  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state) }));
+  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state, caller.accountId) }));
 };
 
 /**
@@ -171,7 +177,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   let delivered: VersionedRow | undefined;
   const reply = await ctx.effect(deps.db, async (trx, work) => {
     delivered = (await purchaseStep(deps, trx, work, seen.row.id, command, { remembered: seen.row }))!.state;
-    return rowReply(delivered);
+    return rowReply(delivered, caller.accountId);
   });
   // Once committed: a row written at commit has its new version only now.
   deps.known.remember(delivered!);
@@ -196,7 +202,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   const asked = await ctx.effect(deps.db, async (trx, work) => {
     // D9.14: of concurrent verifies (or a verify and the review window's end) exactly one asks for the settlement.
     settling = (await purchaseStep(deps, trx, work, seen.row.id, { kind: 'verify', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null }, { remembered: seen.row }))!.state;
-    return rowReply(settling, 202);
+    return rowReply(settling, caller.accountId, 202);
   }).catch((err: unknown) => {
     watch.close();
     throw err;
@@ -204,7 +210,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   // Once committed: a row written at commit has its new version only now.
   if (settling) deps.known.remember(settling);
   const t = await awaitRow(deps.db, deps.signals, seen.row.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'settling', watch);
-  return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t) };
+  return { ...asked, status: t.status === 'settled' ? 200 : 202, data: transactionView(t, caller.accountId) };
 };
 
 /**
@@ -216,7 +222,7 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   assertAction('cancel', seen.status);
   const role = seen.consumerAgentId === caller.agentId ? 'consumer' : 'provider';
-  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'cancel', by: role }))!.state) }));
+  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'cancel', by: role }))!.state, caller.accountId) }));
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
-  return { ...reply, data: transactionView(t) };
+  return { ...reply, data: transactionView(t, caller.accountId) };
 };

@@ -1,7 +1,8 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, identityOps, type DelegationRules } from '@aex/contracts';
 import { accountTag, agentTag, callOrThrow, precompiled, type ExchangeConfig, type Slots, type UnitOfWork } from '@aex/platform';
-import type { TransactionDeps } from '../context.js';
+import type { KeptDelegation, TransactionDeps } from '../context.js';
+import type { Approver } from '../domain/purchase.js';
 import type { Database } from '../db/schema.js';
 import { delegationRefusal } from '../domain/delegation.js';
 
@@ -15,14 +16,16 @@ type Trx = Transaction<Database>;
  * waits for each before it answers the change (docs/gateway-caches.md). A read that raced a change
  * is not kept (`begin`).
  */
-export async function delegationOf(deps: TransactionDeps, agentId: string, requestId: string): Promise<DelegationRules> {
-  const found = await deps.delegations.through(
+export async function delegationOf(deps: TransactionDeps, agentId: string, requestId: string): Promise<KeptDelegation> {
+  return deps.delegations.through(
     agentId,
     () => callOrThrow(deps.bus, identityOps.effectiveDelegation, { ctx: { requestId, principal: null }, input: { path: { agentId }, query: {}, body: {} } }, rpcTimeout(deps.config)),
     (f) => [agentTag(agentId), accountTag(f.accountId), ...(f.parentAgentId ? [agentTag(f.parentAgentId)] : [])],
   );
-  return found.rules;
 }
+
+/** D10.3: the consumer's approver as a purchase command needs it (the rules in force, its owner agent, APPROVAL_TTL_SECONDS). */
+export const approverOf = (deps: TransactionDeps, kept: KeptDelegation): Approver => ({ rules: kept.rules, ownerAgentId: kept.ownerAgentId, ttlSeconds: deps.config.APPROVAL_TTL_SECONDS });
 
 /** Calls this service makes while answering one of its own stay well inside the caller's bound. */
 export const rpcTimeout = (config: Pick<ExchangeConfig, 'RPC_TIMEOUT_MS'>) => Math.max(100, Math.floor(config.RPC_TIMEOUT_MS / 2));
@@ -130,7 +133,10 @@ export async function spentLast24h(trx: Trx, consumerAgentId: string, now: Date,
   return Number(n);
 }
 
-/** D10.2 at creation or accept: 403 DELEGATION_EXCEEDED / HUMAN_APPROVAL_REQUIRED with `{rule, limit, attempted}`. */
+/**
+ * D10.2 at creation, accept or approval: 403 DELEGATION_EXCEEDED with `{rule, limit, attempted}`. A
+ * price that needs a human's approval passes here: the purchase then waits for it (D10.3).
+ */
 export async function checkDelegation(
   trx: Trx,
   rules: DelegationRules,

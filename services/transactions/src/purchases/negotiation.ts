@@ -4,7 +4,7 @@ import type { TransactionDeps } from '../context.js';
 import type { NegotiationRow } from '../db/schema.js';
 import type { LastMessage } from '../domain/negotiation.js';
 import { assertAction } from '../domain/state-machine.js';
-import { checkDelegation, delegationOf, lockAgents } from './limits.js';
+import { approverOf, checkDelegation, delegationOf, lockAgents } from './limits.js';
 import { awaitRow, lastMessage, lockTransaction, purchaseStep, refuseAfterEffect, visibleTransaction } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
@@ -27,33 +27,34 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   assertAction('negotiate', seen.status);
   // Read before the database transaction: no lock is held across a call to another service.
-  const rules = body.type === 'accept' ? await delegationOf(deps, seen.consumerAgentId, ctx.requestId) : null;
+  const delegation = body.type === 'accept' ? await delegationOf(deps, seen.consumerAgentId, ctx.requestId) : null;
   let agreedPriceCents: number | null = null;
   const reply = await ctx.effect(deps.db, async (trx, work) => {
-    if (rules) await lockAgents(trx, [seen.consumerAgentId]);
+    if (delegation) await lockAgents(trx, [seen.consumerAgentId]);
     let last: LastMessage | undefined;
     const lock = async () => {
       const t = await lockTransaction(trx, seen.id);
       last = lastOf((await lastMessage(trx, seen.id))!);
       return t;
     };
-    const command = () => ({ kind: 'negotiate', by: caller.agentId, body, last: last!, expiresInSeconds: body.expiresInSeconds ?? OFFER_EXPIRY.defaultSeconds, maxTransactionCents: deps.config.MAX_TRANSACTION_CENTS }) as const;
+    const command = () => ({ kind: 'negotiate', by: caller.agentId, body, last: last!, expiresInSeconds: body.expiresInSeconds ?? OFFER_EXPIRY.defaultSeconds, maxTransactionCents: deps.config.MAX_TRANSACTION_CENTS, approver: delegation && approverOf(deps, delegation) }) as const;
     const { state: t } = (await purchaseStep(deps, trx, work, seen.id, command, { lock }))!;
-    if (t.pendingAcceptBy) {
-      // D10.2: the consumer's rules again, at the agreed price, before the hold is asked for.
-      agreedPriceCents = t.pendingAcceptPriceCents;
-      await checkDelegation(trx, rules!, { consumerAgentId: t.consumerAgentId, category: t.category, priceCents: agreedPriceCents!, now: deps.now(), excluding: t.id });
-      return { status: 202, data: transactionView(t) };
+    if (t.pendingAcceptBy || t.status === 'awaiting_approval') {
+      // D10.2: the consumer's rules again, at the agreed price, before the hold is asked for — or
+      // before it waits for the owner's approval (D10.3), which a refusal here makes no one ask for.
+      agreedPriceCents = t.pendingAcceptPriceCents ?? t.agreedPriceCents;
+      await checkDelegation(trx, delegation!.rules, { consumerAgentId: t.consumerAgentId, category: t.category, priceCents: agreedPriceCents!, now: deps.now(), excluding: t.id });
+      return { status: t.pendingAcceptBy ? 202 : 200, data: transactionView(t, caller.accountId) };
     }
-    return { data: transactionView(t) };
+    return { data: transactionView(t, caller.accountId) };
   });
-  if (body.type !== 'accept') return reply;
+  if (body.type !== 'accept' || reply.data.status === 'awaiting_approval') return reply;
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'requested');
-  if (t.hold === 'held') return { ...reply, status: 200, data: transactionView(t) };
+  if (t.hold === 'held') return { ...reply, status: 200, data: transactionView(t, caller.accountId) };
   if (t.hold === 'refused' || (t.status === 'negotiating' && !t.pendingAcceptBy)) {
     return refuseAfterEffect(ctx, deps.db, new AppError('INSUFFICIENT_FUNDS', 'The consumer\'s available balance is too low to hold the agreed price; the negotiation goes on.', { details: { transactionId: t.id, requiredCents: agreedPriceCents } }));
   }
-  return { ...reply, status: 202, data: transactionView(t) };
+  return { ...reply, status: 202, data: transactionView(t, caller.accountId) };
 };
 
 /** GET /v1/transactions/{id}/negotiations: every message by round, parties only (D11.5). */

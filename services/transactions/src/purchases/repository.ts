@@ -114,7 +114,10 @@ export async function purchaseStep(
     lock: opts.lock ?? (() => lockTransaction(trx, id)),
     decide: (t) => decidePurchase(t, typeof command === 'function' ? command(t) : command, now),
     write: (t, changes, guarded) => {
-      const row: Updateable<TransactionRow> = changes.output === undefined ? changes : { ...changes, output: changes.output === null ? null : JSON.stringify(changes.output) as never };
+      const row: Updateable<TransactionRow> = { ...changes };
+      // JSON columns as text: node-postgres would write an array as a Postgres array.
+      if (changes.output !== undefined) row.output = changes.output === null ? null : JSON.stringify(changes.output) as never;
+      if (changes.approval !== undefined) row.approval = changes.approval === null ? null : JSON.stringify(changes.approval) as never;
       return guarded ? updateKnown(trx, work, t, row) : updateRow(trx, t.id, row);
     },
     apply: (t, effects) => applyEffects(trx, work, t as VersionedRow, effects, now),

@@ -7,7 +7,7 @@ import { lastMessage, lockTransaction, purchaseStep } from './repository.js';
 /**
  * The purchase's durable timers, each a purchase command on the row locked (`decidePurchase`), which changes nothing when the moment
  * has passed: D11.4 an offer unanswered, D9.7 no valid delivery in time, D9.7 a review window ended
- * with neither verify nor dispute.
+ * with neither verify nor dispute, D10.3 an approval not decided in time.
  */
 export function purchaseTimers(deps: TransactionDeps): Record<string, TimerHandler<Database>> {
   return {
@@ -23,5 +23,6 @@ export function purchaseTimers(deps: TransactionDeps): Record<string, TimerHandl
     },
     [TIMERS.transactionExpiry]: async (trx, timer, work) => void (await purchaseStep(deps, trx, work, timer.key, { kind: 'expire' })),
     [TIMERS.reviewWindow]: async (trx, timer, work) => void (await purchaseStep(deps, trx, work, timer.key, { kind: 'reviewWindowEnded' })),
+    [TIMERS.approvalExpiry]: async (trx, timer, work) => void (await purchaseStep(deps, trx, work, timer.key, { kind: 'approvalExpired' })),
   };
 }

@@ -1,5 +1,5 @@
-import type { NegotiationView, TransactionView } from '@aex/contracts';
-import type { NegotiationRow, TransactionRow } from '../db/schema.js';
+import type { ApprovalView, NegotiationView, TransactionView } from '@aex/contracts';
+import type { Approval, NegotiationRow, TransactionRow } from '../db/schema.js';
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
@@ -9,15 +9,29 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null);
  * written before the commit — its input, output and metadata, which a replica does not keep — after
  * the handler's part of the database transaction has returned its answer.
  */
-export const rowReply = (t: TransactionRow, status?: number): { readonly status?: number; readonly data: TransactionView } => ({
+export const rowReply = (t: TransactionRow, viewerAccountId: string, status?: number): { readonly status?: number; readonly data: TransactionView } => ({
   ...(status === undefined ? {} : { status }),
   get data() {
-    return transactionView(t);
+    return transactionView(t, viewerAccountId);
   },
 });
 
-/** Spec "Transaction" with the EXT fields of D9.10; shown to both parties alike. */
-export function transactionView(t: TransactionRow): TransactionView {
+/**
+ * D10.3: the approval as the viewer may see it. The consumer's account sees why and by whom; anyone
+ * else (the provider) sees only when it was asked, until when and when it was decided — not the
+ * buyer's spending limits or what its owner said.
+ */
+export function approvalView(a: Approval | null, consumersAccount: boolean): ApprovalView | null {
+  if (!a) return null;
+  const { ownerAgentId: _owner, rule, limit, attempted, decidedBy, reason, ...times } = a;
+  return consumersAccount ? { rule, limit, attempted, ...times, ...(decidedBy ? { decidedBy } : {}), ...(reason ? { reason } : {}) } : times;
+}
+
+/**
+ * Spec "Transaction" with the EXT fields of D9.10 and D10.3, as `viewerAccountId`'s agent sees it:
+ * both parties alike but for the approval's details (`approvalView`).
+ */
+export function transactionView(t: TransactionRow, viewerAccountId: string): TransactionView {
   return {
     id: t.id,
     consumerAgentId: t.consumerAgentId,
@@ -45,6 +59,7 @@ export function transactionView(t: TransactionRow): TransactionView {
     deliveryAttempts: t.deliveryAttempts,
     maxDeliveryAttempts: t.maxDeliveryAttempts,
     disputeId: t.disputeId,
+    approval: approvalView(t.approval, viewerAccountId === t.consumerAccountId),
   };
 }
 

@@ -25,7 +25,8 @@ const BATCH_WAIT_MS = 40;
 interface Pending { id: string; type: string; body: string; agents: string[] }
 
 /**
- * D14.1: each `transaction.<status>` event becomes one delivery per party that has a webhook URL,
+ * D14.1: each `transaction.<status>` event becomes one delivery per party that has a webhook URL
+ * (and, awaiting approval, for the consumer's account owner agent: D10.3),
  * written in the database transaction that records the event as processed (the idempotent
  * consumer's rule) — so a crash loses none, and a redelivered event never makes a second one:
  * deliveries are unique per event and agent, and the `webhook-id` is made here once. Events are
@@ -43,10 +44,13 @@ export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promi
       if (!read.ok) return read.outcome;
       const { envelope, data } = read;
       const type = envelope.type.replace(/^transactions\./, '');
-      // D14.1: the spec's payload, `data` with previousStatus and statusReason added.
-      const body = JSON.stringify({ type, timestamp: envelope.occurredAt, data });
+      // D14.1: the spec's payload, `data` with previousStatus and statusReason added. D10.3: a purchase
+      // awaiting approval is told to the consumer's account owner agent too, whom the payload does not name.
+      const { ownerAgentId, ...shown } = data;
+      const body = JSON.stringify({ type, timestamp: envelope.occurredAt, data: shown });
+      const agents = [...new Set([data.consumerAgentId, data.providerAgentId, ...(ownerAgentId ? [ownerAgentId] : [])])];
       try {
-        await batches.add({ id: envelope.id, type, body, agents: [...new Set([data.consumerAgentId, data.providerAgentId])] });
+        await batches.add({ id: envelope.id, type, body, agents });
         return ack();
       } catch (err) {
         deps.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'webhook intake failed; will retry');

@@ -9,7 +9,8 @@ import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, signingMember, type Exc
 import { INPUT, OUTPUT, serviceBody } from './transaction-kit.js';
 
 // A model-based test. Random operations (create, negotiate, accept,
-// reject, withdraw, start, deliver good and bad, verify, cancel, expire; disputes opened, contested,
+// reject, withdraw, start, deliver good and bad, verify, cancel, expire; purchases awaiting their
+// account owner's approval (D10.3) approved, refused for funds, denied and cancelled; disputes opened, contested,
 // conceded, withdrawn and resolved by the operator with a partial refund or a redo; child agents
 // spawned with budgets, buying, and expiring with their purchases in flight) by random agents, one
 // after the other, each predicted by a reference model of the exchange; the whole exchange is killed with
@@ -31,6 +32,12 @@ const SHORT_CONSUMER = 5;
 const OPENING = 20_000;
 /** D6.4: active agents per account, children included (each main agent's account has its owner and it). */
 const AGENT_LIMIT = 20;
+/**
+ * D10.3: the accounts of agents 2 and 3 ask their owner to approve any price above this (account
+ * defaults, which their children's rules start from); agents 0, 1, 4 and 5 buy without approvals.
+ */
+const APPROVAL_ABOVE = 300;
+const APPROVING = [2, 3];
 
 /** mulberry32: a small seeded generator, so a failing run can be replayed with MODEL_SEED. */
 function rng(seed: number) {
@@ -45,7 +52,7 @@ function rng(seed: number) {
   return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
 }
 
-interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: string; price: number }; negotiable: string; short: string }
+interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: string; price: number }; negotiable: string; short: string; ownerApiKey: string }
 /** Whoever buys: the main agents (indexes 0–5, as `agents`) and the children spawned by agents 0–3 (D6.8). */
 interface Party { id: string; apiKey: string; secretKey: string; parent: number | null; expired: boolean }
 interface ModelTx {
@@ -84,6 +91,12 @@ class Model {
 
   active = (i: number) => [...this.txs.values()].filter((t) => (t.consumer === i || t.provider === i) && !TERMINAL.includes(t.status)).length;
 
+  /** The main agent whose account the party is of (a child is of its parent's). */
+  accountOf = (i: number) => this.parties[i]!.parent ?? i;
+
+  /** D10.3: whether the party's price waits for its owner's approval. */
+  needsApproval = (i: number, price: number) => APPROVING.includes(this.accountOf(i)) && price > APPROVAL_ABOVE;
+
   /** D6.4: the agents of `parent`'s account that are active — the owner, the agent and its live children. */
   agentsOfAccount = (parent: number) => 2 + this.parties.filter((c) => c.parent === parent && !c.expired).length;
 
@@ -114,6 +127,8 @@ describe('transactions, disputes and child agents against a reference model, wit
   /** How often each kind of operation got each answer: what a failing coverage check prints. */
   const tally = new Map<string, number>();
   const admin = () => new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN, timeoutMs: 20_000 });
+  /** The owner agent of a main agent's account (D10.3: it decides approvals), at the exchange's current address. */
+  const owner = (a: Agent) => new ExchangeClient({ baseUrl: url, apiKey: a.ownerApiKey, timeoutMs: 20_000 });
 
   beforeAll(async () => {
     proc = await exchangeProcess({ RATE_LIMIT_WRITE_PER_MIN: '1000000', RATE_LIMIT_READ_PER_MIN: '1000000', RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000' });
@@ -122,6 +137,8 @@ describe('transactions, disputes and child agents against a reference model, wit
       const made = await signingMember(new ExchangeClient({ baseUrl: url }), `agent-${i}`);
       const a = { id: made.id, apiKey: made.apiKey, secretKey: made.secretKey } as Agent;
       const c = made.client;
+      a.ownerApiKey = made.ownerApiKey;
+      if (APPROVING.includes(i)) unwrap(await owner(a).setAccountDelegation(made.accountId, { requireHumanApprovalAboveCents: APPROVAL_ABOVE }));
       unwrap(await c.fund(a.id, OPENING));
       const price = 100 * (i + 1) + 37;
       a.fixed = { id: unwrap(await c.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: price } }))).id, price };
@@ -161,7 +178,7 @@ describe('transactions, disputes and child agents against a reference model, wit
     model.sweep();
     const live = [...model.txs.values()].filter((t) => !TERMINAL.includes(t.status) && !t.short);
     const children = parties.map((c, i) => ({ c, i })).filter(({ c }) => c.parent !== null && !c.expired).map(({ i }) => i);
-    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild', 'race', 'race'] as const);
+    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild', 'race', 'race', 'approve', 'approve', 'deny'] as const);
     if (kind === 'expireChild') return expireChild(children);
     if (kind === 'race') return race(n);
     let exp: Expectation;
@@ -200,11 +217,15 @@ describe('transactions, disputes and child agents against a reference model, wit
       by = c;
       exp = limited ? { status: 409 }
         : negotiating ? { status: 201, apply: add('negotiating') }
-          : model.available(c) < price ? { status: 402, apply: add('failed') }
-            : { status: 201, apply: add('funds_held') };
+          // D10.3: waiting for the owner, whatever the balance: nothing is held yet.
+          : model.needsApproval(c, price) ? { status: 202, apply: add('awaiting_approval') }
+            : model.available(c) < price ? { status: 402, apply: add('failed') }
+              : { status: 201, apply: add('funds_held') };
       send = (key) => client(parties[c]!).createTransaction({ serviceId, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}) }, { idempotencyKey: key });
     } else {
-      const t = r.pick(live);
+      // An approval is decided on a purchase that waits for one, when there is such a purchase.
+      const waiting = live.filter((x) => x.status === 'awaiting_approval');
+      const t = (kind === 'approve' || kind === 'deny') && waiting.length > 0 ? r.pick(waiting) : r.pick(live);
       const consumer = parties[t.consumer]!;
       const provider = parties[t.provider]!;
       const set = (patch: Partial<ModelTx>) => () => Object.assign(t, patch);
@@ -216,6 +237,7 @@ describe('transactions, disputes and child agents against a reference model, wit
         if (t.status !== 'negotiating') exp = { status: 409 };
         else if (t.lastFrom === by) exp = { status: 400 };
         else if (type === 'counter_offer') exp = { status: 200, apply: set({ offer, lastFrom: by, rounds: t.rounds + 1, ...(t.rounds + 1 >= 10 ? { status: 'cancelled' as const } : {}) }) };
+        else if (type === 'accept' && model.needsApproval(t.consumer, t.offer)) exp = { status: 200, apply: set({ status: 'awaiting_approval', price: t.offer, rounds: t.rounds + 1 }) };
         else if (type === 'accept') exp = model.available(t.consumer) < t.offer ? { status: 402 } : { status: 200, apply: set({ status: 'funds_held', price: t.offer, rounds: t.rounds + 1 }) };
         else exp = { status: 200, apply: set({ status: 'cancelled' }) };
         const sender = parties[by]!;
@@ -237,9 +259,22 @@ describe('transactions, disputes and child agents against a reference model, wit
         send = (key) => client(consumer).verify(t.id, { qualityScore: 90 }, { idempotencyKey: key });
       } else if (kind === 'cancel') {
         by = r.next() < 0.5 ? t.consumer : t.provider;
-        exp = ['negotiating', 'matched', 'funds_held'].includes(t.status) ? { status: 200, apply: set({ status: 'cancelled' }) } : { status: 409 };
+        exp = ['negotiating', 'awaiting_approval', 'matched', 'funds_held'].includes(t.status) ? { status: 200, apply: set({ status: 'cancelled' }) } : { status: 409 };
         const sender = parties[by]!;
         send = (key) => client(sender).cancel(t.id, { idempotencyKey: key });
+      } else if (kind === 'approve' || kind === 'deny') {
+        // D10.3: the consumer's account owner decides (the consumer itself is refused, whatever the status).
+        const approver = owner(agents[model.accountOf(t.consumer)]!);
+        const byConsumer = r.next() < 0.15;
+        by = byConsumer ? t.consumer : null;
+        exp = byConsumer ? { status: 403 }
+          : t.status !== 'awaiting_approval' ? { status: 409 }
+            : kind === 'deny' ? { status: 200, apply: set({ status: 'cancelled' }) }
+              // 402 leaves it waiting, undecided.
+              : model.available(t.consumer) < t.price! ? { status: 402 }
+                : { status: 200, apply: set({ status: 'funds_held' }) };
+        const sender = byConsumer ? client(consumer) : approver;
+        send = (key) => (kind === 'approve' ? sender.approve(t.id, { idempotencyKey: key }) : sender.deny(t.id, { reason: 'model' }, { idempotencyKey: key }));
       } else if (kind === 'dispute') {
         // D12.1: the consumer, on delivered, once.
         exp = t.status === 'delivered' && !t.dispute
@@ -310,7 +345,8 @@ describe('transactions, disputes and child agents against a reference model, wit
     const p = (c + 1 + r.int(AGENTS - 1)) % AGENTS;
     const negotiating = kind === 'accept and cancel';
     const price = negotiating ? 200 + r.int(1500) : agents[p]!.fixed.price;
-    if (model.available(c) < price || model.active(c) >= 100 || model.active(p) >= 100) return;
+    // A purchase waiting for an approval is none of these races' (D10.3).
+    if (model.available(c) < price || model.active(c) >= 100 || model.active(p) >= 100 || (!negotiating && model.needsApproval(c, price))) return;
     const made = unwrap(await outcome((key) => client(parties[c]!).createTransaction({ serviceId: negotiating ? agents[p]!.negotiable : agents[p]!.fixed.id, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}) }, { idempotencyKey: key }), false));
     const t: ModelTx = { id: made.id, consumer: c, provider: p, status: negotiating ? 'negotiating' : 'funds_held', price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: false, dispute: null, refund: 0 };
     model.txs.set(t.id, t);
@@ -435,6 +471,23 @@ describe('transactions, disputes and child agents against a reference model, wit
       Object.assign(unresolved, { status: 'settled', refund: 1, dispute: { ...d, status: 'resolved' } });
       tally.set('disputeStep 200 (at the end)', 1);
     }
+    // An approval decided, so that every run covers one (D10.3): the random steps may find none waiting.
+    if (!tally.has('approve 200')) {
+      const c = APPROVING[0]!;
+      const price = agents[c + 1]!.fixed.price;
+      if (model.available(c) < price) {
+        unwrap(await client(parties[c]!).fund(parties[c]!.id, 1000));
+        model.moved[c]! += 1000;
+      }
+      const made = await outcome((key) => client(parties[c]!).createTransaction({ serviceId: agents[c + 1]!.fixed.id, input: INPUT }, { idempotencyKey: key }), false);
+      expect(made.status, 'a purchase above the approval rule waits for the owner').toBe(202);
+      const id = unwrap(made).id;
+      model.txs.set(id, { id, consumer: c, provider: c + 1, status: 'awaiting_approval', price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: false, dispute: null, refund: 0 });
+      const o = await outcome((key) => owner(agents[c]!).approve(id, { idempotencyKey: key }), false);
+      expect(o.status, 'the owner approves it').toBe(200);
+      model.txs.get(id)!.status = 'funds_held';
+      tally.set('approve 200 (at the end)', 1);
+    }
     await new Promise((res) => setTimeout(res, 700));
     await compare('at the end');
     const seen = JSON.stringify(Object.fromEntries([...tally].sort()));
@@ -451,6 +504,9 @@ describe('transactions, disputes and child agents against a reference model, wit
     expect(kids.length, seen).toBeGreaterThan(OPS / 200);
     expect(kids.filter((c) => c.expired).length, seen).toBeGreaterThan(0);
     expect([...model.txs.values()].filter((t) => t.consumer >= AGENTS + 2).length, seen).toBeGreaterThan(0);
+    // Purchases waited for their owner's approval, and were approved (D10.3).
+    expect([...tally.keys()].filter((k) => k.startsWith('approve 200')).length, seen).toBeGreaterThan(0);
+    expect([...tally.keys()].some((k) => k === 'create 202' || k.startsWith('approve ')), seen).toBe(true);
     // The races ran, of more than one kind (D9.14).
     expect([...tally.keys()].filter((k) => k.startsWith('race ')).length, seen).toBeGreaterThanOrEqual(2);
   }, 900_000);

@@ -244,6 +244,38 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
   });
 });
 
+describe('approvals, as the account owner decides them (D10.3)', () => {
+  cliTest('buy says a purchase awaits the owner; approvals list shows it, approve holds its price, deny cancels another', async ({ cli, serviceId }) => {
+    // The buyer profile is its account's owner agent: it sets its own approval rule, and decides.
+    await cli.json(['--profile', 'buyer', 'delegation', 'set', '--require-approval-above-cents', '100']);
+    const asked = await cli.aex(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json')]);
+    expect(asked.code, asked.stderr).toBe(0);
+    const id = /Transaction ([0-9a-f-]{36}): awaiting_approval, \$2\.50\./.exec(asked.stdout)?.[1];
+    expect(id, asked.stdout).toBeDefined();
+    expect(asked.stdout).toContain(`It awaits your account owner's approval (above $1.00)`);
+    expect(asked.stdout).toContain(`aex approvals approve ${id}`);
+
+    const inbox = await cli.aex(['--profile', 'buyer', 'approvals', 'list']);
+    expect(inbox.stdout).toMatch(new RegExp(`${id}\\s+awaiting_approval\\s+\\$2\\.50`));
+    expect(inbox.stdout).toContain('above $1.00');
+    // The seller, the provider, knows of it but may not decide it.
+    const seller = await cli.aex(['--profile', 'seller', 'approvals', 'approve', id!]);
+    expect([seller.code, seller.stderr]).toEqual([1, expect.stringContaining("FORBIDDEN: Only the consumer's account owner agent may approve")]);
+
+    const approved = await cli.aex(['--profile', 'buyer', 'approvals', 'approve', id!]);
+    expect([approved.code, approved.stdout]).toEqual([0, `Approved: transaction ${id} is funds_held, $2.50 held.\n`]);
+    expect(await cli.json(['--profile', 'buyer', 'wallet', 'balance'])).toMatchObject({ heldCents: 250 });
+    expect(await cli.json<unknown[]>(['--profile', 'buyer', 'approvals', 'list'])).toEqual([]);
+
+    const other = await cli.json<{ id: string; status: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json')]);
+    expect(other.status).toBe('awaiting_approval');
+    const denied = await cli.aex(['--profile', 'buyer', 'approvals', 'deny', other.id, '--reason', 'not now']);
+    expect(denied.stdout).toBe(`Denied: transaction ${other.id} is cancelled (approval_denied).\n`);
+    const decided = await cli.json<Array<{ id: string; approval: { decision: string; reason?: string } }>>(['--profile', 'buyer', 'approvals', 'list', '--state', 'decided']);
+    expect(decided.map((t) => [t.id, t.approval.decision, t.approval.reason])).toEqual([[other.id, 'denied', 'not now'], [id, 'approved', undefined]]);
+  });
+});
+
 describe('exit codes, help and completion', () => {
   cliTest('says what went wrong, with an exit code a script can act on', async ({ cli, serviceId }) => {
     const refused = await cli.aex(['--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);

@@ -226,11 +226,11 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
  * Signs up an account whose owner agent creates one agent with an Ed25519 signing key, through any
  * exchange's gateway: the party that may call the signed routes (D3.3).
  */
-export async function signingMember(anon: ExchangeClient, name = 'worker'): Promise<{ id: string; apiKey: string; secretKey: string; client: ExchangeClient; accountId: string; ownerApiKey: string }> {
+export async function signingMember(anon: ExchangeClient, name = 'worker'): Promise<{ id: string; apiKey: string; secretKey: string; client: ExchangeClient; accountId: string; ownerAgentId: string; ownerApiKey: string }> {
   const acc = unwrap(await anon.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: name, agent: { name: 'owner' } }));
   const keys = generateSigningKey();
   const agent = unwrap(await anon.as({ apiKey: acc.apiKey }).createAgent({ name, agentType: 'persistent', signingKeyPublic: keys.publicKey }));
-  return { id: agent.id, apiKey: agent.apiKey, secretKey: keys.secretKey, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }), accountId: acc.id, ownerApiKey: acc.apiKey };
+  return { id: agent.id, apiKey: agent.apiKey, secretKey: keys.secretKey, client: anon.as({ apiKey: agent.apiKey, signingSecretKey: keys.secretKey }), accountId: acc.id, ownerAgentId: acc.agent.id, ownerApiKey: acc.apiKey };
 }
 
 /** Asserts a failed call with this status and D1.4 code, answered in the envelope with a request id. */

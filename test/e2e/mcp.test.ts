@@ -44,11 +44,11 @@ const WORDS = {
 };
 
 /** Starts the installed bin over stdio as `agent`, with the SDK's client; `elicit` answers the human's question when given. */
-async function session(agent: Agent, args: string[], opts: { elicit?: (message: string) => 'accept' | 'decline'; env?: Record<string, string> } = {}): Promise<Client> {
+async function session(agent: Pick<Agent, 'id' | 'apiKey'> & { secretKey?: string }, args: string[], opts: { elicit?: (message: string) => 'accept' | 'decline'; env?: Record<string, string> } = {}): Promise<Client> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [bin, ...args],
-    env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: agent.id, AEX_API_KEY: agent.apiKey, AEX_SIGNING_KEY: agent.secretKey, AEX_MCP_POLL_MS: '100', ...opts.env },
+    env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: agent.id, AEX_API_KEY: agent.apiKey, ...(agent.secretKey ? { AEX_SIGNING_KEY: agent.secretKey } : {}), AEX_MCP_POLL_MS: '100', ...opts.env },
     stderr: 'pipe',
   });
   const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities: opts.elicit ? { elicitation: {} } : {} });
@@ -248,6 +248,36 @@ describe('the MCP server over stdio', () => {
     // Counted once, at the highest price committed to: the offer of 250 became 320.
     expect((await data<{ budget: { spentCents: number } }>(session2, 'get_balance', {})).budget.spentCents).toBe(320);
     await data<Tx>(session2, 'cancel_transaction', { transactionId: opened.transaction.id });
+  });
+
+  mcpTest('approvals: a purchase over the buyer\'s rule waits; the owner\'s session lists it and approves it once the human confirms, or denies (D10.3)', async ({ consumer, buyer, serviceId }) => {
+    const owner = { id: consumer.ownerAgentId, apiKey: consumer.ownerApiKey };
+    unwrap(await consumer.client.as({ apiKey: owner.apiKey }).setAgentDelegation(consumer.id, { requireHumanApprovalAboveCents: 100 }));
+    const asked = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'one two' } });
+    expect(asked.transaction.status).toBe('awaiting_approval');
+    expect(asked.note).toContain('awaits a human\'s approval');
+    expect(asked.note).toContain('(250 cents, above 100)');
+    // The buying agent cannot decide its own purchase.
+    expect(await refusal(buyer, 'approve_purchase', { transactionId: asked.transaction.id })).toMatch(/^FORBIDDEN \(HTTP 403\)/);
+
+    const questions: string[] = [];
+    const human = await session(owner, [], { elicit: (m) => (questions.push(m), 'accept') });
+    const inbox = await data<{ transactions: Array<{ id: string; status: string }>; note: string }>(human, 'list_approvals', {});
+    expect(inbox.transactions.map((t) => [t.id, t.status])).toEqual([[asked.transaction.id, 'awaiting_approval']]);
+    expect(inbox.note).toContain('1 purchase(s) await a decision');
+    const approved = await data<Tx>(human, 'approve_purchase', { transactionId: asked.transaction.id });
+    expect(approved.transaction.status).toBe('funds_held');
+    expect(questions).toEqual([expect.stringContaining(`Approve the purchase ${asked.transaction.id}: 250 cents by agent ${consumer.id}`)]);
+    expect(unwrap(await consumer.client.getWallet(consumer.id))).toMatchObject({ heldCents: 250 });
+
+    // A client that cannot ask its human cannot approve; it can deny.
+    const other = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'three' } });
+    const unattended = await session(owner, []);
+    expect(await refusal(unattended, 'approve_purchase', { transactionId: other.transaction.id })).toContain('this client cannot ask the human');
+    const denied = await data<Tx>(unattended, 'deny_purchase', { transactionId: other.transaction.id, reason: 'not today' });
+    expect(denied.transaction).toMatchObject({ status: 'cancelled' });
+    expect(denied.note).toBe('Denied: the transaction is cancelled (approval_denied).');
+    expect(await refusal(unattended, 'approve_purchase', { transactionId: other.transaction.id })).toContain(`No purchase ${other.transaction.id} awaits this account's approval`);
   });
 
   mcpTest('resources: contracts and transactions read by URI', async ({ buyer, serviceId }) => {

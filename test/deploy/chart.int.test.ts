@@ -186,7 +186,7 @@ describe('the Helm chart', () => {
     const chartConfig = schema.properties.config.properties;
     // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets). TLS is
     // the ingress's in a cluster, so the gateway's own certificate files are not offered.
-    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
     const settable = Object.keys(ConfigSchema.properties).filter((n) => !managed.includes(n));
     expect(Object.keys(chartConfig).sort()).toEqual(settable.sort());
     for (const name of settable) {
@@ -251,6 +251,39 @@ describe('the Helm chart', () => {
     expect(JSON.stringify(config!.data)).not.toMatch(/sk_test|whsec_/);
     const theirs = await render('minimal-values.yaml', { 'config.PAYMENTS_PROVIDER': 'stripe', 'stripe.existingSecret': 'payments' });
     expect(stripeEnv(theirs).wallet).toEqual(['STRIPE_API_KEY=payments/STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET=payments/STRIPE_WEBHOOK_SECRET']);
+  });
+
+  it('ships a ServiceMonitor for every service\'s /metrics and the Grafana dashboard, valid and using the metrics token', async () => {
+    const off = await render('minimal-values.yaml');
+    expect(off.filter((o) => o.kind === 'ServiceMonitor' || o.metadata.name.endsWith('-dashboard'))).toEqual([]);
+    const objects = await render('minimal-values.yaml', { 'metrics.serviceMonitor.enabled': true, 'metrics.grafanaDashboard.enabled': true, 'metrics.token': 'metrics-token-0123456789', 'metrics.serviceMonitor.labels.release': 'kube-prometheus' });
+    for (const o of objects) validateKubeObject(o);
+    type Monitor = KubeObject & { spec: { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path: string; authorization?: { type: string; credentials: { name: string; key: string } } }> } };
+    const [monitor] = ofKind<Monitor>(objects, 'ServiceMonitor');
+    expect(monitor!.metadata.labels).toMatchObject({ release: 'kube-prometheus' });
+    expect(monitor!.spec.endpoints.map((e) => [e.port, e.path, e.authorization?.credentials.key])).toEqual([['http', '/metrics', 'METRICS_TOKEN'], ['health', '/metrics', 'METRICS_TOKEN']]);
+    // It selects the release's Services, each of which has one of the ports it scrapes.
+    for (const service of ofKind<KubeObject & { spec: { ports: Array<{ name: string }> } }>(objects, 'Service')) {
+      for (const [k, v] of Object.entries(monitor!.spec.selector.matchLabels)) expect(service.metadata.labels![k]).toBe(v);
+      expect(service.spec.ports.map((p) => p.name).some((n) => n === 'http' || n === 'health')).toBe(true);
+    }
+    // Every pod reads the token from the chart's Secret.
+    type Deployment = KubeObject & { spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }> }> } } } };
+    for (const d of ofKind<Deployment>(objects, 'Deployment')) {
+      expect(d.spec.template.spec.containers[0]!.env.find((e) => e.name === 'METRICS_TOKEN')?.valueFrom?.secretKeyRef, d.metadata.name).toEqual({ name: 'aex-agent-exchange-secrets', key: 'METRICS_TOKEN' });
+    }
+    const secret = ofKind<KubeObject & { stringData: Record<string, string> }>(objects, 'Secret').find((s) => !s.metadata.annotations?.['helm.sh/hook']);
+    expect(secret!.stringData.METRICS_TOKEN).toBe('metrics-token-0123456789');
+    // The dashboard: labelled for Grafana's sidecar, the shipped JSON as it is in the chart.
+    const dashboard = ofKind<KubeObject & { data: Record<string, string> }>(objects, 'ConfigMap').find((c) => c.metadata.name.endsWith('-dashboard'))!;
+    expect(dashboard.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    const json = JSON.parse(dashboard.data['agent-exchange.json']!) as { uid: string; panels: Array<{ targets: Array<{ expr: string }> }> };
+    expect(json).toEqual(JSON.parse(readFileSync(join(chartDir, 'dashboards/agent-exchange.json'), 'utf8')));
+    expect(json.panels.length).toBeGreaterThan(8);
+    for (const p of json.panels) for (const t of p.targets) expect(t.expr).toMatch(/aex_[a-z_]+/);
+    // A token of your own: the ServiceMonitor and the pods read it from your Secret.
+    const theirs = await render('minimal-values.yaml', { 'metrics.serviceMonitor.enabled': true, 'metrics.existingSecret': 'observability' });
+    expect(ofKind<Monitor>(theirs, 'ServiceMonitor')[0]!.spec.endpoints[0]!.authorization!.credentials).toEqual({ name: 'observability', key: 'METRICS_TOKEN' });
   });
 
   it('derives the public address from the ingress host when none is given', async () => {

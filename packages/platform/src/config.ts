@@ -26,6 +26,8 @@ export const ConfigSchema = Type.Object({
   /** Another address for Stripe's API (a local stand-in or stripe-mock); unset: Stripe's own. */
   STRIPE_API_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /** When set, `/metrics` (gateway and health ports) answers only `Authorization: Bearer <token>`; unset, it is open. */
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /**
    * D3.5: `plain` — an authenticated PATCH replaces an agent's signing key, as the spec says;
    * `signed` — replacing a registered key also needs an X-AE-Signature by the current key, or the

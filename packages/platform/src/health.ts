@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import { sql, type Kysely } from 'kysely';
 import type { Bus } from './bus/types.js';
 import type { Logger } from './logger.js';
+import { metrics, METRICS_CONTENT_TYPE, metricsAuthorized } from './metrics.js';
 
 /** One part of a process's readiness: ok, or why not (`detail`). */
 export interface HealthCheck {
@@ -49,10 +50,11 @@ export const databaseCheck = <DB>(db: Kysely<DB>) => bounded('database', async (
 export const busCheck = (bus: Bus) => bounded('bus', () => bus.healthy());
 
 /**
- * `/healthz` (the process answers) and `/readyz` (every check passes: 200, else 503 naming the
- * failing ones) for a service run on its own, on `HEALTH_PORT` — what Kubernetes probes call.
+ * `/healthz` (the process answers), `/readyz` (every check passes: 200, else 503 naming the failing
+ * ones) and `/metrics` (Prometheus text; with `metricsToken`, only for its bearer) for a service run
+ * on its own, on `HEALTH_PORT` — what Kubernetes probes and Prometheus call.
  */
-export async function serveHealth(opts: { host: string; port: number; checks: () => Promise<HealthCheck[]>; logger: Logger }): Promise<Server & { url: string }> {
+export async function serveHealth(opts: { host: string; port: number; checks: () => Promise<HealthCheck[]>; logger: Logger; metricsToken?: string | undefined }): Promise<Server & { url: string }> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     const answer = (status: number, body: unknown) => {
@@ -61,6 +63,14 @@ export async function serveHealth(opts: { host: string; port: number; checks: ()
     };
     if (req.method !== 'GET' && req.method !== 'HEAD') return answer(405, { status: 'method not allowed' });
     if (path === '/healthz') return answer(200, { status: 'ok' });
+    if (path === '/metrics') {
+      if (!metricsAuthorized(opts.metricsToken, req.headers.authorization)) return answer(401, { status: 'unauthorized' });
+      metrics.render().then((text) => {
+        res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' });
+        res.end(text);
+      }, (err: unknown) => answer(500, { status: (err as Error).message }));
+      return;
+    }
     if (path !== '/readyz') return answer(404, { status: 'not found' });
     opts.checks().then(
       (checks) => answer(checks.every((c) => c.ok) ? 200 : 503, { status: checks.every((c) => c.ok) ? 'ready' : 'not ready', checks }),

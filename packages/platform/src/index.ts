@@ -17,3 +17,4 @@ export * from './net/free-port.js';
 export * from './health.js';
 export * from './periodic.js';
 export * from './service-main.js';
+export * from './metrics.js';

@@ -27,6 +27,7 @@ export async function runService(name: string, start: (opts: { bus: Bus; databas
         return [busReady, ...own];
       },
       logger,
+      metricsToken: config.METRICS_TOKEN,
     });
     logger.info({ bus: bus.kind }, `${name} service started`);
     stopOnSignals(logger, async () => {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { AppError } from '@aex/contracts';
-import { busCheck, CacheMembership, LocalCache, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { busCheck, CacheMembership, exchangeMetrics, LocalCache, metrics, METRICS_CONTENT_TYPE, metricsAuthorized, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
 import { IdempotencyKeyBinding } from './guards/idempotency-keys.js';
 import { RateLimitedError, RateLimiter } from './guards/rate-limit.js';
@@ -62,6 +62,13 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  // Every answer counted and timed by its route's template (a bounded set of labels; no route: `unmatched`).
+  const [requests, durations] = [exchangeMetrics.httpRequests(), exchangeMetrics.httpDuration()];
+  app.addHook('onResponse', async (req, reply) => {
+    const route = req.routeOptions.url ?? 'unmatched';
+    requests.inc({ route, method: req.method, status: String(reply.statusCode) });
+    durations.observe({ route, method: req.method }, reply.elapsedTime / 1000);
+  });
   app.addHook('onClose', async () => {
     await guards.limiter.stop();
     await membership.stop();
@@ -94,6 +101,14 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   serveDocs(app, guards.limiter);
   serveAgentCards(app, guards.limiter, bus, config);
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
+  // Prometheus text (docs/metrics.md): this process's metrics; with METRICS_TOKEN set, for its bearer only.
+  app.get('/metrics', async (req, reply) => {
+    if (!metricsAuthorized(config.METRICS_TOKEN, req.headers.authorization)) {
+      reply.header('www-authenticate', 'Bearer');
+      return sendError(req, reply, new AppError('UNAUTHENTICATED', 'The metrics token is missing or wrong (METRICS_TOKEN).'));
+    }
+    return reply.header('content-type', METRICS_CONTENT_TYPE).header('cache-control', 'no-store').send(await metrics.render());
+  });
   // Every check is bounded (health.ts), so /readyz answers within a second whatever stalls.
   app.get('/readyz', async (req, reply) => {
     const [busReady, others] = await Promise.all([busCheck(bus), opts.checks?.() ?? []]);

@@ -1,5 +1,6 @@
 import { walletOps } from '@aex/contracts';
-import { OutboxRelay, RecentMap, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { sql, type Kysely } from 'kysely';
+import { OutboxRelay, RecentMap, connectServiceDb, databaseCheck, exchangeMetrics, metrics, serveOperations, type Bus, type Component, type Collector, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -32,6 +33,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const children = await serveChildren(deps);
   // D13.7: a Stripe funding whose webhook was lost is credited all the same.
   const reconciliation = deps.payments instanceof StripeProcessor ? startStripeReconciliation(deps, deps.payments) : undefined;
+  const uncollect = metrics.collect(moneyFigures(db));
   const server = await serveOperations({
     bus: opts.bus,
     now: deps.now,
@@ -58,6 +60,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
     deps,
     checks: async () => [await databaseCheck(db)],
     async stop() {
+      uncollect();
       await server.stop();
       await openWallet.stop();
       await holds.stop();
@@ -66,5 +69,29 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       await relay.stop();
       await close();
     },
+  };
+}
+
+/** How long one reading of the money figures serves scrapes: each reads every wallet. */
+const MONEY_READ_EVERY_MS = 10_000;
+
+/**
+ * The exchange's money as metrics (docs/metrics.md), read from the wallets when scraped — the same
+ * on every replica, as the ledger is one: held in escrow, settled to providers, fees earned.
+ */
+function moneyFigures(db: Kysely<Database>): Collector {
+  const [held, settled, fees] = [exchangeMetrics.moneyHeld(), exchangeMetrics.moneySettled(), exchangeMetrics.platformFees()];
+  let readAt = 0;
+  return async () => {
+    if (Date.now() - readAt < MONEY_READ_EVERY_MS) return;
+    const { rows: [r] } = await sql<{ held: string; settled: string; fees: string }>`
+      select coalesce(sum(held_cents) filter (where kind = 'agent'), 0) as held,
+             coalesce(sum(lifetime_earned_cents) filter (where kind = 'agent'), 0) as settled,
+             coalesce(sum(balance_cents) filter (where kind = 'platform'), 0) as fees
+      from wallets`.execute(db);
+    readAt = Date.now();
+    held.set({}, Number(r!.held));
+    settled.setTotal({}, Number(r!.settled));
+    fees.setTotal({}, Number(r!.fees));
   };
 }

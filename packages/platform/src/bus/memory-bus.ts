@@ -3,6 +3,7 @@ import {
   type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan } from './tracing.js';
+import { exchangeMetrics, metrics } from '../metrics.js';
 
 interface StoredMessage {
   seq: number;
@@ -40,7 +41,19 @@ export class MemoryBus implements Bus {
   private readonly buckets = new Map<string, { ttlMs: number | undefined; revision: number; entries: Map<string, KvEntry & { at: number }> }>();
   private closed = false;
 
-  constructor(readonly namespace: string, readonly maxPayload = DEFAULT_MAX_PAYLOAD) {}
+  private readonly uncollect: () => void;
+
+  constructor(readonly namespace: string, readonly maxPayload = DEFAULT_MAX_PAYLOAD) {
+    // The consumers' lag, as JetStream would report it: messages past the cursor, delivered and not acknowledged.
+    const [pending, ackPending] = [exchangeMetrics.consumerPending(), exchangeMetrics.consumerAckPending()];
+    this.uncollect = metrics.collect(async () => {
+      for (const [key, d] of this.durables) {
+        const [stream, consumer] = key.split('/') as [StreamKind, string];
+        pending.set({ stream, consumer }, this.streams[stream].filter((m) => m.seq > d.cursor).length);
+        ackPending.set({ stream, consumer }, d.pending.size);
+      }
+    });
+  }
 
   async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
     const encoded = encodeMessage(subject, data, this.maxPayload);
@@ -266,6 +279,7 @@ export class MemoryBus implements Bus {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.uncollect();
     for (const wake of this.wakers) wake();
   }
 }

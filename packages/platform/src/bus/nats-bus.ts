@@ -10,6 +10,7 @@ import {
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
+import { exchangeMetrics, metrics } from '../metrics.js';
 import { connectCoalescing } from './coalescing-transport.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 
@@ -118,6 +119,9 @@ export class NatsBus implements Bus {
   private readonly js: JetStreamClient;
   private readonly kvm: Kvm;
   private readonly stoppables = new Set<Stoppable>();
+  /** The durable consumers this connection runs (stream name, durable) and how many of each: their lag is reported. */
+  private readonly consuming = new Map<string, { stream: string; kind: StreamKind; durable: string; count: number }>();
+  private uncollect: (() => void) | undefined;
   private readonly replies: ReplyMux;
 
   private constructor(
@@ -253,6 +257,11 @@ export class NatsBus implements Bus {
       });
     }
     const consumer = await this.js.consumers.get(stream, spec.durable);
+    const key = `${stream}/${spec.durable}`;
+    const entry = this.consuming.get(key) ?? { stream, kind: spec.stream, durable: spec.durable, count: 0 };
+    entry.count++;
+    this.consuming.set(key, entry);
+    this.uncollect ??= metrics.collect(() => this.collectLag());
     const concurrency = spec.concurrency ?? 4;
     const messages = await consumer.consume({ max_messages: concurrency * 2 });
     const gate = new Semaphore(concurrency);
@@ -287,10 +296,22 @@ export class NatsBus implements Bus {
         await loop.catch(() => undefined);
         await gate.idle();
         this.stoppables.delete(stoppable);
+        if (--entry.count === 0) this.consuming.delete(key);
       },
     };
     this.stoppables.add(stoppable);
     return stoppable;
+  }
+
+  /** Each durable consumer's lag from JetStream: not yet delivered, and delivered but not acknowledged. */
+  private async collectLag(): Promise<void> {
+    const [pending, ackPending] = [exchangeMetrics.consumerPending(), exchangeMetrics.consumerAckPending()];
+    await Promise.all([...this.consuming.values()].map(async (c) => {
+      const info = await this.jsm.consumers.info(c.stream, c.durable).catch(() => null);
+      if (!info) return;
+      pending.set({ stream: c.kind, consumer: c.durable }, info.num_pending);
+      ackPending.set({ stream: c.kind, consumer: c.durable }, info.num_ack_pending);
+    }));
   }
 
   notify(subject: string, data: unknown): void {
@@ -382,6 +403,7 @@ export class NatsBus implements Bus {
   }
 
   async close(): Promise<void> {
+    this.uncollect?.();
     for (const s of [...this.stoppables]) await s.stop().catch(() => undefined);
     await this.nc.drain().catch(() => undefined);
   }

@@ -7,6 +7,7 @@ import type { Logger } from '../logger.js';
 import { AlreadyApplied } from './processed-messages.js';
 import { inTransaction } from './transaction-runner.js';
 import type { UnitOfWork } from './unit-of-work.js';
+import { exchangeMetrics } from '../metrics.js';
 
 const envelopeCheck = validator(MessageEnvelope);
 
@@ -75,6 +76,8 @@ async function appliedBefore<DB>(db: Kysely<DB>, consumer: string, messageId: st
  * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
  */
 export async function consumeIdempotently<M extends MessageDef, DB, R = void>(opts: IdempotentConsumerOptions<M, DB, R>): Promise<Stoppable> {
+  const sagaStep = exchangeMetrics.sagaStep();
+  const processed = exchangeMetrics.messagesProcessed();
   const dataCheck = validator(opts.def.data);
   const subject = opts.def.kind === 'event' ? subjects.event(opts.bus.namespace, opts.def.type) : subjects.command(opts.bus.namespace, opts.def.type);
   return opts.bus.consume({
@@ -90,13 +93,20 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
         const applied = await applyOnce(opts.db, opts.durable, read.envelope, async (trx, work) => {
           result = await opts.handle(trx, read.data as Static<M['data']>, work, read.envelope);
         });
-        if (applied) await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
+        if (applied) {
+          // The saga step's latency: from the message's commit to its outbox to this step's commit.
+          sagaStep.observe({ consumer: opts.durable }, Math.max(0, Date.now() - Date.parse(read.envelope.occurredAt)) / 1000);
+          await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
+        }
+        processed.inc({ consumer: opts.durable, outcome: applied ? 'applied' : 'repeat' });
         return ack();
       } catch (err) {
         if (isAppError(err)) {
+          processed.inc({ consumer: opts.durable, outcome: 'rejected' });
           opts.logger.error({ err, subject: msg.subject, messageId: read.envelope.id }, 'message rejected by its handler; terminated');
           return term(err.message);
         }
+        processed.inc({ consumer: opts.durable, outcome: 'retry' });
         opts.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'message handling failed; will retry');
         return retryLater(msg);
       }

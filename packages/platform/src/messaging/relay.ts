@@ -6,6 +6,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { PRUNE_EVERY_MS, pruneProcessedMessages } from './processed-messages.js';
 import type { HandOffTarget, OutboxRow } from './unit-of-work.js';
+import { exchangeMetrics, metrics, serviceOf } from '../metrics.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -56,6 +57,8 @@ export class OutboxRelay implements HandOffTarget {
   private removing: Promise<void> | null = null;
   private removeTimer: NodeJS.Timeout | undefined;
   private removeGathered: (() => void) | undefined;
+  private uncollect: (() => void) | undefined;
+  private readonly published = exchangeMetrics.eventsPublished();
 
   constructor(
     private readonly db: AnyDb,
@@ -70,6 +73,22 @@ export class OutboxRelay implements HandOffTarget {
   start(): void {
     this.running = true;
     this.schedule(0);
+    // What waits in the outbox, read when scraped: a relay falling behind shows as a growing age.
+    const service = serviceOf(this.logger);
+    const [pending, oldest] = [exchangeMetrics.outboxPending(), exchangeMetrics.outboxOldest()];
+    this.uncollect = metrics.collect(async () => {
+      const { rows: [r] } = await sql<{ n: number; age: number }>`
+        select count(*)::int as n, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as age from outbox where published_at is null`.execute(this.db);
+      pending.set({ service }, r!.n);
+      oldest.set({ service }, Math.max(0, r!.age));
+    });
+  }
+
+  /** Counts what JetStream acknowledged, by message type. */
+  private count(rows: { type: string }[], sent: PromiseSettledResult<unknown>[]): void {
+    rows.forEach((row, i) => {
+      if (sent[i]!.status === 'fulfilled') this.published.inc({ type: row.type });
+    });
   }
 
   private drainSoon(): void {
@@ -95,6 +114,7 @@ export class OutboxRelay implements HandOffTarget {
   private async publishHandedOff(rows: OutboxRow[]): Promise<void> {
     // Sent in order, their acknowledgements awaited together.
     const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.envelope, { msgId: row.id, headers: row.headers })));
+    this.count(rows, sent);
     this.toRemove.push(...rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id));
     void this.removePublished();
     const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
@@ -167,6 +187,7 @@ export class OutboxRelay implements HandOffTarget {
       if (rows.length === 0) break;
       // Sent in order, their acknowledgements awaited together: one round trip to JetStream, not one per row.
       const sent = await Promise.allSettled(rows.map((row) => this.bus.publish(this.subjectOf(row), row.payload, { msgId: row.id, headers: row.headers })));
+      this.count(rows, sent);
       const published = rows.filter((_, i) => sent[i]!.status === 'fulfilled').map((r) => r.id);
       const failed = rows.filter((_, i) => sent[i]!.status === 'rejected').map((r) => r.id);
       if (published.length > 0) await sql`delete from outbox where id = any(${published}::uuid[])`.execute(db);
@@ -197,6 +218,7 @@ export class OutboxRelay implements HandOffTarget {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.uncollect?.();
     clearTimeout(this.timer);
     await Promise.all(this.handingOff);
     clearTimeout(this.removeTimer);

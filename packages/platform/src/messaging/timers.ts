@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import { inTransaction } from './transaction-runner.js';
 import type { UnitOfWork } from './unit-of-work.js';
+import { exchangeMetrics, metrics, serviceOf } from '../metrics.js';
 
 /** A timer's handler: runs in the transaction that removes the timer, with its unit of work. */
 export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }, work: UnitOfWork) => Promise<void>;
@@ -19,6 +20,9 @@ export class TimerRunner<DB> {
   private busy: Promise<void> | null = null;
   /** Whether the timers an earlier version kept once fired (`fired_at`) were cleared. */
   private clearedFired = false;
+  private uncollect: (() => void) | undefined;
+  private readonly service: string;
+  private readonly fired = exchangeMetrics.timersFired();
 
   constructor(
     private readonly db: Kysely<DB>,
@@ -26,11 +30,20 @@ export class TimerRunner<DB> {
     private readonly logger: Logger,
     /** `now`: the service's clock, which the timers' `fireAt` came from (default: the database's). */
     private readonly opts: { pollMs?: number; afterFire?: () => void; now?: () => Date } = {},
-  ) {}
+  ) {
+    this.service = serviceOf(logger);
+  }
 
   start(): void {
     this.running = true;
     this.loop(0);
+    // Timers due and not fired, read when scraped: more than a poll's worth means the runner lags.
+    const due = exchangeMetrics.timersDue();
+    this.uncollect = metrics.collect(async () => {
+      const at = this.opts.now?.() ?? new Date();
+      const { rows: [r] } = await sql<{ n: number }>`select count(*)::int as n from timers where fired_at is null and fire_at <= ${at}`.execute(this.db);
+      due.set({ service: this.service }, r!.n);
+    });
   }
 
   private loop(ms: number): void {
@@ -66,7 +79,7 @@ export class TimerRunner<DB> {
     const db = this.db as unknown as Kysely<PlatformTables>;
     let claimed: { id: string; kind: string } | undefined;
     try {
-      return await inTransaction(db, async (trx, work) => {
+      const result = await inTransaction(db, async (trx, work): Promise<'fired' | 'none'> => {
         const row = await trx
           .selectFrom('timers')
           .selectAll()
@@ -89,6 +102,8 @@ export class TimerRunner<DB> {
         await handler(trx as unknown as Transaction<DB>, { kind: row.kind, key: row.key, payload: row.payload, fireAt: row.fireAt }, work);
         return 'fired';
       });
+      if (result === 'fired') this.fired.inc({ service: this.service, kind: claimed!.kind });
+      return result;
     } catch (err) {
       if (!claimed) throw err;
       this.logger.warn({ err, timer: claimed }, 'timer handler failed; backing off');
@@ -103,6 +118,7 @@ export class TimerRunner<DB> {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.uncollect?.();
     clearTimeout(this.timer);
     await this.busy;
   }

@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import { outsideTrace, type Stoppable } from '@aex/platform';
+import { exchangeMetrics, outsideTrace, type Stoppable } from '@aex/platform';
 import type { WebhookDeps } from '../context.js';
 import type { Database, DeliveryRow } from '../db/schema.js';
 import { afterFailure } from '../domain/schedule.js';
@@ -449,8 +449,19 @@ async function recordAll(deps: WebhookDeps, batch: { row: Attempted; r: Outcome 
       from v join updated u on u.webhook_id = v.webhook_id
     )
     select webhook_id, status from updated`.execute(deps.db);
+  // Each attempt recorded, counted by what it led to.
+  const latency = new Map(batch.map(({ row, r }) => [row.webhookId, r.latencyMs]));
+  for (const u of updated.rows) {
+    attempts.inc({ outcome: u.status === 'delivered' ? 'delivered' : u.status === 'dead' ? 'dead_lettered' : 'failed' });
+    attemptDuration.observe({}, (latency.get(u.webhookId) ?? 0) / 1000);
+  }
   return new Map(updated.rows.map((u) => [u.webhookId, u.status]));
 }
+
+const attempts = exchangeMetrics.webhookAttempts();
+const attemptDuration = exchangeMetrics.webhookAttemptDuration();
+// Every outcome is a series from the start, so a dashboard shows 0 rather than no data.
+for (const outcome of ['delivered', 'failed', 'dead_lettered']) attempts.inc({ outcome }, 0);
 
 /** One attempt's record, on its own (the test route answers with it). */
 export async function recordAttempt(deps: WebhookDeps, row: Attempted, r: Outcome): Promise<DeliveryRow['status'] | null> {

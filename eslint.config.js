@@ -64,4 +64,6 @@ export default tseslint.config(
   { files: ['test/conformance/**', 'services/stack/src/main.ts', 'packages/*/bench/**', 'test/bench/**', 'test/openapi/write-openapi.ts'], rules: { 'no-console': 'off' } },
   // Programs people run with node: the examples, the bins of the published packages, and their builds.
   { files: ['examples/**/*.mjs', 'packages/*/build.mjs', 'packages/*/build-package.mjs', 'packages/*/bin/*.js'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },
+  // The web console's script runs in the browser (services/gateway/console, served as is).
+  { files: ['services/gateway/console/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
 );

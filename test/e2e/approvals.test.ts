@@ -183,6 +183,22 @@ describe('the owner\'s inbox (D10.3)', () => {
   });
 });
 
+describe('the account\'s purchases, for its owner agent', () => {
+  it('lists and shows the purchases of the account\'s agents to the owner agent only', async ({ exchange, provider, buyer, asked }) => {
+    const listed = unwrap(await buyer.owner.client.listAccountTransactions(buyer.accountId, { status: 'awaiting_approval' }));
+    expect(listed.map((t) => t.id)).toEqual([asked.id]);
+    expect(unwrap(await buyer.owner.client.listAccountTransactions(buyer.accountId, { agentId: provider.agentId }))).toEqual([]);
+    const detail = unwrap(await buyer.owner.client.getAccountTransaction(buyer.accountId, asked.id));
+    expect(detail).toMatchObject({ transaction: { id: asked.id, status: 'awaiting_approval', approval: { rule: 'requireHumanApprovalAboveCents' } }, negotiation: [], dispute: null });
+    // Another agent of the account: 403; another account (the provider's): 404; nobody: 401.
+    expectError(await buyer.client.listAccountTransactions(buyer.accountId), 403, 'FORBIDDEN');
+    expectError(await buyer.client.getAccountTransaction(buyer.accountId, asked.id), 403, 'FORBIDDEN');
+    expectError(await provider.owner.client.listAccountTransactions(buyer.accountId), 404, 'NOT_FOUND');
+    expectError(await provider.owner.client.getAccountTransaction(provider.owner.accountId, asked.id), 404, 'NOT_FOUND');
+    expectError(await exchange.anon.listAccountTransactions(buyer.accountId), 401, 'UNAUTHENTICATED');
+  });
+});
+
 describe('an accept at a price needing approval (D10.3, D11)', () => {
   it('agrees the price and waits; approved, it passes through matched to funds_held', async ({ provider, buyer }) => {
     const serviceId = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 300, maximumCents: 2000 } }))).id;

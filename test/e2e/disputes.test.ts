@@ -121,9 +121,15 @@ describe('outcomes and their money (D12.3–D12.8)', () => {
     unwrap(await provider.client.respondDispute(disputeId, { outcome: 'partial_refund', refundCents: 100 }));
     expect(unwrap(await consumer.client.decideDispute(disputeId, { accept: false, message: 'Not enough.' })).status).toBe('escalated');
     expectError(await consumer.client.decideDispute(disputeId, { accept: true }), 409, 'INVALID_STATE');
+    // The operator finds it among the escalated ones (D15.3); only the operator lists them.
+    const escalated = unwrap(await ex.admin.listDisputes({ status: 'escalated', limit: 100 }));
+    expect(escalated.find((d) => d.id === disputeId)).toMatchObject({ status: 'escalated', transactionId: txId });
+    expect(escalated.every((d) => d.status === 'escalated')).toBe(true);
+    expectError(await consumer.client.listDisputes({ status: 'escalated' }), 401, 'UNAUTHENTICATED');
     const r = await ex.admin.resolveDispute(disputeId, { outcome: 'provider_wins', note: 'The output matches the contract.' });
     expect(unwrap(r)).toMatchObject({ status: 'resolved', outcome: 'provider_wins', refundCents: 0, resolvedBy: 'operator' });
     expect(await waitForStatus(consumer, txId, 'settled')).toMatchObject({ statusReason: 'dispute_provider_wins', platformFeeCents: 50 });
+    expect(unwrap(await ex.admin.listDisputes({ status: 'escalated', limit: 100 })).map((d) => d.id)).not.toContain(disputeId);
     expect(await ledgerOf(consumer, txId)).toEqual(PAID);
     expect(await ledgerOf(provider, txId)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
     // In the operator's audit log.

@@ -436,6 +436,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{accountId}/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The purchases of the account’s agents, newest first, by status or agent (owner agent) */
+        get: operations["listAccountTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/accounts/{accountId}/transactions/{transactionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One purchase of the account’s agents with its negotiation and dispute (owner agent) */
+        get: operations["getAccountTransaction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/{accountId}/approvals": {
         parameters: {
             query?: never;
@@ -788,6 +822,23 @@ export interface paths {
         put?: never;
         /** Suspend an agent: status deactivated */
         post: operations["suspendAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/disputes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Disputes by status, the oldest deadline first: escalated ones wait for the operator */
+        get: operations["listDisputes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1799,6 +1850,192 @@ export interface components {
         ApproveBody: Record<string, never>;
         DenyBody: {
             reason?: string;
+        };
+        TransactionDetailView: {
+            transaction: {
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                consumerAgentId: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                providerAgentId: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                serviceId: string;
+                status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
+                /** @description Arbitrary key-value pairs */
+                input: {
+                    [key: string]: unknown;
+                };
+                agreedPriceCents: number | null;
+                platformFeeCents: number | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                initiatedAt: string;
+                fundsHeldAt: string | null;
+                expiresAt: string | null;
+                /** @description Arbitrary key-value pairs */
+                metadata: {
+                    [key: string]: unknown;
+                };
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                createdAt: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                updatedAt: string;
+                serviceVersion: string;
+                units: number;
+                output: {
+                    [key: string]: unknown;
+                } | null;
+                deliveredAt: string | null;
+                settledAt: string | null;
+                statusReason: string | null;
+                qualityScore: number | null;
+                notes: string | null;
+                deliveryAttempts: number;
+                maxDeliveryAttempts: number;
+                reviewEndsAt: string | null;
+                disputeId: string | null;
+                approval: {
+                    rule?: "requireHumanApprovalAboveCents" | "autoApproveBelow";
+                    limit?: number;
+                    /** @description The price that needs the approval, in cents */
+                    attempted?: number;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 UTC timestamp
+                     */
+                    requestedAt: string;
+                    /**
+                     * Format: date-time
+                     * @description Cancelled (`approval_expired`) when not decided by then
+                     */
+                    expiresAt: string;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 UTC timestamp
+                     */
+                    decidedAt?: string;
+                    /**
+                     * Format: uuid
+                     * @description UUID
+                     */
+                    decidedBy?: string;
+                    decision?: "approved" | "denied";
+                    /** @description What the owner said when denying */
+                    reason?: string;
+                } | null;
+            };
+            negotiation: {
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                transactionId: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                fromAgentId: string;
+                messageType: "initial_offer" | "counter_offer" | "accept" | "reject" | "withdraw";
+                round: number;
+                /** @description Arbitrary key-value pairs */
+                terms: {
+                    [key: string]: unknown;
+                };
+                message: string | null;
+                expiresAt: string | null;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                createdAt: string;
+            }[];
+            dispute: {
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                transactionId: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                consumerAgentId: string;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                providerAgentId: string;
+                reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "other";
+                description: string;
+                evidence: {
+                    [key: string]: unknown;
+                } | null;
+                status: "open" | "proposed" | "escalated" | "resolved";
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                openedAt: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                deadlineAt: string;
+                proposal: {
+                    outcome: "partial_refund" | "provider_redo";
+                    refundCents: number | null;
+                } | null;
+                outcome: ("consumer_wins" | "provider_wins" | "partial_refund" | "provider_redo") | null;
+                refundCents: number | null;
+                resolvedAt: string | null;
+                resolvedBy: ("provider" | "consumer" | "operator" | "deadline") | null;
+                messages: {
+                    from: "consumer" | "provider" | "operator" | "exchange";
+                    kind: "opened" | "responded" | "decided" | "withdrawn" | "resolved" | "deadline";
+                    outcome: string | null;
+                    refundCents: number | null;
+                    message: string | null;
+                    evidence: {
+                        [key: string]: unknown;
+                    } | null;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 UTC timestamp
+                     */
+                    at: string;
+                }[];
+            } | null;
         };
         DisputeView: {
             /**
@@ -4774,6 +5011,119 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    listAccountTransactions: {
+        parameters: {
+            query?: {
+                status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
+                /** @description UUID */
+                agentId?: string;
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    getAccountTransaction: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+                /** @description UUID */
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TransactionDetailView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
     listApprovals: {
         parameters: {
             query?: {
@@ -6062,6 +6412,49 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    listDisputes: {
+        parameters: {
+            query?: {
+                status?: "open" | "proposed" | "escalated" | "resolved";
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DisputeView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
             /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */

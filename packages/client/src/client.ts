@@ -44,6 +44,8 @@ import type {
   CreateTransactionBody,
   ListTransactionsQuery,
   ListApprovalsQuery,
+  AccountTransactionsQuery,
+  TransactionDetailView,
   NegotiateBody,
   NegotiationView,
   TransactionView,
@@ -222,8 +224,16 @@ export class ExchangeClient {
   respondDispute = (disputeId: string, body: RespondDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/respond`, { body, ...o });
   decideDispute = (disputeId: string, body: DecideDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/decide`, { body, ...o });
   withdrawDispute = (disputeId: string, body: { message?: string } = {}, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/disputes/${enc(disputeId)}/withdraw`, { body, ...o });
+  /** Operator (D15.3): disputes by status, the oldest deadline first. */
+  listDisputes = (query: { status?: DisputeView['status']; limit?: number; offset?: number } = {}) => this.request<DisputeView[]>('GET', '/admin/v1/disputes', { query });
   resolveDispute = (disputeId: string, body: ResolveDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/admin/v1/disputes/${enc(disputeId)}/resolve`, { body, ...o });
   cancel = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/cancel`, { body: {}, ...o });
+
+  // --- the account's purchases, for its owner agent
+  listAccountTransactions = (accountId: string, query: AccountTransactionsQuery = {}) =>
+    this.request<TransactionView[]>('GET', `/v1/accounts/${enc(accountId)}/transactions`, { query });
+  getAccountTransaction = (accountId: string, transactionId: string) =>
+    this.request<TransactionDetailView>('GET', `/v1/accounts/${enc(accountId)}/transactions/${enc(transactionId)}`);
 
   // --- approvals (D10.3): the consumer's account owner agent decides what its rules do not approve
   /** The account's purchases awaiting approval (`state: 'pending'`, the default), decided, or all; newest first. */

@@ -132,6 +132,9 @@ export const transactionOps = {
   /** D10.3: the consumer's account owner agent decides a purchase awaiting its approval. */
   approve: effect('transactions', 'approve', 'agent', TxParts(T.ApproveBody), T.TransactionView),
   deny: effect('transactions', 'deny', 'agent', TxParts(T.DenyBody), T.TransactionView),
+  /** The purchases of the account's agents (owner agent), newest first; one of them with its negotiation and dispute. */
+  listAccountTransactions: operation('transactions', 'listAccountTransactions', 'agent', parts(I.AccountPath, T.AccountTransactionsQuery, Type.Any()), Type.Array(T.TransactionView)),
+  getAccountTransaction: operation('transactions', 'getAccountTransaction', 'agent', parts(T.AccountTransactionPath, Empty, Type.Any()), T.TransactionDetailView),
   /** D10.3: the purchases of the account's agents that needed an approval (owner agent). */
   listApprovals: operation('transactions', 'listApprovals', 'agent', parts(I.AccountPath, T.ListApprovalsQuery, Type.Any()), Type.Array(T.TransactionView)),
   openDispute: effect('transactions', 'openDispute', 'agent', TxParts(T.OpenDisputeBody), T.DisputeView),
@@ -142,6 +145,8 @@ export const transactionOps = {
   withdrawDispute: effect('transactions', 'withdrawDispute', 'agent', parts(T.DisputePath, Empty, T.WithdrawDisputeBody), T.DisputeView),
   /** Operator (D12.6, D15.3): any outcome for any unresolved dispute. */
   resolveDispute: effect('transactions', 'resolveDispute', 'admin', parts(T.DisputePath, Empty, T.ResolveDisputeBody), T.DisputeView),
+  /** Operator (D15.3): disputes by status, the oldest deadline first — `escalated` ones wait for the operator. */
+  listDisputes: operation('transactions', 'listDisputes', 'admin', parts(Empty, T.ListDisputesQuery, Type.Any()), Type.Array(T.DisputeView)),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

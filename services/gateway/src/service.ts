@@ -17,6 +17,8 @@ import { routeHandler, send, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
 import { requestLogger } from './http/request-logger.js';
 import { knownPaths, routes } from './http/routes.js';
+import { ConsoleSessions } from './console/sessions.js';
+import { serveConsole } from './console/routes.js';
 
 export interface GatewayOptions {
   bus: Bus;
@@ -99,6 +101,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   const openApi = JSON.stringify(openApiDocument(routes, config.EXCHANGE_VERSION, config.PUBLIC_BASE_URL));
   app.get('/v1/openapi.json', async (_req, reply) => reply.type('application/json').send(openApi));
   serveDocs(app, guards.limiter);
+  serveConsole(app, guards, config);
   serveAgentCards(app, guards.limiter, bus, config);
   app.get('/healthz', async (req, reply) => send(reply, 200, successBody({ status: 'ok' }, req.id)));
   // Prometheus text (docs/metrics.md): this process's metrics; with METRICS_TOKEN set, for its bearer only.
@@ -136,7 +139,7 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
   });
   const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
   const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
-  return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS) };
+  return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
 }
 
 /**

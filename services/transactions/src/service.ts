@@ -8,6 +8,7 @@ import { KnownTransactions } from './purchases/known-transactions.js';
 import { PinnedContracts } from './purchases/pinned-contracts.js';
 import { SagaSignals } from './purchases/saga-signals.js';
 import * as approvals from './purchases/approvals.js';
+import * as account from './purchases/account.js';
 import * as disputes from './disputes/handlers.js';
 import * as transactions from './purchases/handlers.js';
 import * as negotiation from './purchases/negotiation.js';
@@ -66,6 +67,8 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       approve: approvals.approve(deps),
       deny: approvals.deny(deps),
       listApprovals: approvals.listApprovals(deps),
+      listAccountTransactions: account.listAccountTransactions(deps),
+      getAccountTransaction: account.getAccountTransaction(deps),
       openDispute: disputes.openDispute(deps),
       getTransactionDispute: disputes.getTransactionDispute(deps),
       getDispute: disputes.getDispute(deps),
@@ -73,6 +76,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       decideDispute: disputes.decideDispute(deps),
       withdrawDispute: disputes.withdrawDispute(deps),
       resolveDispute: disputes.resolveDispute(deps),
+      listDisputes: disputes.listDisputes(deps),
     },
     logger,
     db: serviceDb,

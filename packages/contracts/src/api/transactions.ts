@@ -99,6 +99,15 @@ export const TransactionView = Type.Object({
 });
 export type TransactionView = Static<typeof TransactionView>;
 
+/** The account's purchases, for its owner agent: by status, by buying agent, newest first. */
+export const AccountTransactionsQuery = Strict({
+  status: Type.Optional(TransactionStatus),
+  agentId: Type.Optional(Uuid),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
+});
+export type AccountTransactionsQuery = Static<typeof AccountTransactionsQuery>;
+
 /** D10.3: the owner agent approves a purchase waiting for it (no fields needed). */
 export const ApproveBody = Strict({});
 /** D10.3: the owner agent denies it, optionally saying why (shown to both parties' consumer side). */
@@ -192,6 +201,14 @@ export type DecideDisputeBody = Static<typeof DecideDisputeBody>;
 export const WithdrawDisputeBody = Strict({ message: Type.Optional(Type.String({ maxLength: 2000 })) });
 
 /** D12.6: the operator decides any unresolved dispute. */
+/** D15.3 (operator): disputes by status, oldest deadline first (`escalated`: those waiting for the operator). */
+export const ListDisputesQuery = Strict({
+  status: Type.Optional(lit(DISPUTE_STATUSES)),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
+});
+export type ListDisputesQuery = Static<typeof ListDisputesQuery>;
+
 export const ResolveDisputeBody = Strict({
   outcome: lit(DISPUTE_OUTCOMES),
   refundCents: Type.Optional(PriceCents),
@@ -230,3 +247,13 @@ export const DisputeView = Type.Object({
   messages: Type.Array(DisputeMessageView),
 });
 export type DisputeView = Static<typeof DisputeView>;
+
+export const AccountTransactionPath = Strict({ accountId: Uuid, transactionId: Uuid });
+
+/** One purchase of the account's agents, for its owner agent: the transaction, its negotiation and its dispute. */
+export const TransactionDetailView = Type.Object({
+  transaction: TransactionView,
+  negotiation: Type.Array(NegotiationView),
+  dispute: Type.Union([DisputeView, Type.Null()]),
+});
+export type TransactionDetailView = Static<typeof TransactionDetailView>;

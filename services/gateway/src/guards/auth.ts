@@ -48,7 +48,14 @@ export class ApiKeyAuthenticator {
     if (!match) throw unauthenticated('An Authorization: Bearer <API key> header is required.');
     const key = match[1]!;
     if (!API_KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
-    const hash = hashApiKey(key);
+    return this.authenticateHash(hashApiKey(key), requestId, clientIp);
+  }
+
+  /**
+   * The principal of the API key whose hash is `hash`: what a console session holds instead of the
+   * key itself, authorized afresh on every request (a rotated or revoked key ends the session).
+   */
+  async authenticateHash(hash: string, requestId: string, clientIp: string): Promise<PrincipalT> {
     const known = this.local.get(hash);
     if (known) return unexpired(known);
     const fill = this.local.begin();

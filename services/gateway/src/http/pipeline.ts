@@ -13,6 +13,7 @@ import { valuesProblem } from './input-hygiene.js';
 import { protocolView } from './protocol.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
+import { CONSOLE_COOKIE, cookieOf, sameSecret, sha256, type ConsoleSessions } from '../console/sessions.js';
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
@@ -21,6 +22,8 @@ export interface Guards {
   keys: IdempotencyKeyBinding;
   /** Answers of `localCache` routes, as the JSON of their `data` (docs/gateway-caches.md). */
   views: LocalCache<string>;
+  /** The web console's sessions (docs/console.md). */
+  console: ConsoleSessions;
 }
 
 interface Answer {
@@ -46,9 +49,7 @@ export const send = (reply: FastifyReply, status: number, body: string, type = '
 export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: ExchangeConfig): RouteHandlerMethod {
   const check = compileChecks(spec);
   return async (req, reply) => {
-    let principal: Principal | null = null;
-    if (spec.auth === 'agent') principal = await guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
-    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, req.headers.authorization);
+    const principal = await callerOf(spec, req, reply, guards, config);
     if (spec.rateGroup) {
       const r = await guards.limiter.take(spec.rateGroup, principal ? principal.agentId : req.ip);
       if (!r.allowed) throw new RateLimitedError('Too many requests; retry later.', r);
@@ -73,6 +74,35 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
     if (answer.headers) reply.headers(answer.headers);
     return send(reply, answer.status, answer.body, answer.type);
   };
+}
+
+/**
+ * Who calls (D2, D15.3): the API key or operator token of the Authorization header, or — without
+ * one — the web console's session of the cookie, authorized exactly as its key or token would be,
+ * with its CSRF token required on every request that changes something (docs/console.md). A
+ * console's answer is never stored by a cache (`no-store`).
+ */
+async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyReply, guards: Guards, config: ExchangeConfig): Promise<Principal | null> {
+  const sessionId = spec.auth !== 'none' && req.headers.authorization === undefined ? cookieOf(req.headers.cookie, CONSOLE_COOKIE) : undefined;
+  if (sessionId === undefined) {
+    if (spec.auth === 'agent') return guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
+    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, req.headers.authorization);
+    return null;
+  }
+  reply.header('cache-control', 'no-store').header('vary', 'Cookie');
+  const session = await guards.console.find(sessionId);
+  if (!session) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
+  if (MUTATING.has(req.method) && !sameSecret(header(req, 'x-csrf-token') ?? '', session.csrf)) {
+    throw new AppError('FORBIDDEN', 'The request\'s CSRF token is missing or wrong; reload the console.', { details: { reason: 'csrf' } });
+  }
+  if (spec.auth === 'agent') {
+    if (session.kind !== 'owner') throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
+    return guards.auth.authenticateHash(session.keyHash!, req.id, req.ip);
+  }
+  // The operator's session holds while the deployment's token is the one it signed in with.
+  if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'No such route.');
+  if (session.kind !== 'operator' || !sameSecret(session.tokenHash!, sha256(config.ADMIN_TOKEN))) throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
+  return null;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, transactionsOperatorAction, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, pagination, transactionsOperatorAction, type DisputeView, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, runStep, type OperationHandler, type TimerHandler, type UnitOfWork } from '@aex/platform';
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, DisputeRow } from '../db/schema.js';
 import { decideDisputeAction, disputeEntry, type DisputeAction, type DisputeActor, type DisputeEffect } from '../domain/disputes.js';
@@ -87,6 +87,18 @@ export const withdrawDispute = (deps: TransactionDeps): OperationHandler<Ops['wi
   byParty(deps, ctx, path.disputeId, 'consumer', { kind: 'withdraw' }, { message: body.message });
 
 /** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
+/** GET /admin/v1/disputes (D15.3): every dispute, or those in one status, the oldest deadline first. */
+export const listDisputes = (deps: TransactionDeps): OperationHandler<Ops['listDisputes']> => async ({ query }) => {
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const q = deps.db.selectFrom('disputes').$if(query.status !== undefined, (b) => b.where('status', '=', query.status!));
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('deadlineAt').orderBy('id').limit(limit).offset(offset).execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(disputeView), pagination: pagination(count.n, limit, offset) };
+};
+
 export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
   return ctx.effect(deps.db, async (trx, work) => {
     const d = await actOn(deps, trx, work, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);

@@ -7,6 +7,7 @@ import { assertAction } from '../domain/state-machine.js';
 import { checkDelegation, delegationOf, lockAgents } from './limits.js';
 import { awaitRow, purchaseStep, refuseAfterEffect, VERSION } from './repository.js';
 import { transactionView } from './views.js';
+import { requireOwnerOf } from './account.js';
 
 type Ops = typeof transactionOps;
 
@@ -78,8 +79,7 @@ export const deny = (deps: TransactionDeps): OperationHandler<Ops['deny']> => as
  */
 export const listApprovals = (deps: TransactionDeps): OperationHandler<Ops['listApprovals']> => async ({ path, query }, ctx) => {
   const caller = requireAgent(ctx);
-  if (caller.accountId !== path.accountId) throw new AppError('NOT_FOUND', 'No such account.');
-  if (!caller.isOwner) throw new AppError('FORBIDDEN', "Only the account's owner agent decides its agents' purchases.", { details: { role: 'owner' } });
+  requireOwnerOf(caller, path.accountId);
   const limit = query.limit ?? 20;
   const offset = query.offset ?? 0;
   const state = query.state ?? 'pending';

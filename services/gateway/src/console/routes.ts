@@ -1,0 +1,93 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError } from '@aex/contracts';
+import type { ExchangeConfig } from '@aex/platform';
+import { checkAdminToken } from '../guards/auth.js';
+import { RateLimitedError } from '../guards/rate-limit.js';
+import { send, type Guards } from '../http/pipeline.js';
+import { successBody } from '../http/envelope.js';
+import { CONSOLE_COOKIE, cookieOf, sameSecret, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
+
+/** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
+const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
+const ASSETS: Record<string, string> = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' };
+
+/**
+ * What every console page is served with: scripts, styles and connections from this origin only
+ * (no inline script or style, nothing framed), no referrer, no sniffing.
+ */
+export const CONSOLE_HEADERS: Record<string, string> = {
+  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-cache',
+};
+
+const SIGN_IN_FIELDS = new Set(['apiKey', 'operatorToken']);
+
+/**
+ * The web console (docs/console.md): its page and files at `/console/`, and its sessions at
+ * `/console/api/session` — signing in with the owner agent's API key or the operator token once,
+ * reading the session (and its CSRF token) back, signing out. Everything else the console does goes
+ * through the API's own routes with the session's cookie (pipeline.ts `callerOf`).
+ */
+export function serveConsole(app: FastifyInstance, guards: Guards, config: ExchangeConfig): void {
+  const files = new Map(Object.keys(ASSETS).map((name) => [name, readFileSync(CONSOLE_DIR + name)]));
+  const asset = (name: string) => async (_req: FastifyRequest, reply: FastifyReply) => reply.headers(CONSOLE_HEADERS).type(ASSETS[name]!).send(files.get(name));
+  app.get('/console', async (_req, reply) => reply.redirect('/console/', 308));
+  app.get('/console/', asset('index.html'));
+  app.get('/console/app.js', asset('app.js'));
+  app.get('/console/app.css', asset('app.css'));
+
+  const secure = (req: FastifyRequest) => req.protocol === 'https' || config.PUBLIC_BASE_URL.startsWith('https:');
+  const answer = (req: FastifyRequest, reply: FastifyReply, status: number, data: unknown) => {
+    reply.header('cache-control', 'no-store').header('vary', 'Cookie');
+    return send(reply, status, successBody(data, req.id));
+  };
+  const view = (s: ConsoleSession) => ({ kind: s.kind, agentId: s.agentId ?? null, accountId: s.accountId ?? null, csrfToken: s.csrf, idleMinutes: SESSION_IDLE_MS / 60_000 });
+
+  // Sign in: the key or token once; what the browser keeps is the session's cookie.
+  app.post('/console/api/session', async (req, reply) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    const given = Object.keys(body);
+    const unknown = given.find((k) => !SIGN_IN_FIELDS.has(k));
+    if (unknown) throw new AppError('VALIDATION_ERROR', `Unknown field ${unknown}: give apiKey or operatorToken.`, { field: `/body/${unknown}` });
+    if (given.length !== 1 || typeof body[given[0]!] !== 'string') throw new AppError('VALIDATION_ERROR', 'Give either apiKey (your owner agent\'s API key) or operatorToken, as a string.', { field: '/body' });
+    // Each sign-in takes a token of the client's failed-authentication bucket, given back when it succeeds.
+    const limited = await guards.limiter.take('auth_failures_ip', req.ip);
+    if (!limited.allowed) throw new RateLimitedError('Too many sign-in attempts from this address; retry later.', limited);
+    let opened;
+    if (typeof body.apiKey === 'string') {
+      const principal = await guards.auth.authenticate(`Bearer ${body.apiKey}`, req.id, req.ip);
+      if (!principal.isOwner) throw new AppError('FORBIDDEN', 'Sign in with your account\'s owner agent\'s API key: the console acts for the whole account.');
+      if (principal.status !== 'active') throw new AppError('AGENT_INACTIVE', 'This agent is not active.');
+      opened = await guards.console.open({ kind: 'owner', keyHash: sha256(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
+    } else {
+      checkAdminToken(config.ADMIN_TOKEN, `Bearer ${body.operatorToken as string}`);
+      opened = await guards.console.open({ kind: 'operator', tokenHash: sha256(body.operatorToken as string) });
+    }
+    void guards.limiter.refund('auth_failures_ip', req.ip);
+    reply.header('set-cookie', sessionCookie(opened.id, secure(req)));
+    return answer(req, reply, 201, view(opened.session));
+  });
+
+  app.get('/console/api/session', async (req, reply) => {
+    const session = await guards.console.find(cookieOf(req.headers.cookie, CONSOLE_COOKIE));
+    if (!session) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
+    return answer(req, reply, 200, view(session));
+  });
+
+  // Sign out: the session ends on every gateway, and the cookie is cleared.
+  app.delete('/console/api/session', async (req, reply) => {
+    const id = cookieOf(req.headers.cookie, CONSOLE_COOKIE);
+    const session = await guards.console.find(id);
+    if (!session) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
+    const csrf = req.headers['x-csrf-token'];
+    if (typeof csrf !== 'string' || !sameSecret(csrf, session.csrf)) throw new AppError('FORBIDDEN', 'The request\'s CSRF token is missing or wrong; reload the console.', { details: { reason: 'csrf' } });
+    await guards.console.close(id!);
+    reply.header('set-cookie', sessionCookie(null, secure(req)));
+    return answer(req, reply, 200, { signedOut: true });
+  });
+}

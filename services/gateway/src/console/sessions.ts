@@ -1,0 +1,92 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { names } from '@aex/contracts';
+import type { Bus, KvStore } from '@aex/platform';
+
+/**
+ * Sessions of the web console (docs/console.md). The browser holds only an unguessable session id,
+ * in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` over https); the gateways share the sessions
+ * in a NATS KV bucket, keyed by the id's SHA-256, holding no secret: an owner's session keeps the
+ * hash of the API key it signed in with — authorized afresh on every request exactly as that key
+ * would be, so a rotated or revoked key ends it — and an operator's the hash of the operator token
+ * it signed in with, which must still be the deployment's. Each session has its own CSRF token,
+ * required on every request that changes something.
+ */
+
+export const CONSOLE_COOKIE = 'aex_console';
+/** A session unused this long ends (the bucket's TTL; a use renews it at most once a minute). */
+export const SESSION_IDLE_MS = 30 * 60_000;
+/** And none outlives this, used or not. */
+export const SESSION_MAX_MS = 12 * 60 * 60_000;
+const RENEW_AFTER_MS = 60_000;
+
+export interface ConsoleSession {
+  kind: 'owner' | 'operator';
+  /** Owner: the SHA-256 of the owner agent's API key (what the API authenticates by). */
+  keyHash?: string;
+  /** Operator: the SHA-256 of the operator token signed in with. */
+  tokenHash?: string;
+  agentId?: string;
+  accountId?: string;
+  csrf: string;
+  createdAt: number;
+  seenAt: number;
+}
+
+export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** Constant-time equality of two strings (by their hashes: equal lengths whatever was given). */
+export function sameSecret(a: string, b: string): boolean {
+  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+}
+
+export class ConsoleSessions {
+  private constructor(private readonly kv: KvStore) {}
+
+  static async create(bus: Bus): Promise<ConsoleSessions> {
+    return new ConsoleSessions(await bus.kv(names.bucket(bus.namespace, 'console_sessions'), { ttlMs: SESSION_IDLE_MS }));
+  }
+
+  /** A new session: its id, for the cookie (never stored), and the session. */
+  async open(fields: Omit<ConsoleSession, 'csrf' | 'createdAt' | 'seenAt'>): Promise<{ id: string; session: ConsoleSession }> {
+    const id = randomBytes(32).toString('base64url');
+    const now = Date.now();
+    const session: ConsoleSession = { ...fields, csrf: randomBytes(24).toString('base64url'), createdAt: now, seenAt: now };
+    await this.kv.put(sha256(id), JSON.stringify(session));
+    return { id, session };
+  }
+
+  /** The session of a cookie's id, renewed; null when there is none or it ended. */
+  async find(id: string | undefined): Promise<ConsoleSession | null> {
+    if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
+    const entry = await this.kv.get(sha256(id));
+    if (!entry) return null;
+    const session = JSON.parse(entry.value) as ConsoleSession;
+    const now = Date.now();
+    if (now - session.createdAt > SESSION_MAX_MS) {
+      await this.close(id);
+      return null;
+    }
+    if (now - session.seenAt > RENEW_AFTER_MS) await this.kv.put(sha256(id), JSON.stringify({ ...session, seenAt: now })).catch(() => undefined);
+    return session;
+  }
+
+  /** Ends the session on every gateway. */
+  async close(id: string): Promise<void> {
+    await this.kv.delete(sha256(id));
+  }
+}
+
+/** The value of cookie `name` in a Cookie header. */
+export function cookieOf(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+/** The Set-Cookie of a session id (or of its removal, with `id` null). */
+export function sessionCookie(id: string | null, secure: boolean): string {
+  const attributes = ['Path=/', 'HttpOnly', 'SameSite=Strict', ...(secure ? ['Secure'] : [])];
+  return id === null ? [`${CONSOLE_COOKIE}=`, 'Max-Age=0', ...attributes].join('; ') : [`${CONSOLE_COOKIE}=${id}`, ...attributes].join('; ');
+}

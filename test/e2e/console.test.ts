@@ -1,0 +1,225 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { inflateSync } from 'node:zlib';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { unwrap } from '@agent-exchange/client';
+import { ADMIN_TOKEN, startTestExchange, type TestExchange } from './harness.js';
+import { funded, INPUT, OUTPUT, party, serviceBody, type Party } from './transaction-kit.js';
+
+// The web console in a real headless browser (Debian's chromium, driven by playwright-core): an owner
+// signs in with the owner agent's key, approves a purchase and watches it settle on its timeline; an
+// operator resolves an escalated dispute; sign-out ends the session; a page without a session, another
+// account's session and a forged CSRF token are refused; axe-core finds no serious accessibility
+// violation. The screenshots it takes (CONSOLE_SCREENSHOTS, default test/e2e/.artifacts/console) are
+// checked to be non-blank; the README shows those of docs/images/.
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = process.env.CONSOLE_SCREENSHOTS ?? fileURLToPath(new URL('./.artifacts/console/', import.meta.url));
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+let ex: TestExchange;
+let browser: Browser;
+const contexts: BrowserContext[] = [];
+
+beforeAll(async () => {
+  ex = await startTestExchange({ SAGA_WAIT_MS: '3000' });
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  mkdirSync(SHOTS, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of contexts) await c.close().catch(() => undefined);
+  await browser?.close();
+  await ex?.stop();
+});
+
+/** A browser of its own (own cookies), at the console. */
+async function visit(hash = ''): Promise<Page> {
+  const context = await browser.newContext({ baseURL: ex.url, viewport: { width: 1280, height: 800 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  await page.goto(`/console/${hash}`);
+  return page;
+}
+
+async function signInAsOwner(page: Page, apiKey: string): Promise<void> {
+  await page.getByLabel('Owner agent API key').fill(apiKey);
+  await page.locator('#owner-signin button[type=submit]').click();
+  await page.getByRole('heading', { name: 'Approvals' }).waitFor();
+}
+
+/** A fetch made by the page itself, with its cookies: what a script of the page could send. */
+const fetchInPage = (page: Page, method: string, path: string, headers: Record<string, string> = {}) =>
+  page.evaluate(async ([m, p, h]) => {
+    const r = await fetch(p, { method: m, headers: { 'content-type': 'application/json', ...h }, body: m === 'GET' ? undefined : '{}' });
+    return { status: r.status, body: (await r.json()) as { errors?: Array<{ code: string; details?: Record<string, unknown> }> } };
+  }, [method, path, headers] as const);
+
+/** Saves a screenshot and checks it is not blank: its pixels take many values. */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const png = await page.screenshot({ fullPage: true });
+  writeFileSync(join(SHOTS, `${name}.png`), png);
+  expect(distinctBytes(png), `${name}.png is not blank`).toBeGreaterThan(16);
+}
+
+/** How many distinct byte values the PNG's decompressed image data holds (a blank page: very few). */
+function distinctBytes(png: Buffer): number {
+  const idat: Buffer[] = [];
+  for (let at = 8; at < png.length;) {
+    const length = png.readUInt32BE(at);
+    if (png.toString('latin1', at + 4, at + 8) === 'IDAT') idat.push(png.subarray(at + 8, at + 8 + length));
+    at += 12 + length;
+  }
+  return new Set(inflateSync(Buffer.concat(idat))).size;
+}
+
+/** axe-core in the page: the serious and critical violations (none expected). */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE);
+  const result = await page.evaluate(async () => (globalThis as unknown as { axe: { run(): Promise<{ violations: Array<{ id: string; impact: string; nodes: unknown[] }> }> } }).axe.run());
+  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.nodes.length})`);
+}
+
+/** A buyer whose owner approves anything above 500 cents, and its purchase of a 1,000-cent service, waiting. */
+async function awaitingPurchase(): Promise<{ buyer: Party; provider: Party; transactionId: string }> {
+  const [buyer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
+  unwrap(await buyer.owner.client.setAgentDelegation(buyer.agentId, { requireHumanApprovalAboveCents: 500 }));
+  const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+  const t = unwrap(await buyer.client.createTransaction({ serviceId, input: INPUT }));
+  expect(t.status).toBe('awaiting_approval');
+  return { buyer, provider, transactionId: t.id };
+}
+
+describe('the console (owners)', () => {
+  it('an owner signs in, approves a purchase, and sees it settle on its timeline', async () => {
+    const { buyer, provider, transactionId } = await awaitingPurchase();
+    const page = await visit();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'sign-in');
+
+    await signInAsOwner(page, buyer.owner.apiKey);
+    // The key is not kept by the browser: only the HttpOnly session cookie.
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ name: 'aex_console', httpOnly: true, sameSite: 'Strict' });
+    expect(cookie!.value).not.toContain(buyer.owner.apiKey);
+    expect(await page.evaluate('JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie')).not.toContain('ae_live_');
+    const row = page.locator(`tr[data-transaction="${transactionId}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toContain('$10.00');
+    expect(await row.textContent()).toContain('above $5.00');
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'approvals');
+
+    await row.getByRole('button', { name: /^Approve/ }).click();
+    await page.getByRole('status').getByText(/Approved .*: \$10\.00 held\./).waitFor();
+    expect(unwrap(await buyer.client.getTransaction(transactionId)).status).toBe('funds_held');
+
+    // The provider delivers, the buyer verifies: the owner watches it settle.
+    unwrap(await provider.client.deliver(transactionId, OUTPUT));
+    unwrap(await buyer.client.verify(transactionId, { qualityScore: 90 }));
+    await page.goto(`/console/#/purchases/${transactionId}`);
+    await page.locator('#purchase-status').getByText('settled').waitFor();
+    const timeline = await page.locator('#timeline').textContent();
+    for (const step of ['Created', 'Awaiting approval (above $5.00)', `Approved by ${buyer.owner.agentId.slice(0, 8)}`, 'Price held in escrow', 'Delivered', 'Settled: the provider was paid', 'Ledger: fund hold −$10.00', 'Ledger: settlement out −$10.00']) {
+      expect(timeline).toContain(step);
+    }
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'purchase-timeline');
+  });
+
+  it('refuses a page without a session, another account\'s session, and a forged CSRF token', async () => {
+    const { buyer, transactionId } = await awaitingPurchase();
+    const stranger = await party(ex);
+    // No session: the console asks to sign in, and the API refuses the page's calls.
+    const anonymous = await visit('#/approvals');
+    await anonymous.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect((await fetchInPage(anonymous, 'GET', `/v1/accounts/${buyer.accountId}/approvals`)).status).toBe(401);
+
+    // Another account's owner: the API's own answer, as to its key (not found).
+    const other = await visit();
+    await signInAsOwner(other, stranger.owner.apiKey);
+    const csrf = await other.evaluate(async () => ((await (await fetch('/console/api/session')).json()) as { data: { csrfToken: string } }).data.csrfToken);
+    const foreign = await fetchInPage(other, 'POST', `/v1/transactions/${transactionId}/approve`, { 'x-csrf-token': csrf });
+    expect([foreign.status, foreign.body.errors?.[0]?.code]).toEqual([404, 'NOT_FOUND']);
+    expect((await fetchInPage(other, 'GET', `/v1/accounts/${buyer.accountId}/approvals`)).status).toBe(404);
+
+    // The owner's own session, with a forged or missing CSRF token: refused, nothing decided.
+    const owner = await visit();
+    await signInAsOwner(owner, buyer.owner.apiKey);
+    for (const headers of [{ 'x-csrf-token': 'forged-token-0123456789' }, {}] as Record<string, string>[]) {
+      const r = await fetchInPage(owner, 'POST', `/v1/transactions/${transactionId}/deny`, headers);
+      expect([r.status, r.body.errors?.[0]?.code, r.body.errors?.[0]?.details]).toEqual([403, 'FORBIDDEN', { reason: 'csrf' }]);
+    }
+    expect(unwrap(await buyer.client.getTransaction(transactionId)).status).toBe('awaiting_approval');
+    // A page of another origin cannot read the session's CSRF token: the session route answers no CORS.
+    const session = await fetch(`${ex.url}/console/api/session`, { headers: { origin: 'https://evil.example' } });
+    expect(session.headers.get('access-control-allow-origin')).toBeNull();
+    // Every console page forbids inline scripts and framing; answers with a session are not cached.
+    const page = await fetch(`${ex.url}/console/`);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline');
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    const cookies = await owner.context().cookies();
+    const cached = await fetch(`${ex.url}/v1/accounts/${buyer.accountId}/approvals`, { headers: { cookie: `aex_console=${cookies[0]!.value}` } });
+    expect([cached.status, cached.headers.get('cache-control')]).toEqual([200, 'no-store']);
+  });
+
+  it('signs out: the session ends on the server, and its cookie no longer opens anything', async () => {
+    const { buyer } = await awaitingPurchase();
+    const page = await visit();
+    await signInAsOwner(page, buyer.owner.apiKey);
+    const [cookie] = await page.context().cookies();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.context().cookies()).toEqual([]);
+    // The old cookie, replayed: the server forgot the session.
+    const replayed = await fetch(`${ex.url}/v1/accounts/${buyer.accountId}/approvals`, { headers: { cookie: `aex_console=${cookie!.value}` } });
+    expect(replayed.status).toBe(401);
+  });
+
+  it('takes the owner agent\'s key only: another agent\'s key and a wrong key are refused', async () => {
+    const { buyer } = await awaitingPurchase();
+    const page = await visit();
+    await page.getByLabel('Owner agent API key').fill(buyer.apiKey);
+    await page.locator('#owner-signin button[type=submit]').click();
+    await page.getByRole('status').getByText(/FORBIDDEN: Sign in with your account's owner agent's API key/).waitFor();
+    await page.getByLabel('Owner agent API key').fill('ae_live_not-a-key-at-all');
+    await page.locator('#owner-signin button[type=submit]').click();
+    await page.getByRole('status').getByText(/UNAUTHENTICATED/).waitFor();
+    expect(await page.context().cookies()).toEqual([]);
+  });
+});
+
+describe('the console (operators)', () => {
+  it('an operator signs in with the token, finds an escalated dispute and resolves it', async () => {
+    const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
+    const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    const dispute = unwrap(await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'The digest is not the expected one.' }));
+    expect(unwrap(await provider.client.respondDispute(dispute.id, { outcome: 'contest' })).status).toBe('escalated');
+
+    const page = await visit();
+    await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
+    await page.locator('#operator-signin button[type=submit]').click();
+    await page.getByRole('heading', { name: 'Escalated disputes' }).waitFor();
+    const row = page.locator(`tr[data-dispute="${dispute.id}"]`);
+    await row.waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'operator-disputes');
+    await row.getByLabel(/^Outcome for dispute/).selectOption('provider_wins');
+    await row.getByRole('button', { name: 'Resolve' }).click();
+    await page.getByRole('status').getByText(/Resolved dispute .*: provider_wins/).waitFor();
+    await row.waitFor({ state: 'detached' });
+    expect(unwrap(await consumer.client.getDispute(dispute.id))).toMatchObject({ status: 'resolved', outcome: 'provider_wins', resolvedBy: 'operator' });
+
+    await page.getByRole('link', { name: 'Ledger check' }).click();
+    await page.locator('#ledger-result').getByText(/^OK: \d+ wallets checked/).waitFor();
+    // An operator's session acts as no agent.
+    expect((await fetchInPage(page, 'GET', `/v1/wallets/${consumer.agentId}`)).status).toBe(403);
+  });
+});

@@ -197,6 +197,22 @@ describe('the account\'s purchases, for its owner agent', () => {
     expectError(await provider.owner.client.getAccountTransaction(provider.owner.accountId, asked.id), 404, 'NOT_FOUND');
     expectError(await exchange.anon.listAccountTransactions(buyer.accountId), 401, 'UNAUTHENTICATED');
   });
+
+  it('shows the account\'s agents to its agents, its spending by category to its owner, and the exchange\'s figures to the operator', async ({ exchange, provider, buyer, asked }) => {
+    unwrap(await buyer.owner.client.approve(asked.id));
+    const agents = unwrap(await buyer.client.listAccountAgents(buyer.accountId));
+    expect(agents.map((a) => a.id)).toEqual([buyer.owner.agentId, buyer.agentId]);
+    expect(agents[1]).toMatchObject({ accountId: buyer.accountId, keyPrefix: buyer.apiKey.slice(0, agents[1]!.keyPrefix.length), delegation: { requireHumanApprovalAboveCents: 500 } });
+    expectError(await provider.client.listAccountAgents(buyer.accountId), 404, 'NOT_FOUND');
+    expect(unwrap(await buyer.owner.client.spending(buyer.accountId, { days: 7 }))).toEqual({ days: 7, categories: [{ category: 'crypto', purchases: 1, settledCents: 0, heldCents: 1000 }] });
+    expectError(await buyer.client.spending(buyer.accountId), 403, 'FORBIDDEN');
+    expectError(await provider.owner.client.spending(buyer.accountId), 404, 'NOT_FOUND');
+    const figures = unwrap(await exchange.admin.figures({ hours: 2 }));
+    expect(figures.perHour).toHaveLength(2);
+    expect(figures.purchases).toBeGreaterThanOrEqual(1);
+    expect(figures.heldCents).toBeGreaterThanOrEqual(1000);
+    expectError(await buyer.owner.client.figures(), 401, 'UNAUTHENTICATED');
+  });
 });
 
 describe('an accept at a price needing approval (D10.3, D11)', () => {

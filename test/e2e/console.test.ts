@@ -1,4 +1,6 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { inflateSync } from 'node:zlib';
@@ -6,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { unwrap } from '@agent-exchange/client';
+import { eventually } from '@aex/platform/testing';
 import { ADMIN_TOKEN, startTestExchange, type TestExchange } from './harness.js';
 import { funded, INPUT, OUTPUT, party, serviceBody, type Party } from './transaction-kit.js';
 
@@ -25,7 +28,8 @@ let browser: Browser;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
-  ex = await startTestExchange({ SAGA_WAIT_MS: '3000' });
+  // Two quick attempts a webhook: a delivery to a dead receiver is dead-lettered within the test.
+  ex = await startTestExchange({ SAGA_WAIT_MS: '3000', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_RETRY_DELAYS_MS: '0,50', WEBHOOK_TIMEOUT_MS: '2000' });
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
   mkdirSync(SHOTS, { recursive: true });
 }, 120_000);
@@ -194,6 +198,70 @@ describe('the console (owners)', () => {
   });
 });
 
+describe('the console (owners): agents, rules, wallets, webhooks', () => {
+  it('an owner edits an agent\'s rules, reads its wallet and spending, and retries a dead letter', async () => {
+    const { buyer, provider, transactionId } = await awaitingPurchase();
+    // A receiver that is down: the buyer's events are dead-lettered after their two attempts.
+    let up = false;
+    const got: string[] = [];
+    const receiver = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        if (up) got.push(req.headers['webhook-id'] as string);
+        res.statusCode = up ? 200 : 503;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      unwrap(await buyer.client.updateAgent(buyer.agentId, { webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` }));
+      unwrap(await buyer.owner.client.approve(transactionId));
+      unwrap(await provider.client.deliver(transactionId, OUTPUT));
+      unwrap(await buyer.client.verify(transactionId));
+      await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'dead' })).length > 0 || null, 15_000);
+
+      const page = await visit();
+      await signInAsOwner(page, buyer.owner.apiKey);
+      // Rules: the buyer's own, edited in the console, as the API then has them.
+      await page.getByRole('link', { name: 'Agents and rules' }).click();
+      await page.locator(`tr[data-agent="${buyer.agentId}"]`).waitFor();
+      const form = page.locator(`#rules-${buyer.agentId}`);
+      await form.getByLabel('Largest purchase (cents)').fill('2500');
+      await form.getByLabel('Approve purchases above (cents)').fill('800');
+      await form.getByLabel('Blocked categories (comma-separated)').fill('gambling, crypto');
+      await form.getByRole('button', { name: 'Save rules' }).click();
+      await page.getByRole('status').getByText(/Saved the rules/).waitFor();
+      const agent = unwrap(await buyer.owner.client.getAgent(buyer.agentId)) as { delegation: Record<string, unknown> };
+      expect(agent.delegation).toEqual({ maxTransactionCents: 2500, requireHumanApprovalAboveCents: 800, blockedCategories: ['gambling', 'crypto'] });
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'agents-and-rules');
+
+      // The wallet: its balance over time and what was spent, by category.
+      await page.getByRole('link', { name: 'Wallets' }).click();
+      await page.locator(`[data-wallet="${buyer.agentId}"] svg.chart polyline`).waitFor();
+      expect(await page.locator('#spending').textContent()).toContain('crypto (1)$10.00');
+      expect(await page.locator(`[data-wallet="${buyer.agentId}"]`).textContent()).toContain('Balance$20.00');
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'wallets');
+
+      // A dead letter, retried once the receiver is back.
+      up = true;
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      const retry = page.getByRole('button', { name: /^Retry transaction\./ }).first();
+      await retry.waitFor();
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'webhooks');
+      await retry.click();
+      await page.getByRole('status').getByText(/Sent again: transaction\.settled to worker is (pending|delivered)\./).waitFor();
+      await eventually(async () => got.length === 1 || null, 10_000);
+      await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'delivered' })).length === 1 || null, 10_000);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((r) => receiver.close(r));
+    }
+  });
+});
+
 describe('the console (operators)', () => {
   it('an operator signs in with the token, finds an escalated dispute and resolves it', async () => {
     const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
@@ -206,6 +274,8 @@ describe('the console (operators)', () => {
     const page = await visit();
     await page.getByLabel('Operator token').fill(ADMIN_TOKEN);
     await page.locator('#operator-signin button[type=submit]').click();
+    await page.getByRole('heading', { name: 'Figures' }).waitFor();
+    await page.getByRole('link', { name: 'Escalated disputes' }).click();
     await page.getByRole('heading', { name: 'Escalated disputes' }).waitFor();
     const row = page.locator(`tr[data-dispute="${dispute.id}"]`);
     await row.waitFor();
@@ -216,6 +286,21 @@ describe('the console (operators)', () => {
     await page.getByRole('status').getByText(/Resolved dispute .*: provider_wins/).waitFor();
     await row.waitFor({ state: 'detached' });
     expect(unwrap(await consumer.client.getDispute(dispute.id))).toMatchObject({ status: 'resolved', outcome: 'provider_wins', resolvedBy: 'operator' });
+
+    // The exchange's figures, the audit log with that resolution, an agent suspended.
+    await page.getByRole('link', { name: 'Figures' }).click();
+    await page.locator('#figures').waitFor();
+    expect(await page.locator('#figures').textContent()).toMatch(/Purchases, last 24 h[1-9]\d*/);
+    expect(await page.locator('svg.chart').count()).toBe(3);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'operator-figures');
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    await page.locator('#audit').getByText('dispute.resolve').first().waitFor();
+    await page.getByRole('link', { name: 'Suspend' }).click();
+    await page.getByLabel('Agent id').fill(provider.agentId);
+    await page.getByRole('button', { name: 'Suspend' }).click();
+    await page.getByRole('status').getByText(/is deactivated/).waitFor();
+    expect((unwrap(await provider.owner.client.getAgent(provider.agentId)) as { status: string }).status).toBe('deactivated');
 
     await page.getByRole('link', { name: 'Ledger check' }).click();
     await page.locator('#ledger-result').getByText(/^OK: \d+ wallets checked/).waitFor();

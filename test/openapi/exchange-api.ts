@@ -56,6 +56,23 @@ export interface paths {
         patch: operations["updateAccount"];
         trace?: never;
     };
+    "/v1/accounts/{accountId}/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account’s agents in full, the owner agent first */
+        get: operations["listAccountAgents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/{accountId}/delegation": {
         parameters: {
             query?: never;
@@ -470,6 +487,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{accountId}/spending": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the account’s agents spent in the last days, by category (owner agent) */
+        get: operations["spending"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/accounts/{accountId}/approvals": {
         parameters: {
             query?: never;
@@ -828,6 +862,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/v1/figures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The exchange’s figures: money held now; purchases, volume settled and fees per hour */
+        get: operations["figures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/v1/disputes": {
         parameters: {
             query?: never;
@@ -1093,6 +1144,52 @@ export interface components {
              */
             updatedAt: string;
         };
+        FullAgentView: {
+            /**
+             * Format: uuid
+             * @description UUID
+             */
+            id: string;
+            name: string;
+            agentType: "persistent" | "ephemeral" | "platform_managed";
+            status: "active" | "deactivated" | "expired";
+            description: string;
+            capabilities: string[];
+            didWeb: string;
+            signingKeyPublic: string | null;
+            trustScore: number;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            createdAt: string;
+            /**
+             * Format: uuid
+             * @description UUID
+             */
+            accountId: string;
+            webhookUrl: string | null;
+            delegation: {
+                maxTransactionCents?: number;
+                maxDailySpendCents?: number;
+                allowedCategories?: string[];
+                blockedCategories?: string[];
+                requireHumanApprovalAboveCents?: number;
+                autoApproveBelow?: number;
+            };
+            /** @description Arbitrary key-value pairs */
+            metadata: {
+                [key: string]: unknown;
+            };
+            parentAgentId: string | null;
+            expiresAt: string | null;
+            keyPrefix: string;
+            /**
+             * Format: date-time
+             * @description ISO 8601 UTC timestamp
+             */
+            updatedAt: string;
+        };
         UpdateAccountBody: {
             displayName?: string;
             /** @description Email address */
@@ -1204,52 +1301,6 @@ export interface components {
             };
             averageQualityScore: number | null;
             lastChangedAt: string | null;
-        };
-        FullAgentView: {
-            /**
-             * Format: uuid
-             * @description UUID
-             */
-            id: string;
-            name: string;
-            agentType: "persistent" | "ephemeral" | "platform_managed";
-            status: "active" | "deactivated" | "expired";
-            description: string;
-            capabilities: string[];
-            didWeb: string;
-            signingKeyPublic: string | null;
-            trustScore: number;
-            /**
-             * Format: date-time
-             * @description ISO 8601 UTC timestamp
-             */
-            createdAt: string;
-            /**
-             * Format: uuid
-             * @description UUID
-             */
-            accountId: string;
-            webhookUrl: string | null;
-            delegation: {
-                maxTransactionCents?: number;
-                maxDailySpendCents?: number;
-                allowedCategories?: string[];
-                blockedCategories?: string[];
-                requireHumanApprovalAboveCents?: number;
-                autoApproveBelow?: number;
-            };
-            /** @description Arbitrary key-value pairs */
-            metadata: {
-                [key: string]: unknown;
-            };
-            parentAgentId: string | null;
-            expiresAt: string | null;
-            keyPrefix: string;
-            /**
-             * Format: date-time
-             * @description ISO 8601 UTC timestamp
-             */
-            updatedAt: string;
         };
         UpdateAgentBody: {
             name?: string;
@@ -2037,6 +2088,15 @@ export interface components {
                 }[];
             } | null;
         };
+        SpendingView: {
+            days: number;
+            categories: {
+                category: string;
+                purchases: number;
+                settledCents: number;
+                heldCents: number;
+            }[];
+        };
         DisputeView: {
             /**
              * Format: uuid
@@ -2322,6 +2382,28 @@ export interface components {
              */
             createdAt: string;
             paidAt: string | null;
+        };
+        FiguresView: {
+            hours: number;
+            /** @description Held in escrow now, for purchases in progress */
+            heldCents: number;
+            /** @description Settled in the period */
+            settledCents: number;
+            /** @description Platform fees of the purchases settled in the period */
+            feesCents: number;
+            /** @description Purchases whose price was held in the period */
+            purchases: number;
+            perHour: {
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                hour: string;
+                purchases: number;
+                settled: number;
+                volumeCents: number;
+                feesCents: number;
+            }[];
         };
         ResolveDisputeBody: {
             outcome: "consumer_wins" | "provider_wins" | "partial_refund" | "provider_redo";
@@ -3028,6 +3110,60 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    listAccountAgents: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FullAgentView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description Rate limited: RATE_LIMITED */
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
@@ -5124,6 +5260,60 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    spending: {
+        parameters: {
+            query?: {
+                days?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SpendingView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
     listApprovals: {
         parameters: {
             query?: {
@@ -6412,6 +6602,46 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    figures: {
+        parameters: {
+            query?: {
+                hours?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["FiguresView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
             /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */

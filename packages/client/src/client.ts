@@ -46,6 +46,8 @@ import type {
   ListApprovalsQuery,
   AccountTransactionsQuery,
   TransactionDetailView,
+  SpendingView,
+  FiguresView,
   NegotiateBody,
   NegotiationView,
   TransactionView,
@@ -229,11 +231,20 @@ export class ExchangeClient {
   resolveDispute = (disputeId: string, body: ResolveDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/admin/v1/disputes/${enc(disputeId)}/resolve`, { body, ...o });
   cancel = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/cancel`, { body: {}, ...o });
 
+  /** The account's agents in full (any agent of the account), the owner agent first. */
+  listAccountAgents = (accountId: string, query: { limit?: number; offset?: number } = {}) =>
+    this.request<FullAgentView[]>('GET', `/v1/accounts/${enc(accountId)}/agents`, { query });
+
   // --- the account's purchases, for its owner agent
   listAccountTransactions = (accountId: string, query: AccountTransactionsQuery = {}) =>
     this.request<TransactionView[]>('GET', `/v1/accounts/${enc(accountId)}/transactions`, { query });
   getAccountTransaction = (accountId: string, transactionId: string) =>
     this.request<TransactionDetailView>('GET', `/v1/accounts/${enc(accountId)}/transactions/${enc(transactionId)}`);
+
+  /** What the account's agents spent in the last `days` days, by category (owner agent). */
+  spending = (accountId: string, query: { days?: number } = {}) => this.request<SpendingView>('GET', `/v1/accounts/${enc(accountId)}/spending`, { query });
+  /** Operator: money held; purchases, volume settled and fees per hour of the last `hours` hours. */
+  figures = (query: { hours?: number } = {}) => this.request<FiguresView>('GET', '/admin/v1/figures', { query });
 
   // --- approvals (D10.3): the consumer's account owner agent decides what its rules do not approve
   /** The account's purchases awaiting approval (`state: 'pending'`, the default), decided, or all; newest first. */

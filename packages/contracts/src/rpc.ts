@@ -43,6 +43,8 @@ const parts = <P extends TObject, Q extends TObject, B extends TSchema>(path: P,
 export const identityOps = {
   createAccount: effect('identity', 'createAccount', 'none', parts(Empty, Empty, I.CreateAccountBody), I.NewAccountView),
   getAccount: operation('identity', 'getAccount', 'agent', parts(I.AccountPath, Empty, Type.Any()), I.AccountView),
+  /** The account's agents in full (D2.3: full to the account's own agents), the owner agent first. */
+  listAccountAgents: operation('identity', 'listAccountAgents', 'agent', parts(I.AccountPath, PageQuery, Type.Any()), Type.Array(I.FullAgentView)),
   updateAccount: effect('identity', 'updateAccount', 'agent', parts(I.AccountPath, Empty, I.UpdateAccountBody), I.AccountView),
   setAccountDelegation: effect('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
   createAgent: effect('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
@@ -135,6 +137,9 @@ export const transactionOps = {
   /** The purchases of the account's agents (owner agent), newest first; one of them with its negotiation and dispute. */
   listAccountTransactions: operation('transactions', 'listAccountTransactions', 'agent', parts(I.AccountPath, T.AccountTransactionsQuery, Type.Any()), Type.Array(T.TransactionView)),
   getAccountTransaction: operation('transactions', 'getAccountTransaction', 'agent', parts(T.AccountTransactionPath, Empty, Type.Any()), T.TransactionDetailView),
+  spending: operation('transactions', 'spending', 'agent', parts(I.AccountPath, T.SpendingQuery, Type.Any()), T.SpendingView),
+  /** Operator (D15.3): volume, fees, money held and purchases per hour. */
+  figures: operation('transactions', 'figures', 'admin', parts(Empty, T.FiguresQuery, Type.Any()), T.FiguresView),
   /** D10.3: the purchases of the account's agents that needed an approval (owner agent). */
   listApprovals: operation('transactions', 'listApprovals', 'agent', parts(I.AccountPath, T.ListApprovalsQuery, Type.Any()), Type.Array(T.TransactionView)),
   openDispute: effect('transactions', 'openDispute', 'agent', TxParts(T.OpenDisputeBody), T.DisputeView),

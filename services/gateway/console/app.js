@@ -52,8 +52,8 @@ async function api(method, path, body) {
 
 // --- routing
 
-const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases']];
-const OPERATOR_PAGES = [['#/operator/disputes', 'Escalated disputes'], ['#/operator/ledger', 'Ledger check']];
+const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases'], ['#/agents', 'Agents and rules'], ['#/wallets', 'Wallets'], ['#/webhooks', 'Webhooks']];
+const OPERATOR_PAGES = [['#/operator/figures', 'Figures'], ['#/operator/disputes', 'Escalated disputes'], ['#/operator/dead-letters', 'Dead letters'], ['#/operator/agents', 'Suspend'], ['#/operator/audit', 'Audit log'], ['#/operator/ledger', 'Ledger check']];
 
 function go(hash) {
   if (location.hash === hash) void render();
@@ -83,9 +83,16 @@ async function render() {
     else if (state.session.kind === 'owner' && hash === '#/approvals') main.replaceChildren(await approvalsPage());
     else if (state.session.kind === 'owner' && hash === '#/purchases') main.replaceChildren(await purchasesPage());
     else if (state.session.kind === 'owner' && (m = /^#\/purchases\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await purchasePage(m[1]));
+    else if (state.session.kind === 'owner' && hash === '#/agents') main.replaceChildren(await agentsPage());
+    else if (state.session.kind === 'owner' && hash === '#/wallets') main.replaceChildren(await walletsPage());
+    else if (state.session.kind === 'owner' && hash === '#/webhooks') main.replaceChildren(await webhooksPage());
     else if (state.session.kind === 'operator' && hash === '#/operator/disputes') main.replaceChildren(await disputesPage());
+    else if (state.session.kind === 'operator' && hash === '#/operator/figures') main.replaceChildren(await figuresPage());
+    else if (state.session.kind === 'operator' && hash === '#/operator/dead-letters') main.replaceChildren(await deadLettersPage());
+    else if (state.session.kind === 'operator' && hash === '#/operator/agents') main.replaceChildren(suspendPage());
+    else if (state.session.kind === 'operator' && hash === '#/operator/audit') main.replaceChildren(await auditPage());
     else if (state.session.kind === 'operator' && hash === '#/operator/ledger') main.replaceChildren(await ledgerPage());
-    else return go(state.session.kind === 'owner' ? '#/approvals' : '#/operator/disputes');
+    else return go(state.session.kind === 'owner' ? '#/approvals' : '#/operator/figures');
   } finally {
     main.removeAttribute('aria-busy');
   }
@@ -106,7 +113,7 @@ function signInPage() {
         if (!r.ok) return say(r.error, 'error');
         state.session = r.data;
         say(`Signed in as ${kind}.`);
-        go(kind === 'owner' ? '#/approvals' : '#/operator/disputes');
+        go(kind === 'owner' ? '#/approvals' : '#/operator/figures');
       },
     }, h('h2', { id: `${id}-title` }, label), h('label', { for: `${id}-input` }, field === 'apiKey' ? 'Owner agent API key' : 'Operator token'), input,
     h('p', { id: `${id}-help`, class: 'muted' }, help), h('button', { type: 'submit' }, 'Sign in'));
@@ -214,6 +221,159 @@ async function purchasePage(id) {
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => render() }, 'Refresh')));
 }
 
+// --- owner: agents, their keys and spending rules
+
+const RULES = [
+  ['maxTransactionCents', 'Largest purchase (cents)', 'number'],
+  ['maxDailySpendCents', 'Spending in 24 hours (cents)', 'number'],
+  ['requireHumanApprovalAboveCents', 'Approve purchases above (cents)', 'number'],
+  ['autoApproveBelow', 'Only purchases below this go through alone (cents)', 'number'],
+  ['allowedCategories', 'Allowed categories (comma-separated)', 'list'],
+  ['blockedCategories', 'Blocked categories (comma-separated)', 'list'],
+];
+
+/** A form editing a set of delegation rules; `save(rules)` answers the API's outcome. */
+function rulesForm(id, title, rules, save) {
+  const inputs = RULES.map(([name, label, kind]) => {
+    const value = rules[name];
+    const input = h('input', { id: `${id}-${name}`, name, type: kind === 'number' ? 'number' : 'text', min: kind === 'number' ? 1 : null, step: kind === 'number' ? 1 : null, value: value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value });
+    return { name, kind, input, row: h('div', { class: 'stack' }, h('label', { for: input.id }, label), input) };
+  });
+  return h('form', {
+    class: 'card stack', id, 'aria-labelledby': `${id}-title`,
+    onsubmit: async (e) => {
+      e.preventDefault();
+      const next = {};
+      for (const { name, kind, input } of inputs) {
+        const v = input.value.trim();
+        if (v === '') continue;
+        next[name] = kind === 'number' ? Number(v) : v.split(',').map((x) => x.trim()).filter(Boolean);
+      }
+      const r = await save(next);
+      say(r.ok ? `Saved the rules: ${Object.keys(r.data).length ? Object.entries(r.data).map(([k, v]) => `${k} ${Array.isArray(v) ? v.join('/') : v}`).join(', ') : 'none'}.` : r.error, r.ok ? 'done' : 'error');
+    },
+  }, h('h2', { id: `${id}-title` }, title), inputs.map((i) => i.row), h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save rules')),
+  h('p', { class: 'muted' }, 'Empty fields set nothing. Saving replaces these rules as a whole.'));
+}
+
+async function agentsPage() {
+  const account = state.session.accountId;
+  const [agents, acc] = await Promise.all([api('GET', `/v1/accounts/${account}/agents?limit=100`), api('GET', `/v1/accounts/${account}`)]);
+  if (!agents.ok) return h('p', { class: 'error' }, agents.error);
+  const shownKey = h('div', { role: 'alert', id: 'new-key' });
+  const rotate = (a) => async () => {
+    const r = await api('POST', `/v1/agents/${a.id}/keys/rotate`);
+    if (!r.ok) return say(r.error, 'error');
+    const own = a.id === state.session.agentId;
+    shownKey.replaceChildren(h('div', { class: 'card' }, h('p', {}, `New API key of ${a.name} (shown once; the old one stopped working):`), h('code', {}, r.data.apiKey),
+      own ? h('p', {}, 'It was the key of this session: sign in again with the new one.') : null));
+    if (!own) void render().then(() => document.getElementById('main').prepend(shownKey));
+  };
+  return h('section', {},
+    h('h1', {}, 'Agents and rules'),
+    shownKey,
+    h('table', { id: 'agents' },
+      h('thead', {}, h('tr', {}, ...['Agent', 'Status', 'Trust', 'Key', 'Rules of its own', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, agents.data.map((a) => h('tr', { 'data-agent': a.id },
+        h('td', {}, a.name, h('br'), h('span', { class: 'muted' }, short(a.id)), a.id === state.session.agentId ? h('span', { class: 'muted' }, ' (owner)') : null),
+        h('td', {}, pill(a.status)), h('td', {}, String(a.trustScore)), h('td', {}, h('code', {}, `${a.keyPrefix}…`)),
+        h('td', {}, Object.keys(a.delegation).length ? Object.entries(a.delegation).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`).join('; ') : h('span', { class: 'muted' }, 'the account\'s defaults')),
+        h('td', {}, h('div', { class: 'actions' },
+          h('a', { href: `#/agents`, onclick: (e) => { e.preventDefault(); document.getElementById(`rules-${a.id}`)?.scrollIntoView(); } }, 'Edit rules'),
+          h('button', { type: 'button', class: 'secondary', onclick: rotate(a), 'aria-label': `Rotate key of ${a.name}` }, 'Rotate key'))))))),
+    acc.ok ? rulesForm('account-rules', 'The account\'s default rules', acc.data.defaultDelegation, (rules) => api('PUT', `/v1/accounts/${account}/delegation`, rules)) : null,
+    agents.data.filter((a) => a.id !== state.session.agentId).map((a) => rulesForm(`rules-${a.id}`, `Rules of ${a.name} (${short(a.id)})`, a.delegation, (rules) => api('PUT', `/v1/agents/${a.id}/delegation`, rules))));
+}
+
+// --- owner: wallets, with the balance over time and spending by category
+
+/** An SVG line chart of `points` ([time, value]), with its figures also given as text for screen readers. */
+function lineChart(points, label, format) {
+  if (points.length === 0) return h('p', { class: 'muted' }, `${label}: nothing yet.`);
+  const W = 640, H = 180, P = 28;
+  const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
+  svg.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', `${label}: ${points.length ? `from ${format(points[0][1])} to ${format(points[points.length - 1][1])}` : 'no data'}`);
+  svg.classList.add('chart');
+  if (points.length > 0) {
+    const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
+    const [x0, x1] = [Math.min(...xs), Math.max(...xs) || 1], [y0, y1] = [Math.min(0, ...ys), Math.max(1, ...ys)];
+    const X = (x) => P + ((x - x0) / (x1 - x0 || 1)) * (W - 2 * P), Y = (y) => H - P - ((y - y0) / (y1 - y0 || 1)) * (H - 2 * P);
+    const line = document.createElementNS(svg.namespaceURI, 'polyline');
+    line.setAttribute('points', points.map(([x, y]) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`).join(' '));
+    line.setAttribute('class', 'line');
+    const axis = document.createElementNS(svg.namespaceURI, 'line');
+    for (const [k, v] of Object.entries({ x1: P, x2: W - P, y1: Y(0), y2: Y(0), class: 'axis' })) axis.setAttribute(k, String(v));
+    const top = document.createElementNS(svg.namespaceURI, 'text');
+    for (const [k, v] of Object.entries({ x: 2, y: 14, class: 'tick' })) top.setAttribute(k, String(v));
+    top.textContent = format(y1);
+    svg.append(axis, line, top);
+  }
+  return svg;
+}
+
+/** A bar per entry ([label, value]), as a list the eye and a screen reader both read. */
+function bars(entries, format, id) {
+  const max = Math.max(1, ...entries.map((e) => e[1]));
+  return h('ul', { class: 'bars', id }, entries.map(([label, value]) => h('li', {}, h('span', { class: 'bar-label' }, label),
+    h('span', { class: 'bar', 'data-width': Math.round((value / max) * 100) }), h('span', { class: 'bar-value' }, format(value)))));
+}
+
+/** Sets each bar's width from its data (a CSP without inline styles: set through the DOM, not markup). */
+function sizeBars(root) {
+  for (const b of root.querySelectorAll('.bar[data-width]')) b.style.width = `${b.dataset.width}%`;
+}
+
+async function walletsPage() {
+  const account = state.session.accountId;
+  const [agents, spent] = await Promise.all([api('GET', `/v1/accounts/${account}/agents?limit=100`), api('GET', `/v1/accounts/${account}/spending?days=30`)]);
+  if (!agents.ok) return h('p', { class: 'error' }, agents.error);
+  const cards = await Promise.all(agents.data.map(async (a) => {
+    const [w, ledger] = await Promise.all([api('GET', `/v1/wallets/${a.id}`), api('GET', `/v1/wallets/${a.id}/transactions?limit=100`)]);
+    if (!w.ok) return h('div', { class: 'card' }, h('h2', {}, a.name), h('p', { class: 'error' }, w.error));
+    const points = ledger.ok ? ledger.data.map((e) => [Date.parse(e.createdAt), e.balanceAfterCents]).sort((x, y) => x[0] - y[0]) : [];
+    return h('div', { class: 'card', 'data-wallet': a.id },
+      h('h2', {}, `${a.name} (${short(a.id)})`),
+      h('dl', { class: 'facts' }, h('dt', {}, 'Balance'), h('dd', {}, usd(w.data.balanceCents)), h('dt', {}, 'Held'), h('dd', {}, usd(w.data.heldCents)), h('dt', {}, 'Available'), h('dd', {}, usd(w.data.availableCents))),
+      h('h3', {}, 'Balance over time'), lineChart(points, `Balance of ${a.name}`, usd));
+  }));
+  const section = h('section', {},
+    h('h1', {}, 'Wallets'),
+    h('h2', {}, 'Spending by category, last 30 days'),
+    spent.ok && spent.data.categories.length ? bars(spent.data.categories.map((c) => [`${c.category} (${c.purchases})`, c.settledCents + c.heldCents]), usd, 'spending') : h('p', { class: 'muted' }, 'Nothing bought in the last 30 days.'),
+    cards);
+  sizeBars(section);
+  return section;
+}
+
+// --- owner: webhook deliveries and dead letters
+
+async function webhooksPage() {
+  const agents = await api('GET', `/v1/accounts/${state.session.accountId}/agents?limit=100`);
+  if (!agents.ok) return h('p', { class: 'error' }, agents.error);
+  const lists = await Promise.all(agents.data.map(async (a) => ({ a, r: await api('GET', `/v1/agents/${a.id}/webhook/deliveries?limit=50`) })));
+  const retry = (a, d) => async () => {
+    const r = await api('POST', `/v1/agents/${a.id}/webhook/deliveries/${encodeURIComponent(d.webhookId)}/retry`);
+    if (!r.ok) return say(r.error, 'error');
+    say(`Sent again: ${d.eventType} to ${a.name} is ${r.data.status}.`);
+    void render();
+  };
+  return h('section', {},
+    h('h1', {}, 'Webhooks'),
+    h('p', { class: 'muted' }, 'What the exchange sent your agents, newest first. A delivery whose attempts all failed is a dead letter: send it again once the receiver works.'),
+    lists.map(({ a, r }) => h('div', { class: 'card' },
+      h('h2', {}, `${a.name} (${short(a.id)})`, a.webhookUrl ? h('span', { class: 'muted' }, ` → ${a.webhookUrl}`) : null),
+      !r.ok ? h('p', { class: 'error' }, r.error) : r.data.length === 0 ? h('p', { class: 'muted' }, 'No deliveries.') : h('table', {},
+        h('thead', {}, h('tr', {}, ...['Event', 'Status', 'Attempts', 'Last answer', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+        h('tbody', {}, r.data.map((d) => {
+          const last = d.attempts[d.attempts.length - 1];
+          return h('tr', { 'data-webhook': d.webhookId }, h('td', {}, d.eventType), h('td', {}, pill(d.status === 'dead' ? 'failed' : d.status === 'delivered' ? 'settled' : 'funds_held'), ` ${d.status}`),
+            h('td', {}, String(d.attempts.length)), h('td', {}, last ? (last.statusCode ? `HTTP ${last.statusCode}` : last.errorClass || '–') : '–'), h('td', {}, when(d.createdAt)),
+            h('td', {}, d.status === 'dead' ? h('button', { type: 'button', onclick: retry(a, d), 'aria-label': `Retry ${d.eventType} to ${a.name}` }, 'Retry') : null));
+        }))))));
+}
+
 // --- operator
 
 const OUTCOMES = ['consumer_wins', 'provider_wins', 'partial_refund', 'provider_redo'];
@@ -240,6 +400,66 @@ async function disputesPage() {
     rows.length === 0 ? h('p', { id: 'no-disputes' }, 'No dispute waits for you.') : h('table', { id: 'disputes' },
       h('thead', {}, h('tr', {}, ...['Dispute', 'Purchase', 'Reason', 'Description', 'Deadline', 'Resolve'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, rows)));
+}
+
+async function figuresPage() {
+  const r = await api('GET', '/admin/v1/figures?hours=24');
+  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const f = r.data;
+  const hourly = (k) => f.perHour.map((p) => [Date.parse(p.hour), p[k]]);
+  const section = h('section', {},
+    h('h1', {}, 'Figures'),
+    h('div', { class: 'card' }, h('dl', { class: 'facts', id: 'figures' },
+      h('dt', {}, 'Held in escrow now'), h('dd', {}, usd(f.heldCents)),
+      h('dt', {}, 'Purchases, last 24 h'), h('dd', {}, String(f.purchases)),
+      h('dt', {}, 'Settled, last 24 h'), h('dd', {}, usd(f.settledCents)),
+      h('dt', {}, 'Fees earned, last 24 h'), h('dd', {}, usd(f.feesCents)))),
+    h('h2', {}, 'Purchases per hour'), lineChart(hourly('purchases'), 'Purchases per hour', String),
+    h('h2', {}, 'Volume settled per hour'), lineChart(hourly('volumeCents'), 'Volume settled per hour', usd),
+    h('h2', {}, 'Fees per hour'), lineChart(hourly('feesCents'), 'Fees per hour', usd));
+  return section;
+}
+
+async function deadLettersPage() {
+  const r = await api('GET', '/admin/v1/webhooks/dead-letters?limit=100');
+  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const retry = (d) => async () => {
+    const res = await api('POST', `/admin/v1/webhooks/dead-letters/${encodeURIComponent(d.webhookId)}/retry`);
+    if (!res.ok) return say(res.error, 'error');
+    say(`Sent again: ${d.eventType} to ${short(d.agentId)} is ${res.data.status}.`);
+    void render();
+  };
+  return h('section', {},
+    h('h1', {}, 'Dead letters'),
+    r.data.length === 0 ? h('p', { id: 'no-dead-letters' }, 'No webhook is dead-lettered.') : h('table', { id: 'dead-letters' },
+      h('thead', {}, h('tr', {}, ...['Event', 'Agent', 'Attempts', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, r.data.map((d) => h('tr', { 'data-webhook': d.webhookId }, h('td', {}, d.eventType), h('td', {}, short(d.agentId)), h('td', {}, String(d.attempts.length)), h('td', {}, when(d.createdAt)),
+        h('td', {}, h('button', { type: 'button', onclick: retry(d), 'aria-label': `Retry ${d.eventType} to ${short(d.agentId)}` }, 'Retry')))))));
+}
+
+function suspendPage() {
+  const input = h('input', { id: 'suspend-agent', type: 'text', required: true, pattern: '[0-9a-fA-F-]{36}', autocomplete: 'off' });
+  return h('section', {},
+    h('h1', {}, 'Suspend an agent'),
+    h('form', {
+      class: 'card stack', id: 'suspend',
+      onsubmit: async (e) => {
+        e.preventDefault();
+        const r = await api('POST', `/admin/v1/agents/${encodeURIComponent(input.value.trim())}/suspend`);
+        say(r.ok ? `Agent ${short(r.data.id)} is ${r.data.status}: its key no longer starts anything, its transactions go on.` : r.error, r.ok ? 'done' : 'error');
+      },
+    }, h('label', { for: 'suspend-agent' }, 'Agent id'), input, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Suspend')),
+    h('p', { class: 'muted' }, 'The agent is deactivated; the action is in the audit log.')));
+}
+
+async function auditPage() {
+  const r = await api('GET', '/admin/v1/audit?limit=100');
+  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  return h('section', {},
+    h('h1', {}, 'Audit log'),
+    r.data.length === 0 ? h('p', {}, 'No operator action yet.') : h('table', { id: 'audit' },
+      h('thead', {}, h('tr', {}, ...['When', 'Action', 'Target', 'Details'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, r.data.map((a) => h('tr', {}, h('td', {}, when(a.at)), h('td', {}, a.action), h('td', {}, a.target ? `${a.target.type} ${short(a.target.id)}` : '–'), h('td', {}, JSON.stringify(a.details)))))));
 }
 
 async function ledgerPage() {

@@ -57,6 +57,7 @@ export async function startIdentityService(opts: {
     handlers: {
       createAccount: accounts.createAccount(deps),
       getAccount: accounts.getAccount(deps),
+      listAccountAgents: accounts.listAccountAgents(deps),
       updateAccount: accounts.updateAccount(deps),
       setAccountDelegation: accounts.setAccountDelegation(deps),
       createAgent: agents.createAgent(deps),

@@ -69,6 +69,8 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       listApprovals: approvals.listApprovals(deps),
       listAccountTransactions: account.listAccountTransactions(deps),
       getAccountTransaction: account.getAccountTransaction(deps),
+      spending: account.spending(deps),
+      figures: account.figures(deps),
       openDispute: disputes.openDispute(deps),
       getTransactionDispute: disputes.getTransactionDispute(deps),
       getDispute: disputes.getDispute(deps),

@@ -108,6 +108,33 @@ export const AccountTransactionsQuery = Strict({
 });
 export type AccountTransactionsQuery = Static<typeof AccountTransactionsQuery>;
 
+export const SpendingQuery = Strict({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })) });
+/** What the account's agents spent, by the category of what they bought (purchases whose price was held in the period). */
+export const SpendingView = Type.Object({
+  days: Type.Integer(),
+  categories: Type.Array(Type.Object({
+    category: Type.String(),
+    purchases: Type.Integer(),
+    /** Settled: paid to the provider. */
+    settledCents: Type.Integer(),
+    /** Held for purchases still in progress. */
+    heldCents: Type.Integer(),
+  })),
+});
+export type SpendingView = Static<typeof SpendingView>;
+
+export const FiguresQuery = Strict({ hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 24 * 31, default: 24 })) });
+/** D15.3 (operator): the exchange's figures, in total and per hour of the period. */
+export const FiguresView = Type.Object({
+  hours: Type.Integer(),
+  heldCents: Type.Integer({ description: 'Held in escrow now, for purchases in progress' }),
+  settledCents: Type.Integer({ description: 'Settled in the period' }),
+  feesCents: Type.Integer({ description: 'Platform fees of the purchases settled in the period' }),
+  purchases: Type.Integer({ description: 'Purchases whose price was held in the period' }),
+  perHour: Type.Array(Type.Object({ hour: Timestamp, purchases: Type.Integer(), settled: Type.Integer(), volumeCents: Type.Integer(), feesCents: Type.Integer() })),
+});
+export type FiguresView = Static<typeof FiguresView>;
+
 /** D10.3: the owner agent approves a purchase waiting for it (no fields needed). */
 export const ApproveBody = Strict({});
 /** D10.3: the owner agent denies it, optionally saying why (shown to both parties' consumer side). */

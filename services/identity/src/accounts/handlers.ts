@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, type AccountView, type identityOps, type Principal } from '@aex/contracts';
+import { AppError, pagination, type AccountView, type identityOps, type Principal } from '@aex/contracts';
 import { isUniqueViolation, requireAgent, type OperationHandler } from '@aex/platform';
 import type { AccountRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { issueApiKey } from '../domain/api-keys.js';
 import { mayGovernAccount } from '../domain/ownership.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
-import { findAgent, insertAgent, principalOf } from '../agents/repository.js';
+import { accountAgents, findAgent, insertAgent, principalOf } from '../agents/repository.js';
 import { forgetAfterCommit, warmKeyCache } from '../agents/key-cache.js';
 import { fullAgentView, type AgentRecord } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../agents/wallet-saga.js';
@@ -93,6 +93,16 @@ async function loadOwnAccount(deps: IdentityDeps, accountId: string, callerAccou
 export const getAccount = (deps: IdentityDeps): OperationHandler<Ops['getAccount']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   return { data: accountView(await loadOwnAccount(deps, path.accountId, caller.accountId)) };
+};
+
+/** GET /v1/accounts/{id}/agents: the account's agents, in full, to any agent of the account (D2.3); others 404. */
+export const listAccountAgents = (deps: IdentityDeps): OperationHandler<Ops['listAccountAgents']> => async ({ path, query }, ctx) => {
+  const caller = requireAgent(ctx);
+  if (caller.accountId !== path.accountId) throw new AppError('NOT_FOUND', 'No such account.');
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const { rows, total } = await accountAgents(deps.db, path.accountId, { limit, offset });
+  return { data: rows.map((a) => fullAgentView(a, deps.config.PUBLIC_BASE_URL)), pagination: pagination(total, limit, offset) };
 };
 
 function requireOwner(caller: Principal, accountId: string, what: string): void {

@@ -22,6 +22,23 @@ export async function findAgent(db: Db, id: string, opts: { forUpdate?: boolean 
   return q.executeTakeFirst();
 }
 
+/** The agents of an account with their trust scores and key prefixes, the oldest first (the owner agent first of all). */
+export async function accountAgents(db: Db, accountId: string, page: { limit: number; offset: number }): Promise<{ rows: AgentRecord[]; total: number }> {
+  const base = db.selectFrom('agents').where('agents.accountId', '=', accountId);
+  const [rows, count] = await Promise.all([
+    base
+      .innerJoin('trustScores', 'trustScores.agentId', 'agents.id')
+      .selectAll('agents')
+      .select('trustScores.score as trustScore')
+      .select((eb) => eb.selectFrom('apiKeys').select('apiKeys.keyPrefix').whereRef('apiKeys.agentId', '=', 'agents.id').where('apiKeys.revokedAt', 'is', null).as('keyPrefix'))
+      .orderBy('agents.isOwner', 'desc').orderBy('agents.createdAt').orderBy('agents.id')
+      .limit(page.limit).offset(page.offset)
+      .execute(),
+    base.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows: rows as AgentRecord[], total: count.n };
+}
+
 export interface NewAgent {
   id: string;
   accountId: string;

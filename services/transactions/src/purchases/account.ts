@@ -45,3 +45,43 @@ export const getAccountTransaction = (deps: TransactionDeps): OperationHandler<O
   ]);
   return { data: { transaction: transactionView(t, caller.accountId), negotiation: messages.map(negotiationView), dispute: dispute ? disputeView(dispute) : null } };
 };
+
+/** GET /v1/accounts/{id}/spending: the account's purchases of the last `days` days whose price was held, by category (owner agent). */
+export const spending = (deps: TransactionDeps): OperationHandler<Ops['spending']> => async ({ path, query }, ctx) => {
+  requireOwnerOf(requireAgent(ctx), path.accountId);
+  const days = query.days ?? 30;
+  const since = new Date(deps.now().getTime() - days * 86_400_000);
+  const rows = await deps.db.selectFrom('transactions')
+    .select(['category', sql<number>`count(*)::int`.as('purchases'),
+      sql<string>`coalesce(sum(agreed_price_cents) filter (where hold = 'settled'), 0)`.as('settled'),
+      sql<string>`coalesce(sum(agreed_price_cents) filter (where hold in ('held', 'settling')), 0)`.as('held')])
+    .where('consumerAccountId', '=', path.accountId)
+    .where('fundsHeldAt', '>=', since)
+    .groupBy('category')
+    .orderBy(sql`sum(agreed_price_cents)`, 'desc')
+    .execute();
+  return { data: { days, categories: rows.map((r) => ({ category: r.category, purchases: r.purchases, settledCents: Number(r.settled), heldCents: Number(r.held) })) } };
+};
+
+/** GET /admin/v1/figures (operator): money held now; purchases, settlements, volume and fees of the last `hours` hours, per hour. */
+export const figures = (deps: TransactionDeps): OperationHandler<Ops['figures']> => async ({ query }) => {
+  const hours = query.hours ?? 24;
+  const now = deps.now();
+  const from = new Date(Math.floor(now.getTime() / 3_600_000) * 3_600_000 - (hours - 1) * 3_600_000);
+  const [held, bought, settled] = await Promise.all([
+    deps.db.selectFrom('transactions').select(sql<string>`coalesce(sum(agreed_price_cents), 0)`.as('n')).where('hold', 'in', ['held', 'settling']).executeTakeFirstOrThrow(),
+    deps.db.selectFrom('transactions').select([sql<Date>`date_trunc('hour', funds_held_at)`.as('hour'), sql<number>`count(*)::int`.as('n')])
+      .where('fundsHeldAt', '>=', from).groupBy(sql`1`).execute(),
+    deps.db.selectFrom('transactions').select([sql<Date>`date_trunc('hour', settled_at)`.as('hour'), sql<number>`count(*)::int`.as('n'),
+      sql<string>`coalesce(sum(agreed_price_cents), 0)`.as('volume'), sql<string>`coalesce(sum(platform_fee_cents), 0)`.as('fees')])
+      .where('settledAt', '>=', from).groupBy(sql`1`).execute(),
+  ]);
+  const perHour = Array.from({ length: hours }, (_, i) => {
+    const hour = new Date(from.getTime() + i * 3_600_000);
+    const b = bought.find((r) => new Date(r.hour).getTime() === hour.getTime());
+    const s = settled.find((r) => new Date(r.hour).getTime() === hour.getTime());
+    return { hour: hour.toISOString(), purchases: b?.n ?? 0, settled: s?.n ?? 0, volumeCents: Number(s?.volume ?? 0), feesCents: Number(s?.fees ?? 0) };
+  });
+  const sum = (k: 'purchases' | 'volumeCents' | 'feesCents') => perHour.reduce((n, h) => n + h[k], 0);
+  return { data: { hours, heldCents: Number(held.n), settledCents: sum('volumeCents'), feesCents: sum('feesCents'), purchases: sum('purchases'), perHour } };
+};

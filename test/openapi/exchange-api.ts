@@ -4439,7 +4439,8 @@ export interface operations {
                      *         "deliveryAttempts": 0,
                      *         "maxDeliveryAttempts": 3,
                      *         "reviewEndsAt": null,
-                     *         "disputeId": null
+                     *         "disputeId": null,
+                     *         "approval": null
                      *       },
                      *       "meta": {
                      *         "requestId": "7d0c5a0e-8f0e-4a57-9d53-7f7f5c1e2b9a",

@@ -12,7 +12,7 @@ const transaction = {
   id: TX, consumerAgentId: AGENT, providerAgentId: PROVIDER, serviceId: SERVICE, status: 'funds_held', input: { text: 'the quick brown fox' },
   agreedPriceCents: 250, platformFeeCents: 13, initiatedAt: AT, fundsHeldAt: AT, expiresAt: '2026-01-31T12:01:00.000Z', metadata: {},
   createdAt: AT, updatedAt: AT, serviceVersion: '1.0.0', units: 1, output: null, deliveredAt: null, settledAt: null, statusReason: null,
-  qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, reviewEndsAt: null, disputeId: null,
+  qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, reviewEndsAt: null, disputeId: null, approval: null,
 };
 
 export const OPERATION_EXAMPLES: Record<string, { request?: unknown; response?: unknown }> = {

@@ -86,7 +86,6 @@ export const decideDispute = (deps: TransactionDeps): OperationHandler<Ops['deci
 export const withdrawDispute = (deps: TransactionDeps): OperationHandler<Ops['withdrawDispute']> => async ({ path, body }, ctx) =>
   byParty(deps, ctx, path.disputeId, 'consumer', { kind: 'withdraw' }, { message: body.message });
 
-/** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
 /** GET /admin/v1/disputes (D15.3): every dispute, or those in one status, the oldest deadline first. */
 export const listDisputes = (deps: TransactionDeps): OperationHandler<Ops['listDisputes']> => async ({ query }) => {
   const limit = query.limit ?? 20;
@@ -99,6 +98,7 @@ export const listDisputes = (deps: TransactionDeps): OperationHandler<Ops['listD
   return { data: rows.map(disputeView), pagination: pagination(count.n, limit, offset) };
 };
 
+/** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
 export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
   return ctx.effect(deps.db, async (trx, work) => {
     const d = await actOn(deps, trx, work, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);

@@ -262,6 +262,45 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
   });
 });
 
+describe('the console (owners): disputes, services and sales', () => {
+  it('the provider\'s owner answers a dispute for its agent and sees its sales; the buyer\'s owner accepts the proposal', async () => {
+    const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
+    const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    const dispute = unwrap(await consumer.client.openDispute(t.id, { reason: 'output_incomplete', description: 'Half of the digest is missing.' }));
+
+    const seller = await visit();
+    await signInAsOwner(seller, provider.owner.apiKey);
+    await seller.getByRole('link', { name: 'Services and sales' }).click();
+    const service = seller.locator(`tr[data-service="${serviceId}"]`);
+    await service.waitFor();
+    expect(await service.textContent()).toMatch(/\$10\.001\$0\.00$/);
+    await seller.getByRole('link', { name: 'Disputes' }).click();
+    await seller.locator(`#owner-disputes tr[data-transaction="${t.id}"] a`).click();
+    await seller.getByRole('heading', { name: /^Sale / }).waitFor();
+    await seller.getByLabel('Answer', { exact: true }).selectOption('partial_refund');
+    await seller.getByLabel('Refund (cents, for a partial refund)').fill('300');
+    await seller.getByLabel('Message').fill('We refund the missing part.');
+    expect(await accessibilityProblems(seller)).toEqual([]);
+    await screenshot(seller, 'owner-dispute');
+    await seller.getByRole('button', { name: 'Send answer' }).click();
+    await seller.getByRole('status').getByText('Answered: the dispute is proposed.').waitFor();
+
+    const buyer = await visit();
+    await signInAsOwner(buyer, consumer.owner.apiKey);
+    await buyer.goto(`/console/#/purchases/${t.id}`);
+    await buyer.locator('#decide').getByText('The provider proposes partial refund of $3.00.').waitFor();
+    await buyer.getByRole('button', { name: 'Accept proposal' }).click();
+    await buyer.getByRole('status').getByText('Accepted: the dispute is resolved (partial refund).').waitFor();
+    expect(unwrap(await consumer.client.getDispute(dispute.id))).toMatchObject({ status: 'resolved', outcome: 'partial_refund', refundCents: 300 });
+    // The settlement follows through the wallet: the page shows it once read again.
+    await eventually(async () => unwrap(await consumer.client.getTransaction(t.id)).status === 'settled' || null, 10_000);
+    await buyer.reload();
+    await buyer.locator('#purchase-status').getByText('settled').waitFor();
+  });
+});
+
 describe('the console (operators)', () => {
   it('an operator signs in with the token, finds an escalated dispute and resolves it', async () => {
     const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);

@@ -197,6 +197,32 @@ async function pendingTimers(ex: TestExchange, key: string): Promise<number> {
   }
 }
 
+describe('the owner agents of the parties\' accounts', () => {
+  it('read the dispute and act for their agent: respond for the provider, decide for the consumer; anyone else is refused', async () => {
+    const { consumer, provider, txId, disputeId } = await disputed();
+    const stranger = await party(ex);
+    // Each owner sees it, and the transaction from its side: a sale for one, a purchase for the other.
+    expect(unwrap(await provider.owner.client.getDispute(disputeId)).status).toBe('open');
+    expect(unwrap(await consumer.owner.client.getDispute(disputeId)).status).toBe('open');
+    expect(unwrap(await provider.owner.client.listAccountTransactions(provider.accountId, { role: 'provider', status: 'disputed' })).map((t) => t.id)).toEqual([txId]);
+    expect(unwrap(await provider.owner.client.getAccountTransaction(provider.accountId, txId))).toMatchObject({ roles: ['provider'], dispute: { id: disputeId } });
+    expect(unwrap(await consumer.owner.client.getAccountTransaction(consumer.accountId, txId)).roles).toEqual(['consumer']);
+    // Another account's owner, and another agent of an account, are refused.
+    expectError(await stranger.owner.client.getDispute(disputeId), 404, 'NOT_FOUND');
+    expectError(await stranger.owner.client.respondDispute(disputeId, { outcome: 'consumer_wins' }), 404, 'NOT_FOUND');
+    const colleague = await ex.addAgent(provider.owner);
+    expectError(await colleague.client.respondDispute(disputeId, { outcome: 'consumer_wins' }), 404, 'NOT_FOUND');
+    // Each owner acts only for its own side.
+    expectError(await consumer.owner.client.respondDispute(disputeId, { outcome: 'consumer_wins' }), 403, 'FORBIDDEN');
+    unwrap(await provider.owner.client.respondDispute(disputeId, { outcome: 'partial_refund', refundCents: 400, message: 'Half-way, from the owner.' }));
+    expectError(await provider.owner.client.decideDispute(disputeId, { accept: true }), 403, 'FORBIDDEN');
+    const decided = unwrap(await consumer.owner.client.decideDispute(disputeId, { accept: true }));
+    expect(decided).toMatchObject({ status: 'resolved', outcome: 'partial_refund', refundCents: 400 });
+    expect(decided.messages.map((m) => m.from)).toEqual(['consumer', 'provider', 'consumer']);
+    expect(await waitForStatus(consumer, txId, 'settled')).toMatchObject({ statusReason: 'dispute_partial_refund' });
+  });
+});
+
 describe('the response deadline (D12.7)', () => {
   let fast: TestExchange;
   beforeAll(async () => {

@@ -1996,6 +1996,7 @@ export interface components {
                     reason?: string;
                 } | null;
             };
+            roles: ("consumer" | "provider")[];
             negotiation: {
                 /**
                  * Format: uuid
@@ -5151,6 +5152,7 @@ export interface operations {
     listAccountTransactions: {
         parameters: {
             query?: {
+                role?: "consumer" | "provider";
                 status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 /** @description UUID */
                 agentId?: string;

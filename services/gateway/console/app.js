@@ -52,7 +52,7 @@ async function api(method, path, body) {
 
 // --- routing
 
-const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases'], ['#/agents', 'Agents and rules'], ['#/wallets', 'Wallets'], ['#/webhooks', 'Webhooks']];
+const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases'], ['#/sales', 'Services and sales'], ['#/disputes', 'Disputes'], ['#/agents', 'Agents and rules'], ['#/wallets', 'Wallets'], ['#/webhooks', 'Webhooks']];
 const OPERATOR_PAGES = [['#/operator/figures', 'Figures'], ['#/operator/disputes', 'Escalated disputes'], ['#/operator/dead-letters', 'Dead letters'], ['#/operator/agents', 'Suspend'], ['#/operator/audit', 'Audit log'], ['#/operator/ledger', 'Ledger check']];
 
 function go(hash) {
@@ -83,6 +83,8 @@ async function render() {
     else if (state.session.kind === 'owner' && hash === '#/approvals') main.replaceChildren(await approvalsPage());
     else if (state.session.kind === 'owner' && hash === '#/purchases') main.replaceChildren(await purchasesPage());
     else if (state.session.kind === 'owner' && (m = /^#\/purchases\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await purchasePage(m[1]));
+    else if (state.session.kind === 'owner' && hash === '#/sales') main.replaceChildren(await salesPage());
+    else if (state.session.kind === 'owner' && hash === '#/disputes') main.replaceChildren(await ownerDisputesPage());
     else if (state.session.kind === 'owner' && hash === '#/agents') main.replaceChildren(await agentsPage());
     else if (state.session.kind === 'owner' && hash === '#/wallets') main.replaceChildren(await walletsPage());
     else if (state.session.kind === 'owner' && hash === '#/webhooks') main.replaceChildren(await webhooksPage());
@@ -172,12 +174,27 @@ async function approvalsPage() {
 
 // --- owner: purchases and their timeline
 
+const STATUSES = ['awaiting_approval', 'negotiating', 'funds_held', 'executing', 'delivered', 'disputed', 'settled', 'cancelled', 'expired', 'failed'];
+
 async function purchasesPage() {
-  const r = await api('GET', `/v1/accounts/${state.session.accountId}/transactions?limit=50`);
+  const filter = new URLSearchParams(sessionStorage.getItem('aex.purchases.filter') ?? '');
+  const query = new URLSearchParams({ limit: '50', ...(filter.get('status') ? { status: filter.get('status') } : {}), ...(filter.get('agentId') ? { agentId: filter.get('agentId') } : {}) });
+  const [r, agents] = await Promise.all([api('GET', `/v1/accounts/${state.session.accountId}/transactions?${query}`), api('GET', `/v1/accounts/${state.session.accountId}/agents?limit=100`)]);
   if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const status = h('select', { id: 'filter-status' }, h('option', { value: '' }, 'any'), STATUSES.map((st) => h('option', { value: st, selected: filter.get('status') === st }, st.replace(/_/g, ' '))));
+  const agent = h('select', { id: 'filter-agent' }, h('option', { value: '' }, 'any'), (agents.ok ? agents.data : []).map((a) => h('option', { value: a.id, selected: filter.get('agentId') === a.id }, `${a.name} (${short(a.id)})`)));
+  const filters = h('form', {
+    class: 'actions card', id: 'filters',
+    onsubmit: (e) => {
+      e.preventDefault();
+      sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ status: status.value, agentId: agent.value }).toString());
+      void render();
+    },
+  }, h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Agent'), agent, h('button', { type: 'submit' }, 'Filter'));
   return h('section', {},
     h('h1', {}, 'Purchases'),
-    r.data.length === 0 ? h('p', {}, 'Your agents have bought nothing yet.') : h('table', { id: 'purchases' },
+    filters,
+    r.data.length === 0 ? h('p', {}, 'No purchase matches.') : h('table', { id: 'purchases' },
       h('thead', {}, h('tr', {}, ...['Purchase', 'Agent', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
       h('tbody', {}, r.data.map((t) => h('tr', {}, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, short(t.consumerAgentId)), h('td', {}, pill(t.status)),
         h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt)))))));
@@ -187,10 +204,12 @@ async function purchasePage(id) {
   const account = state.session.accountId;
   const r = await api('GET', `/v1/accounts/${account}/transactions/${id}`);
   if (!r.ok) return h('p', { class: 'error' }, r.error);
-  const { transaction: t, negotiation, dispute } = r.data;
+  const { transaction: t, negotiation, dispute, roles } = r.data;
+  // The account's own agent in it: the buyer of a purchase, the provider of a sale.
+  const mine = roles.includes('consumer') ? t.consumerAgentId : t.providerAgentId;
   const [ledger, hooks] = await Promise.all([
-    api('GET', `/v1/wallets/${t.consumerAgentId}/transactions?limit=100`),
-    api('GET', `/v1/agents/${t.consumerAgentId}/webhook/deliveries?limit=100`),
+    api('GET', `/v1/wallets/${mine}/transactions?limit=100`),
+    api('GET', `/v1/agents/${mine}/webhook/deliveries?limit=100`),
   ]);
   const events = [['initiatedAt', 'Created'], ['fundsHeldAt', 'Price held in escrow'], ['deliveredAt', 'Delivered'], ['settledAt', 'Settled: the provider was paid']]
     .filter(([k]) => t[k]).map(([k, text]) => ({ at: t[k], text }));
@@ -204,21 +223,98 @@ async function purchasePage(id) {
   if (ledger.ok) for (const e of ledger.data.filter((x) => x.transactionId === t.id)) events.push({ at: e.createdAt, text: `Ledger: ${e.txType.replace(/_/g, ' ')} ${usd(e.amountCents)}` });
   if (hooks.ok) {
     for (const d of hooks.data.filter((x) => x.payload && x.payload.data && x.payload.data.transactionId === t.id)) {
-      events.push({ at: d.createdAt, text: `Webhook ${d.eventType} to the buyer: ${d.status}${d.attempts.length ? ` after ${d.attempts.length} attempt(s)` : ''}` });
+      events.push({ at: d.createdAt, text: `Webhook ${d.eventType} to ${mine === t.consumerAgentId ? 'the buyer' : 'the provider'}: ${d.status}${d.attempts.length ? ` after ${d.attempts.length} attempt(s)` : ''}` });
     }
   }
   events.sort((a, b) => a.at.localeCompare(b.at));
   return h('section', {},
-    h('h1', {}, `Purchase ${short(t.id)}`),
+    h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'} ${short(t.id)}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
       h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)} (fee ${usd(t.platformFeeCents)})`),
       h('dt', {}, 'Buying agent'), h('dd', {}, t.consumerAgentId),
       h('dt', {}, 'Provider'), h('dd', {}, t.providerAgentId),
       h('dt', {}, 'Service'), h('dd', {}, `${t.serviceId} (version ${t.serviceVersion})`))),
+    dispute ? disputeCard(dispute, roles) : null,
     h('h2', {}, 'Timeline'),
     h('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => h('li', {}, h('time', { datetime: e.at }, when(e.at)), e.text))),
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => render() }, 'Refresh')));
+}
+
+/** A dispute with what the account may do in it: respond for its provider, decide or withdraw for its buyer. */
+function disputeCard(d, roles) {
+  const act = async (path, body, done) => {
+    const r = await api('POST', `/v1/disputes/${d.id}/${path}`, body);
+    if (!r.ok) return say(r.error, 'error');
+    say(`${done}: the dispute is ${r.data.status}${r.data.outcome ? ` (${r.data.outcome.replace(/_/g, ' ')})` : ''}.`);
+    void render();
+  };
+  const actions = [];
+  if (roles.includes('provider') && d.status === 'open') {
+    const outcome = h('select', { id: 'respond-outcome' }, ['consumer_wins', 'partial_refund', 'provider_redo', 'contest'].map((o) => h('option', { value: o }, o.replace(/_/g, ' '))));
+    const refund = h('input', { id: 'respond-refund', type: 'number', min: 1, step: 1 });
+    const message = h('input', { id: 'respond-message', type: 'text', maxlength: 2000 });
+    actions.push(h('form', {
+      class: 'stack', id: 'respond',
+      onsubmit: (e) => {
+        e.preventDefault();
+        void act('respond', { outcome: outcome.value, ...(outcome.value === 'partial_refund' ? { refundCents: Number(refund.value) } : {}), ...(message.value ? { message: message.value } : {}) }, 'Answered');
+      },
+    }, h('h3', {}, 'Answer for your provider'), h('label', { for: 'respond-outcome' }, 'Answer'), outcome, h('label', { for: 'respond-refund' }, 'Refund (cents, for a partial refund)'), refund,
+    h('label', { for: 'respond-message' }, 'Message'), message, h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Send answer'))));
+  }
+  if (roles.includes('consumer') && d.status === 'proposed') {
+    actions.push(h('div', { class: 'actions', id: 'decide' }, h('span', {}, `The provider proposes ${d.proposal ? `${d.proposal.outcome.replace(/_/g, ' ')}${d.proposal.refundCents ? ` of ${usd(d.proposal.refundCents)}` : ''}` : 'a settlement'}.`),
+      h('button', { type: 'button', onclick: () => act('decide', { accept: true }, 'Accepted') }, 'Accept proposal'),
+      h('button', { type: 'button', class: 'danger', onclick: () => act('decide', { accept: false }, 'Refused') }, 'Refuse (escalate)')));
+  }
+  if (roles.includes('consumer') && d.status !== 'resolved') {
+    actions.push(h('div', { class: 'actions' }, h('button', { type: 'button', class: 'secondary', onclick: () => act('withdraw', {}, 'Withdrawn') }, 'Withdraw the dispute (the provider is paid)')));
+  }
+  return h('div', { class: 'card', id: 'dispute' },
+    h('h2', {}, 'Dispute'),
+    h('dl', { class: 'facts' }, h('dt', {}, 'Status'), h('dd', {}, pill(d.status)), h('dt', {}, 'Reason'), h('dd', {}, d.reason.replace(/_/g, ' ')), h('dt', {}, 'Description'), h('dd', {}, d.description),
+      h('dt', {}, 'Deadline'), h('dd', {}, when(d.deadlineAt)), d.outcome ? [h('dt', {}, 'Outcome'), h('dd', {}, d.outcome.replace(/_/g, ' '))] : null),
+    h('ol', { class: 'timeline' }, d.messages.map((m) => h('li', {}, h('time', { datetime: m.at }, when(m.at)), `${m.from}: ${m.kind}${m.outcome ? ` ${m.outcome.replace(/_/g, ' ')}` : ''}${m.message ? ` — ${m.message}` : ''}`))),
+    actions);
+}
+
+async function ownerDisputesPage() {
+  const account = state.session.accountId;
+  const [bought, sold] = await Promise.all(['consumer', 'provider'].map((role) => api('GET', `/v1/accounts/${account}/transactions?role=${role}&status=disputed&limit=100`)));
+  const rows = [...(bought.ok ? bought.data.map((t) => ['purchase', t]) : []), ...(sold.ok ? sold.data.map((t) => ['sale', t]) : [])];
+  return h('section', {},
+    h('h1', {}, 'Disputes'),
+    h('p', { class: 'muted' }, 'Disputes of your agents\' purchases and sales still open. Open one to answer it for your provider, or to decide on a proposal for your buyer.'),
+    rows.length === 0 ? h('p', { id: 'no-owner-disputes' }, 'No dispute is open.') : h('table', { id: 'owner-disputes' },
+      h('thead', {}, h('tr', {}, ...['Transaction', 'Side', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'))),
+      h('tbody', {}, rows.map(([side, t]) => h('tr', { 'data-transaction': t.id }, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, side), h('td', {}, pill(t.status)), h('td', { class: 'money' }, usd(t.agreedPriceCents)))))));
+}
+
+// --- owner: services and their sales
+
+async function salesPage() {
+  const account = state.session.accountId;
+  const [agents, sales] = await Promise.all([api('GET', `/v1/accounts/${account}/agents?limit=100`), api('GET', `/v1/accounts/${account}/transactions?role=provider&limit=100`)]);
+  if (!agents.ok) return h('p', { class: 'error' }, agents.error);
+  const services = (await Promise.all(agents.data.map(async (a) => {
+    const r = await api('GET', `/v1/services?agentId=${a.id}&limit=100`);
+    return r.ok ? r.data.map((sv) => ({ ...sv, agentName: a.name })) : [];
+  }))).flat();
+  const sold = sales.ok ? sales.data : [];
+  const of = (id) => sold.filter((t) => t.serviceId === id);
+  return h('section', {},
+    h('h1', {}, 'Services and sales'),
+    services.length === 0 ? h('p', {}, 'Your agents offer no service.') : h('table', { id: 'services' },
+      h('thead', {}, h('tr', {}, ...['Service', 'Agent', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Sales'), h('th', { scope: 'col', class: 'money' }, 'Settled'))),
+      h('tbody', {}, services.map((sv) => h('tr', { 'data-service': sv.id }, h('td', {}, sv.name), h('td', {}, sv.agentName), h('td', {}, pill(sv.status)),
+        h('td', { class: 'money' }, usd(sv.pricing.basePriceCents)), h('td', {}, String(of(sv.id).length)),
+        h('td', { class: 'money' }, usd(of(sv.id).filter((t) => t.status === 'settled').reduce((n, t) => n + t.agreedPriceCents, 0))))))),
+    h('h2', {}, 'Recent sales'),
+    sold.length === 0 ? h('p', { class: 'muted' }, 'No sale yet.') : h('table', { id: 'sales' },
+      h('thead', {}, h('tr', {}, ...['Sale', 'Provider', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
+      h('tbody', {}, sold.map((t) => h('tr', {}, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, short(t.providerAgentId)), h('td', {}, pill(t.status)),
+        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt)))))));
 }
 
 // --- owner: agents, their keys and spending rules

@@ -12,7 +12,7 @@ const NOW = new Date('2026-11-27T12:00:00Z');
 const HELD_AT = new Date('2026-11-27T11:00:00Z');
 
 const base: Purchase = {
-  id: '00000000-0000-4000-8000-000000000001', consumerAgentId: CONSUMER, providerAgentId: PROVIDER, consumerAccountId: 'acct', serviceId: 'svc',
+  id: '00000000-0000-4000-8000-000000000001', consumerAgentId: CONSUMER, providerAgentId: PROVIDER, consumerAccountId: 'acct', providerAccountId: 'acct-p', serviceId: 'svc',
   serviceRevision: 1, serviceVersion: '1.0.0', category: 'text', pricing: { model: 'fixed', basePriceCents: 1000 },
   sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, status: 'initiated', statusReason: null, units: 1, listPriceCents: 1000,
   maxPriceCents: null, agreedPriceCents: 1000, platformFeeCents: 50, hold: 'requested', holdAttempt: 1, pendingAcceptBy: null, pendingAcceptPriceCents: null,
@@ -407,8 +407,8 @@ describe('approvals (D10.3)', () => {
 
 /** What `openPurchase` is given to make the purchase `t`. */
 function openingOf(t: Purchase, offer: Opening['offer'], approver: Approver = APPROVER): Opening {
-  const { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents } = t;
-  return { id, consumerAgentId, providerAgentId, consumerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents, offer, approver };
+  const { id, consumerAgentId, providerAgentId, consumerAccountId, providerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents } = t;
+  return { id, consumerAgentId, providerAgentId, consumerAccountId, providerAccountId, serviceId, serviceRevision, serviceVersion, category, pricing, sla, units, listPriceCents, maxPriceCents, offer, approver };
 }
 
 function negotiateAtRound(lastRound: number): PurchaseCommand {

@@ -201,6 +201,8 @@ export const ContractQuery = Strict({ revision: Type.Optional(Type.Integer({ min
 export const ContractView = Type.Object({
   serviceId: Uuid,
   agentId: Uuid,
+  /** The provider's account: its owner agent sees the sales and acts in their disputes. */
+  providerAccountId: Uuid,
   revision: Type.Integer({ minimum: 1 }),
   version: Type.String(),
   category: Type.String(),

@@ -99,8 +99,9 @@ export const TransactionView = Type.Object({
 });
 export type TransactionView = Static<typeof TransactionView>;
 
-/** The account's purchases, for its owner agent: by status, by buying agent, newest first. */
+/** The account's purchases (or, with `role: provider`, its sales), for its owner agent: by status, by agent, newest first. */
 export const AccountTransactionsQuery = Strict({
+  role: Type.Optional(Type.Union([Type.Literal('consumer'), Type.Literal('provider')], { default: 'consumer' })),
   status: Type.Optional(TransactionStatus),
   agentId: Type.Optional(Uuid),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
@@ -280,6 +281,8 @@ export const AccountTransactionPath = Strict({ accountId: Uuid, transactionId: U
 /** One purchase of the account's agents, for its owner agent: the transaction, its negotiation and its dispute. */
 export const TransactionDetailView = Type.Object({
   transaction: TransactionView,
+  /** The sides the account's agents are on: `consumer` (a purchase), `provider` (a sale), or both. */
+  roles: Type.Array(Type.Union([Type.Literal('consumer'), Type.Literal('provider')])),
   negotiation: Type.Array(NegotiationView),
   dispute: Type.Union([DisputeView, Type.Null()]),
 });

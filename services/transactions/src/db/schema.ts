@@ -29,6 +29,8 @@ export interface TransactionRow {
   consumerAgentId: string;
   providerAgentId: string;
   consumerAccountId: string;
+  /** The provider's account (null on transactions made before it was kept). */
+  providerAccountId: string | null;
   serviceId: string;
   /** The contract revision the transaction was created with (pinned, D7.6). */
   serviceRevision: number;

@@ -32,12 +32,25 @@ export function disputeView(d: DisputeRow): DisputeView {
   };
 }
 
-/** D12.9: a dispute is its two parties' alone; to anyone else it does not exist (404). */
-async function visibleDispute(db: Kysely<Database>, caller: Principal, id: string): Promise<DisputeRow> {
-  const d = await db.selectFrom('disputes').selectAll().where('id', '=', id).executeTakeFirst();
-  if (!d || (d.consumerAgentId !== caller.agentId && d.providerAgentId !== caller.agentId)) throw new AppError('NOT_FOUND', 'No such dispute.');
-  return d;
+/**
+ * D12.9: a dispute is visible to its parties, and to the owner agent of either party's account, who
+ * may act for its agent (D2.2; the console's disputes); to anyone else it does not exist (404).
+ */
+async function visibleDispute(db: Kysely<Database>, caller: Principal, id: string): Promise<DisputeRow & { accounts: Accounts }> {
+  const d = await db.selectFrom('disputes as d').innerJoin('transactions as t', 't.id', 'd.transactionId')
+    .selectAll('d').select(['t.consumerAccountId', 't.providerAccountId']).where('d.id', '=', id).executeTakeFirst();
+  if (!d) throw new AppError('NOT_FOUND', 'No such dispute.');
+  const { consumerAccountId, providerAccountId, ...dispute } = d;
+  const accounts = { consumer: consumerAccountId, provider: providerAccountId };
+  if (!actsAs(caller, dispute, accounts, 'consumer') && !actsAs(caller, dispute, accounts, 'provider')) throw new AppError('NOT_FOUND', 'No such dispute.');
+  return { ...dispute, accounts };
 }
+
+interface Accounts { consumer: string; provider: string | null }
+
+/** Whether the caller is the party `role` of the dispute, or the owner agent of that party's account. */
+const actsAs = (caller: Principal, d: Pick<DisputeRow, 'consumerAgentId' | 'providerAgentId'>, accounts: Accounts, role: 'consumer' | 'provider') =>
+  (role === 'consumer' ? d.consumerAgentId : d.providerAgentId) === caller.agentId || (caller.isOwner && caller.accountId === accounts[role]);
 
 /** POST /v1/transactions/{id}/dispute (D12.1): the consumer, on `delivered`; the hold stays. */
 export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDispute']> => async ({ path, body }, ctx) => {
@@ -110,7 +123,7 @@ export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['res
 async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<Ops['respondDispute']>>[1], id: string, role: 'consumer' | 'provider', action: DisputeAction, note: { message?: string; evidence?: Record<string, unknown> }) {
   const caller = requireAgent(ctx);
   const seen = await visibleDispute(deps.db, caller, id);
-  if ((role === 'consumer' ? seen.consumerAgentId : seen.providerAgentId) !== caller.agentId) {
+  if (!actsAs(caller, seen, seen.accounts, role)) {
     throw new AppError('FORBIDDEN', `Only the ${role} may ${action.kind} this dispute.`, { details: { role } });
   }
   return ctx.effect(deps.db, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));

@@ -198,7 +198,7 @@ const agreedPendingAccept = (t: Purchase): PurchaseChanges => (t.pendingAcceptBy
   : {});
 
 /** What a new purchase is made of: who buys what, at which list price, and the opening offer if it negotiates. */
-export type Opening = Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId' | 'consumerAccountId' | 'serviceId' | 'serviceRevision' | 'serviceVersion' | 'category' | 'pricing' | 'sla' | 'units' | 'listPriceCents' | 'maxPriceCents'> & {
+export type Opening = Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId' | 'consumerAccountId' | 'providerAccountId' | 'serviceId' | 'serviceRevision' | 'serviceVersion' | 'category' | 'pricing' | 'sla' | 'units' | 'listPriceCents' | 'maxPriceCents'> & {
   /** D9.4: the consumer's opening offer and when it expires; null buys at the list price. */
   offer: { priceCents: number; expiresAt: Date } | null;
   /** D10.3: who approves the consumer's purchases; a purchase at the list price may need it. An opening offer never does: its accept may. */

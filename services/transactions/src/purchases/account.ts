@@ -16,16 +16,20 @@ export function requireOwnerOf(caller: Principal, accountId: string): void {
   if (!caller.isOwner) throw new AppError('FORBIDDEN', "Only the account's owner agent sees its agents' purchases.", { details: { role: 'owner' } });
 }
 
-/** GET /v1/accounts/{id}/transactions: the purchases of the account's agents, newest first (owner agent). */
+/**
+ * GET /v1/accounts/{id}/transactions: the purchases of the account's agents (`role: provider`: their
+ * sales), newest first (owner agent).
+ */
 export const listAccountTransactions = (deps: TransactionDeps): OperationHandler<Ops['listAccountTransactions']> => async ({ path, query }, ctx) => {
   const caller = requireAgent(ctx);
   requireOwnerOf(caller, path.accountId);
   const limit = query.limit ?? 20;
   const offset = query.offset ?? 0;
+  const selling = query.role === 'provider';
   const q = deps.db.selectFrom('transactions')
-    .where('consumerAccountId', '=', path.accountId)
+    .where(selling ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
     .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!))
-    .$if(query.agentId !== undefined, (b) => b.where('consumerAgentId', '=', query.agentId!));
+    .$if(query.agentId !== undefined, (b) => b.where(selling ? 'providerAgentId' : 'consumerAgentId', '=', query.agentId!));
   const [rows, count] = await Promise.all([
     q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
     q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
@@ -33,17 +37,19 @@ export const listAccountTransactions = (deps: TransactionDeps): OperationHandler
   return { data: rows.map((r) => transactionView(r, caller.accountId)), pagination: pagination(count.n, limit, offset) };
 };
 
-/** GET /v1/accounts/{id}/transactions/{transactionId}: one purchase with its negotiation and dispute (owner agent). */
+/** GET /v1/accounts/{id}/transactions/{transactionId}: one purchase or sale of the account's agents with its negotiation and dispute (owner agent). */
 export const getAccountTransaction = (deps: TransactionDeps): OperationHandler<Ops['getAccountTransaction']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   requireOwnerOf(caller, path.accountId);
-  const t = await deps.db.selectFrom('transactions').selectAll().where('id', '=', path.transactionId).where('consumerAccountId', '=', path.accountId).executeTakeFirst();
-  if (!t) throw new AppError('NOT_FOUND', 'No such purchase of this account.');
+  const t = await deps.db.selectFrom('transactions').selectAll().where('id', '=', path.transactionId)
+    .where((eb) => eb.or([eb('consumerAccountId', '=', path.accountId), eb('providerAccountId', '=', path.accountId)])).executeTakeFirst();
+  if (!t) throw new AppError('NOT_FOUND', 'No such purchase or sale of this account.');
   const [messages, dispute] = await Promise.all([
     deps.db.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', t.id).orderBy('round').execute(),
     t.disputeId ? deps.db.selectFrom('disputes').selectAll().where('id', '=', t.disputeId).executeTakeFirst() : undefined,
   ]);
-  return { data: { transaction: transactionView(t, caller.accountId), negotiation: messages.map(negotiationView), dispute: dispute ? disputeView(dispute) : null } };
+  const roles = [...(t.consumerAccountId === path.accountId ? ['consumer' as const] : []), ...(t.providerAccountId === path.accountId ? ['provider' as const] : [])];
+  return { data: { transaction: transactionView(t, caller.accountId), roles, negotiation: messages.map(negotiationView), dispute: dispute ? disputeView(dispute) : null } };
 };
 
 /** GET /v1/accounts/{id}/spending: the account's purchases of the last `days` days whose price was held, by category (owner agent). */

@@ -27,7 +27,7 @@ async function contractFor(deps: TransactionDeps, serviceId: string, requestId: 
 
 /** Every column of a transaction row, in the order the creation's insert lists them. */
 const COLUMNS = [
-  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'category', 'pricing', 'sla',
+  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'category', 'pricing', 'sla',
   'status', 'statusReason', 'input', 'output', 'units', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'deliveryAttempts', 'maxDeliveryAttempts', 'metadata', 'createdAt', 'updatedAt',
@@ -79,6 +79,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     consumerAgentId: caller.agentId,
     providerAgentId: contract.agentId,
     consumerAccountId: caller.accountId,
+    providerAccountId: contract.providerAccountId,
     serviceId: contract.serviceId,
     serviceRevision: contract.revision,
     serviceVersion: contract.version,

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -84,6 +84,21 @@ describe('the README run command, as a newcomer meets it', { shuffle: false }, (
     expect((await fetch(`${url}/docs/api.md`)).status).toBe(200);
     expect(screen()).toContain('For LLM agents and terminals (MCP server, aex CLI)');
     expect((await fetch(`${url}/.well-known/agent-card.json`)).status).toBe(200);
+  });
+
+  it('points people at the console and the metrics, with an operator token of the data directory\'s own', async () => {
+    const file = join(dataDir, 'admin-token');
+    expect(screen()).toContain(`Console for people: ${url}/console/ (owners: the owner agent's API key; operators: the token in ${file})`);
+    expect(screen()).toContain(`Prometheus metrics: ${url}/metrics`);
+    // Kept for its owner only, never printed.
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const token = readFileSync(file, 'utf8').trim();
+    expect(screen()).not.toContain(token);
+    const signIn = await fetch(`${url}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ operatorToken: token }) });
+    expect([signIn.status, signIn.headers.get('set-cookie')]).toEqual([201, expect.stringMatching(/^aex_console=[\w-]{43}; Path=\/; HttpOnly; SameSite=Strict$/)]);
+    expect((await fetch(`${url}/console/`)).status).toBe(200);
+    const metrics = await fetch(`${url}/metrics`);
+    expect([metrics.status, (await metrics.text()).includes('# TYPE aex_http_requests_total counter')]).toEqual([200, true]);
   });
 
   it('signs up, registers a service and discovers it by meaning alone', async () => {

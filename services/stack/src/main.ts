@@ -4,17 +4,21 @@ import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@a
 import { startEmbeddedPostgres, startLocalNats, type Started } from './infra/local-infra.js';
 import { startStack } from './service.js';
 import { lockDataDir } from './infra/data-dir-lock.js';
+import { localOperatorToken } from './infra/operator-token.js';
 import { stopStack } from './infra/shutdown.js';
 
 // `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
-// sandbox payment processor and private webhook targets allowed (D16); everything else as configured.
+// sandbox payment processor, private webhook targets allowed (D16) and an operator token of the data
+// directory's; everything else as configured.
 await runMain(async () => {
+  const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
+  const operator = process.env.ADMIN_TOKEN ? null : localOperatorToken(dataDir);
   const config = loadConfig(process.env, {
     PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+    ...(operator ? { ADMIN_TOKEN: operator.token } : {}),
   });
   const logger = createLogger('stack', config.LOG_LEVEL, config.LOG_FORMAT);
-  const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
   const owned: Started[] = [];
   let url: string | null = null;
   // Before anything in the data directory is touched: a live exchange there keeps it (and its servers).
@@ -52,6 +56,7 @@ await runMain(async () => {
       'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
       `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
       `For LLM agents and terminals (MCP server, aex CLI): README.md, "Use it from an LLM agent, or a terminal" · agent card: ${url}/.well-known/agent-card.json`,
+      `Console for people: ${url}/console/ (owners: the owner agent's API key; operators: ${operator ? `the token in ${operator.file}` : 'ADMIN_TOKEN'}) · Prometheus metrics: ${url}/metrics`,
       '',
     ].join('\n'),
   );

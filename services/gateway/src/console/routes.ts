@@ -65,6 +65,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
       if (principal.status !== 'active') throw new AppError('AGENT_INACTIVE', 'This agent is not active.');
       opened = await guards.console.open({ kind: 'owner', keyHash: sha256(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
     } else {
+      if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'The operator API is off on this exchange: it needs ADMIN_TOKEN set.');
       checkAdminToken(config.ADMIN_TOKEN, `Bearer ${body.operatorToken as string}`);
       opened = await guards.console.open({ kind: 'operator', tokenHash: sha256(body.operatorToken as string) });
     }

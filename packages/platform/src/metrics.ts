@@ -29,7 +29,13 @@ function labelText(labels: Labels, extra?: [string, string]): string {
   return pairs.length === 0 ? '' : `{${pairs.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}`;
 }
 
-const keyOf = (labels: Labels) => JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
+/** A series' key: its label values in the metric's label order (names outside it: sorted after). */
+function keyOf(labelNames: readonly string[], labels: Labels): string {
+  let key = '';
+  for (const n of labelNames) key += `${labels[n]}\u0000`;
+  if (Object.keys(labels).length === labelNames.length) return key;
+  return key + JSON.stringify(Object.entries(labels).filter(([k]) => !labelNames.includes(k)).sort(([a], [b]) => a.localeCompare(b)));
+}
 
 const formatValue = (v: number) => (Number.isNaN(v) ? 'NaN' : v === Infinity ? '+Inf' : v === -Infinity ? '-Inf' : String(v));
 
@@ -41,10 +47,10 @@ abstract class Metric<S> {
   }
 
   protected stateOf(labels: Labels, initial: () => S): S {
-    for (const n of this.labelNames) if (labels[n] === undefined) throw new Error(`metric ${this.name}: label ${n} missing`);
-    const key = keyOf(labels);
+    const key = keyOf(this.labelNames, labels);
     let s = this.series.get(key);
     if (!s) {
+      for (const n of this.labelNames) if (labels[n] === undefined) throw new Error(`metric ${this.name}: label ${n} missing`);
       s = { labels: { ...labels }, state: initial() };
       this.series.set(key, s);
     }
@@ -71,6 +77,12 @@ export class Counter extends Metric<{ value: number }> {
     this.stateOf(labels, () => ({ value: 0 })).value += by;
   }
 
+  /** One series, found once: what a hot path that always counts the same labels keeps. */
+  bind(labels: Labels): { inc(by?: number): void } {
+    const s = this.stateOf(labels, () => ({ value: 0 }));
+    return { inc: (by = 1) => void (s.value += by) };
+  }
+
   /** A total kept elsewhere and only ever growing (a ledger's sum), as read by a collector. */
   setTotal(labels: Labels, total: number): void {
     this.stateOf(labels, () => ({ value: 0 })).value = total;
@@ -92,7 +104,7 @@ export class Gauge extends Metric<{ value: number }> {
 
   /** Forgets a series (a consumer or a service no longer in this process). */
   remove(labels: Labels): void {
-    this.series.delete(keyOf(labels));
+    this.series.delete(keyOf(this.labelNames, labels));
   }
 
   protected sample(labels: Labels, s: { value: number }): string[] {
@@ -108,14 +120,26 @@ export class Histogram extends Metric<HistogramState> {
   }
 
   observe(labels: Labels, value: number): void {
+    this.record(this.stateOf(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 })), value);
+  }
+
+  /** One series, found once (see `Counter.bind`). */
+  bind(labels: Labels): { observe(value: number): void } {
     const s = this.stateOf(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
-    for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
+    return { observe: (value) => this.record(s, value) };
+  }
+
+  private record(s: HistogramState, value: number): void {
+    // Buckets are cumulative when written out: only the first bucket that holds the value counts it here.
+    const i = this.buckets.findIndex((b) => value <= b);
+    if (i >= 0) s.counts[i]!++;
     s.sum += value;
     s.count++;
   }
 
   protected sample(labels: Labels, s: HistogramState): string[] {
-    const lines = this.buckets.map((b, i) => `${this.name}_bucket${labelText(labels, ['le', formatValue(b)])} ${s.counts[i]}`);
+    let cumulative = 0;
+    const lines = this.buckets.map((b, i) => `${this.name}_bucket${labelText(labels, ['le', formatValue(b)])} ${(cumulative += s.counts[i]!)}`);
     lines.push(`${this.name}_bucket${labelText(labels, ['le', '+Inf'])} ${s.count}`);
     lines.push(`${this.name}_sum${labelText(labels)} ${formatValue(s.sum)}`, `${this.name}_count${labelText(labels)} ${s.count}`);
     return lines;

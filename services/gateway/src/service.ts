@@ -66,10 +66,18 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   });
   // Every answer counted and timed by its route's template (a bounded set of labels; no route: `unmatched`).
   const [requests, durations] = [exchangeMetrics.httpRequests(), exchangeMetrics.httpDuration()];
-  app.addHook('onResponse', async (req, reply) => {
+  const counted = new Map<string, { count: { inc(): void }; time: { observe(v: number): void } }>();
+  app.addHook('onResponse', (req, reply, done) => {
     const route = req.routeOptions.url ?? 'unmatched';
-    requests.inc({ route, method: req.method, status: String(reply.statusCode) });
-    durations.observe({ route, method: req.method }, reply.elapsedTime / 1000);
+    const key = `${req.method} ${route} ${reply.statusCode}`;
+    let series = counted.get(key);
+    if (!series) {
+      series = { count: requests.bind({ route, method: req.method, status: String(reply.statusCode) }), time: durations.bind({ route, method: req.method }) };
+      counted.set(key, series);
+    }
+    series.count.inc();
+    series.time.observe(reply.elapsedTime / 1000);
+    done();
   });
   app.addHook('onClose', async () => {
     await guards.limiter.stop();

@@ -76,8 +76,9 @@ async function appliedBefore<DB>(db: Kysely<DB>, consumer: string, messageId: st
  * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
  */
 export async function consumeIdempotently<M extends MessageDef, DB, R = void>(opts: IdempotentConsumerOptions<M, DB, R>): Promise<Stoppable> {
-  const sagaStep = exchangeMetrics.sagaStep();
+  const sagaStep = exchangeMetrics.sagaStep().bind({ consumer: opts.durable });
   const processed = exchangeMetrics.messagesProcessed();
+  const outcomes = { applied: processed.bind({ consumer: opts.durable, outcome: 'applied' }), repeat: processed.bind({ consumer: opts.durable, outcome: 'repeat' }) };
   const dataCheck = validator(opts.def.data);
   const subject = opts.def.kind === 'event' ? subjects.event(opts.bus.namespace, opts.def.type) : subjects.command(opts.bus.namespace, opts.def.type);
   return opts.bus.consume({
@@ -95,10 +96,10 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
         });
         if (applied) {
           // The saga step's latency: from the message's commit to its outbox to this step's commit.
-          sagaStep.observe({ consumer: opts.durable }, Math.max(0, Date.now() - Date.parse(read.envelope.occurredAt)) / 1000);
+          sagaStep.observe(Math.max(0, Date.now() - Date.parse(read.envelope.occurredAt)) / 1000);
           await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
         }
-        processed.inc({ consumer: opts.durable, outcome: applied ? 'applied' : 'repeat' });
+        (applied ? outcomes.applied : outcomes.repeat).inc();
         return ack();
       } catch (err) {
         if (isAppError(err)) {

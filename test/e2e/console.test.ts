@@ -97,6 +97,16 @@ async function awaitingPurchase(): Promise<{ buyer: Party; provider: Party; tran
   return { buyer, provider, transactionId: t.id };
 }
 
+/** A purchase of a fresh provider's 1,000-cent service, delivered and disputed by its buyer. */
+async function disputedPurchase(reason: 'output_incomplete' | 'output_quality', description: string) {
+  const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
+  const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
+  const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
+  unwrap(await provider.client.deliver(t.id, OUTPUT));
+  const dispute = unwrap(await consumer.client.openDispute(t.id, { reason, description }));
+  return { consumer, provider, serviceId, t, dispute };
+}
+
 describe('the console (owners)', () => {
   it('an owner signs in, approves a purchase, and sees it settle on its timeline', async () => {
     const { buyer, provider, transactionId } = await awaitingPurchase();
@@ -264,11 +274,7 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
 
 describe('the console (owners): disputes, services and sales', () => {
   it('the provider\'s owner answers a dispute for its agent and sees its sales; the buyer\'s owner accepts the proposal', async () => {
-    const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
-    const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
-    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
-    const dispute = unwrap(await consumer.client.openDispute(t.id, { reason: 'output_incomplete', description: 'Half of the digest is missing.' }));
+    const { consumer, provider, serviceId, t, dispute } = await disputedPurchase('output_incomplete', 'Half of the digest is missing.');
 
     const seller = await visit();
     await signInAsOwner(seller, provider.owner.apiKey);
@@ -303,11 +309,7 @@ describe('the console (owners): disputes, services and sales', () => {
 
 describe('the console (operators)', () => {
   it('an operator signs in with the token, finds an escalated dispute and resolves it', async () => {
-    const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
-    const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
-    const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
-    const dispute = unwrap(await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'The digest is not the expected one.' }));
+    const { consumer, provider, dispute } = await disputedPurchase('output_quality', 'The digest is not the expected one.');
     expect(unwrap(await provider.client.respondDispute(dispute.id, { outcome: 'contest' })).status).toBe('escalated');
 
     const page = await visit();

@@ -6,7 +6,7 @@ import type { TransactionView } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { exchangeTest } from './fixtures.js';
 import { expectError, type Member } from './harness.js';
-import { funded, INPUT, ledgerOf, party, serviceBody, wallet, waitForStatus } from './transaction-kit.js';
+import { funded, INPUT, ledgerOf, party, serviceBody, wallet, waitForStatus, webhookUrlKnown } from './transaction-kit.js';
 
 // D10.3 through the gateway: a price the buyer's rules do not approve waits for its account's owner
 // agent (`awaiting_approval`, 202, nothing held) instead of being refused; the owner approves (the
@@ -55,13 +55,13 @@ describe('a purchase awaiting approval (D10.3)', () => {
     const hooks = await Promise.all([buyer, provider, buyer.owner].map((m) => receiverFor(m.client, m.agentId)));
     try {
       const t = unwrap(await buyer.client.createTransaction({ serviceId: service, input: INPUT }));
-      const events = await Promise.all(hooks.map((h) => eventually(async () => h.got.find((e) => e.type === 'transaction.awaiting_approval' && e.data.transactionId === t.id), 10_000)));
+      const events = await Promise.all(hooks.map((h) => eventually(async () => h.got.find((e) => e.type === 'transaction.awaiting_approval' && e.data?.transactionId === t.id), 10_000)));
       for (const e of events) {
         expect(e.data).toMatchObject({ status: 'awaiting_approval', previousStatus: 'initiated', consumerAgentId: buyer.agentId, agreedPriceCents: 1000 });
         expect(e.data).not.toHaveProperty('ownerAgentId');
       }
       // The owner is told only of the wait: the other events go to the parties.
-      expect(hooks[2]!.got.filter((e) => e.data.transactionId === t.id).map((e) => e.type)).toEqual(['transaction.awaiting_approval']);
+      expect(hooks[2]!.got.filter((e) => e.data?.transactionId === t.id).map((e) => e.type)).toEqual(['transaction.awaiting_approval']);
     } finally {
       await Promise.all(hooks.map((h) => h.close()));
     }
@@ -190,11 +190,17 @@ describe('the account\'s purchases, for its owner agent', () => {
     expect(unwrap(await buyer.owner.client.listAccountTransactions(buyer.accountId, { agentId: provider.agentId }))).toEqual([]);
     const detail = unwrap(await buyer.owner.client.getAccountTransaction(buyer.accountId, asked.id));
     expect(detail).toMatchObject({ transaction: { id: asked.id, status: 'awaiting_approval', approval: { rule: 'requireHumanApprovalAboveCents' } }, negotiation: [], dispute: null });
-    // Another agent of the account: 403; another account (the provider's): 404; nobody: 401.
+    // The provider's owner sees it from its side, as a sale, without the buyer's limits.
+    const sale = unwrap(await provider.owner.client.getAccountTransaction(provider.accountId, asked.id));
+    expect(sale.roles).toEqual(['provider']);
+    expect(Object.keys(sale.transaction.approval!).sort()).toEqual(['expiresAt', 'requestedAt']);
+    expect(unwrap(await provider.owner.client.listAccountTransactions(provider.accountId, { role: 'provider' })).map((t) => t.id)).toEqual([asked.id]);
+    // Another agent of the account: 403; another account: 404 (under its own account too); nobody: 401.
+    const stranger = await party(exchange);
     expectError(await buyer.client.listAccountTransactions(buyer.accountId), 403, 'FORBIDDEN');
     expectError(await buyer.client.getAccountTransaction(buyer.accountId, asked.id), 403, 'FORBIDDEN');
     expectError(await provider.owner.client.listAccountTransactions(buyer.accountId), 404, 'NOT_FOUND');
-    expectError(await provider.owner.client.getAccountTransaction(provider.owner.accountId, asked.id), 404, 'NOT_FOUND');
+    expectError(await stranger.owner.client.getAccountTransaction(stranger.accountId, asked.id), 404, 'NOT_FOUND');
     expectError(await exchange.anon.listAccountTransactions(buyer.accountId), 401, 'UNAUTHENTICATED');
   });
 
@@ -232,7 +238,7 @@ describe('an accept at a price needing approval (D10.3, D11)', () => {
       expect(unwrap(await buyer.owner.client.approve(t.id))).toMatchObject({ status: 'funds_held', agreedPriceCents: 900 });
       const moves = await eventually(async () => {
         // Events made before the receiver was set may reach it too: the ones of the approval are these.
-        const got = hooks.got.filter((e) => e.data.transactionId === t.id && ['matched', 'funds_held'].includes(e.data.status)).map((e) => `${e.data.previousStatus}>${e.data.status}`);
+        const got = hooks.got.filter((e) => e.data?.transactionId === t.id && ['matched', 'funds_held'].includes(e.data.status)).map((e) => `${e.data!.previousStatus}>${e.data!.status}`);
         return got.length >= 2 ? got.sort() : null;
       }, 10_000);
       expect(moves).toEqual(['awaiting_approval>matched', 'matched>funds_held']);
@@ -264,9 +270,12 @@ describe('an approval not decided in time (D10.3)', () => {
   });
 });
 
-interface Hooked { type: string; data: TransactionView & { transactionId: string; previousStatus: string | null } }
+interface Hooked { type: string; data?: TransactionView & { transactionId: string; previousStatus: string | null } }
 
-/** A local webhook receiver for the agent (its URL set through `client`), collecting the events it gets. */
+/**
+ * A local webhook receiver for the agent (its URL set through `client`), collecting the events it
+ * gets — returned once a test delivery reached it, so the webhook service knows the URL already.
+ */
 async function receiverFor(client: ExchangeClient, agentId: string): Promise<{ got: Hooked[]; close(): Promise<void> }> {
   const got: Hooked[] = [];
   const server = http.createServer((req, res) => {
@@ -279,6 +288,7 @@ async function receiverFor(client: ExchangeClient, agentId: string): Promise<{ g
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   unwrap(await client.updateAgent(agentId, { webhookUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook` }));
+  await webhookUrlKnown(client, agentId);
   return {
     got,
     close: async () => {

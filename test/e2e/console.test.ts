@@ -10,7 +10,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { unwrap } from '@agent-exchange/client';
 import { eventually } from '@aex/platform/testing';
 import { ADMIN_TOKEN, startTestExchange, type TestExchange } from './harness.js';
-import { funded, INPUT, OUTPUT, party, serviceBody, type Party } from './transaction-kit.js';
+import { funded, INPUT, OUTPUT, party, serviceBody, webhookUrlKnown, type Party } from './transaction-kit.js';
 
 // The web console in a real headless browser (Debian's chromium, driven by playwright-core): an owner
 // signs in with the owner agent's key, approves a purchase and watches it settle on its timeline; an
@@ -225,10 +225,11 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
     try {
       unwrap(await buyer.client.updateAgent(buyer.agentId, { webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` }));
+      await webhookUrlKnown(buyer.client, buyer.agentId);
       unwrap(await buyer.owner.client.approve(transactionId));
       unwrap(await provider.client.deliver(transactionId, OUTPUT));
       unwrap(await buyer.client.verify(transactionId));
-      await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'dead' })).length > 0 || null, 15_000);
+      await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'dead' })).some((d) => d.eventType === 'transaction.settled') || null, 15_000);
 
       const page = await visit();
       await signInAsOwner(page, buyer.owner.apiKey);

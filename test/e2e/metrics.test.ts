@@ -7,7 +7,7 @@ import { serveHealth, createLogger } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
 import { exchangeTest } from './fixtures.js';
 import { startTestExchange } from './harness.js';
-import { OUTPUT, waitForStatus } from './transaction-kit.js';
+import { OUTPUT, waitForStatus, webhookUrlKnown } from './transaction-kit.js';
 import { parseExposition, samplesOf, type Exposition } from '../prometheus-text.js';
 
 // /metrics (docs/metrics.md): after purchases — one verified, one settled by its review window's
@@ -44,6 +44,8 @@ describe('/metrics', () => {
     await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
     try {
       unwrap(await provider.client.updateAgent(provider.agentId, { webhookUrl: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` }));
+      await webhookUrlKnown(provider.client, provider.agentId);
+      got.length = 0;
       const second = unwrap(await consumer.client.createTransaction({ serviceId: trade.serviceId, input: trade.input }));
       unwrap(await provider.client.deliver(second.id, OUTPUT));
       expect(unwrap(await consumer.client.verify(second.id)).status).toBe('settled');

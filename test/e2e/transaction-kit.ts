@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { unwrap } from '@agent-exchange/client';
+import { unwrap, type ExchangeClient } from '@agent-exchange/client';
 import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
 import type { Member, TestExchange } from './harness.js';
 
@@ -62,4 +62,17 @@ export async function waitForStatus(m: Member, id: string, status: string, ms = 
 export async function createHeld(m: Member, body: { serviceId: string; input: Record<string, unknown> }): Promise<TransactionView> {
   const t = unwrap(await m.client.createTransaction(body));
   return t.status === 'funds_held' ? t : waitForStatus(m, t.id, 'funds_held');
+}
+
+/**
+ * Waits until the webhook service knows the agent's new webhook URL (its replica of the agents' URLs
+ * follows identity's events): a test delivery reaches the URL, whatever the receiver answers.
+ */
+export async function webhookUrlKnown(client: ExchangeClient, agentId: string): Promise<void> {
+  for (const deadline = Date.now() + 10_000; ;) {
+    const r = await client.testWebhook(agentId);
+    if (r.ok && r.data.attempt.url !== null) return;
+    if (Date.now() > deadline) throw new Error(`the webhook service did not learn the webhook URL of ${agentId}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
 }

@@ -18,3 +18,4 @@ export * from './health.js';
 export * from './periodic.js';
 export * from './service-main.js';
 export * from './metrics.js';
+export * from './secrets.js';

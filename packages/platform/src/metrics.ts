@@ -7,7 +7,7 @@
  * a stalled dependency.
  */
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { bearerToken, sameSecret } from './secrets.js';
 
 export type Labels = Record<string, string>;
 
@@ -214,9 +214,8 @@ export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
  */
 export function metricsAuthorized(token: string | undefined, authorization: string | undefined): boolean {
   if (!token) return true;
-  const match = /^Bearer (\S+)$/.exec(authorization ?? '');
-  const given = createHash('sha256').update(match?.[1] ?? '').digest();
-  return Boolean(match) && timingSafeEqual(given, createHash('sha256').update(token).digest());
+  const given = bearerToken(authorization);
+  return given !== undefined && sameSecret(given, token);
 }
 
 /**

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from '@aex/contracts';
+import { AppError, hashApiKey } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError } from '../guards/rate-limit.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
-import { CONSOLE_COOKIE, cookieOf, sameSecret, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
+import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -63,10 +63,10 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
       const principal = await guards.auth.authenticate(`Bearer ${body.apiKey}`, req.id, req.ip);
       if (!principal.isOwner) throw new AppError('FORBIDDEN', 'Sign in with your account\'s owner agent\'s API key: the console acts for the whole account.');
       if (principal.status !== 'active') throw new AppError('AGENT_INACTIVE', 'This agent is not active.');
-      opened = await guards.console.open({ kind: 'owner', keyHash: sha256(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
+      opened = await guards.console.open({ kind: 'owner', keyHash: hashApiKey(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
     } else {
       if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'The operator API is off on this exchange: it needs ADMIN_TOKEN set.');
-      checkAdminToken(config.ADMIN_TOKEN, `Bearer ${body.operatorToken as string}`);
+      checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string);
       opened = await guards.console.open({ kind: 'operator', tokenHash: sha256(body.operatorToken as string) });
     }
     void guards.limiter.refund('auth_failures_ip', req.ip);
@@ -86,7 +86,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     const session = await guards.console.find(id);
     if (!session) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
     const csrf = req.headers['x-csrf-token'];
-    if (typeof csrf !== 'string' || !sameSecret(csrf, session.csrf)) throw new AppError('FORBIDDEN', 'The request\'s CSRF token is missing or wrong; reload the console.', { details: { reason: 'csrf' } });
+    requireCsrf(typeof csrf === 'string' ? csrf : undefined, session);
     await guards.console.close(id!);
     reply.header('set-cookie', sessionCookie(null, secure(req)));
     return answer(req, reply, 200, { signedOut: true });

@@ -1,6 +1,6 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { names } from '@aex/contracts';
-import type { Bus, KvStore } from '@aex/platform';
+import { createHash, randomBytes } from 'node:crypto';
+import { AppError, names } from '@aex/contracts';
+import { sameSecret, type Bus, type KvStore } from '@aex/platform';
 
 /**
  * Sessions of the web console (docs/console.md). The browser holds only an unguessable session id,
@@ -34,9 +34,9 @@ export interface ConsoleSession {
 
 export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
-/** Constant-time equality of two strings (by their hashes: equal lengths whatever was given). */
-export function sameSecret(a: string, b: string): boolean {
-  return timingSafeEqual(createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest());
+/** 403 unless a request that changes something carries the session's CSRF token (`X-CSRF-Token`). */
+export function requireCsrf(given: string | undefined, session: ConsoleSession): void {
+  if (!sameSecret(given ?? '', session.csrf)) throw new AppError('FORBIDDEN', 'The request\'s CSRF token is missing or wrong; reload the console.', { details: { reason: 'csrf' } });
 }
 
 export class ConsoleSessions {

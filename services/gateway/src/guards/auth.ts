@@ -1,6 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
-import { agentTag, callOperation, keyTag, LocalCache, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
+import { agentTag, callOperation, keyTag, LocalCache, sameSecret, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
 import { RateLimitedError, type RateLimiter } from './rate-limit.js';
 
 const principalCheck = validator(Principal);
@@ -111,11 +110,8 @@ function unexpired(p: PrincipalT): PrincipalT {
   return p;
 }
 
-/** D15.3: operator bearer token, compared in constant time. */
-export function checkAdminToken(configured: string | undefined, authorization: string | undefined): void {
+/** D15.3: the operator token given (a bearer token, or the console's sign-in), compared in constant time. */
+export function checkAdminToken(configured: string | undefined, given: string | undefined): void {
   if (!configured) throw new AppError('NOT_FOUND', 'No such route.');
-  const match = /^Bearer (\S+)$/.exec(authorization ?? '');
-  const given = createHash('sha256').update(match?.[1] ?? '').digest();
-  const expected = createHash('sha256').update(configured).digest();
-  if (!match || !timingSafeEqual(given, expected)) throw unauthenticated('The operator token is missing or wrong.');
+  if (given === undefined || !sameSecret(given, configured)) throw unauthenticated('The operator token is missing or wrong.');
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
 import { AppError, validator, type ErrorEntry, type IdempotencyContext, type Principal, type TSchema } from '@aex/contracts';
-import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
+import { bearerToken, callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { checkSignature } from '../domain/signature.js';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
@@ -13,7 +13,7 @@ import { valuesProblem } from './input-hygiene.js';
 import { protocolView } from './protocol.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
-import { CONSOLE_COOKIE, cookieOf, sameSecret, sha256, type ConsoleSessions } from '../console/sessions.js';
+import { CONSOLE_COOKIE, cookieOf, requireCsrf, sha256, type ConsoleSessions } from '../console/sessions.js';
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
@@ -86,22 +86,20 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
   const sessionId = spec.auth !== 'none' && req.headers.authorization === undefined ? cookieOf(req.headers.cookie, CONSOLE_COOKIE) : undefined;
   if (sessionId === undefined) {
     if (spec.auth === 'agent') return guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
-    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, req.headers.authorization);
+    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, bearerToken(req.headers.authorization));
     return null;
   }
   reply.header('cache-control', 'no-store').header('vary', 'Cookie');
   const session = await guards.console.find(sessionId);
   if (!session) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
-  if (MUTATING.has(req.method) && !sameSecret(header(req, 'x-csrf-token') ?? '', session.csrf)) {
-    throw new AppError('FORBIDDEN', 'The request\'s CSRF token is missing or wrong; reload the console.', { details: { reason: 'csrf' } });
-  }
+  if (MUTATING.has(req.method)) requireCsrf(header(req, 'x-csrf-token'), session);
   if (spec.auth === 'agent') {
     if (session.kind !== 'owner') throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
     return guards.auth.authenticateHash(session.keyHash!, req.id, req.ip);
   }
   // The operator's session holds while the deployment's token is the one it signed in with.
   if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'No such route.');
-  if (session.kind !== 'operator' || !sameSecret(session.tokenHash!, sha256(config.ADMIN_TOKEN))) throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
+  if (session.kind !== 'operator' || session.tokenHash !== sha256(config.ADMIN_TOKEN)) throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
   return null;
 }
 

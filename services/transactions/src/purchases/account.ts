@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
-import { AppError, pagination, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { disputeView } from '../disputes/handlers.js';
+import { transactionsPage } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -23,18 +24,12 @@ export function requireOwnerOf(caller: Principal, accountId: string): void {
 export const listAccountTransactions = (deps: TransactionDeps): OperationHandler<Ops['listAccountTransactions']> => async ({ path, query }, ctx) => {
   const caller = requireAgent(ctx);
   requireOwnerOf(caller, path.accountId);
-  const limit = query.limit ?? 20;
-  const offset = query.offset ?? 0;
   const selling = query.role === 'provider';
   const q = deps.db.selectFrom('transactions')
     .where(selling ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
     .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!))
     .$if(query.agentId !== undefined, (b) => b.where(selling ? 'providerAgentId' : 'consumerAgentId', '=', query.agentId!));
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { data: rows.map((r) => transactionView(r, caller.accountId)), pagination: pagination(count.n, limit, offset) };
+  return transactionsPage(q, query, caller.accountId);
 };
 
 /** GET /v1/accounts/{id}/transactions/{transactionId}: one purchase or sale of the account's agents with its negotiation and dispute (owner agent). */

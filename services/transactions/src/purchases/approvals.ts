@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
-import { AppError, pagination, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import type { TransactionRow } from '../db/schema.js';
 import { assertAction } from '../domain/state-machine.js';
 import { checkDelegation, delegationOf, lockAgents } from './limits.js';
-import { awaitRow, purchaseStep, refuseAfterEffect, VERSION } from './repository.js';
+import { awaitRow, purchaseStep, refuseAfterEffect, transactionsPage } from './repository.js';
 import { transactionView } from './views.js';
 import { requireOwnerOf } from './account.js';
 
@@ -17,7 +17,7 @@ type Ops = typeof transactionOps;
  * the purchase: 403. To any other account it does not exist (404, as D9.8 answers it).
  */
 async function decidableTransaction(deps: TransactionDeps, caller: Principal, id: string): Promise<TransactionRow> {
-  const t = await deps.db.selectFrom('transactions').selectAll().select(VERSION).where('id', '=', id).executeTakeFirst();
+  const t = await deps.db.selectFrom('transactions').selectAll().where('id', '=', id).executeTakeFirst();
   const known = t && (t.consumerAccountId === caller.accountId || t.providerAgentId === caller.agentId);
   if (!t || !known) throw new AppError('NOT_FOUND', 'No such transaction.');
   if (t.consumerAccountId !== caller.accountId || !caller.isOwner) {
@@ -80,17 +80,11 @@ export const deny = (deps: TransactionDeps): OperationHandler<Ops['deny']> => as
 export const listApprovals = (deps: TransactionDeps): OperationHandler<Ops['listApprovals']> => async ({ path, query }, ctx) => {
   const caller = requireAgent(ctx);
   requireOwnerOf(caller, path.accountId);
-  const limit = query.limit ?? 20;
-  const offset = query.offset ?? 0;
   const state = query.state ?? 'pending';
   // The predicate is the approvals index's (migration 0009).
   let q = deps.db.selectFrom('transactions').where('consumerAccountId', '=', path.accountId).where(sql<boolean>`approval is not null`);
   if (state === 'pending') q = q.where('status', '=', 'awaiting_approval');
   // An approval whose hold the wallet refused is undecided again (D10.3).
   if (state === 'decided') q = q.where(sql<boolean>`approval ? 'decision'`);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { data: rows.map((r) => transactionView(r, caller.accountId)), pagination: pagination(count.n, limit, offset) };
+  return transactionsPage(q, query, caller.accountId);
 };

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
-import { AppError, isAppError, OFFER_EXPIRY, pagination, type ContractView, type transactionOps } from '@aex/contracts';
+import { AppError, isAppError, OFFER_EXPIRY, type ContractView, type transactionOps } from '@aex/contracts';
 import type { Kysely } from 'kysely';
 import { precompiled, requireActive, requireAgent, type OperationHandler, type Slots } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
@@ -10,7 +9,7 @@ import { openPurchase } from '../domain/purchase.js';
 import { assertAction } from '../domain/state-machine.js';
 import type { VersionedRow } from './known-transactions.js';
 import { agentLockKeys, agentLocks, approverOf, checkCreationLimits, delegationOf } from './limits.js';
-import { applyEffects, awaitRow, partyTransaction, purchaseStep, refuseAfterEffect, requireRole, VERSION, visibleTransaction } from './repository.js';
+import { applyEffects, awaitRow, transactionsPage, partyTransaction, purchaseStep, refuseAfterEffect, requireRole, VERSION, visibleTransaction } from './repository.js';
 import { rowReply, transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
@@ -139,18 +138,12 @@ export const getTransaction = (deps: TransactionDeps): OperationHandler<Ops['get
 export const listTransactions = (deps: TransactionDeps): OperationHandler<Ops['listTransactions']> => async ({ query }, ctx) => {
   const caller = requireAgent(ctx);
   const me = caller.agentId;
-  const limit = query.limit ?? 20;
-  const offset = query.offset ?? 0;
   let q = deps.db.selectFrom('transactions').where((eb) =>
     query.role === 'consumer' ? eb('consumerAgentId', '=', me)
       : query.role === 'provider' ? eb('providerAgentId', '=', me)
         : eb.or([eb('consumerAgentId', '=', me), eb('providerAgentId', '=', me)]));
   if (query.status) q = q.where('status', '=', query.status);
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { data: rows.map((r) => transactionView(r, caller.accountId)), pagination: pagination(count.n, limit, offset) };
+  return transactionsPage(q, query, caller.accountId);
 };
 
 /** POST /v1/transactions/{id}/start (EXT, D9.7): the provider says it is working on it. */

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, transactionEvent, transactionOutcome, walletSaga, type Principal } from '@aex/contracts';
+import { AppError, pagination, transactionEvent, transactionOutcome, walletSaga, type Principal } from '@aex/contracts';
 import { precompiled, runStep, type EffectReply, type HandlerContext, type Precompiled, type Slots, type StepResult, type UnitOfWork } from '@aex/platform';
-import { sql, type Kysely, type Transaction, type Updateable } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { decidePurchase, TIMERS, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect } from '../domain/purchase.js';
 import type { KnownRow, KnownTransactions, VersionedRow } from './known-transactions.js';
 import type { SagaSignals, SagaWatch } from './saga-signals.js';
+import { transactionView } from './views.js';
 
 type Trx = Transaction<Database>;
 
@@ -170,6 +171,20 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Transacti
         break;
     }
   }
+}
+
+/**
+ * One page of the transactions `q` selects, newest first, as `viewerAccountId`'s agent sees them,
+ * with the count of them all (every list of transactions: an agent's, an account's, its approvals).
+ */
+export async function transactionsPage(q: SelectQueryBuilder<Database, 'transactions', object>, page: { limit?: number | undefined; offset?: number | undefined }, viewerAccountId: string) {
+  const limit = page.limit ?? 20;
+  const offset = page.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map((r) => transactionView(r, viewerAccountId)), pagination: pagination(count.n, limit, offset) };
 }
 
 /** The negotiation's latest message (every negotiation has its opening offer). */

@@ -65,5 +65,5 @@ export default tseslint.config(
   // Programs people run with node: the examples, the bins of the published packages, and their builds.
   { files: ['examples/**/*.mjs', 'packages/*/build.mjs', 'packages/*/build-package.mjs', 'packages/*/bin/*.js'], languageOptions: { globals: globals.node }, rules: { 'no-console': 'off' } },
   // The web console's script runs in the browser (services/gateway/console, served as is).
-  { files: ['services/gateway/console/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
+  { files: ['services/gateway/console/**/*.js'], languageOptions: { globals: globals.browser, sourceType: 'module' } },
 );

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ExchangeClient, verifyWebhook } from '@agent-exchange/client';
 import { freePort } from '@aex/platform';
 import { startTestExchange, type TestExchange } from './harness.js';
@@ -44,14 +44,24 @@ function terminalUser(home: string) {
       expect(r.code, r.stderr).toBe(0);
       return JSON.parse(r.stdout) as T;
     },
-    /** Runs `aex` at a pseudo-terminal, as a person would: everything the terminal showed. */
-    atTerminal(args: string[]): Promise<Ran> {
+    /**
+     * Runs `aex` at a pseudo-terminal, as a person would: what the terminal shows so far (script -f
+     * passes it on as it is written), and everything it showed when `aex` ends.
+     */
+    atTerminal(args: string[]): { shown: () => string; done: Promise<Ran> } {
       const line = [process.execPath, bin, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-      return new Promise((resolve) => {
-        execFile('script', ['-qfec', line, '/dev/null'], { env: env({ TERM: 'xterm' }), cwd: home, timeout: 90_000 }, (err, stdout, stderr) => {
-          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-        });
-      });
+      const child = spawn('script', ['-qfec', line, '/dev/null'], { env: env({ TERM: 'xterm' }), cwd: home });
+      running.push(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const timeout = setTimeout(() => child.kill('SIGKILL'), 90_000);
+      const done = new Promise<Ran>((resolve) => child.once('close', (code) => {
+        clearTimeout(timeout);
+        resolve({ code, stdout, stderr });
+      }));
+      return { shown: () => stdout, done };
     },
     /** Writes `value` as JSON to `name` in the HOME: its path. */
     file(name: string, value: unknown): string {
@@ -201,16 +211,16 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
     expect(forged.status).toBe(400);
 
     const buying = cli.atTerminal(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json'), '--wait', '--timeout', '60']);
-    let txId = '';
-    for (let i = 0; i < 200 && !txId; i++) {
+    // The seller sees the purchase once the buyer's aex has made it and its price is held.
+    const txId = await vi.waitFor(async () => {
       const pending = await cli.json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
-      txId = pending[0]?.id ?? '';
-      if (!txId) await new Promise((r) => setTimeout(r, 100));
-    }
-    // The buyer's terminal is another process, showing what it polls: its first line is given time to show.
-    await new Promise((r) => setTimeout(r, 600));
+      expect(pending).toHaveLength(1);
+      return pending[0]!.id;
+    }, { timeout: 60_000, interval: 100 });
+    // Delivered only once the buyer's terminal shows the purchase held: its status line then has both statuses to show.
+    await vi.waitFor(() => expect(buying.shown()).toMatch(new RegExp(`${txId.slice(0, 8)} {2}funds_held`)), { timeout: 30_000, interval: 50 });
     expect((await cli.aex(['--profile', 'seller', 'deliver', txId, '--output', join(cli.home, 'output.json')])).code).toBe(0);
-    const bought = await buying;
+    const bought = await buying.done;
     expect(bought.code, bought.stdout).toBe(0);
     expect(bought.stdout).toContain('\r\x1b[2K');
     expect(bought.stdout).toMatch(new RegExp(`${txId.slice(0, 8)} {2}funds_held`));
@@ -218,7 +228,7 @@ describe('a purchase at a terminal, with aex listen receiving the webhooks', () 
     expect(bought.stdout).toContain('Delivered: {"words":3}');
     expect((await cli.aex(['--profile', 'buyer', 'verify', txId, '--score', '80'])).code).toBe(0);
 
-    for (let i = 0; i < 100 && !printed.includes('transaction.settled'); i++) await new Promise((r) => setTimeout(r, 100));
+    await vi.waitFor(() => expect(printed).toContain('transaction.settled'), { timeout: 10_000, interval: 100 });
     for (const type of ['funds_held', 'delivered', 'settled']) expect(printed).toMatch(new RegExp(`verified {2}transaction\\.${type} {2}${txId}.*→ 204`));
     expect(printed).toMatch(/refused {2}no webhook-signature matches the secret/);
     // What was forwarded is the delivery as the exchange signed it: the receiver verifies it too.

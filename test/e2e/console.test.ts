@@ -177,6 +177,10 @@ describe('the console (owners)', () => {
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline');
     expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    // The page's modules come as its script does: JavaScript, under the same policy, never sniffed.
+    const module = await fetch(`${ex.url}/console/pages/approvals.js`);
+    expect([module.status, module.headers.get('content-type'), module.headers.get('content-security-policy'), module.headers.get('x-content-type-options')])
+      .toEqual([200, 'text/javascript; charset=utf-8', page.headers.get('content-security-policy'), 'nosniff']);
     const cookies = await owner.context().cookies();
     const cached = await fetch(`${ex.url}/v1/accounts/${buyer.accountId}/approvals`, { headers: { cookie: `aex_console=${cookies[0]!.value}` } });
     expect([cached.status, cached.headers.get('cache-control')]).toEqual([200, 'no-store']);

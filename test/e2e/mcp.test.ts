@@ -13,6 +13,7 @@ import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { unwrap } from '@agent-exchange/client';
 import { freePort } from '@aex/platform';
+import { eventually } from '@aex/platform/testing';
 import { signingMember, startTestExchange, type TestExchange } from './harness.js';
 import { binOf, installPacked } from './packed-kit.js';
 
@@ -315,27 +316,34 @@ describe('the MCP server over stdio', () => {
   });
 });
 
+/**
+ * The bin serving Streamable HTTP on `port` as `agent`, and what it says on stderr: `said` polls it
+ * until a line matches (the first match), for 15 s at most.
+ */
+async function httpServer(agent: Agent, port: number, args: string[], env: Record<string, string>): Promise<{ url: string; said(pattern: RegExp): Promise<RegExpExecArray> }> {
+  const child = spawn(process.execPath, [bin, '--http', '--port', String(port), ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: agent.id, AEX_API_KEY: agent.apiKey, AEX_SIGNING_KEY: agent.secretKey, AEX_MCP_POLL_MS: '100', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  let err = '';
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  const said = (pattern: RegExp) => eventually(async () => {
+    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${err}`);
+    return pattern.exec(err);
+  }, 15_000);
+  return { url: (await said(/listening on (http:\/\/\S+)/))[1]!, said };
+}
+
 describe('the MCP server over Streamable HTTP', () => {
   let url: string;
+  let consumer: Agent;
   const token = randomBytes(24).toString('hex');
 
   beforeAll(async () => {
-    const consumer = await buyingAgent();
+    consumer = await buyingAgent();
     const port = await freePort();
-    const child = spawn(process.execPath, [bin, '--http', '--port', String(port), '--allowed-host', `mcp.internal:${port}`, '--budget-cents', '1000', '--provider'], {
-      env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: consumer.id, AEX_API_KEY: consumer.apiKey, AEX_SIGNING_KEY: consumer.secretKey, AEX_MCP_HTTP_TOKEN: token, AEX_MCP_POLL_MS: '100', AEX_MCP_SESSION_IDLE_SECONDS: '2' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(child);
-    url = await new Promise<string>((resolve, reject) => {
-      let err = '';
-      child.stderr!.on('data', (c: Buffer) => {
-        err += c.toString();
-        const m = /listening on (http:\/\/\S+)/.exec(err);
-        if (m) resolve(m[1]!);
-      });
-      child.once('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
-    });
+    ({ url } = await httpServer(consumer, port, ['--allowed-host', `mcp.internal:${port}`, '--budget-cents', '1000', '--provider'], { AEX_MCP_HTTP_TOKEN: token }));
     expect(readFileSync(join(repoRoot, 'packages/mcp/README.md'), 'utf8')).toContain('AEX_MCP_HTTP_TOKEN');
   });
 
@@ -351,18 +359,21 @@ describe('the MCP server over Streamable HTTP', () => {
   });
 
   it('closes a session its client left without ending it, once idle', async () => {
+    // A server of its own whose sessions idle out after a second; the shared one keeps the default,
+    // so its sessions outlive any call.
+    const idle = await httpServer(consumer, await freePort(), [], { AEX_MCP_HTTP_TOKEN: token, AEX_MCP_SESSION_IDLE_SECONDS: '1' });
     const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
     const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'gone', version: '1' } } };
-    const opened = await fetch(url, { method: 'POST', headers, body: JSON.stringify(init) });
+    const opened = await fetch(idle.url, { method: 'POST', headers, body: JSON.stringify(init) });
     expect(opened.status).toBe(200);
     const session = opened.headers.get('mcp-session-id')!;
     await opened.text();
-    const list = () => fetch(url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
-    const alive = await list();
+    const ping = () => fetch(idle.url, { method: 'POST', headers: { ...headers, 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) });
+    const alive = await ping();
     expect(alive.status).toBe(200);
     await alive.text();
-    await new Promise((r) => setTimeout(r, 3500));
-    const gone = await list();
+    await idle.said(new RegExp(`session ${session} closed: no request for 1 s`));
+    const gone = await ping();
     expect(gone.status).toBe(404);
     expect(await gone.json()).toMatchObject({ error: { message: 'Unknown or ended session: initialize a new one.' } });
   });

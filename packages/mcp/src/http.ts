@@ -2,6 +2,7 @@ import { randomUUID, timingSafeEqual, createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { DEFAULT_SESSION_IDLE_MS, HttpSessions } from './http-sessions.js';
 import { createExchangeMcpServer, type ExchangeMcpOptions } from './server.js';
 
 export interface HttpHostOptions {
@@ -15,9 +16,20 @@ export interface HttpHostOptions {
   allowedHosts?: string[];
   /** A session without a request for this long is closed (default 30 minutes): clients vanish without a DELETE. */
   sessionIdleMs?: number;
+  /** Hears of each session closed for being idle (main.ts says so on stderr). */
+  onIdleClose?: (sessionId: string) => void;
 }
 
 const MAX_BODY = 4 * 1024 * 1024;
+
+/** What answering one request needs of the listener. */
+interface Endpoint {
+  path: string;
+  sessions: HttpSessions;
+  authorized(req: IncomingMessage): boolean;
+  /** A new session's transport, connected to an MCP server of its own. */
+  open(): Promise<StreamableHTTPServerTransport>;
+}
 
 /**
  * Serves the MCP endpoint over Streamable HTTP: one MCP server and transport per session (the SDK's
@@ -27,85 +39,85 @@ const MAX_BODY = 4 * 1024 * 1024;
  * rebinding protection).
  */
 export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions): Promise<{ url: string; close(): Promise<void> }> {
-  const path = opts.path ?? '/mcp';
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const lastSeen = new Map<string, number>();
-  const expected = createHash('sha256').update(opts.token).digest();
-  const idleMs = opts.sessionIdleMs ?? 30 * 60_000;
-  const sweeper = setInterval(() => {
-    const now = Date.now();
-    for (const [id, at] of lastSeen) {
-      if (now - at < idleMs) continue;
-      lastSeen.delete(id);
-      void sessions.get(id)?.close();
-      sessions.delete(id);
-    }
-  }, Math.min(60_000, Math.max(250, idleMs / 4)));
-  sweeper.unref();
-
-  const authorized = (req: IncomingMessage) => {
-    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-    return timingSafeEqual(createHash('sha256').update(given).digest(), expected);
+  const sessions = new HttpSessions(opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS, opts.onIdleClose);
+  const endpoint: Endpoint = {
+    path: opts.path ?? '/mcp',
+    sessions,
+    authorized: bearerCheck(opts.token),
+    open: async () => {
+      const allowedHosts = [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`, ...(opts.allowedHosts ?? [])];
+      const transport = openTransport(sessions, allowedHosts);
+      await createExchangeMcpServer(mcp).connect(transport);
+      return transport;
+    },
   };
-
   const server: HttpServer = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handle(endpoint, req, res).catch((err: unknown) => {
       if (!res.headersSent) reply(res, 500, -32603, `Internal error: ${(err as Error).message}`);
     });
   });
-
-  async function handle(req: IncomingMessage, res: ServerResponse) {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    if (url.pathname !== path) return reply(res, 404, -32601, `The MCP endpoint is ${path}.`);
-    if (!authorized(req)) {
-      res.setHeader('www-authenticate', 'Bearer');
-      return reply(res, 401, -32001, 'Unauthorized: send Authorization: Bearer <the token this server was started with (AEX_MCP_HTTP_TOKEN)>.');
-    }
-    const sessionId = req.headers['mcp-session-id'];
-    const existing = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
-    let body: unknown;
-    if (req.method === 'POST') {
-      const read = await readJson(req);
-      if (!read.ok) return reply(res, read.status, -32700, read.message);
-      body = read.value;
-    }
-    if (existing) {
-      lastSeen.set(sessionId as string, Date.now());
-      return existing.handleRequest(req, res, body);
-    }
-    if (typeof sessionId === 'string') return reply(res, 404, -32001, 'Unknown or ended session: initialize a new one.');
-    if (req.method !== 'POST' || !isInitializeRequest(body)) return reply(res, 400, -32600, 'No session: the first request must be initialize, without Mcp-Session-Id.');
-    const transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => {
-        sessions.set(id, transport);
-        lastSeen.set(id, Date.now());
-      },
-      enableDnsRebindingProtection: true,
-      allowedHosts: [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`, ...(opts.allowedHosts ?? [])],
-    });
-    transport.onclose = () => {
-      if (!transport.sessionId) return;
-      sessions.delete(transport.sessionId);
-      lastSeen.delete(transport.sessionId);
-    };
-    await createExchangeMcpServer(mcp).connect(transport);
-    await transport.handleRequest(req, res, body);
-  }
-
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => resolve());
   });
   const port = () => (server.address() as { port: number }).port;
   return {
-    url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port()}${path}`,
+    url: `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port()}${endpoint.path}`,
     async close() {
-      clearInterval(sweeper);
-      for (const t of sessions.values()) await t.close();
+      await sessions.closeAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** Whether a request carries the bearer token: both sides hashed first, so the comparison takes the same time whatever was sent. */
+function bearerCheck(token: string): (req: IncomingMessage) => boolean {
+  const expected = createHash('sha256').update(token).digest();
+  return (req) => {
+    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
+    return timingSafeEqual(createHash('sha256').update(given).digest(), expected);
+  };
+}
+
+/** A transport for a new session: in the table once initialized, out of it once closed. */
+function openTransport(sessions: HttpSessions, allowedHosts: string[]): StreamableHTTPServerTransport {
+  const transport = new StreamableHTTPServerTransport({
+    sessionIdGenerator: () => randomUUID(),
+    onsessioninitialized: (id) => {
+      sessions.add(id, transport);
+    },
+    enableDnsRebindingProtection: true,
+    allowedHosts,
+  });
+  transport.onclose = () => {
+    if (transport.sessionId) sessions.remove(transport.sessionId);
+  };
+  return transport;
+}
+
+async function handle(endpoint: Endpoint, req: IncomingMessage, res: ServerResponse) {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  if (url.pathname !== endpoint.path) return reply(res, 404, -32601, `The MCP endpoint is ${endpoint.path}.`);
+  if (!endpoint.authorized(req)) {
+    res.setHeader('www-authenticate', 'Bearer');
+    return reply(res, 401, -32001, 'Unauthorized: send Authorization: Bearer <the token this server was started with (AEX_MCP_HTTP_TOKEN)>.');
+  }
+  const sessionId = req.headers['mcp-session-id'];
+  const existing = typeof sessionId === 'string' ? endpoint.sessions.find(sessionId) : undefined;
+  let body: unknown;
+  if (req.method === 'POST') {
+    const read = await readJson(req);
+    if (!read.ok) return reply(res, read.status, -32700, read.message);
+    body = read.value;
+  }
+  if (existing) {
+    endpoint.sessions.touch(sessionId as string);
+    return existing.handleRequest(req, res, body);
+  }
+  if (typeof sessionId === 'string') return reply(res, 404, -32001, 'Unknown or ended session: initialize a new one.');
+  if (req.method !== 'POST' || !isInitializeRequest(body)) return reply(res, 400, -32600, 'No session: the first request must be initialize, without Mcp-Session-Id.');
+  const transport = await endpoint.open();
+  await transport.handleRequest(req, res, body);
 }
 
 function reply(res: ServerResponse, status: number, code: number, message: string) {

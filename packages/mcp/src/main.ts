@@ -70,7 +70,8 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     const port = integer('--port / AEX_MCP_PORT', values.port ?? env.AEX_MCP_PORT, 8765);
     const allowedHosts = [...(values['allowed-host'] ?? []), ...(env.AEX_MCP_ALLOWED_HOSTS ?? '').split(',')].map((h) => h.trim()).filter(Boolean);
     const sessionIdleMs = integer('AEX_MCP_SESSION_IDLE_SECONDS', env.AEX_MCP_SESSION_IDLE_SECONDS, 1800, 1) * 1000;
-    const served = await serveHttp(options, { host, port, token, allowedHosts, sessionIdleMs });
+    const onIdleClose = (sessionId: string) => say(`session ${sessionId} closed: no request for ${sessionIdleMs / 1000} s`);
+    const served = await serveHttp(options, { host, port, token, allowedHosts, sessionIdleMs, onIdleClose });
     say(`agent ${profile.agentId} on ${profile.url}; ${tools} tools; ${spending}; listening on ${served.url}`);
     const stop = () => void served.close().then(() => process.exit(0));
     process.once('SIGINT', stop).once('SIGTERM', stop);

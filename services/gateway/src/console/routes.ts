@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { extname, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, hashApiKey } from '@aex/contracts';
@@ -11,7 +12,21 @@ import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_I
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
-const ASSETS: Record<string, string> = { 'index.html': 'text/html; charset=utf-8', 'app.js': 'text/javascript; charset=utf-8', 'app.css': 'text/css; charset=utf-8' };
+/** The kinds of file the console is made of; a file of any other kind in its folder is not served. */
+const CONTENT_TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+
+/**
+ * Every file of the console by its path under `/console/` (`pages/approvals.js`), with its content
+ * type, read once at start: a page module added to the folder is served without a list to keep.
+ */
+function consoleFiles(): Map<string, { type: string; body: Buffer }> {
+  const files = new Map<string, { type: string; body: Buffer }>();
+  for (const name of readdirSync(CONSOLE_DIR, { recursive: true, encoding: 'utf8' })) {
+    const type = CONTENT_TYPES[extname(name)];
+    if (type) files.set(name.split(sep).join('/'), { type, body: readFileSync(CONSOLE_DIR + name) });
+  }
+  return files;
+}
 
 /**
  * What every console page is served with: scripts, styles and connections from this origin only
@@ -34,12 +49,15 @@ const SIGN_IN_FIELDS = new Set(['apiKey', 'operatorToken']);
  * through the API's own routes with the session's cookie (pipeline.ts `callerOf`).
  */
 export function serveConsole(app: FastifyInstance, guards: Guards, config: ExchangeConfig): void {
-  const files = new Map(Object.keys(ASSETS).map((name) => [name, readFileSync(CONSOLE_DIR + name)]));
-  const asset = (name: string) => async (_req: FastifyRequest, reply: FastifyReply) => reply.headers(CONSOLE_HEADERS).type(ASSETS[name]!).send(files.get(name));
+  const files = consoleFiles();
+  const asset = (name: string) => {
+    const file = files.get(name)!;
+    return async (_req: FastifyRequest, reply: FastifyReply) => reply.headers(CONSOLE_HEADERS).type(file.type).send(file.body);
+  };
   app.get('/console', async (_req, reply) => reply.redirect('/console/', 308));
+  // The page is the folder itself; its scripts and style are each at their own path.
   app.get('/console/', asset('index.html'));
-  app.get('/console/app.js', asset('app.js'));
-  app.get('/console/app.css', asset('app.css'));
+  for (const name of files.keys()) if (name !== 'index.html') app.get(`/console/${name}`, asset(name));
 
   const secure = (req: FastifyRequest) => req.protocol === 'https' || config.PUBLIC_BASE_URL.startsWith('https:');
   const answer = (req: FastifyRequest, reply: FastifyReply, status: number, data: unknown) => {

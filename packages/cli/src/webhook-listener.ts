@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { verifyWebhook, WebhookVerificationError, type ExchangeClient } from '@agent-exchange/client';
-import { CliError, EXIT, ok, type Io } from './output.js';
+import { ok } from './exchange-outcome.js';
+import { CliError, EXIT } from './exit-codes.js';
+import type { Io } from './io.js';
 
 export interface ListenOptions {
   agentId: string;

@@ -1,0 +1,75 @@
+import { api } from '../api.js';
+import { h, pill } from '../elements.js';
+import { short, usd, when, approvalReason } from '../format.js';
+import { render } from '../navigation.js';
+import { state } from '../session.js';
+import { disputeCard } from './disputes.js';
+
+// The account's purchases, and each one's page with its timeline.
+
+const STATUSES = ['awaiting_approval', 'negotiating', 'funds_held', 'executing', 'delivered', 'disputed', 'settled', 'cancelled', 'expired', 'failed'];
+
+export async function purchasesPage() {
+  const filter = new URLSearchParams(sessionStorage.getItem('aex.purchases.filter') ?? '');
+  const query = new URLSearchParams({ limit: '50', ...(filter.get('status') ? { status: filter.get('status') } : {}), ...(filter.get('agentId') ? { agentId: filter.get('agentId') } : {}) });
+  const [r, agents] = await Promise.all([api('GET', `/v1/accounts/${state.session.accountId}/transactions?${query}`), api('GET', `/v1/accounts/${state.session.accountId}/agents?limit=100`)]);
+  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const status = h('select', { id: 'filter-status' }, h('option', { value: '' }, 'any'), STATUSES.map((st) => h('option', { value: st, selected: filter.get('status') === st }, st.replace(/_/g, ' '))));
+  const agent = h('select', { id: 'filter-agent' }, h('option', { value: '' }, 'any'), (agents.ok ? agents.data : []).map((a) => h('option', { value: a.id, selected: filter.get('agentId') === a.id }, `${a.name} (${short(a.id)})`)));
+  const filters = h('form', {
+    class: 'actions card', id: 'filters',
+    onsubmit: (e) => {
+      e.preventDefault();
+      sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ status: status.value, agentId: agent.value }).toString());
+      void render();
+    },
+  }, h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Agent'), agent, h('button', { type: 'submit' }, 'Filter'));
+  return h('section', {},
+    h('h1', {}, 'Purchases'),
+    filters,
+    r.data.length === 0 ? h('p', {}, 'No purchase matches.') : h('table', { id: 'purchases' },
+      h('thead', {}, h('tr', {}, ...['Purchase', 'Agent', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
+      h('tbody', {}, r.data.map((t) => h('tr', {}, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, short(t.consumerAgentId)), h('td', {}, pill(t.status)),
+        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt)))))));
+}
+
+export async function purchasePage(id) {
+  const account = state.session.accountId;
+  const r = await api('GET', `/v1/accounts/${account}/transactions/${id}`);
+  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const { transaction: t, negotiation, dispute, roles } = r.data;
+  // The account's own agent in it: the buyer of a purchase, the provider of a sale.
+  const mine = roles.includes('consumer') ? t.consumerAgentId : t.providerAgentId;
+  const [ledger, hooks] = await Promise.all([
+    api('GET', `/v1/wallets/${mine}/transactions?limit=100`),
+    api('GET', `/v1/agents/${mine}/webhook/deliveries?limit=100`),
+  ]);
+  const events = [['initiatedAt', 'Created'], ['fundsHeldAt', 'Price held in escrow'], ['deliveredAt', 'Delivered'], ['settledAt', 'Settled: the provider was paid']]
+    .filter(([k]) => t[k]).map(([k, text]) => ({ at: t[k], text }));
+  if (t.approval) {
+    events.push({ at: t.approval.requestedAt, text: `Awaiting approval (${approvalReason(t.approval)})` });
+    if (t.approval.decidedAt) events.push({ at: t.approval.decidedAt, text: `${t.approval.decision === 'denied' ? 'Denied' : 'Approved'} by ${short(t.approval.decidedBy)}${t.approval.reason ? `: ${t.approval.reason}` : ''}` });
+  }
+  for (const m of negotiation) events.push({ at: m.createdAt, text: `Negotiation, round ${m.round}: ${m.messageType.replace(/_/g, ' ')}${m.terms.priceCents ? ` at ${usd(m.terms.priceCents)}` : ''} by ${m.fromAgentId === t.consumerAgentId ? 'the buyer' : 'the provider'}` });
+  if (dispute) events.push({ at: dispute.openedAt, text: `Disputed: ${dispute.reason.replace(/_/g, ' ')}` });
+  if (dispute && dispute.resolvedAt) events.push({ at: dispute.resolvedAt, text: `Dispute resolved: ${dispute.outcome}` });
+  if (ledger.ok) for (const e of ledger.data.filter((x) => x.transactionId === t.id)) events.push({ at: e.createdAt, text: `Ledger: ${e.txType.replace(/_/g, ' ')} ${usd(e.amountCents)}` });
+  if (hooks.ok) {
+    for (const d of hooks.data.filter((x) => x.payload && x.payload.data && x.payload.data.transactionId === t.id)) {
+      events.push({ at: d.createdAt, text: `Webhook ${d.eventType} to ${mine === t.consumerAgentId ? 'the buyer' : 'the provider'}: ${d.status}${d.attempts.length ? ` after ${d.attempts.length} attempt(s)` : ''}` });
+    }
+  }
+  events.sort((a, b) => a.at.localeCompare(b.at));
+  return h('section', {},
+    h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'} ${short(t.id)}`),
+    h('div', { class: 'card' }, h('dl', { class: 'facts' },
+      h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
+      h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)} (fee ${usd(t.platformFeeCents)})`),
+      h('dt', {}, 'Buying agent'), h('dd', {}, t.consumerAgentId),
+      h('dt', {}, 'Provider'), h('dd', {}, t.providerAgentId),
+      h('dt', {}, 'Service'), h('dd', {}, `${t.serviceId} (version ${t.serviceVersion})`))),
+    dispute ? disputeCard(dispute, roles) : null,
+    h('h2', {}, 'Timeline'),
+    h('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => h('li', {}, h('time', { datetime: e.at }, when(e.at)), e.text))),
+    h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => render() }, 'Refresh')));
+}

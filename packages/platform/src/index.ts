@@ -19,3 +19,6 @@ export * from './periodic.js';
 export * from './service-main.js';
 export * from './metrics.js';
 export * from './secrets.js';
+export * from './aggregates/aggregate.js';
+export * from './aggregates/runner.js';
+export * from './aggregates/signals.js';

@@ -1,4 +1,5 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
+import type { Transactor } from './messaging/transaction-runner.js';
 import type { UnitOfWork } from './messaging/unit-of-work.js';
 import type { PaginationInfo, RpcReply } from '@aex/contracts';
 
@@ -19,12 +20,12 @@ export declare const EFFECT_MADE: unique symbol;
 export type EffectReply<T> = Reply<T> & { readonly [EFFECT_MADE]: true };
 
 /**
- * Runs the database transaction that makes a request's effect. `db` is the service's own database;
+ * Runs the database transaction that makes a request's effect. `tx` is the service's own transactions;
  * `fn` gets the transaction and its unit of work (messages, timers) and returns the reply. With an Idempotency-Key the transaction is the
  * one that holds the key's claim, and the reply is stored in it: effect, key and answer commit
  * together or not at all. A second call runs in a transaction of its own and replaces the answer.
  */
-export type EffectRunner = <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>) => Promise<EffectReply<T>>;
+export type EffectRunner = <DB, T>(tx: Transactor<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>) => Promise<EffectReply<T>>;
 
 /** A handler's success as it travels on the bus. */
 export function toRpcReply<T>(r: Reply<T>): RpcReply {

@@ -5,6 +5,7 @@ import {
 import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, type Stoppable } from './bus/types.js';
 import type { ExchangeConfig } from './config.js';
 import type { ServiceDb } from './db/connect.js';
+import type { Transactor } from './messaging/transaction-runner.js';
 import { IdempotencyRecords } from './idempotency/records.js';
 import { operationKeyOf } from './idempotency/reply-cipher.js';
 import type { Logger } from './logger.js';
@@ -46,9 +47,12 @@ export interface ServeOptions<Ops extends Record<string, Operation>> {
   ops: Ops;
   handlers: { [K in keyof Ops]: OperationHandler<Ops[K]> };
   logger: Logger;
-  /** The service's database: keyed requests are recorded there, with their effects (D5.5). */
+  /** The service's transactions: keyed requests are recorded in its database, with their effects (D5.5). */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  db: Pick<ServiceDb<any>, 'db' | 'claims'>;
+  tx: Transactor<any>;
+  /** The service's pool of claim transactions (`ServiceDb.claims`). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  claims: ServiceDb<any>['claims'];
   config: Pick<ExchangeConfig, 'IDEMPOTENCY_TTL_HOURS' | 'RPC_TIMEOUT_MS'>;
   /** The service's clock: when a stored answer expires (D5.2). */
   now?: () => Date;
@@ -84,8 +88,8 @@ function errorReply(err: unknown, log: Logger): RpcReply {
 export async function serveOperations<Ops extends Record<string, Operation>>(opts: ServeOptions<Ops>): Promise<Stoppable> {
   const { bus, service, ops, handlers, logger } = opts;
   const records = new IdempotencyRecords({
-    db: opts.db.db,
-    claims: opts.db.claims,
+    tx: opts.tx,
+    claims: opts.claims,
     ttlMs: opts.config.IDEMPOTENCY_TTL_HOURS * 3_600_000,
     // Well past the gateway's wait, so a slow handler keeps its claim while anyone still waits for it.
     abandonAfterMs: 3 * opts.config.RPC_TIMEOUT_MS,

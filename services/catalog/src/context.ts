@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { ValidatorCache } from '@aex/schemas';
-import type { Bus, ExchangeConfig, Logger, OutboxRelay, ReplicaCaches } from '@aex/platform';
+import type { Bus, ExchangeConfig, Logger, Transactor, ReplicaCaches } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { Thesaurus } from './discovery/thesaurus.js';
 import type { Meaning } from './discovery/sentence-encoder.js';
@@ -11,7 +11,8 @@ export interface CatalogDeps {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  relay: OutboxRelay;
+  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   /**
    * Tells the replicas that keep a service's current contract in memory (the transactions replicas,
    * to forget it, and waits for each, before a change is answered (docs/gateway-caches.md).

@@ -1,6 +1,6 @@
 import { catalogOps } from '@aex/contracts';
 import { ValidatorCache } from '@aex/schemas';
-import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
+import { OutboxRelay, Transactor, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, type Bus, type Component, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import type { CatalogDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -22,10 +22,11 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
+  const tx = new Transactor(db, relay);
   const thesaurus = new WordNet();
   const meaning = await Meaning.load(logger, opts.config.DISCOVERY_MEANING === 'true');
   const replicas = await ReplicaCaches.open(opts.bus, logger);
-  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, relay, replicas, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
+  const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, tx, replicas, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
@@ -46,7 +47,8 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       applyAgentEvent: applyAgentEvent(deps),
     },
     logger,
-    db: serviceDb,
+    tx,
+    claims: serviceDb.claims,
     config: opts.config,
   });
   return {

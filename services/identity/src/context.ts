@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, KvStore, Logger, OutboxRelay, ReplicaCaches } from '@aex/platform';
+import type { Bus, ExchangeConfig, KvStore, Logger, Transactor, ReplicaCaches } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { WebhookUrlPolicy } from './domain/webhook-url.js';
 
@@ -9,7 +9,8 @@ export interface IdentityDeps {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  relay: OutboxRelay;
+  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   authCache: KvStore;
   /** The gateways' and transactions replicas' own memory of principals, agents and rules, told of every change (docs/gateway-caches.md). */
   replicas: ReplicaCaches;

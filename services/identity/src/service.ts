@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, startPeriodic, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, Transactor, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, startPeriodic, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -37,10 +37,11 @@ export async function startIdentityService(opts: {
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
+  const tx = new Transactor(db, relay);
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
   const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
   const replicas = await ReplicaCaches.open(opts.bus, logger);
-  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, relay, authCache, replicas, webhookPolicy, now: opts.now ?? (() => new Date()) };
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, tx, authCache, replicas, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);
@@ -75,7 +76,8 @@ export async function startIdentityService(opts: {
       effectiveDelegation: effectiveDelegation(deps),
     },
     logger,
-    db: serviceDb,
+    tx,
+    claims: serviceDb.claims,
     config: opts.config,
   });
   return {

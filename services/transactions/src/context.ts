@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { DelegationRules } from '@aex/contracts';
-import type { Bus, ExchangeConfig, LocalCache, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, LocalCache, Logger, Transactor } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { KnownTransactions } from './purchases/known-transactions.js';
 import type { PinnedContracts } from './purchases/pinned-contracts.js';
@@ -22,7 +22,8 @@ export interface TransactionDeps {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  relay: OutboxRelay;
+  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   contracts: PinnedContracts;
   signals: SagaSignals;
   /** The latest versions of transactions this replica wrote or read. */

@@ -1,6 +1,6 @@
 import { subjects, transactionOps } from '@aex/contracts';
 import type { ContractView } from '@aex/contracts';
-import { CacheMembership, LocalCache, OutboxRelay, TimerRunner, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { CacheMembership, LocalCache, OutboxRelay, Transactor, TimerRunner, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -34,6 +34,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
+  const tx = new Transactor(db, relay);
 
   // A saga step done here for a request waiting on another replica reaches it as a notice.
   const signals = new SagaSignals(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
@@ -42,7 +43,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
   const delegations = new LocalCache<KeptDelegation>(membership, KEPT);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, relay, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
+  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, tx, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
   relay.start();
   const saga = await serveSaga(deps);
   // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
@@ -81,7 +82,8 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       listDisputes: disputes.listDisputes(deps),
     },
     logger,
-    db: serviceDb,
+    tx,
+    claims: serviceDb.claims,
     config: opts.config,
   });
   return {

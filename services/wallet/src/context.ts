@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, GroupCommit, Logger, OutboxRelay, RecentMap } from '@aex/platform';
+import type { Bus, ExchangeConfig, GroupCommit, Logger, Transactor, RecentMap } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { PaymentProcessor } from './payments/processor.js';
 import type { Funding } from './wallets/fundings.js';
@@ -10,7 +10,8 @@ export interface WalletDeps {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  relay: OutboxRelay;
+  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   payments: PaymentProcessor | null;
   /** Confirmed fundings without an Idempotency-Key, written by group commit (wallets/fundings.ts). */
   fundings: GroupCommit<Funding, number | null>;

@@ -1,6 +1,6 @@
 import { walletOps } from '@aex/contracts';
 import { sql, type Kysely } from 'kysely';
-import { OutboxRelay, RecentMap, connectServiceDb, databaseCheck, exchangeMetrics, metrics, serveOperations, type Bus, type Component, type Collector, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, Transactor, RecentMap, connectServiceDb, databaseCheck, exchangeMetrics, metrics, serveOperations, type Bus, type Component, type Collector, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WalletDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -25,8 +25,9 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
+  const tx = new Transactor(db, relay);
   const now = opts.now ?? (() => new Date());
-  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, relay, payments: processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, tx, payments: processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);
@@ -53,7 +54,8 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       stripeWebhook: stripeWebhook(deps),
     },
     logger,
-    db: serviceDb,
+    tx,
+    claims: serviceDb.claims,
     config: opts.config,
   });
   return {

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Bus, ExchangeConfig, Logger, OutboxRelay } from '@aex/platform';
+import type { Bus, ExchangeConfig, Logger, Transactor } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { WebhookSender } from './deliveries/sender.js';
 
@@ -8,7 +8,8 @@ export interface WebhookDeps {
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  relay: OutboxRelay;
+  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   sender: WebhookSender;
   /** D14.4 delays before each attempt, from `WEBHOOK_RETRY_DELAYS_MS`. */
   delays: number[];

@@ -1,5 +1,5 @@
 import { webhooksOps } from '@aex/contracts';
-import { OutboxRelay, connectServiceDb, databaseCheck, retryDelays, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { OutboxRelay, Transactor, connectServiceDb, databaseCheck, retryDelays, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { WebhookDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -24,10 +24,11 @@ export async function startWebhookService(opts: { bus: Bus; databaseUrl: string;
   const serviceDb = await connectServiceDb<Database>({ url: opts.databaseUrl, ...database, logger, preparedStatements: opts.config.DATABASE_PREPARED_STATEMENTS === 'true' });
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
+  const tx = new Transactor(db, relay);
   const sender = new WebhookSender({ timeoutMs: opts.config.WEBHOOK_TIMEOUT_MS, allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true' });
   const wake = { kick: () => undefined as void };
   const deps: WebhookDeps = {
-    db, bus: opts.bus, config: opts.config, logger, relay, sender,
+    db, bus: opts.bus, config: opts.config, logger, tx, sender,
     delays: retryDelays(opts.config),
     kick: () => wake.kick(),
     now: opts.now ?? (() => new Date()),
@@ -52,7 +53,8 @@ export async function startWebhookService(opts: { bus: Bus; databaseUrl: string;
       retryDeadLetter: handlers.retryDeadLetter(deps),
     },
     logger,
-    db: serviceDb,
+    tx,
+    claims: serviceDb.claims,
     config: opts.config,
   });
   dispatcher.kick();

@@ -1,6 +1,7 @@
 import pg from 'pg';
-import { CamelCasePlugin, Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import { CamelCasePlugin, Kysely, Migrator, sql, type Migration } from 'kysely';
 import type { Logger } from '../logger.js';
+import { ServiceDialect } from './driver.js';
 import { PreparingClient } from './prepared.js';
 
 // int8 (bigint) columns hold cents: parse them to numbers, refusing anything beyond the safe range
@@ -85,7 +86,7 @@ function kyselyOn<DB>(opts: ServiceDbOptions, pool: pg.Pool): Kysely<DB> {
   pool.on('connect', (client) => client.on('error', (err: Error & { code?: string }) => opts.logger?.debug({ code: err.code, reason: err.message }, 'Postgres connection lost')));
   // Column names only: the keys inside JSON values (an agent's input and output, a contract's
   // schemas, metadata) are the agents' own and come back as they were written.
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }), plugins: [new CamelCasePlugin({ maintainNestedObjectKeys: true })] });
+  return new Kysely<DB>({ dialect: new ServiceDialect(pool), plugins: [new CamelCasePlugin({ maintainNestedObjectKeys: true })] });
 }
 
 async function provisionSchema(url: string, schema: string, extensions: string[]): Promise<string | null> {

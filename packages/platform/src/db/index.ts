@@ -3,4 +3,3 @@ export * from './platform-tables.js';
 export * from './group-commit.js';
 export * from './errors.js';
 export * from './precompiled.js';
-export * from './step-runner.js';

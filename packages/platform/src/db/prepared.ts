@@ -45,46 +45,31 @@ interface ClientInternals {
 }
 const base = pg.Client.prototype as unknown as ClientInternals;
 
-/** What Kysely's `begin`, `commit` and `rollback` get when they are answered without a round trip. */
-const answered = (command: string) => ({ command, rowCount: null, oid: 0, rows: [], fields: [] });
-
 /**
- * Begins the text of a transaction's last statement (the outbox flush, `flushTracked`): the client
- * sends the `COMMIT` in the same write, and answers the `commit` that follows without a round trip.
- * Only for a statement after which the caller always commits; an error of the statement itself rolls
- * it all back (Postgres skips the `COMMIT`), so a condition that must undo the transaction has to be
- * an error of the statement, not a value it returns.
- */
-export const COMMIT_AFTER = '/* then commit */ ';
-
-type PromiseQuery = [text: string, values: unknown[]];
-const isPromiseQuery = (args: unknown[]): args is PromiseQuery => args.length === 2 && typeof args[0] === 'string' && Array.isArray(args[1]);
-
-/**
- * A node-postgres client for every service pool (docs/performance.md).
+ * A node-postgres client for every service pool (docs/performance.md). The service's driver
+ * (`driver.ts`) asks for each saving explicitly; statements are never told apart by their text.
  *
  * - **Prepared statements.** A parameterised statement runs as a named prepared statement, the name
  *   derived from its text, so Postgres parses and plans it once per connection and each call sends
- *   only Bind and Execute. Kysely and the services' SQL stay as they are. Statements without
- *   parameters (`commit`, DDL) keep the simple protocol.
- * - **A pipelined `BEGIN`.** Kysely's `begin` is answered at once and sent in the same write as the
- *   transaction's first statement, as Parse, Bind and Execute without a Sync: a transaction costs one
- *   round trip less. Without a Sync, Postgres skips everything up to the statement's own Sync when
- *   the `BEGIN` fails, so the statement never runs outside the transaction; the caller gets the
- *   error from that statement, as it would have had it from `begin`. A first statement without
- *   parameters (it may be several statements, which the extended protocol cannot carry) is sent
- *   after a `BEGIN` of its own, as before. A transaction with no statement at all sends nothing.
- * - **A pipelined `COMMIT`.** A statement whose text begins with `COMMIT_AFTER` is sent with Parse,
- *   Bind and Execute of a `COMMIT` behind it, before its Sync: the transaction commits in the
- *   statement's round trip, and the `commit` that follows is answered here. When the statement
- *   fails, Postgres skips the `COMMIT`, and the `rollback` that follows is sent as usual. A transaction
- *   of one such statement costs one round trip, `BEGIN` and `COMMIT` included.
+ *   only Bind and Execute. Statements without parameters (DDL, several statements in one text) keep
+ *   the simple protocol.
+ * - **A pipelined `BEGIN`** (`deferBegin`). The transaction's `BEGIN` is sent in the same write as
+ *   its first statement, as Parse, Bind and Execute without a Sync: a transaction costs one round
+ *   trip less. Without a Sync, Postgres skips everything up to the statement's own Sync when the
+ *   `BEGIN` fails, so the statement never runs outside the transaction; the caller gets the error
+ *   from that statement. A first statement without parameters (it may be several statements, which
+ *   the extended protocol cannot carry) is sent after a `BEGIN` of its own. A transaction that sent
+ *   nothing ends without a word (`endUnsent`).
+ * - **A pipelined `COMMIT`** (`queryThenCommit`). The statement is sent with Parse, Bind and
+ *   Execute of a `COMMIT` behind it, before its Sync: the transaction commits in the statement's
+ *   round trip. When the statement fails, Postgres skips the `COMMIT`; the caller rolls back as
+ *   usual. A transaction of one such statement costs one round trip, `BEGIN` and `COMMIT` included.
  *
  * Not for a pool behind a transaction-mode PgBouncer older than 1.21, which cannot keep prepared
  * statements: `DATABASE_PREPARED_STATEMENTS=false` (D16, README "Configuration") uses plain clients.
  */
 export class PreparingClient extends pg.Client {
-  /** A `begin` answered and not yet sent: it goes with the next statement. */
+  /** A transaction was begun and nothing sent yet: its `BEGIN` goes with the next statement. */
   #beginDeferred = false;
   /** The next statement the queue submits goes out behind a `BEGIN`. */
   #beginAhead = false;
@@ -94,20 +79,41 @@ export class PreparingClient extends pg.Client {
   #commitBehind = false;
   /** Where the answers of a statement with a pipelined `COMMIT` are: its own, then the `COMMIT`'s. */
   #commitAnswers: 'none' | 'statement' | 'parse' | 'command' = 'none';
-  /** The transaction committed with its last statement; its `commit` is answered here. */
+  /** The pipelined `COMMIT` of the last `queryThenCommit` was answered. */
   #committed = false;
+
+  /** Begins a transaction without a round trip: its `BEGIN` goes out with the transaction's first statement. */
+  deferBegin(): void {
+    this.#beginDeferred = true;
+  }
+
+  /**
+   * Ends a transaction that has sent nothing yet (its `BEGIN` still deferred), with nothing sent:
+   * true when that was so, false when the transaction is open in Postgres and must be ended there.
+   */
+  endUnsent(): boolean {
+    const unsent = this.#beginDeferred;
+    this.#beginDeferred = false;
+    return unsent;
+  }
+
+  /**
+   * Runs `text` as the transaction's last statement and commits it in the same round trip. When the
+   * `COMMIT` could not go with it (no parameters, or other statements still queued), it is sent
+   * right after. A failed statement leaves the transaction open and failed: roll it back.
+   */
+  async queryThenCommit<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    this.#committed = false;
+    const pipelined = values.length > 0 && this.#idle();
+    if (pipelined) this.#commitBehind = true;
+    const result = (await this.query(text, values)) as pg.QueryResult<R>;
+    if (!this.#committed) await this.query('commit');
+    this.#committed = false;
+    return result;
+  }
 
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   override query(...args: any[]): any {
-    if (this.#committed) {
-      this.#committed = false;
-      if (isPromiseQuery(args) && args[1].length === 0 && args[0] === 'commit') return Promise.resolve(answered('COMMIT'));
-      // A caller that did not commit after a COMMIT_AFTER statement: a bug, told loudly.
-      const err = new Error('the transaction was committed with its last statement (COMMIT_AFTER); only its commit may follow');
-      const callback: unknown = args.at(-1);
-      if (typeof callback === 'function') return void process.nextTick(() => callback(err));
-      return Promise.reject(err);
-    }
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     const asGiven = () => (super.query as any)(...args);
     if (!isPromiseQuery(args)) {
@@ -116,18 +122,10 @@ export class PreparingClient extends pg.Client {
       return this.#afterBegin(asGiven, args);
     }
     const [text, values] = args;
-    if (values.length === 0 && text === 'begin' && !this.#beginDeferred) {
-      this.#beginDeferred = true;
-      return Promise.resolve(answered('BEGIN'));
-    }
     const name = preparedName(text, values.length);
     const run = () => (name === undefined ? super.query(text, values) : super.query({ name, text, values }));
-    // Pipelined only when it is the next statement written (with its `begin`, if that is deferred).
-    if (values.length > 0 && text.startsWith(COMMIT_AFTER) && this.#idle()) this.#commitBehind = true;
     if (!this.#beginDeferred) return run();
     this.#beginDeferred = false;
-    // An empty transaction: nothing was sent, so there is nothing to end.
-    if (values.length === 0 && (text === 'commit' || text === 'rollback')) return Promise.resolve(answered(text.toUpperCase()));
     if (values.length === 0 || !this.#idle()) return this.#afterBegin(run);
     this.#beginAhead = true;
     return run();
@@ -140,9 +138,9 @@ export class PreparingClient extends pg.Client {
   }
 
   /**
-   * A statement that cannot follow a pipelined `BEGIN` (no parameters: it may be several statements,
-   * which the extended protocol cannot carry; or others still queued) is queued right behind a
-   * `BEGIN` of its own, so the order of calls is kept. A failed `begin` is the statement's error.
+   * A statement that cannot follow a pipelined `BEGIN` (no parameters, or others still queued) is
+   * queued right behind a `BEGIN` of its own, so the order of calls is kept. A failed `begin` is the
+   * statement's error.
    */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   #afterBegin(run: () => any, args?: any[]): any {
@@ -237,3 +235,6 @@ export class PreparingClient extends pg.Client {
     base._handleErrorMessage.call(this, msg);
   }
 }
+
+type PromiseQuery = [text: string, values: unknown[]];
+const isPromiseQuery = (args: unknown[]): args is PromiseQuery => args.length === 2 && typeof args[0] === 'string' && Array.isArray(args[1]);

@@ -4,8 +4,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import { outsideTrace } from '../bus/tracing.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
 import type { IdempotencyRecordsOptions } from './records.js';
-import { relayServing } from '../messaging/relay.js';
-import { inTransaction } from '../messaging/transaction-runner.js';
+import type { Transactor } from '../messaging/transaction-runner.js';
 import { UnitOfWork } from '../messaging/unit-of-work.js';
 import { sealReply } from './reply-cipher.js';
 
@@ -55,16 +54,16 @@ export class KeyedRun {
     await (db as Tables).updateTable('idempotencyKeys').set({ reply: this.seal(reply) }).where('keyHash', '=', this.keyHash).execute();
   }
 
-  readonly effect: EffectRunner = async <DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> => {
-    if (db !== (this.opts.db as unknown)) throw new Error('ctx.effect must be given the service database');
-    if (this.state === 'effected') return this.effectAgain(db, fn);
+  readonly effect: EffectRunner = async <DB, T>(tx: Transactor<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> => {
+    if (tx.db !== (this.opts.tx.db as unknown)) throw new Error('ctx.effect must be given the service database');
+    if (this.state === 'effected') return this.effectAgain(tx, fn);
     if (this.state !== 'claimed') throw new Error('the Idempotency-Key claim of this request was given up; nothing was applied');
     this.inEffect = true;
     try {
       await sql`savepoint effect`.execute(this.trx);
-      // What the effect publishes is handed to the relay as soon as it commits. Its write at commit
-      // is not used here: the key's answer is written after the flush.
-      const work = new UnitOfWork(this.trx as unknown as AnyDb, relayServing(db), false);
+      // What the effect publishes is handed to the relay as soon as it commits; the key's answer is
+      // written after the flush, so the flush is not the last statement.
+      const work = new UnitOfWork(this.trx as unknown as AnyDb, tx.relay);
       let reply: Reply<T>;
       try {
         reply = await fn(this.trx as unknown as Transaction<DB>, work);
@@ -93,9 +92,9 @@ export class KeyedRun {
    * it throws (an AppError, e.g. 402 once a saga step refused what the first effect started) becomes
    * the stored answer, committed with whatever the transaction wrote before it.
    */
-  private async effectAgain<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> {
+  private async effectAgain<DB, T>(tx: Transactor<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<Reply<T>>): Promise<EffectReply<T>> {
     let refusal: unknown;
-    const reply = await inTransaction(db, async (trx, work) => {
+    const reply = await tx.run(async (trx, work) => {
       await (trx as unknown as Tables).selectFrom('idempotencyKeys').select('keyHash').where('keyHash', '=', this.keyHash).forUpdate().execute();
       let answer: RpcReply;
       let made: Reply<T> | undefined;
@@ -166,7 +165,7 @@ export class KeyedRun {
     if (sameAnswer(reply, committed)) return committed;
     const answer = this.stamp(reply);
     try {
-      await this.store(this.opts.db, answer);
+      await this.store(this.opts.tx.db, answer);
       return answer;
     } catch (err) {
       this.opts.logger.warn({ err, requestId: this.requestId }, 'final answer could not replace the committed one; replays give the committed answer');

@@ -4,7 +4,7 @@ import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
-import { inTransaction } from '../messaging/transaction-runner.js';
+import type { Transactor } from '../messaging/transaction-runner.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 
@@ -13,8 +13,9 @@ type AnyDb = Kysely<any>;
 type Tables = Kysely<PlatformTables>;
 
 export interface IdempotencyRecordsOptions {
-  /** The service's database (its schema holds `idempotency_keys`). */
-  db: AnyDb;
+  /** The service's transactions (its schema holds `idempotency_keys`; its relay publishes what effects commit). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  tx: Transactor<any>;
   /** The pool of claim transactions (`ServiceDb.claims`). */
   claims: AnyDb;
   ttlMs: number;
@@ -137,7 +138,7 @@ export class IdempotencyRecords {
 
   /** Deletes records past their retention (D5.2); returns how many. */
   async prune(): Promise<number> {
-    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < ${this.now()} limit 1000)`.execute(this.opts.db);
+    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < ${this.now()} limit 1000)`.execute(this.opts.tx.db);
     return Number(r.numAffectedRows ?? 0);
   }
 
@@ -157,4 +158,4 @@ type Claim =
   | { kind: 'stored'; fingerprint: string; reply: Buffer | null }
   | { kind: 'busy' };
 
-const plainEffect: EffectRunner = async (db, fn) => (await inTransaction(db, fn)) as EffectReply<never>;
+const plainEffect: EffectRunner = async (tx, fn) => (await tx.run(fn)) as EffectReply<never>;

@@ -5,7 +5,7 @@ import { subjects } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { AlreadyApplied } from './processed-messages.js';
-import { inTransaction } from './transaction-runner.js';
+import type { Transactor } from './transaction-runner.js';
 import type { UnitOfWork } from './unit-of-work.js';
 import { exchangeMetrics } from '../metrics.js';
 
@@ -28,7 +28,8 @@ export const retryLater = (msg: BusMessage): Outcome => nak(Math.min(30_000, 200
 
 export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   bus: Bus;
-  db: Kysely<DB>;
+  /** The service's transactions: the effect, the message's record and what it publishes commit together. */
+  tx: Transactor<DB>;
   logger: Logger;
   /** Durable name, unique per (service, purpose). */
   durable: string;
@@ -36,8 +37,8 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   /** Runs inside the transaction that also records the message id: effect and dedupe commit together. */
   handle: (trx: Transaction<DB>, data: Static<M['data']>, work: UnitOfWork, envelope: Envelope) => Promise<R>;
   /**
-   * Called after the commit with what `handle` returned (e.g. to kick the outbox relay), and awaited
-   * before the message is acknowledged.
+   * Called after the commit with what `handle` returned, and awaited before the message is
+   * acknowledged. (What only needs the commit, `work.afterCommit`, is the simpler way.)
    */
   afterCommit?: (data: Static<M['data']>, result: R) => void | Promise<void>;
   concurrency?: number;
@@ -48,18 +49,26 @@ export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
  * transaction as the effect. Consumers use it, and so does a service handed a message directly
  * (ahead of its delivery through JetStream, which then finds it applied). True when it was applied now.
  */
-export async function applyOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, work: UnitOfWork) => Promise<void>): Promise<boolean> {
+export function applyOnce<DB>(tx: Transactor<DB>, consumer: string, envelope: Envelope, handle: (trx: Transaction<DB>, work: UnitOfWork) => Promise<void>): Promise<boolean> {
+  return appliedOnce(tx.db, consumer, envelope, () => tx.run(async (trx, work) => {
+    await handle(trx, work);
+    // Recorded with the step's outbox rows (one statement): a message applied before rolls all back.
+    work.consumed(consumer, envelope.id);
+  }));
+}
+
+/**
+ * Runs `apply`, whose transaction records the message's id as consumed by `consumer` with its effect
+ * (`UnitOfWork.consumed`): true when it applied the message now, false when it had been applied
+ * before (the record's unique key failed the commit, or the handler refused what it had already
+ * done — a repeated message meeting the state it made).
+ */
+export async function appliedOnce<DB>(db: Kysely<DB>, consumer: string, envelope: Envelope, apply: () => Promise<unknown>): Promise<boolean> {
   try {
-    await inTransaction(db, async (trx, work) => {
-      await handle(trx, work);
-      // Recorded with the step's outbox rows (one statement): a message applied before rolls all back.
-      work.consumed(consumer, envelope.id);
-    });
+    await apply();
     return true;
   } catch (err) {
     if (err instanceof AlreadyApplied) return false;
-    // A handler may refuse what it already did (a repeated message meeting the state it made): a
-    // message applied before is acknowledged, whatever its repetition made of it.
     if (await appliedBefore(db, consumer, envelope.id)) return false;
     throw err;
   }
@@ -70,12 +79,23 @@ async function appliedBefore<DB>(db: Kysely<DB>, consumer: string, messageId: st
   return row !== undefined;
 }
 
+export interface MessageConsumerOptions<M extends MessageDef> {
+  bus: Bus;
+  logger: Logger;
+  /** Durable name, unique per (service, purpose). */
+  durable: string;
+  def: M;
+  concurrency?: number;
+  /** Applies a message checked against its contract: true when applied now, false for one applied before. */
+  apply: (envelope: Envelope, data: Static<M['data']>) => Promise<boolean>;
+}
+
 /**
- * A durable consumer whose effect is applied exactly once (ARCHITECTURE "Messaging"): the processed
- * message id is inserted in the same database transaction as the effect, so a redelivery finds it
- * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
+ * A durable consumer of one message type (ARCHITECTURE "Messaging"): each message is checked against
+ * its contract (one that breaks it is terminated, never retried), applied, and acknowledged; a failure
+ * is retried with backoff, an AppError terminates it. `apply` makes it exactly once (`appliedOnce`).
  */
-export async function consumeIdempotently<M extends MessageDef, DB, R = void>(opts: IdempotentConsumerOptions<M, DB, R>): Promise<Stoppable> {
+export async function consumeMessages<M extends MessageDef>(opts: MessageConsumerOptions<M>): Promise<Stoppable> {
   const sagaStep = exchangeMetrics.sagaStep().bind({ consumer: opts.durable });
   const processed = exchangeMetrics.messagesProcessed();
   const outcomes = { applied: processed.bind({ consumer: opts.durable, outcome: 'applied' }), repeat: processed.bind({ consumer: opts.durable, outcome: 'repeat' }) };
@@ -90,15 +110,9 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
       const read = readMessage(msg, dataCheck, opts.logger);
       if (!read.ok) return read.outcome;
       try {
-        let result: R | undefined;
-        const applied = await applyOnce(opts.db, opts.durable, read.envelope, async (trx, work) => {
-          result = await opts.handle(trx, read.data as Static<M['data']>, work, read.envelope);
-        });
-        if (applied) {
-          // The saga step's latency: from the message's commit to its outbox to this step's commit.
-          sagaStep.observe(Math.max(0, Date.now() - Date.parse(read.envelope.occurredAt)) / 1000);
-          await opts.afterCommit?.(read.data as Static<M['data']>, result as R);
-        }
+        const applied = await opts.apply(read.envelope, read.data as Static<M['data']>);
+        // The saga step's latency: from the message's commit to its outbox to this step's commit.
+        if (applied) sagaStep.observe(Math.max(0, Date.now() - Date.parse(read.envelope.occurredAt)) / 1000);
         (applied ? outcomes.applied : outcomes.repeat).inc();
         return ack();
       } catch (err) {
@@ -111,6 +125,25 @@ export async function consumeIdempotently<M extends MessageDef, DB, R = void>(op
         opts.logger.warn({ err, subject: msg.subject, attempt: msg.deliveryCount }, 'message handling failed; will retry');
         return retryLater(msg);
       }
+    },
+  });
+}
+
+/**
+ * A durable consumer whose effect is applied exactly once (ARCHITECTURE "Messaging"): the processed
+ * message id is inserted in the same database transaction as the effect, so a redelivery finds it
+ * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
+ */
+export function consumeIdempotently<M extends MessageDef, DB, R = void>(opts: IdempotentConsumerOptions<M, DB, R>): Promise<Stoppable> {
+  return consumeMessages({
+    bus: opts.bus, logger: opts.logger, durable: opts.durable, def: opts.def, ...(opts.concurrency !== undefined && { concurrency: opts.concurrency }),
+    apply: async (envelope, data) => {
+      let result: R | undefined;
+      const applied = await applyOnce(opts.tx, opts.durable, envelope, async (trx, work) => {
+        result = await opts.handle(trx, data, work, envelope);
+      });
+      if (applied) await opts.afterCommit?.(data, result as R);
+      return applied;
     },
   });
 }

@@ -4,3 +4,4 @@ export * from './relay.js';
 export * from './processed-messages.js';
 export * from './consumer.js';
 export * from './timers.js';
+export * from './guarded-write.js';

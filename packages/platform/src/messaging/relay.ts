@@ -19,12 +19,6 @@ type AnyDb = Kysely<any>;
  */
 const REMOVE_GATHER_MS = 1_000;
 
-/** The relay serving each service database: a unit of work of that database hands its rows to it. */
-const relays = new WeakMap<object, OutboxRelay>();
-
-/** The relay serving `db`, if one was made for it. */
-export const relayServing = (db: object): OutboxRelay | undefined => relays.get(db);
-
 /**
  * Publishes committed outbox rows, two ways:
  * - **Hand-off** (the usual way): a unit of work's rows (`UnitOfWork`) were written already claimed
@@ -66,9 +60,7 @@ export class OutboxRelay implements HandOffTarget {
     private readonly logger: Logger,
     private readonly pollMs = 1_000,
     private readonly leaseMs = 5_000,
-  ) {
-    relays.set(db, this);
-  }
+  ) {}
 
   start(): void {
     this.running = true;

@@ -2,7 +2,7 @@ import { sql, type Kysely, type Transaction } from 'kysely';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
-import { inTransaction } from './transaction-runner.js';
+import type { Transactor } from './transaction-runner.js';
 import type { UnitOfWork } from './unit-of-work.js';
 import { exchangeMetrics, metrics, serviceOf } from '../metrics.js';
 
@@ -24,14 +24,17 @@ export class TimerRunner<DB> {
   private readonly service: string;
   private readonly fired = exchangeMetrics.timersFired();
 
+  private readonly db: Kysely<DB>;
+
   constructor(
-    private readonly db: Kysely<DB>,
+    private readonly tx: Transactor<DB>,
     private readonly handlers: Record<string, TimerHandler<DB>>,
     private readonly logger: Logger,
     /** `now`: the service's clock, which the timers' `fireAt` came from (default: the database's). */
     private readonly opts: { pollMs?: number; afterFire?: () => void; now?: () => Date } = {},
   ) {
     this.service = serviceOf(logger);
+    this.db = tx.db;
   }
 
   start(): void {
@@ -79,7 +82,7 @@ export class TimerRunner<DB> {
     const db = this.db as unknown as Kysely<PlatformTables>;
     let claimed: { id: string; kind: string } | undefined;
     try {
-      const result = await inTransaction(db, async (trx, work): Promise<'fired' | 'none'> => {
+      const result = await (this.tx as unknown as Transactor<PlatformTables>).run(async (trx, work): Promise<'fired' | 'none'> => {
         const row = await trx
           .selectFrom('timers')
           .selectAll()

@@ -1,45 +1,81 @@
 import type { Kysely, Transaction } from 'kysely';
-import { relayServing } from './relay.js';
-import { NothingWrittenAtCommit, UnitOfWork } from './unit-of-work.js';
+import { GuardFoundNothing, UnitOfWork, type GuardedWrite, type HandOffTarget } from './unit-of-work.js';
 
 /** Postgres's SQLSTATE for a deadlock victim. */
 const DEADLOCK_DETECTED = '40P01';
 const MAX_DEADLOCK_RETRIES = 3;
 
+/** A transaction's work with its unit of work (`UnitOfWork`). */
+export type TransactionWork<DB, T> = (trx: Transaction<DB>, work: UnitOfWork) => Promise<T>;
+
 /**
- * Runs `fn` in a database transaction with its unit of work (`UnitOfWork`): what `fn` keeps there is
- * written by one statement with the commit, and its messages are handed to the relay serving `db`
- * right after. Every service transaction that publishes, sets timers or consumes a message runs
- * through here (or through `ctx.effect`). `fn` may run again, in a new transaction:
- * - when its write at commit (`writeAtCommit`) found its row moved on — then with writes made at once,
- *   deciding on what it finds now;
- * - when Postgres chose the transaction as a deadlock's victim and rolled it back: nothing of it
- *   happened, so it decides again on what the other one left (D9.14: the loser of a race is answered
- *   as the state it finds, not with a 500).
+ * What a transaction's work gives the commit: its value, and the step's guarded write for the last
+ * statement (null when it wrote what it had to as it went).
  */
-export async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<T>): Promise<T> {
-  for (let deadlocks = 0; ; deadlocks++) {
-    try {
-      try {
-        return await attempt(db, fn, true);
-      } catch (err) {
-        if (!(err instanceof NothingWrittenAtCommit)) throw err;
-        return await attempt(db, fn, false);
-      }
-    } catch (err) {
-      if ((err as { code?: string }).code !== DEADLOCK_DETECTED || deadlocks >= MAX_DEADLOCK_RETRIES) throw err;
-    }
-  }
+export interface WorkWithWrite<T, R> {
+  value: T;
+  write: GuardedWrite<R> | null;
 }
 
-async function attempt<DB, T>(db: Kysely<DB>, fn: (trx: Transaction<DB>, work: UnitOfWork) => Promise<T>, atCommit: boolean): Promise<T> {
-  let work: UnitOfWork | undefined;
-  const result = await db.transaction().execute(async (trx) => {
-    work = new UnitOfWork(trx, relayServing(db), atCommit);
-    const value = await fn(trx, work);
-    await work.flush({ last: true });
-    return value;
-  });
-  work!.committed();
-  return result;
+/** A transaction whose guarded write wrote: the work's value and the rows the write returned. */
+export type Written<T, R> = { written: true; value: T; rows: R[] } | { written: false };
+
+/**
+ * A service's database transactions (ARCHITECTURE "Messaging"): each runs its work with a unit of
+ * work (`UnitOfWork`) whose messages, timers and consumed-message record are written by one statement
+ * sent with the `COMMIT`, then handed to `relay` (the relay serving this database) and followed by
+ * the work's after-commit callbacks. Every service transaction that publishes, sets timers or
+ * consumes a message runs through here (or through a keyed request's `ctx.effect`).
+ */
+export class Transactor<DB> {
+  constructor(readonly db: Kysely<DB>, readonly relay: HandOffTarget | null) {}
+
+  /**
+   * Runs `fn` in one transaction and commits it. When Postgres chose the transaction as a deadlock's
+   * victim and rolled it back, nothing of it happened: `fn` runs again in a new one, deciding on what
+   * the other left (D9.14: the loser of a race is answered as the state it finds, not with a 500).
+   */
+  async run<T>(fn: TransactionWork<DB, T>): Promise<T> {
+    for (let deadlocks = 0; ; deadlocks++) {
+      try {
+        return await this.once(async (trx, work) => {
+          const value = await fn(trx, work);
+          await work.flush({ last: true });
+          return value;
+        });
+      } catch (err) {
+        if ((err as { code?: string }).code !== DEADLOCK_DETECTED || deadlocks >= MAX_DEADLOCK_RETRIES) throw err;
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` in one transaction whose last statement, sent with the `COMMIT`, carries the guarded
+   * write `fn` gives: one round trip for a step whose other writes are messages and timers. When the
+   * write's guard wrote nothing, that statement failed and the whole transaction was undone: the
+   * answer is `{ written: false }`, and the caller decides again on what it reads now. A deadlock's
+   * victim is undone the same way and answered so too.
+   */
+  async runWriting<T, R>(fn: TransactionWork<DB, WorkWithWrite<T, R>>): Promise<Written<T, R>> {
+    try {
+      return await this.once(async (trx, work) => {
+        const { value, write } = await fn(trx, work);
+        const rows = await work.flush<R>({ last: true, ...(write && { write }) });
+        return { written: true as const, value, rows };
+      });
+    } catch (err) {
+      if (err instanceof GuardFoundNothing || (err as { code?: string }).code === DEADLOCK_DETECTED) return { written: false };
+      throw err;
+    }
+  }
+
+  private async once<T>(fn: TransactionWork<DB, T>): Promise<T> {
+    let work: UnitOfWork | undefined;
+    const result = await this.db.transaction().execute(async (trx) => {
+      work = new UnitOfWork(trx, this.relay);
+      return fn(trx, work);
+    });
+    work!.committed();
+    return result;
+  }
 }

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, sql, type Kysely, type OperationNodeSource } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type { MessageDef, MessageEnvelope, Static } from '@aex/contracts';
 import type { MsgHeaders } from '../bus/types.js';
 import { injectTrace } from '../bus/tracing.js';
 import { isUniqueViolation } from '../db/errors.js';
-import { COMMIT_AFTER } from '../db/prepared.js';
+import { LastStatement } from '../db/driver.js';
 import { AlreadyApplied } from './processed-messages.js';
+import { GuardFoundNothing, partsOf, quoted, type GuardedWrite } from './guarded-write.js';
+
+export { GuardFoundNothing, type GuardedWrite } from './guarded-write.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -22,30 +25,6 @@ export interface OutboxRow {
 /** A durable timer to set (or set again) or to drop, keyed by kind and key. */
 export type TimerChange = { kind: string; key: string } & ({ op: 'schedule'; fireAt: Date; payload: unknown } | { op: 'cancel' });
 
-/**
- * A step's one data write, made by the statement sent with the commit (`writeAtCommit`): its
- * data-modifying parts, in order, as common table expressions of that statement (`name as (query)`,
- * names other than the unit of work's own: recorded, written, scheduled, cancelled, guard), one of
- * which must write — and return — a row.
- */
-export interface WriteAtCommit<R> {
-  parts: Array<[name: string, query: OperationNodeSource | CompiledQuery]>;
-  /** The part that must write a row, else the transaction is undone (`NothingWrittenAtCommit`). */
-  guard: string;
-  /** The rows the guard part returned, once the statement ran (before the commit's answer). */
-  written?: (rows: R[]) => void;
-}
-
-/**
- * A write at commit (`writeAtCommit`) wrote nothing: the statement failed and the transaction was
- * undone. `inTransaction` runs the step again, its writes then made as they come.
- */
-export class NothingWrittenAtCommit extends Error {
-  constructor() {
-    super('the write made at commit wrote nothing; the transaction was undone');
-  }
-}
-
 /** Where a unit of work's rows go after its commit: the relay serving its database. */
 export interface HandOffTarget {
   /** Whether the relay takes hand-offs now; if not, rows are left unclaimed for its drains. */
@@ -60,32 +39,29 @@ export interface HandOffTarget {
  */
 export const HAND_OFF_LEASE_MS = 5_000;
 
-/** The error a write at commit raises when its guard part wrote nothing (`require_written`, platform tables v5). */
+/** The error a guarded write's statement raises when its guard part wrote nothing (`require_written`, platform tables v5). */
 const NOTHING_WRITTEN = 'AX001';
 
 /**
  * What one database transaction does besides its own queries (ARCHITECTURE "Messaging"): the
  * messages it publishes (the outbox), the durable timers it sets or drops, the consumed message it
- * records, and at most one data write made at commit. Handlers receive it beside the transaction and
- * call `enqueue`, `schedule`, `cancelTimers`, `consumed`, `writeAtCommit`. Nothing is written until
+ * records, and what is to happen once it committed. Handlers receive it beside the transaction and
+ * call `enqueue`, `schedule`, `cancelTimers`, `consumed`, `afterCommit`. Nothing is written until
  * `flush`, the last statement before the commit: however many messages and timers, they cost one
- * round trip, `COMMIT` included. After the commit, `committed` hands the rows to the relay, which
- * publishes them at once. `inTransaction` and `ctx.effect` make one per transaction.
+ * round trip, `COMMIT` included, and a step's guarded write may go in it too. Whoever commits the
+ * transaction (`Transactor`, a keyed request's run) calls `committed` after the commit: the relay
+ * publishes the rows at once, and the callbacks run.
  */
 export class UnitOfWork {
   private rows: OutboxRow[] = [];
   private readonly timers = new Map<string, TimerChange>();
   private consumedMessage: { consumer: string; messageId: string } | undefined;
-  private atCommit: WriteAtCommit<unknown> | undefined;
+  private readonly callbacks: Array<() => void> = [];
   /** Whether the rows are written claimed for the relay's hand-off: it ran when the work began. */
   private readonly claimed: boolean;
 
-  /**
-   * `relay`: the relay serving the database, if any. `atCommitAllowed`: whether a step's own write
-   * may go in the flush (`writeAtCommit`): first attempts only, so a step that found its row moved on
-   * runs again writing as it goes.
-   */
-  constructor(private readonly trx: AnyDb, private readonly relay: HandOffTarget | undefined, private readonly atCommitAllowed: boolean) {
+  /** `relay`: the relay serving the transaction's database, which publishes the rows after the commit. */
+  constructor(private readonly trx: AnyDb, private readonly relay: HandOffTarget | null) {
     this.claimed = relay?.running ?? false;
   }
 
@@ -125,17 +101,9 @@ export class UnitOfWork {
     this.consumedMessage = { consumer, messageId };
   }
 
-  /**
-   * Has the step's one data write made by the statement sent with the commit, with the messages, the
-   * timers and the consumed message's record: a step whose writes are only these costs one round trip.
-   * False when that is not possible (another write at commit already, or a second attempt): the caller
-   * then makes the write at once. When the guard part writes nothing, the whole transaction is undone
-   * and `inTransaction` runs the step again — where this answers false.
-   */
-  writeAtCommit<R>(write: WriteAtCommit<R>): boolean {
-    if (!this.atCommitAllowed || this.atCommit) return false;
-    this.atCommit = write as WriteAtCommit<unknown>;
-    return true;
+  /** Runs `fn` once the transaction committed (a replica's memory of what it wrote, a waiter woken); never when it rolled back. */
+  afterCommit(fn: () => void): void {
+    this.callbacks.push(fn);
   }
 
   /** The transaction rolled back to a savepoint taken before anything was kept: forget it all. */
@@ -143,49 +111,45 @@ export class UnitOfWork {
     this.rows = [];
     this.timers.clear();
     this.consumedMessage = undefined;
-    this.atCommit = undefined;
+    this.callbacks.length = 0;
   }
 
   /**
-   * Writes what the unit of work kept, in one statement: once, just before the commit. `last`:
-   * nothing else is written and the caller commits right after, so the `COMMIT` goes with the
-   * statement (`COMMIT_AFTER`). Throws `AlreadyApplied` (the consumed message was recorded before)
-   * or `NothingWrittenAtCommit`; either way the transaction must roll back.
+   * Writes what the unit of work kept, with the step's guarded `write` if given, in one statement:
+   * once, just before the commit. `last`: nothing else is written and the caller commits right after,
+   * so the `COMMIT` goes with the statement (`LastStatement`). Answers the rows the guarded write
+   * returned. Throws `AlreadyApplied` (the consumed message was recorded before) or
+   * `GuardFoundNothing`; either way the transaction must roll back.
    */
-  async flush(opts: { last?: boolean } = {}): Promise<void> {
-    const statement = this.statement();
-    if (!statement) return;
-    const text = `${opts.last ? COMMIT_AFTER : ''}${statement.sql}`;
-    const result = await this.trx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, statement.parameters)).catch((err: unknown) => {
+  async flush<R = never>(opts: { last?: boolean; write?: GuardedWrite<R> } = {}): Promise<R[]> {
+    const statement = this.statement(opts.write);
+    if (!statement) return [];
+    const query = opts.last ? new LastStatement(statement.sql, statement.parameters) : CompiledQuery.raw(statement.sql, statement.parameters);
+    const result = await this.trx.executeQuery<R & { guarded?: number }>(query).catch((err: unknown) => {
       const consumed = this.consumedMessage;
       if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
-      if (this.atCommit && (err as { code?: string }).code === NOTHING_WRITTEN) throw new NothingWrittenAtCommit();
+      if (opts.write && (err as { code?: string }).code === NOTHING_WRITTEN) throw new GuardFoundNothing(opts.write.guard);
       throw err;
     });
-    this.atCommit?.written?.(result.rows);
+    return opts.write ? result.rows.map(({ guarded: _guarded, ...row }) => row as R) : [];
   }
 
-  /** After the commit: the relay publishes the rows now, without waiting for its next drain. */
+  /** After the commit: the relay publishes the rows now, without waiting for its next drain; the callbacks run. */
   committed(): void {
     if (this.claimed && this.rows.length > 0) this.relay!.handOff(this.rows);
+    for (const fn of this.callbacks) fn();
   }
 
   /**
-   * The flush's statement: the step's own write first (a Kysely query, whose parameters keep their
+   * The flush's statement: the step's guarded write first (a Kysely query, whose parameters keep their
    * numbers), then the consumed message's record, the outbox rows and the timer changes, each a
    * common table expression. Its text is built here rather than by Kysely: building and compiling
    * this statement for every transaction was a twentieth of the exchange's CPU (docs/performance.md).
    */
-  private statement(): { sql: string; parameters: unknown[] } | undefined {
+  private statement(write: GuardedWrite<unknown> | undefined): { sql: string; parameters: unknown[] } | undefined {
     const ctes: string[] = [];
     const params: unknown[] = [];
-    for (const [name, query] of this.atCommit?.parts ?? []) {
-      const own = isCompiled(query) ? query : sql`${query}`.compile(this.trx);
-      // Its parameters numbered after those before it (Kysely writes a parameter only as `$n`).
-      const offset = params.length;
-      ctes.push(`${quoted(name)} as (${offset === 0 ? own.sql : own.sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`)})`);
-      params.push(...own.parameters);
-    }
+    if (write) ctes.push(...partsOf(this.trx, write, params));
     const $ = (value: unknown) => `$${params.push(value)}`;
     if (this.consumedMessage) {
       // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it
@@ -228,14 +192,11 @@ export class UnitOfWork {
     if (ctes.length === 0) return undefined;
     // The guard part must have written a row: `require_written` raises (and so skips the COMMIT sent
     // with the statement) when it wrote none.
-    const guard = this.atCommit && quoted(this.atCommit.guard);
+    const guard = write && quoted(write.guard);
     const select = guard
-      ? `select guard.ok, w.* from (select require_written(count(*), ${$(this.atCommit!.guard)}) as ok from ${guard}) as guard left join ${guard} as w on true`
+      ? `select guard.ok as guarded, w.* from (select require_written(count(*), ${$(write.guard)}) as ok from ${guard}) as guard left join ${guard} as w on true`
       : 'select 1';
     return { sql: `with ${ctes.join(', ')} ${select}`, parameters: params };
   }
 }
 
-const quoted = (name: string) => `"${name.replaceAll('"', '""')}"`;
-
-const isCompiled = (q: OperationNodeSource | CompiledQuery): q is CompiledQuery => 'sql' in q && 'parameters' in q;

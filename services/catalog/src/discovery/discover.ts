@@ -148,7 +148,7 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   // Matches carry their schemas (up to 64 KiB each): as many as the answer can carry, best first.
   const page = fitItems(wanted, ctx.replyBudgetBytes - ANSWER_FRAME_BYTES);
   const totalMatches = Math.max(wanted.length, total - dropped);
-  return ctx.effect(deps.db, async (trx) => {
+  return ctx.effect(deps.tx, async (trx) => {
     await trx.insertInto('discoveryQueries').values({
       id: queryId,
       agentId: caller.agentId,

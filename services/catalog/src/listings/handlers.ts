@@ -40,7 +40,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
   const embedding = await embed(deps, service);
-  return ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.tx, async (trx, work) => {
     // Serialise registrations per provider so two requests cannot both take the last place.
     await trx.selectFrom('providers').select('agentId').where('agentId', '=', caller.agentId).forUpdate().executeTakeFirstOrThrow();
     const { n } = await trx.selectFrom('services').select(sql<number>`count(*)::int`.as('n'))
@@ -78,7 +78,7 @@ export const providerServices = (deps: CatalogDeps): OperationHandler<Ops['provi
 export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateService']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'change');
     if (current.status === 'inactive') {
       throw new AppError('INVALID_STATE', 'A deleted service cannot be changed.', { details: { status: current.status } });
@@ -125,7 +125,7 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
 export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteService']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'delete');
     if (current.status === 'inactive') return { data: serviceView(current) };
     const next = { ...current, status: 'inactive' as const, updatedAt: now };

@@ -11,7 +11,7 @@ import type { Database } from '../db/schema.js';
  * the fact was true (`source_at`, `trust_at`); leaving `active` is final (agents are never reactivated).
  */
 export async function startProviderReplica(deps: CatalogDeps): Promise<Stoppable> {
-  const base = { bus: deps.bus, db: deps.db, logger: deps.logger };
+  const base = { bus: deps.bus, tx: deps.tx, logger: deps.logger };
   const consumers = await Promise.all([
     consumeIdempotently({
       ...base, durable: 'catalog-agent-created', def: events.agentCreated,
@@ -48,7 +48,7 @@ const statusChange = validator(events.agentStatusChanged.data);
 export const applyAgentEvent = (deps: CatalogDeps): OperationHandler<(typeof catalogOps)['applyAgentEvent']> => async ({ body }) => {
   if (body.type !== events.agentStatusChanged.type) throw new AppError('VALIDATION_ERROR', 'Only agent status changes are applied directly.', { field: '/body/type' });
   const e = statusChange.parse(body.data, '/body/data');
-  const applied = await applyOnce(deps.db, STATUS_CONSUMER, body, (trx) => upsertProvider(trx, { ...e, at: new Date(body.occurredAt) }));
+  const applied = await applyOnce(deps.tx, STATUS_CONSUMER, body, (trx) => upsertProvider(trx, { ...e, at: new Date(body.occurredAt) }));
   if (applied) await forgetProvider(deps, e.agentId);
   return { data: { applied } };
 };

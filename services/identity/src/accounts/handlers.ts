@@ -40,7 +40,7 @@ export const createAccount = (deps: IdentityDeps): OperationHandler<Ops['createA
   let created;
   let agent: AgentRecord | undefined;
   try {
-    created = await ctx.effect(deps.db, async (trx, work) => {
+    created = await ctx.effect(deps.tx, async (trx, work) => {
       await trx
         .insertInto('accounts')
         .values({
@@ -121,7 +121,7 @@ export const updateAccount = (deps: IdentityDeps): OperationHandler<Ops['updateA
     patch.emailNormalized = normalizeEmail(body.email);
   }
   try {
-    return await ctx.effect(deps.db, async (trx) => ({
+    return await ctx.effect(deps.tx, async (trx) => ({
       data: accountView(await trx.updateTable('accounts').set(patch).where('id', '=', path.accountId).returningAll().executeTakeFirstOrThrow()),
     }));
   } catch (err) {
@@ -134,7 +134,7 @@ export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['
   const caller = requireAgent(ctx);
   await loadOwnAccount(deps, path.accountId, caller.accountId);
   requireOwner(caller, path.accountId, 'set the account delegation rules');
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.tx, async (trx) => {
     const row = await trx
       .updateTable('accounts')
       .set({ defaultDelegation: JSON.stringify(body) as never, updatedAt: deps.now() })

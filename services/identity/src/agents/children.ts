@@ -4,7 +4,7 @@ import {
   AppError, childSaga, CHILD_LIFETIME_HOURS, events, walletOps,
   type identityOps, type MessageData, type WalletView,
 } from '@aex/contracts';
-import { callOperation, consumeIdempotently, inTransaction, requireActive, requireAgent, type OperationHandler, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { callOperation, consumeIdempotently, requireActive, requireAgent, type OperationHandler, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -54,7 +54,7 @@ export const spawnAgent = (deps: IdentityDeps): OperationHandler<typeof identity
   const key = issueApiKey();
   const budgetCents = body.budgetCents ?? 0;
   const expiresAt = new Date(now.getTime() + (body.maxLifetimeHours ?? CHILD_LIFETIME_HOURS.default) * HOUR_MS);
-  const created = await ctx.effect(deps.db, async (trx, work) => {
+  const created = await ctx.effect(deps.tx, async (trx, work) => {
     await takeAgentPlace(trx, parent.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
     await insertAgent(trx, work, {
       id, accountId: parent.accountId, isOwner: false, name: body.name, agentType: 'ephemeral', description: body.description, delegation, now,
@@ -68,7 +68,7 @@ export const spawnAgent = (deps: IdentityDeps): OperationHandler<typeof identity
   const decided = await awaitSpawn(deps, id, deps.config.SAGA_WAIT_MS);
   if (decided.state === 'refused') {
     // The refusal is the answer stored under the request's Idempotency-Key (a second effect, D5.3).
-    return ctx.effect(deps.db, async () => {
+    return ctx.effect(deps.tx, async () => {
       throw new AppError('INSUFFICIENT_FUNDS', `The parent’s available balance is too low to give the child ${budgetCents} cents; no child was created.`, {
         details: { availableCents: decided.availableCents, requiredCents: budgetCents },
       });
@@ -114,7 +114,7 @@ async function awaitSpawn(deps: IdentityDeps, childId: string, ms: number): Prom
 
 /** Identity's side of the wallet's decisions: a funded child is announced, a refused one removed. */
 export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable> {
-  const base = { bus: deps.bus, db: deps.db, logger: deps.logger };
+  const base = { bus: deps.bus, tx: deps.tx, logger: deps.logger };
   const consumers = await Promise.all([
     consumeIdempotently({ ...base, durable: 'identity-child-funded', def: childSaga.funded, handle: (trx, e, work) => childFunded(deps, trx, work, e) }),
     consumeIdempotently({
@@ -153,7 +153,7 @@ async function childRefused(deps: IdentityDeps, trx: Trx, e: MessageData<typeof 
  */
 export async function expireDueChildren(deps: IdentityDeps): Promise<number> {
   const now = deps.now();
-  const { expired, hashes, ids } = await inTransaction(deps.db, async (trx, work) => {
+  const { expired, hashes, ids } = await deps.tx.run(async (trx, work) => {
     const due = await trx
       .selectFrom('agents')
       .selectAll()

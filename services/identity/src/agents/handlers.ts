@@ -69,7 +69,7 @@ export const createAgent = (deps: IdentityDeps): OperationHandler<Ops['createAge
   const id = randomUUID();
   const key = issueApiKey();
   let agent: AgentRecord | undefined;
-  const created = await ctx.effect(deps.db, async (trx, work) => {
+  const created = await ctx.effect(deps.tx, async (trx, work) => {
     await takeAgentPlace(trx, caller.accountId, deps.config.MAX_AGENTS_PER_ACCOUNT);
     await insertAgent(trx, work, { id, accountId: caller.accountId, isOwner: false, ...fields, now }, key);
     requestWallet(work, { id, accountId: caller.accountId });
@@ -97,7 +97,7 @@ export const updateAgent = (deps: IdentityDeps): OperationHandler<Ops['updateAge
   await checkWebhookUrl(body.webhookUrl, deps, '/body/webhookUrl');
   const now = deps.now();
   let hash: string | undefined;
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const current = (await findAgent(trx, path.agentId, { forUpdate: true }))!;
     checkSigningKeyChange(
       { accountId: current.accountId, current: current.signingKeyPublic, next: body.signingKeyPublic, proof: body.signingKeyProof },
@@ -139,7 +139,7 @@ async function deactivate(deps: IdentityDeps, ctx: HandlerContext, agentId: stri
   const now = deps.now();
   let hash: string | undefined;
   let changed: MessageEnvelope | undefined;
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const current = await findAgent(trx, agentId, { forUpdate: true });
     if (!current) throw new AppError('NOT_FOUND', 'No such agent.');
     if (opts.byOperator) {
@@ -177,7 +177,7 @@ export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['se
   const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
   // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
   const rules = target.parentAgentId ? await clampForChild(deps.db, { ...target, parentAgentId: target.parentAgentId }, body) : body;
-  const reply = await ctx.effect(deps.db, async (trx) => {
+  const reply = await ctx.effect(deps.tx, async (trx) => {
     const row = await trx
       .updateTable('agents')
       .set({ delegation: JSON.stringify(rules) as never, updatedAt: deps.now() })

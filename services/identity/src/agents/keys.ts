@@ -24,7 +24,7 @@ export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']
   const now = deps.now();
   const key = issueApiKey();
   let oldHashes: string[] = [];
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     await trx.selectFrom('agents').select('id').where('id', '=', path.agentId).forUpdate().execute();
     const old = await trx.updateTable('apiKeys').set({ revokedAt: now }).where('agentId', '=', path.agentId).where('revokedAt', 'is', null).returning('keyHash').execute();
     await trx.insertInto('apiKeys').values({ id: randomUUID(), agentId: path.agentId, keyHash: key.hash, keyPrefix: key.prefix, createdAt: now, revokedAt: null }).execute();

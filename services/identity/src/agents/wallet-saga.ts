@@ -1,5 +1,5 @@
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, inTransaction, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { consumeIdempotently, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import { sql } from 'kysely';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
@@ -24,7 +24,7 @@ export function requestWallet(work: UnitOfWork, agent: Pick<AgentRow, 'id' | 'ac
 export function recordWalletOpened(deps: IdentityDeps): Promise<Stoppable> {
   return consumeIdempotently({
     bus: deps.bus,
-    db: deps.db,
+    tx: deps.tx,
     logger: deps.logger,
     durable: 'identity-wallet-opened',
     def: events.walletOpened,
@@ -49,7 +49,7 @@ export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: numbe
  * the rows are claimed with SKIP LOCKED, and the wallet side is idempotent per agent.
  */
 export async function redrivePendingWallets(deps: IdentityDeps, afterMs: number): Promise<number> {
-  const n = await inTransaction(deps.db, async (trx, work) => {
+  const n = await deps.tx.run(async (trx, work) => {
     const due = await trx
       .selectFrom('agents')
       .select(['id', 'accountId', 'parentAgentId', 'spawnBudgetCents'])

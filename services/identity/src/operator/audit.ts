@@ -25,7 +25,7 @@ export async function recordOperatorAction(trx: Kysely<Database>, a: Action & { 
 export async function collectOperatorActions(deps: IdentityDeps): Promise<Stoppable> {
   const from = (service: string, def: MessageDef<typeof OperatorActionData>) =>
     consumeIdempotently({
-      bus: deps.bus, db: deps.db, logger: deps.logger, durable: `identity-audit-${service}`, def,
+      bus: deps.bus, tx: deps.tx, logger: deps.logger, durable: `identity-audit-${service}`, def,
       handle: (trx, a, _work, env) => recordOperatorAction(trx, { ...a, service, id: env.id, at: new Date(env.occurredAt) }),
     });
   const consumers = await Promise.all([from('wallet', walletOperatorAction), from('transactions', transactionsOperatorAction), from('webhooks', webhooksOperatorAction)]);

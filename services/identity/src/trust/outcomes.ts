@@ -1,6 +1,6 @@
-import { AppError, events, transactionOutcome, type identityOps } from '@aex/contracts';
-import { consumeIdempotently, precompiled, requireAgent, type OperationHandler, type Slots, type Stoppable } from '@aex/platform';
-import { CompiledQuery, sql, type Insertable, type Kysely } from 'kysely';
+import { AppError, events, transactionOutcome, type identityOps, type MessageData } from '@aex/contracts';
+import { appliedOnce, consumeMessages, precompiled, requireAgent, type OperationHandler, type Slots, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { CompiledQuery, sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { outcomeInput, TRUST_PRIOR, trustScore } from '../domain/trust.js';
@@ -15,39 +15,53 @@ import { forgetAfterCommit } from '../agents/key-cache.js';
  * discovery.
  *
  * Most outcomes leave the score as it was (a settled provider's score moves by less than a
- * point). Such an outcome is kept by the statement written before the commit, with the message's
- * record and the `COMMIT` (`writeAtCommit`): one round trip, where keeping it, reading the sums and
- * committing took three. That statement writes only if the score stays as the sums make it; when it
- * changes, the transaction is undone and the outcome kept again here, the new score then written and
- * published.
+ * point). Such an outcome is kept by the transaction's last statement, with the message's record
+ * and the `COMMIT` (a guarded write, `Transactor.runWriting`): one round trip, where keeping it,
+ * reading the sums and committing took three. That statement writes only if the score stays as the
+ * sums make it; when it changes, the transaction is undone and the outcome kept again in another,
+ * the new score then written and published.
  */
 export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
-  return consumeIdempotently({
-    bus: deps.bus,
-    db: deps.db,
-    logger: deps.logger,
-    durable: 'identity-trust-outcomes',
-    def: transactionOutcome,
-    afterCommit: async (e, changed: boolean) => {
+  const durable = 'identity-trust-outcomes';
+  return consumeMessages({
+    bus: deps.bus, logger: deps.logger, durable, def: transactionOutcome,
+    apply: (envelope, e) => appliedOnce(deps.db, durable, envelope, async () => {
+      const outcome = outcomeRow(e);
+      // Kept at commit when the score stays as it is: one round trip with the message's record.
+      const atCommit = await deps.tx.runWriting(async (trx, work) => {
+        work.consumed(durable, envelope.id);
+        return { value: undefined, write: { parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' } };
+      });
+      if (atCommit.written) return;
+      const changed = await deps.tx.run(async (trx, work) => {
+        work.consumed(durable, envelope.id);
+        return keepAndScore(deps, trx, work, outcome);
+      });
       // The score is part of the agent's profile, which gateways keep (docs/gateway-caches.md): told
       // when it changed, not for every outcome (most leave a settled provider's score as it was).
       if (changed) await forgetAfterCommit(deps, { agentIds: [e.providerAgentId] }, deps.logger);
-    },
-    handle: async (trx, e, work): Promise<boolean> => {
-      const input = outcomeInput(e);
-      const outcome = { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) };
-      if (work.writeAtCommit({ parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' })) return false;
-      const [counted] = (await keepOutcome(trx, outcome)).rows;
-      if (!counted) throw new Error(`trust outcome for unknown agent ${e.providerAgentId}`);
-      if (!counted.kept) return false;
-      const score = trustScore({ weightedValue: Number(counted.weightedValue), halfWeights: Number(counted.halfWeights) });
-      if (score === counted.score) return false;
-      const now = deps.now();
-      await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', e.providerAgentId).execute();
-      work.enqueue(events.trustScoreChanged, { agentId: e.providerAgentId, trustScore: score, previousTrustScore: counted.score }, { now });
-      return true;
-    },
+    }),
   });
+}
+
+type Outcome = Insertable<Database['trustOutcomes']>;
+
+function outcomeRow(e: MessageData<typeof transactionOutcome>): Outcome {
+  const input = outcomeInput(e);
+  return { transactionId: e.transactionId, agentId: e.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, value: input.value, halfWeights: input.halfWeights, endedAt: new Date(e.at) };
+}
+
+/** Keeps the outcome and writes the score its sums now make, published when it changed; whether it did. */
+async function keepAndScore(deps: IdentityDeps, trx: Transaction<Database>, work: UnitOfWork, outcome: Outcome): Promise<boolean> {
+  const [counted] = (await keepOutcome(trx, outcome)).rows;
+  if (!counted) throw new Error(`trust outcome for unknown agent ${outcome.agentId}`);
+  if (!counted.kept) return false;
+  const score = trustScore({ weightedValue: Number(counted.weightedValue), halfWeights: Number(counted.halfWeights) });
+  if (score === counted.score) return false;
+  const now = deps.now();
+  await trx.updateTable('trustScores').set({ score, updatedAt: now }).where('agentId', '=', outcome.agentId).execute();
+  work.enqueue(events.trustScoreChanged, { agentId: outcome.agentId, trustScore: score, previousTrustScore: counted.score }, { now });
+  return true;
 }
 
 interface Counted {
@@ -62,7 +76,7 @@ interface Counted {
  * Keeps an outcome (the insert's trigger adds it to the agent's sums and locks its score row) and
  * reads the sums back, in one statement (migration 0010): no row for an agent without a score.
  */
-const keepOutcome = precompiled((db: Kysely<Database>, $: Slots<Insertable<Database['trustOutcomes']>>) => db
+const keepOutcome = precompiled((db: Kysely<Database>, $: Slots<Outcome>) => db
   .selectFrom(sql<Counted>`trust_outcome_kept(${$.transactionId}, ${$.agentId}, ${$.outcome}, ${$.qualityScore}, ${$.late}, ${$.value}, ${$.halfWeights}, ${$.endedAt})`.as('c'))
   .selectAll());
 

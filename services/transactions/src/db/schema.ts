@@ -65,6 +65,12 @@ export interface TransactionRow {
   approval: Approval | null;
   qualityScore: number | null;
   notes: string | null;
+  /**
+   * Terminal means settled (D9.7, D9.9): the terminal status the transaction is ending with, and its
+   * reason, while the wallet returns its price; the status moves when the wallet confirms it.
+   */
+  endingStatus: TransactionStatus | null;
+  endingReason: string | null;
   deliveryAttempts: number;
   maxDeliveryAttempts: number;
   metadata: Record<string, unknown>;

@@ -59,7 +59,7 @@ export const openDispute = (deps: TransactionDeps): OperationHandler<Ops['openDi
   requireRole(seen, caller, 'consumer', 'dispute');
   assertAction('dispute', seen.status);
   const now = deps.now();
-  return ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.tx, async (trx, work) => {
     const disputeId = randomUUID();
     // The transaction moves first (D12.1: refused unless delivered, undisputed and not being settled).
     const { state: t } = (await purchaseStep(deps, trx, work, seen.id, { kind: 'openDispute', disputeId }))!;
@@ -113,7 +113,7 @@ export const listDisputes = (deps: TransactionDeps): OperationHandler<Ops['listD
 
 /** POST /admin/v1/disputes/{id}/resolve (D12.6): the operator, any outcome of any unresolved dispute. */
 export const resolveDispute = (deps: TransactionDeps): OperationHandler<Ops['resolveDispute']> => async ({ path, body }, ctx) => {
-  return ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.tx, async (trx, work) => {
     const d = await actOn(deps, trx, work, path.disputeId, 'operator', { kind: 'resolve', outcome: body.outcome, refundCents: body.refundCents }, { message: body.note }, ctx.requestId);
     if (!d) throw new AppError('NOT_FOUND', 'No such dispute.');
     return { data: disputeView(d) };
@@ -126,7 +126,7 @@ async function byParty(deps: TransactionDeps, ctx: Parameters<OperationHandler<O
   if (!actsAs(caller, seen, seen.accounts, role)) {
     throw new AppError('FORBIDDEN', `Only the ${role} may ${action.kind} this dispute.`, { details: { role } });
   }
-  return ctx.effect(deps.db, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));
+  return ctx.effect(deps.tx, async (trx, work) => ({ data: disputeView((await actOn(deps, trx, work, id, role, action, note))!) }));
 }
 
 /** D12.7: no answer from the provider by the deadline: the consumer wins. */

@@ -39,7 +39,7 @@ export const approve = (deps: TransactionDeps): OperationHandler<Ops['approve']>
   // Read before the database transaction: no lock is held across a call to another service.
   const delegation = await delegationOf(deps, seen.consumerAgentId, ctx.requestId);
   const watch = deps.signals.watch(seen.id);
-  const asked = await ctx.effect(deps.db, async (trx, work) => {
+  const asked = await ctx.effect(deps.tx, async (trx, work) => {
     // The consumer's spending is counted under its lock, as at creation and accept.
     await lockAgents(trx, [seen.consumerAgentId]);
     const { state: t } = (await purchaseStep(deps, trx, work, seen.id, { kind: 'approve', by: caller.agentId }))!;
@@ -64,7 +64,7 @@ export const deny = (deps: TransactionDeps): OperationHandler<Ops['deny']> => as
   const caller = requireAgent(ctx);
   const seen = await decidableTransaction(deps, caller, path.transactionId);
   assertAction('deny', seen.status);
-  const reply = await ctx.effect(deps.db, async (trx, work) => ({
+  const reply = await ctx.effect(deps.tx, async (trx, work) => ({
     data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'deny', by: caller.agentId, reason: body.reason ?? null }))!.state, caller.accountId),
   }));
   // An approval's hold on its way when denied is returned: the answer waits for it, as a cancel's does.

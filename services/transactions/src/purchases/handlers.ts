@@ -94,7 +94,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   // Listening before the commit: the wallet's answer may come before this request looks for it.
   const holding = opened.state.hold === 'requested';
   const watch = holding ? deps.signals.watch(id) : undefined;
-  const created = await ctx.effect(deps.db, async (trx, work) => {
+  const created = await ctx.effect(deps.tx, async (trx, work) => {
     const [{ locks: _locks, ...inserted }] = (await insertTransaction(trx, {
       ...opened.state,
       pricing: JSON.stringify(contract.pricing) as never,
@@ -151,7 +151,7 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
   const caller = requireAgent(ctx);
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   requireRole(seen, caller, 'provider', 'start');
-  return ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state, caller.accountId) }));
+  return ctx.effect(deps.tx, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'start' }))!.state, caller.accountId) }));
 };
 
 /**
@@ -169,7 +169,7 @@ export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']>
   const checked = deps.contracts.check(contract, 'output', body.output, '/output');
   const command = { kind: 'deliver', valid: checked.ok, output: body.output, reviewWindowMs: deps.config.REVIEW_WINDOW_SECONDS * 1000 } as const;
   let delivered: VersionedRow | undefined;
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     delivered = (await purchaseStep(deps, trx, work, seen.row.id, command, { remembered: seen.row }))!.state;
     return rowReply(delivered, caller.accountId);
   });
@@ -193,7 +193,7 @@ export const verify = (deps: TransactionDeps): OperationHandler<Ops['verify']> =
   if (seen.fresh) assertAction('verify', seen.row.status);
   const watch = deps.signals.watch(seen.row.id);
   let settling: VersionedRow | undefined;
-  const asked = await ctx.effect(deps.db, async (trx, work) => {
+  const asked = await ctx.effect(deps.tx, async (trx, work) => {
     // D9.14: of concurrent verifies (or a verify and the review window's end) exactly one asks for the settlement.
     settling = (await purchaseStep(deps, trx, work, seen.row.id, { kind: 'verify', qualityScore: body.qualityScore ?? null, notes: body.notes ?? null }, { remembered: seen.row }))!.state;
     return rowReply(settling, caller.accountId, 202);
@@ -216,7 +216,7 @@ export const cancel = (deps: TransactionDeps): OperationHandler<Ops['cancel']> =
   const seen = await visibleTransaction(deps.db, caller, path.transactionId);
   assertAction('cancel', seen.status);
   const role = seen.consumerAgentId === caller.agentId ? 'consumer' : 'provider';
-  const reply = await ctx.effect(deps.db, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'cancel', by: role }))!.state, caller.accountId) }));
+  const reply = await ctx.effect(deps.tx, async (trx, work) => ({ data: transactionView((await purchaseStep(deps, trx, work, seen.id, { kind: 'cancel', by: role }))!.state, caller.accountId) }));
   const t = await awaitRow(deps.db, deps.signals, seen.id, deps.config.SAGA_WAIT_MS, (r) => r.hold !== 'returning');
   return { ...reply, data: transactionView(t, caller.accountId) };
 };

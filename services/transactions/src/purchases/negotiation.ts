@@ -29,7 +29,7 @@ export const negotiate = (deps: TransactionDeps): OperationHandler<Ops['negotiat
   // Read before the database transaction: no lock is held across a call to another service.
   const delegation = body.type === 'accept' ? await delegationOf(deps, seen.consumerAgentId, ctx.requestId) : null;
   let agreedPriceCents: number | null = null;
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     if (delegation) await lockAgents(trx, [seen.consumerAgentId]);
     let last: LastMessage | undefined;
     const lock = async () => {

@@ -13,7 +13,7 @@ type Ops = typeof walletOps;
 export const stripeWebhook = (deps: WalletDeps): OperationHandler<Ops['stripeWebhook']> => async ({ body }, ctx) => {
   if (!(deps.payments instanceof StripeProcessor)) throw new AppError('NOT_FOUND', 'This exchange takes no Stripe events: its payments do not go through Stripe.');
   const event = verifiedStripeEvent(deps.payments, body.payload, body.signature);
-  return ctx.effect(deps.db, async (trx, work) => ({ data: { received: true as const, effect: await actOnStripeEvent(deps, trx, work, event) } }));
+  return ctx.effect(deps.tx, async (trx, work) => ({ data: { received: true as const, effect: await actOnStripeEvent(deps, trx, work, event) } }));
 };
 
 /** The longest period one reconciliation covers: Stripe lists a month's payments in a few pages. */

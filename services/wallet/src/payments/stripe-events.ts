@@ -81,7 +81,7 @@ export async function reconcileStripeFundings(deps: WalletDeps, stripe: StripePr
   const done: Record<string, StripeEventEffect> = {};
   for (const { id } of pending) {
     const session = await stripe.checkout(id);
-    done[id] = await inTransaction(deps.db, (trx, work) => settleFunding(deps, trx, work, session, false));
+    done[id] = await deps.tx.run((trx, work) => settleFunding(deps, trx, work, session, false));
   }
   return done;
 }

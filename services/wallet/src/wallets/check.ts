@@ -126,7 +126,7 @@ export const checkLedger = (deps: WalletDeps): OperationHandler<typeof walletOps
     throw err;
   });
   // One row, no effect to commit it with: a transaction of its own.
-  await inTransaction(deps.db, async (_trx, work) => void work.enqueue(walletOperatorAction, {
+  await deps.tx.run(async (_trx, work) => void work.enqueue(walletOperatorAction, {
     action: 'ledger.check', targetType: null, targetId: null, requestId: ctx.requestId,
     details: { ok: report.ok, violations: report.violations.length, walletsChecked: report.walletsChecked },
   }, { now: deps.now() }));

@@ -17,7 +17,7 @@ type Trx = Transaction<Database>;
  * that frees it (`movements.ts`).
  */
 export async function serveChildren(deps: WalletDeps): Promise<Stoppable> {
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger };
+  const common = { bus: deps.bus, tx: deps.tx, logger: deps.logger };
   const consumers = await Promise.all([
     consumeIdempotently({ ...common, durable: 'wallet-allocate-child', def: childSaga.allocate, handle: (trx, cmd, work) => allocate(deps, trx, work, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-close-child', def: childSaga.close, handle: (trx, cmd) => close(deps, trx, cmd.childAgentId) }),

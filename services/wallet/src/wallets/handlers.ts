@@ -119,7 +119,7 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   // A session the processor has yet to confirm is recorded on the wallet as it is now.
   const wallet = read ?? (await openWallet(deps, caller, path.agentId));
   const now = deps.now();
-  return ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.tx, async (trx, work) => {
     // The movement (which locks the wallet FOR UPDATE) comes before the session row: inserting the
     // row first would take a key-share lock on the wallet and deadlock concurrent fundings.
     if (session.confirmed) await creditFunding(trx, work, { agentId: path.agentId, walletId: wallet.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name }, now);
@@ -161,7 +161,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   }
   const now = deps.now();
   const operationId = `payout:${ctx.operationKey ?? randomUUID()}`;
-  return ctx.effect(deps.db, async (trx, work) => {
+  return ctx.effect(deps.tx, async (trx, work) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
     await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
     let payout;
@@ -206,7 +206,7 @@ export const linkPayoutAccount = (deps: WalletDeps): OperationHandler<Ops['linkP
   if (!payments.linkPayoutAccount) throw new AppError('INVALID_STATE', `Payouts through ${payments.name} need no linked account.`, { details: { status: 'not_needed' } });
   const known = await deps.db.selectFrom('payoutAccounts').select('externalId').where('accountId', '=', path.accountId).where('provider', '=', payments.name).executeTakeFirst();
   const link = await payments.linkPayoutAccount(path.accountId, known?.externalId);
-  return ctx.effect(deps.db, async (trx) => {
+  return ctx.effect(deps.tx, async (trx) => {
     await trx.insertInto('payoutAccounts').values({ accountId: path.accountId, provider: payments.name, externalId: link.externalId }).onConflict((oc) => oc.column('accountId').doNothing()).execute();
     return { data: { url: link.url, expiresAt: link.expiresAt.toISOString(), stripeAccountId: link.externalId } };
   });

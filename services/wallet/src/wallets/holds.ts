@@ -16,7 +16,7 @@ import { applyMovements, moveAtCommit, type Movement } from './movements.js';
 export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const walletIds = walletDirectory();
   const held: HeldHolds = new RecentMap(2_048);
-  const common = { bus: deps.bus, db: deps.db, logger: deps.logger, concurrency: 8 };
+  const common = { bus: deps.bus, tx: deps.tx, logger: deps.logger, concurrency: 8 };
   const consumers = await Promise.all([
     consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd, work) => holdFunds(deps, walletIds, held, trx, work, cmd) }),
     consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd, work) => returnHold(deps, held, trx, work, cmd.transactionId) }),

@@ -10,7 +10,7 @@ import type { WalletDeps } from '../context.js';
 export function serveOpenWallet(deps: WalletDeps): Promise<Stoppable> {
   return consumeIdempotently({
     bus: deps.bus,
-    db: deps.db,
+    tx: deps.tx,
     logger: deps.logger,
     durable: 'wallet-open-wallet',
     def: commands.openWallet,

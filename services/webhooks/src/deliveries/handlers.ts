@@ -58,7 +58,7 @@ export const getWebhook = (deps: WebhookDeps): OperationHandler<Ops['getWebhook'
 export const rotateWebhookSecret = (deps: WebhookDeps): OperationHandler<Ops['rotateWebhookSecret']> => async ({ path }, ctx) => {
   const { agent } = await authorize(deps, ctx, path.agentId);
   const now = deps.now();
-  return ctx.effect(deps.db, async (trx) => {
+  return ctx.effect(deps.tx, async (trx) => {
     if (agent.webhookUrl) await ensureSecret(trx, path.agentId, now);
     const current = await trx.selectFrom('secrets').selectAll().where('agentId', '=', path.agentId).forUpdate().executeTakeFirst();
     if (!current) throw new AppError('INVALID_STATE', 'The agent has no webhook secret yet: it is made when the agent first has a webhookUrl.', { details: { status: 'no_webhook' } });
@@ -116,7 +116,7 @@ async function requeue(deps: WebhookDeps, db: Transaction<Database>, webhookId: 
 /** POST /v1/agents/{id}/webhook/deliveries/{webhookId}/retry. */
 export const retryDelivery = (deps: WebhookDeps): OperationHandler<Ops['retryDelivery']> => async ({ path }, ctx) => {
   await authorize(deps, ctx, path.agentId);
-  const reply = await ctx.effect(deps.db, async (trx) => ({ data: (await deliveryViews(trx, [await requeue(deps, trx, path.webhookId, path.agentId)]))[0]! }));
+  const reply = await ctx.effect(deps.tx, async (trx) => ({ data: (await deliveryViews(trx, [await requeue(deps, trx, path.webhookId, path.agentId)]))[0]! }));
   deps.kick();
   return reply;
 };
@@ -135,7 +135,7 @@ export const listDeadLetters = (deps: WebhookDeps): OperationHandler<Ops['listDe
 
 /** POST /admin/v1/webhooks/dead-letters/{webhookId}/retry (D15.3), in the operator's audit log. */
 export const retryDeadLetter = (deps: WebhookDeps): OperationHandler<Ops['retryDeadLetter']> => async ({ path }, ctx) => {
-  const reply = await ctx.effect(deps.db, async (trx, work) => {
+  const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const row = await requeue(deps, trx, path.webhookId, null);
     work.enqueue(webhooksOperatorAction, { action: 'webhook.retry', targetType: 'webhook_delivery', targetId: row.webhookId, requestId: ctx.requestId, details: { agentId: row.agentId, eventType: row.eventType } }, { now: deps.now() });
     return { data: (await deliveryViews(trx, [row]))[0]! };
@@ -155,7 +155,7 @@ export const testWebhook = (deps: WebhookDeps): OperationHandler<Ops['testWebhoo
   const eventId = randomUUID();
   const body = JSON.stringify({ type: 'webhook.test', timestamp: now.toISOString(), data: { agentId: path.agentId, message: 'A test event from the agent exchange.' } });
   let row: DeliveryRow | undefined;
-  await ctx.effect(deps.db, async (trx) => {
+  await ctx.effect(deps.tx, async (trx) => {
     await ensureSecret(trx, path.agentId, now);
     const webhookId = (await addDelivery(deps, trx, { agentId: path.agentId, eventId, eventType: 'webhook.test', body }))!;
     // Claimed by this request for its one attempt: the dispatcher leaves it alone.
@@ -169,6 +169,6 @@ export const testWebhook = (deps: WebhookDeps): OperationHandler<Ops['testWebhoo
   await recordAttempt(deps, row!, result);
   const [view] = await deliveryViews(deps.db, [(await deps.db.selectFrom('deliveries').selectAll().where('webhookId', '=', row!.webhookId).executeTakeFirstOrThrow())]);
   // The final answer replaces the one committed with the delivery (a second effect, D5.3).
-  return ctx.effect(deps.db, async () => ({ data: { webhookId: row!.webhookId, delivered: result.ok, attempt: view!.attempts.at(-1)! } }));
+  return ctx.effect(deps.tx, async () => ({ data: { webhookId: row!.webhookId, delivered: result.ok, attempt: view!.attempts.at(-1)! } }));
 };
 

@@ -14,7 +14,7 @@ type Trx = Transaction<Database>;
  * when it first has a webhookUrl.
  */
 export async function startEndpointReplica(deps: WebhookDeps): Promise<Stoppable> {
-  const base = { bus: deps.bus, db: deps.db, logger: deps.logger };
+  const base = { bus: deps.bus, tx: deps.tx, logger: deps.logger };
   const apply = async (trx: Trx, e: { agentId: string; accountId: string; webhookUrl?: string | null }, occurredAt: string) => {
     await upsertEndpoint(trx, { agentId: e.agentId, accountId: e.accountId, url: e.webhookUrl, at: new Date(occurredAt) });
     if (e.webhookUrl) await ensureSecret(trx, e.agentId, deps.now());

@@ -1,10 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { DelegationRules } from '@aex/contracts';
-import type { Bus, ExchangeConfig, LocalCache, Logger, Transactor } from '@aex/platform';
+import type { AggregateRunner, Bus, ExchangeConfig, LocalCache, Logger, Transactor } from '@aex/platform';
 import type { Database } from './db/schema.js';
-import type { KnownTransactions } from './purchases/known-transactions.js';
+import type { DisputeTypes } from './disputes/aggregate.js';
+import type { PurchaseTypes } from './purchases/aggregate.js';
 import type { PinnedContracts } from './purchases/pinned-contracts.js';
-import type { SagaSignals } from './purchases/saga-signals.js';
 
 /**
  * An agent's rules in force with what they depend on (its account's defaults, its parent's rules),
@@ -19,19 +19,20 @@ export interface KeptDelegation {
 
 export interface TransactionDeps {
   db: Kysely<Database>;
+  /** The service's transactions: each commits with its outbox rows, which its relay then publishes. */
+  tx: Transactor<Database>;
   bus: Bus;
   config: ExchangeConfig;
   logger: Logger;
-  /** The service\'s transactions: each commits with its outbox rows, which its relay then publishes. */
-  tx: Transactor<Database>;
   contracts: PinnedContracts;
-  signals: SagaSignals;
-  /** The latest versions of transactions this replica wrote or read. */
-  known: KnownTransactions;
   /**
    * The delegation rules in force of the agents this replica checked (D10.1), by agent:
    * used only while identity keeps them true (docs/gateway-caches.md), else read from identity.
    */
   delegations: LocalCache<KeptDelegation>;
+  /** The purchases' steps (`purchases/aggregate.ts`), with what this replica remembers of them. */
+  purchases: AggregateRunner<PurchaseTypes>;
+  /** The disputes' steps (`disputes/aggregate.ts`). */
+  disputes: AggregateRunner<DisputeTypes>;
   now: () => Date;
 }

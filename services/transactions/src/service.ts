@@ -1,18 +1,18 @@
 import { subjects, transactionOps } from '@aex/contracts';
 import type { ContractView } from '@aex/contracts';
-import { CacheMembership, LocalCache, OutboxRelay, Transactor, TimerRunner, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { AggregateRunner, CacheMembership, LocalCache, OutboxRelay, SagaSignals, TimerRunner, Transactor, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
-import { KnownTransactions } from './purchases/known-transactions.js';
+import { disputeAggregate } from './disputes/aggregate.js';
+import { purchaseAggregate, type PurchaseTypes } from './purchases/aggregate.js';
 import { PinnedContracts } from './purchases/pinned-contracts.js';
-import { SagaSignals } from './purchases/saga-signals.js';
 import * as approvals from './purchases/approvals.js';
 import * as account from './purchases/account.js';
 import * as disputes from './disputes/handlers.js';
 import * as transactions from './purchases/handlers.js';
 import * as negotiation from './purchases/negotiation.js';
-import { rpcTimeout } from './purchases/limits.js';
+import { rpcTimeout } from './purchases/delegations.js';
 import { serveSaga } from './purchases/saga.js';
 import { purchaseTimers } from './purchases/timers.js';
 
@@ -26,8 +26,9 @@ export interface TransactionService extends Component {
 }
 
 /**
- * Starts the transaction-and-negotiation service: migrations, outbox relay, the saga's
- * consumers of the wallet's answers, the durable timers, and its operations.
+ * Starts the transaction-and-negotiation service: migrations, outbox relay, the purchases' and
+ * disputes' runners, the saga's consumers of the wallet's answers, the durable timers, and its
+ * operations.
  */
 export async function startTransactionService(opts: { bus: Bus; databaseUrl: string; config: ExchangeConfig; logger: Logger; now?: () => Date; timerPollMs?: number }): Promise<TransactionService> {
   const logger = opts.logger.child({ service: 'transactions' });
@@ -35,24 +36,27 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const { db, close } = serviceDb;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const tx = new Transactor(db, relay);
-
+  const now = opts.now ?? (() => new Date());
   // A saga step done here for a request waiting on another replica reaches it as a notice.
-  const signals = new SagaSignals(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
+  const signals = new SagaSignals<PurchaseTypes['state']>(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
   const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
   // Listed with the gateways among the replicas identity and the catalog tell of every change (docs/gateway-caches.md).
   const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
   const delegations = new LocalCache<KeptDelegation>(membership, KEPT);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
-  const deps: TransactionDeps = { db, bus: opts.bus, config: opts.config, logger, tx, contracts, signals, known: new KnownTransactions(), delegations, now: opts.now ?? (() => new Date()) };
+  const runnerOptions = { tx, now, sagaWaitMs: opts.config.SAGA_WAIT_MS };
+  const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now }), { ...runnerOptions, signals });
+  const disputeRunner = new AggregateRunner(disputeAggregate({ purchases, sagaWaitMs: opts.config.SAGA_WAIT_MS }), runnerOptions);
+  const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, now };
   relay.start();
   const saga = await serveSaga(deps);
   // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
-  const timers = new TimerRunner<Database>(deps.db, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, deps.logger, { pollMs: opts.timerPollMs ?? 250, now: deps.now });
+  const timers = new TimerRunner<Database>(tx, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, logger, { pollMs: opts.timerPollMs ?? 250, now });
   timers.start();
   const server = await serveOperations({
     bus: opts.bus,
-    now: deps.now,
+    now,
     service: 'transactions',
     ops: transactionOps,
     handlers: {
@@ -88,7 +92,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   });
   return {
     deps,
-    fireDueTimers: () => timers.fireDue(deps.now()),
+    fireDueTimers: () => timers.fireDue(now()),
     checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();

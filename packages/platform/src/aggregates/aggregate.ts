@@ -56,6 +56,13 @@ export interface Aggregate<T extends AggregateTypes> {
   /** The state read and locked until the end of `trx`; undefined when there is none. */
   lock(trx: AnyTrx, id: string): Promise<T['state'] | undefined>;
   /**
+   * Decided on the state locked only, never on one remembered or read (an aggregate whose steps are
+   * rare and lock more than its own row, where a guarded write is not worth it).
+   */
+  alwaysLocked?: boolean;
+  /** Whether the command makes a new aggregate (its id is new: nothing is read before it). */
+  creates?(command: T['command']): boolean;
+  /**
    * Before any transaction, on the first state seen (remembered or read): what the command needs
    * from other services (a contract, rules in force), which no transaction may wait for. May refuse
    * what no state could allow (a caller who may not see the aggregate).
@@ -81,6 +88,11 @@ export interface Aggregate<T extends AggregateTypes> {
   idOf(state: T['known']): string;
   /** Whether the state waits on a saga step in flight: a request that leaves it so waits for its end (D9.9). */
   inFlight(state: T['known']): boolean;
+  /**
+   * What else a request's answer waits for after its commit, up to `ms` (another aggregate's saga
+   * step its effects started).
+   */
+  settles?(state: T['state'], ms: number): Promise<void>;
   /** A request's answer showing the state. */
   view(state: T['state'], ctx: HandlerContext): T['view'];
   /**

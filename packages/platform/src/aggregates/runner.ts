@@ -24,7 +24,8 @@ export interface RunnerOptions<T extends AggregateTypes> {
   remembered?: number;
 }
 
-type AnyTrx = Transaction<unknown>;
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyTrx = Transaction<any>;
 type Changed<T extends AggregateTypes> = Extract<Decision<T['changes'], T['effect']>, { kind: 'changed' }>;
 
 /** What one attempt at a step came to in its transaction. */
@@ -74,10 +75,7 @@ export class AggregateRunner<T extends AggregateTypes> {
    * the aggregate says so (stored as the key's answer).
    */
   async request(ctx: HandlerContext, id: string, command: T['command']): Promise<EffectReply<T['view']>> {
-    const remembered = this.known.get(id);
-    const first: { state: T['known'] | undefined; origin: Origin } = remembered !== undefined
-      ? { state: remembered, origin: 'remembered' }
-      : { state: await this.read(id), origin: 'read' };
+    const first = await this.firstState(id, command);
     const prepared = this.aggregate.prepare ? await this.aggregate.prepare(first.state, command, ctx) : command;
     const watch = this.opts.signals?.watch(id);
     let stepped: Stepped<T>;
@@ -90,6 +88,7 @@ export class AggregateRunner<T extends AggregateTypes> {
     let state = stepped.state;
     if (watch && this.aggregate.inFlight(state)) state = await this.settle(id, this.opts.sagaWaitMs, watch);
     else watch?.close();
+    if (stepped.decision.kind === 'changed') await this.aggregate.settles?.(state, this.opts.sagaWaitMs);
     const outcome: StepOutcome<T> = { ...stepped, command: prepared, state, stillInFlight: this.aggregate.inFlight(state) };
     const status = this.aggregate.answer?.(outcome, ctx) ?? 200;
     if (isAppError(status)) {
@@ -100,6 +99,13 @@ export class AggregateRunner<T extends AggregateTypes> {
       });
     }
     return { status, data: this.aggregate.view(state, ctx) } as EffectReply<T['view']>;
+  }
+
+  /** The state a request decides on first: none for a creation, the remembered one, else the one read now. */
+  private async firstState(id: string, command: T['command']): Promise<{ state: T['known'] | undefined; origin: Origin }> {
+    if (this.aggregate.creates?.(command)) return { state: undefined, origin: 'read' };
+    const remembered = this.known.get(id);
+    return remembered !== undefined ? { state: remembered, origin: 'remembered' } : { state: await this.read(id), origin: 'read' };
   }
 
   /**
@@ -159,14 +165,15 @@ export class AggregateRunner<T extends AggregateTypes> {
 
   /** A request's step: at commit when it can be (no Idempotency-Key), else in the key's transaction. */
   private async requestStep(ctx: HandlerContext, id: string, command: T['command'], first: { state: T['known'] | undefined; origin: Origin }): Promise<Stepped<T>> {
-    if (!ctx.keyed) {
+    if (this.aggregate.alwaysLocked) first = { state: undefined, origin: 'locked' };
+    if (!ctx.keyed && first.origin !== 'locked') {
       const atCommit = await this.atCommit(id, command, first, () => {}, true);
       if (atCommit) return atCommit;
       return this.opts.tx.run(async (trx, work) => this.finish(await this.lockedOrNone(trx as AnyTrx, work, id, command), work, true));
     }
     let stepped: Stepped<T> | undefined;
     await ctx.effect(this.opts.tx, async (trx, work) => {
-      let done = await this.attempt(trx as AnyTrx, work, id, command, first.state, first.origin, 'now');
+      let done = first.origin === 'locked' ? await this.locked(trx as AnyTrx, work, id, command) : await this.attempt(trx as AnyTrx, work, id, command, first.state, first.origin, 'now');
       if (done.kind === 'again' || done.kind === 'none') done = await this.lockedOrNone(trx as AnyTrx, work, id, command);
       stepped = this.finish(done, work, true);
       return { status: 202, data: this.aggregate.view(stepped.state, ctx) };

@@ -1,4 +1,5 @@
 import { NEGOTIATION_MAX_MESSAGES, type NegotiateBody, type NegotiationMessageType, type Pricing } from '@aex/contracts';
+import { offerRefusal } from './offers.js';
 
 export interface LastMessage {
   fromAgentId: string;
@@ -33,9 +34,8 @@ export function decideNegotiationMessage(last: LastMessage, caller: string, body
     case 'counter_offer': {
       const price = body.terms.priceCents;
       if (price === undefined) return invalid('counter_offer needs terms.priceCents.', '/body/terms/priceCents');
-      if (pricing.minimumCents !== undefined && price < pricing.minimumCents) return invalid(`The service accepts no price below ${pricing.minimumCents} cents.`, '/body/terms/priceCents');
-      if (pricing.maximumCents !== undefined && price > pricing.maximumCents) return invalid(`The service accepts no price above ${pricing.maximumCents} cents.`, '/body/terms/priceCents');
-      if (price > maxTransactionCents) return invalid(`No transaction on this exchange may exceed ${maxTransactionCents} cents.`, '/body/terms/priceCents');
+      const outside = offerRefusal(pricing, price, maxTransactionCents);
+      if (outside) return invalid(outside.message, '/body/terms/priceCents');
       return { kind: 'message', round, ends: round >= NEGOTIATION_MAX_MESSAGES ? 'negotiation_rounds_exhausted' : null, agreedPriceCents: null };
     }
     case 'reject':

@@ -57,12 +57,6 @@ export function actionRefusal(action: Action, status: TransactionStatus): AppErr
   return new AppError('INVALID_STATE', `A transaction in status ${status} cannot be ${PAST[action]}.`, { details: { status, allowedFrom: ACTION_SOURCES[action] } });
 }
 
-/** 409 INVALID_STATE unless `action` may run on a transaction in `status`. */
-export function assertAction(action: Action, status: TransactionStatus): void {
-  const refusal = actionRefusal(action, status);
-  if (refusal) throw refusal;
-}
-
 const PAST: Record<Action, string> = {
   negotiate: 'negotiated', start: 'started', deliver: 'delivered', verify: 'verified', cancel: 'cancelled', expire: 'expired', dispute: 'disputed',
   approve: 'approved', deny: 'denied',

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { AppError, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
-import { disputeView } from '../disputes/handlers.js';
+import { disputeView } from '../disputes/views.js';
 import { transactionsPage } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 

@@ -4,19 +4,6 @@ import type { Approval, NegotiationRow, TransactionRow } from '../db/schema.js';
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /**
- * An answer showing the transaction as it is when the answer is sent, not when the handler returns
- * it: a row written at commit (`updateKnown`) is completed by the statement
- * written before the commit — its input, output and metadata, which a replica does not keep — after
- * the handler's part of the database transaction has returned its answer.
- */
-export const rowReply = (t: TransactionRow, viewerAccountId: string, status?: number): { readonly status?: number; readonly data: TransactionView } => ({
-  ...(status === undefined ? {} : { status }),
-  get data() {
-    return transactionView(t, viewerAccountId);
-  },
-});
-
-/**
  * D10.3: the approval as the viewer may see it. The consumer's account sees why and by whom; anyone
  * else (the provider) sees only when it was asked, until when and when it was decided — not the
  * buyer's spending limits or what its owner said.

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { events } from '@aex/contracts';
-import { GroupCommit, inTransaction, type OutboxRelay, type UnitOfWork } from '@aex/platform';
+import { GroupCommit, type Transactor, type UnitOfWork } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { applyMovements, moveAtCommit, type Movement, type WrittenEntry } from './movements.js';
 
@@ -52,13 +52,13 @@ const MAX_IN_FLIGHT = 2;
  * ordinary way: a closed child's wallet takes no funding (D6.8: its answer is null), the others are
  * written on their wallets locked first.
  */
-export function fundingWriter(db: Kysely<Database>, relay: OutboxRelay, now: () => Date): GroupCommit<Funding, number | null> {
+export function fundingWriter(tx: Transactor<Database>, now: () => Date): GroupCommit<Funding, number | null> {
   return new GroupCommit<Funding, number | null>(
     async (fundings) => {
       const at = now();
       const operation = `fundings:${randomUUID()}`;
       const written = new Map<string, number>();
-      await inTransaction(db, async (trx, work) => {
+      await tx.run(async (trx, work) => {
         written.clear();
         const remember = (entries: WrittenEntry[]) => {
           for (const e of entries) written.set(e.operationId, e.balanceAfterCents);

@@ -1,5 +1,5 @@
 import { walletSaga, type MessageData } from '@aex/contracts';
-import { consumeIdempotently, precompiled, RecentMap, runStep, type Slots, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { consumeIdempotently, precompiled, RecentMap, type Decision, type Slots, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Kysely, Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow, WalletRow } from '../db/schema.js';
@@ -242,4 +242,25 @@ async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, work
   const moved = (ifStillHeld && moveAtCommit(work, `settle:${t}`, movements, now, update))
     || await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
   return moved ? { ...hold, ...closed } : undefined;
+}
+
+/** Transitional copy of the step runner this file used, until the hold is an aggregate of the runner. */
+async function runStep<S, Changes, Effect>(step: { remembered?: S | undefined; lock(): Promise<S | undefined>; decide(state: S): Decision<Changes, Effect>; write(state: S, changes: Changes, guarded: boolean): Promise<S | undefined>; apply(next: S, effects: readonly Effect[]): Promise<void> }): Promise<{ state: S } | undefined> {
+  if (step.remembered) {
+    const decision = step.decide(step.remembered);
+    if (decision.kind === 'changed') {
+      const next = await step.write(step.remembered, decision.changes, true);
+      if (next) return { state: next };
+    }
+  }
+  for (let read = 1; ; read++) {
+    const state = await step.lock();
+    if (!state) return undefined;
+    const decision = step.decide(state);
+    if (decision.kind === 'refused') throw decision.error;
+    if (decision.kind === 'unchanged') return { state };
+    const next = await step.write(state, decision.changes, false);
+    if (next) return { state: next };
+    if (read === 3) throw new Error('the row this step writes keeps changing under its lock');
+  }
 }

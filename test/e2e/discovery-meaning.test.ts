@@ -3,7 +3,6 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody } from '@aex/contracts';
-import { eventually } from '@aex/platform/testing';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 
 // Discovery never degrades quietly. Without meaning — turned off, or the encoder down —
@@ -73,7 +72,7 @@ describe('the sentence encoder stopping', () => {
     // A service registered meanwhile is stored without its embedding, and embedded once it is back.
     const later = unwrap(await env.agent.client.createService({ ...converter, name: 'Money Exchange Desk', description: 'Changes one currency into another.' }));
 
-    await eventually(async () => (await fetch(`${env.ex.url}/readyz`)).status === 200, 15_000, 100);
+    await expect.poll(async () => (await fetch(`${env.ex.url}/readyz`)).status, { timeout: 15_000, interval: 100 }).toBe(200);
     const back = unwrap(await env.agent.client.discover({ need: byMeaning }));
     expect(back.warnings).toEqual([]);
     expect(back.matches[0]?.serviceId).toBe(env.serviceId);
@@ -81,7 +80,7 @@ describe('the sentence encoder stopping', () => {
     await sql.connect();
     try {
       const model = async () => (await sql.query<{ model: string | null }>('select embedding_model as model from catalog.services where id = $1', [later.id])).rows[0]?.model;
-      await eventually(async () => (await model()) === 'use-512', 15_000, 100);
+      await expect.poll(model, { timeout: 15_000, interval: 100 }).toBe('use-512');
     } finally {
       await sql.end();
     }

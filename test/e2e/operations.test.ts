@@ -43,7 +43,7 @@ describe('/readyz while NATS is frozen (SIGSTOP)', () => {
         process.kill(pid, 'SIGCONT');
       }
       // Ready again once NATS answers.
-      await eventually(async () => (await app.inject({ method: 'GET', url: '/readyz' })).statusCode === 200, 5000);
+      await expect.poll(async () => (await app.inject({ method: 'GET', url: '/readyz' })).statusCode, { timeout: 5000 }).toBe(200);
     } finally {
       await app.close();
       await bus.close();

@@ -119,8 +119,9 @@ describe('webhooks through kills of the exchange and of NATS', () => {
       }
       if (i === 16) {
         // NATS dies: events wait in the outboxes, the dispatcher's consumer resumes from its stream.
+        // It comes back once the exchange has seen it gone (not ready: the bus is not reachable).
         await nats.kill();
-        await new Promise((r) => setTimeout(r, 500));
+        await eventually(async () => (await fetch(`${url}/readyz`)).status === 503, 10_000, 50);
         await nats.start();
       }
       const t = unwrap(await settle((key) => as(consumer).createTransaction({ serviceId, input: INPUT }, { idempotencyKey: key })));

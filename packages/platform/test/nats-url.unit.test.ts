@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { natsServers } from '../src/bus/nats-bus.js';
+import { natsServers } from '../src/bus/nats-servers.js';
 
 // NATS_URL with credentials (a NATS account of the exchange's own keeps <ns>.rpc.> to it).
 describe('NATS_URL as connect options', () => {

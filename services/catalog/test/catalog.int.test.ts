@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogOps, events, identityOps, subjects, type MessageDef, type Principal, type Static } from '@aex/contracts';
-import { callOrThrow, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
+import { callOrThrow, loadConfig, metrics, type Bus, type ExchangeConfig } from '@aex/platform';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startIdentityService, type IdentityService } from '@aex/identity';
 import { startWalletService, type WalletService } from '@aex/wallet';
@@ -50,6 +50,12 @@ async function publish<M extends MessageDef>(def: M, data: Static<M['data']>, oc
   return id;
 }
 
+/** Messages the consumer `durable` of this process found applied already (its `repeat` count, docs/metrics.md). */
+async function repeatsOf(durable: string): Promise<number> {
+  const line = (await metrics.render()).split('\n').find((l) => l.startsWith(`aex_messages_processed_total{consumer="${durable}",outcome="repeat"} `));
+  return Number(line?.split(' ')[1] ?? 0);
+}
+
 const provider = async (agentId: string) => (await sql.query('select name, status, trust_score from catalog.providers where agent_id = $1', [agentId])).rows[0] as { name: string; status: string; trust_score: number } | undefined;
 
 function contract(name: string) {
@@ -74,7 +80,7 @@ describe('provider replica from identity events (outbox → JetStream → idempo
     await eventually(async () => (await provider(p.agentId))?.trust_score === 50);
     expect(await provider(p.agentId)).toEqual({ name: 'maker', status: 'active', trust_score: 50 });
     await callOrThrow(bus, identityOps.suspendAgent, { ctx: { ...ctx(null), admin: true }, input: { path: { agentId: p.agentId }, query: {}, body: {} } }, 5000);
-    await eventually(async () => (await provider(p.agentId))?.status === 'deactivated');
+    await expect.poll(async () => (await provider(p.agentId))?.status, { timeout: 5000 }).toBe('deactivated');
   });
 
   it('applies facts in the order they were true, whatever order they arrive in; leaving active is final', async () => {
@@ -100,10 +106,11 @@ describe('provider replica from identity events (outbox → JetStream → idempo
     const id = await publish(events.trustScoreChanged, { agentId: p.agentId, trustScore: 80, previousTrustScore: 50 }, new Date(now + 2000));
     await publish(events.trustScoreChanged, { agentId: p.agentId, trustScore: 60, previousTrustScore: 50 }, new Date(now + 1000));
     await eventually(async () => (await provider(p.agentId))?.trust_score === 80);
+    const repeatsBefore = await repeatsOf('catalog-agent-trust');
     // The same message again (a redelivery past the dedupe window) changes nothing.
     await bus.publish(subjects.event(bus.namespace, events.trustScoreChanged.type), { id, type: events.trustScoreChanged.type, occurredAt: new Date(now + 3000).toISOString(), data: { agentId: p.agentId, trustScore: 10, previousTrustScore: 80 } }, { msgId: randomUUID() });
-    // Nothing to await for a message that must change nothing: its handling given the time it takes.
-    await new Promise((r) => setTimeout(r, 300));
+    // Handled as a repeat (the consumer counts it so), it changed nothing.
+    await expect.poll(() => repeatsOf('catalog-agent-trust'), { timeout: 5000 }).toBeGreaterThan(repeatsBefore);
     expect((await provider(p.agentId))!.trust_score).toBe(80);
     // Listing and discovery use it.
     const s = await callOrThrow(bus, catalogOps.createService, { ctx: ctx(p), input: { path: {}, query: {}, body: contract('Trusted thing') } }, 5000);
@@ -147,7 +154,7 @@ describe('discovery index change feed', () => {
     } finally {
       await slow.end();
     }
-    await eventually(async () => index.services.has(slowId));
+    await expect.poll(() => index.services.has(slowId), { timeout: 5000 }).toBe(true);
   });
 
   it('drops paused and deleted services and keeps provider status and trust current', async () => {
@@ -155,15 +162,16 @@ describe('discovery index change feed', () => {
     await eventually(async () => (await provider(p.agentId)) !== undefined);
     const s = await callOrThrow(bus, catalogOps.createService, { ctx: ctx(p), input: { path: {}, query: {}, body: contract('Short lived') } }, 5000);
     const index = catalog.discovery.index;
-    await eventually(async () => index.services.has(s.id));
+    const indexed = () => expect.poll(() => index.services.has(s.id), { timeout: 5000 });
+    await indexed().toBe(true);
     await callOrThrow(bus, catalogOps.updateService, { ctx: ctx(p), input: { path: { serviceId: s.id }, query: {}, body: { status: 'paused' } } }, 5000);
-    await eventually(async () => !index.services.has(s.id));
+    await indexed().toBe(false);
     await callOrThrow(bus, catalogOps.updateService, { ctx: ctx(p), input: { path: { serviceId: s.id }, query: {}, body: { status: 'active' } } }, 5000);
-    await eventually(async () => index.services.has(s.id));
+    await indexed().toBe(true);
     await callOrThrow(bus, catalogOps.deleteService, { ctx: ctx(p), input: { path: { serviceId: s.id }, query: {}, body: {} } }, 5000);
-    await eventually(async () => !index.services.has(s.id));
+    await indexed().toBe(false);
     await publish(events.trustScoreChanged, { agentId: p.agentId, trustScore: 91, previousTrustScore: 50 }, new Date());
-    await eventually(async () => index.providers.get(p.agentId)?.trustScore === 91);
+    await expect.poll(() => index.providers.get(p.agentId)?.trustScore, { timeout: 5000 }).toBe(91);
   });
 });
 

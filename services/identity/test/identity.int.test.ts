@@ -58,7 +58,8 @@ describe('account creation saga (identity side)', () => {
     await eventually(async () => envelopes(commands.openWallet.type).some((e) => e.data.agentId === agentId));
     const cmd = envelopes(commands.openWallet.type).find((e) => e.data.agentId === agentId)!;
     expect(cmd.data).toEqual({ operationId: agentId, agentId, accountId: reply.data.id });
-    await eventually(async () => envelopes(events.agentCreated.type).some((e) => e.data.agentId === agentId));
+    const created = await eventually(async () => envelopes(events.agentCreated.type).find((e) => e.data.agentId === agentId));
+    expect(created.data).toMatchObject({ agentId, accountId: reply.data.id, name: 'owner', status: 'active', trustScore: 50 });
   });
 
   it('records wallet.opened exactly once, even when it arrives twice', async () => {
@@ -102,7 +103,8 @@ describe('keys and the gateway cache (D2.5)', () => {
     expect((await cache.get(hash(reply.data.apiKey)))?.value).toBe(AUTH_CACHE.staleMarker);
     const fresh = await authenticateKey(rotated.apiKey);
     expect(fresh?.agentId).toBe(principal.agentId);
-    await eventually(async () => envelopes(events.agentKeyRotated.type).some((e) => e.data.agentId === principal.agentId));
+    const announced = await eventually(async () => envelopes(events.agentKeyRotated.type).find((e) => e.data.agentId === principal.agentId));
+    expect(announced.data).toEqual({ agentId: principal.agentId, keyPrefix: rotated.keyPrefix });
   });
 
   it('refuses to run an operation that needs an agent without one', async () => {

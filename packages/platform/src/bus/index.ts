@@ -1,4 +1,5 @@
 export * from './types.js';
-export { NatsBus, natsServers } from './nats-bus.js';
+export { NatsBus } from './nats-bus.js';
+export { natsServers } from './nats-servers.js';
 export { MemoryBus } from './memory-bus.js';
 export { injectTrace, outsideTrace, withMessageSpan } from './tracing.js';

@@ -126,53 +126,18 @@ export class MemoryBus implements Bus {
     const waker = () => wake();
     this.wakers.add(waker);
 
-    const deliver = async (m: StoredMessage) => {
-      const p = durable.pending.get(m.seq)!;
-      p.deliveries++;
-      // Like JetStream, a delivery not acked within the ack wait is delivered again, even while the
-      // first handler is still running.
-      p.redeliverAt = Date.now() + ackWait;
-      const delivery = p.deliveries;
-      const headers = { ...m.headers };
-      let outcome;
-      try {
-        outcome = await withMessageSpan(`consume ${m.subject}`, 'consumer', headers, () =>
-          spec.handler({ subject: m.subject, data: JSON.parse(m.payload), headers, deliveryCount: p.deliveries, msgId: headers['nats-msg-id'] }),
-        );
-      } catch {
-        outcome = { type: 'nak' as const, delayMs: Math.min(30_000, 250 * 2 ** Math.min(p.deliveries, 7)) };
-      }
-      if (outcome.type === 'ack' || outcome.type === 'term') durable.pending.delete(m.seq);
-      else if (p.deliveries === delivery) p.redeliverAt = Date.now() + outcome.delayMs;
-      if (maxDeliver > 0 && p.deliveries >= maxDeliver && durable.pending.get(m.seq) === p) durable.pending.delete(m.seq);
-    };
-
     const loop = (async () => {
       const stream = this.streams[spec.stream];
       while (running && !this.closed) {
         const now = Date.now();
-        const due: StoredMessage[] = [];
-        for (const [seq, p] of durable.pending) {
-          if (p.redeliverAt <= now && (maxDeliver <= 0 || p.deliveries < maxDeliver)) {
-            const m = stream.find((s) => s.seq === seq);
-            if (m) due.push(m);
-            else durable.pending.delete(seq);
-          }
-        }
-        for (const m of stream) {
-          if (m.seq <= durable.cursor) continue;
-          durable.cursor = m.seq;
-          if (!subjectMatches(spec.filter, m.subject)) continue;
-          durable.pending.set(m.seq, { deliveries: 0, redeliverAt: 0 });
-          due.push(m);
-        }
+        const due = dueMessages(stream, durable, spec.filter, maxDeliver, now);
         for (const m of due) {
           await gate.acquire();
           if (!running) {
             gate.release();
             break;
           }
-          void deliver(m).finally(() => gate.release());
+          void deliver(spec, durable, m, { ackWait, maxDeliver }).finally(() => gate.release());
         }
         const nextRedelivery = Math.min(...[...durable.pending.values()].map((p) => p.redeliverAt), now + 1000);
         await new Promise<void>((resolve) => {
@@ -282,4 +247,51 @@ export class MemoryBus implements Bus {
     this.uncollect();
     for (const wake of this.wakers) wake();
   }
+}
+
+/**
+ * The messages of `stream` due to the durable now: those whose redelivery has come (and that may be
+ * delivered again), then the new ones its filter takes, which the cursor moves past and which are
+ * pending from then on.
+ */
+function dueMessages(stream: StoredMessage[], durable: DurableState, filter: string, maxDeliver: number, now: number): StoredMessage[] {
+  const due: StoredMessage[] = [];
+  for (const [seq, p] of durable.pending) {
+    if (p.redeliverAt <= now && (maxDeliver <= 0 || p.deliveries < maxDeliver)) {
+      const m = stream.find((s) => s.seq === seq);
+      if (m) due.push(m);
+      else durable.pending.delete(seq);
+    }
+  }
+  for (const m of stream) {
+    if (m.seq <= durable.cursor) continue;
+    durable.cursor = m.seq;
+    if (!subjectMatches(filter, m.subject)) continue;
+    durable.pending.set(m.seq, { deliveries: 0, redeliverAt: 0 });
+    due.push(m);
+  }
+  return due;
+}
+
+/** One delivery of a pending message to the consumer's handler, and its outcome kept on the durable. */
+async function deliver(spec: ConsumerSpec, durable: DurableState, m: StoredMessage, limits: { ackWait: number; maxDeliver: number }): Promise<void> {
+  const { ackWait, maxDeliver } = limits;
+  const p = durable.pending.get(m.seq)!;
+  p.deliveries++;
+  // Like JetStream, a delivery not acked within the ack wait is delivered again, even while the
+  // first handler is still running.
+  p.redeliverAt = Date.now() + ackWait;
+  const delivery = p.deliveries;
+  const headers = { ...m.headers };
+  let outcome;
+  try {
+    outcome = await withMessageSpan(`consume ${m.subject}`, 'consumer', headers, () =>
+      spec.handler({ subject: m.subject, data: JSON.parse(m.payload), headers, deliveryCount: p.deliveries, msgId: headers['nats-msg-id'] }),
+    );
+  } catch {
+    outcome = { type: 'nak' as const, delayMs: Math.min(30_000, 250 * 2 ** Math.min(p.deliveries, 7)) };
+  }
+  if (outcome.type === 'ack' || outcome.type === 'term') durable.pending.delete(m.seq);
+  else if (p.deliveries === delivery) p.redeliverAt = Date.now() + outcome.delayMs;
+  if (maxDeliver > 0 && p.deliveries >= maxDeliver && durable.pending.get(m.seq) === p) durable.pending.delete(m.seq);
 }

@@ -1,117 +1,25 @@
-import { createInbox, headers as natsHeaders, type Msg, type NatsConnection, type MsgHdrs, type Subscription } from '@nats-io/transport-node';
+import type { NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
-  AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType,
+  AckPolicy, DeliverPolicy, JetStreamApiCodes, RetentionPolicy, StorageType,
   jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
 } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { Kvm } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, STREAM_MAX_AGE_MS, Semaphore, encodeMessage,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, STREAM_MAX_AGE_MS, Semaphore, encodeMessage,
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
 import { exchangeMetrics, metrics } from '../metrics.js';
 import { connectCoalescing } from './coalescing-transport.js';
+import { natsKvStore } from './nats-kv.js';
+import { fromNatsHeaders, isApiError, nanos, parse, toNatsHeaders } from './nats-messages.js';
+import { ReplyMux } from './nats-reply-mux.js';
+import { natsServers } from './nats-servers.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
-
-const decoder = new TextDecoder();
-
-const nanos = (ms: number) => ms * 1_000_000;
-
-/**
- * NATS_URL as connect options: one URL or several, comma-separated; credentials in a URL
- * (`nats://user:password@host:4222`, or `nats://token@host:4222`) become the connection's user and
- * password (or token), as the other NATS clients read them — nats.js itself ignores them. A NATS
- * account of the exchange's own is what keeps `<ns>.rpc.>` to its services (docs/deploy.md).
- */
-export function natsServers(url: string): { servers: string[]; user?: string; pass?: string; token?: string } {
-  const servers: string[] = [];
-  let auth: { user?: string; pass?: string; token?: string } = {};
-  for (const raw of url.split(',').map((u) => u.trim()).filter(Boolean)) {
-    const parsed = /^([a-z]+:\/\/)?(?:([^@/]*)@)?(.+)$/i.exec(raw)!;
-    const [, scheme = '', userinfo, hostport] = parsed;
-    servers.push(`${scheme}${hostport}`);
-    if (userinfo === undefined) continue;
-    const colon = userinfo.indexOf(':');
-    const found = colon < 0 ? { token: decodeURIComponent(userinfo) } : { user: decodeURIComponent(userinfo.slice(0, colon)), pass: decodeURIComponent(userinfo.slice(colon + 1)) };
-    if (Object.keys(auth).length > 0 && JSON.stringify(auth) !== JSON.stringify(found)) throw new Error('NATS_URL: every server of the list must carry the same credentials');
-    auth = found;
-  }
-  if (servers.length === 0) throw new Error('NATS_URL names no server');
-  return { servers, ...auth };
-}
-
-function toNatsHeaders(h: MsgHeaders | undefined): MsgHdrs | undefined {
-  const entries = Object.entries(h ?? {});
-  if (entries.length === 0) return undefined;
-  const out = natsHeaders();
-  for (const [k, v] of entries) out.set(k, v);
-  return out;
-}
-
-function fromNatsHeaders(h: MsgHdrs | undefined): MsgHeaders {
-  const out: MsgHeaders = {};
-  if (!h) return out;
-  for (const [k, v] of h) if (v[0] !== undefined) out[k.toLowerCase()] = v[0];
-  return out;
-}
-
-function parse(data: Uint8Array): unknown {
-  if (data.length === 0) return null;
-  return JSON.parse(decoder.decode(data));
-}
-
-function isApiError(err: unknown, code: number): boolean {
-  return err instanceof JetStreamApiError && err.code === code;
-}
 
 /** How long a JetStream publish waits for the stream's acknowledgement (nats.js's default). */
 const PUBLISH_TIMEOUT_MS = 5_000;
-
-/**
- * Request and reply over one subscription of the connection's own: nats.js builds an
- * `Error`, with its stack, for every request it completes (`RequestOne.cancel`) — for RPCs and for
- * every JetStream publish, 2–3 % of the exchange's CPU. Replies come to `<inbox>.<token>`; a
- * no-responders status (503) or the time running out ends the request with an error.
- */
-class ReplyMux {
-  private readonly inbox = createInbox();
-  private readonly pending = new Map<string, { resolve(m: Msg): void; reject(e: Error): void; timer: NodeJS.Timeout }>();
-  private next = 0;
-
-  constructor(private readonly nc: NatsConnection) {
-    nc.subscribe(`${this.inbox}.*`, {
-      callback: (err, msg) => {
-        if (err) return;
-        const token = msg.subject.slice(this.inbox.length + 1);
-        const waiting = this.pending.get(token);
-        if (!waiting) return;
-        this.pending.delete(token);
-        clearTimeout(waiting.timer);
-        if (msg.headers?.hasError && msg.headers.code === 503) waiting.reject(new Error('no responders'));
-        else waiting.resolve(msg);
-      },
-    });
-  }
-
-  request(subject: string, payload: Uint8Array, timeoutMs: number, headers: MsgHdrs | undefined): Promise<Msg> {
-    const token = (this.next++).toString(36);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(token);
-        reject(new Error('timeout'));
-      }, timeoutMs);
-      this.pending.set(token, { resolve, reject, timer });
-      try {
-        this.nc.publish(subject, payload, { reply: `${this.inbox}.${token}`, headers });
-      } catch (err) {
-        clearTimeout(timer);
-        this.pending.delete(token);
-        reject(err as Error);
-      }
-    });
-  }
-}
 
 /** The JetStream implementation of the bus (production and tests). */
 export class NatsBus implements Bus {
@@ -343,40 +251,7 @@ export class NatsBus implements Bus {
   }
 
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
-    const kv: KV = await this.kvm.create(bucket, { history: 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
-    const jsm = this.jsm;
-    const conflict = (key: string) => (err: unknown): never => {
-      if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
-        throw new KvConflictError(key);
-      }
-      throw err;
-    };
-    return {
-      async get(key) {
-        const e = await kv.get(key);
-        if (!e || e.operation !== 'PUT') return null;
-        return { value: e.string(), revision: e.revision };
-      },
-      create: (key, value) => kv.create(key, value).catch(conflict(key)),
-      update: (key, value, revision) => kv.update(key, value, revision).catch(conflict(key)),
-      put: (key, value) => kv.put(key, value),
-      async delete(key) {
-        await kv.delete(key);
-      },
-      // Not nats.js's `kv.keys()`: its push consumer ends a listing on the last message it counted,
-      // or else on an idle heartbeat, and an entry that expires between the count and the delivery
-      // leaves it waiting for that. The gateway registry's entries expire by design, and identity
-      // lists it for every forget; identity's stall after a gateway died went away with this change
-      // (docs/performance.md). The stream's subjects instead, then each key's last
-      // entry (deleted and expired ones left out): requests with a bound, no consumer.
-      async keys() {
-        const prefix = `$KV.${bucket}.`;
-        const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
-        const listed = Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length));
-        const live = await Promise.all(listed.map(async (key) => ((await kv.get(key))?.operation === 'PUT' ? key : null)));
-        return live.filter((key): key is string => key !== null);
-      },
-    };
+    return natsKvStore(this.kvm, this.jsm, bucket, opts);
   }
 
   async healthy(): Promise<boolean> {

@@ -3,7 +3,7 @@ import { outsideTrace, type Logger } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { ioSignature, type IoSignature } from '../domain/compatibility.js';
 import { cheapness, speed } from '../domain/rank.js';
-import type { RelevanceScorer } from './scorer.js';
+import type { RelevanceScorer } from './relevance-scorer.js';
 import { embeddingText, fromBytes, toBytes, type SentenceEncoder } from './sentence-encoder.js';
 
 /** What discovery filters and ranks on, per active service, in memory. */

@@ -1,74 +1,16 @@
 import { EmbeddingRows } from './embedding-rows.js';
 import type { Lexicon } from './lexicon.js';
+import { needConcepts, type Concept, type IndexVocabulary } from './need-concepts.js';
 import { needTokens } from './need.js';
-import type { Relation, Thesaurus } from './thesaurus.js';
+import type { Relevance, RelevanceScorer, ScorableDocument } from './relevance-scorer.js';
+import type { Thesaurus } from './thesaurus.js';
 import type { SentenceEncoder } from './sentence-encoder.js';
-
-/** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
-export interface ScorableDocument<T = undefined> {
-  id: string;
-  /** The caller's own record of the document, given back with its relevance (no lookup by id). */
-  item?: T;
-  /** The sentence embedding of the service (unit vector), when there is one. */
-  embedding: Float32Array | null;
-  /** `search_doc::text`, e.g. `'digest':3A,10C 'hash':5A`. */
-  searchDoc: string;
-  /** `expansion_doc::text`: stems of words related to the name, tags and category. */
-  expansionDoc: string;
-}
-
-/**
- * The port relevance comes through (D8.2). The lexical-semantic scorer below implements it from
- * Postgres text search and WordNet; an embedding model would implement it by embedding documents
- * on `upsert` and the need in `relevance`, with no change to the rest of discovery.
- */
-export interface RelevanceScorer<T = undefined> {
-  readonly name: string;
-  upsert(doc: ScorableDocument<T>): void;
-  remove(id: string): void;
-  /**
-   * Relevance in (0, 1] of every indexed document related to the need (absent means 0), computed on
-   * one consistent view of the index: documents upserted or removed meanwhile never break a query,
-   * and a document removed before the answer is not in it. With `after`, nothing of the index is
-   * read before it resolves (the caller's catch-up), while the need's own analysis already runs.
-   */
-  relevance(need: string, after?: Promise<void>): Promise<Relevance<T>>;
-}
-
-export interface Relevance<T = undefined> {
-  /**
-   * The related documents, their items and their relevance, side by side (no map: at 100,000
-   * services a query relates tens of thousands, and looking each up by id cost more than scoring
-   * them).
-   */
-  ids: string[];
-  items: (T | undefined)[];
-  values: number[];
-  /** Set when meaning should have counted but could not (the encoder failed): why. */
-  meaningError?: string;
-}
-
 
 /**
  * How much a match in each class counts: E = related words of the key terms (expansion), D = schemas,
  * C = description, B = category/capabilities, A = name/tags.
  */
 export const FIELD_FACTOR = [0.3, 0.55, 0.7, 0.85, 1] as const;
-
-/** How much a related word counts against the word itself, by relation and sense rank (0 = most common). */
-export function relationWeight(relation: Relation, sense: number): number {
-  const base = { synonym: 0.8, derived: 0.75, similar: 0.55, broader: 0.45, narrower: 0.45, broader2: 0.3, gloss: 0.3 }[relation];
-  return sense === 0 ? base : base * 0.8;
-}
-
-/** A correction counts a little less than the word (it may be a wrong guess), two edits less than one. */
-export const correctionWeight = (edits: number) => (edits <= 1 ? 0.9 : 0.8);
-
-/** Edits allowed to correct a word: one per four letters, at least one. */
-export const maxEdits = (word: string) => Math.max(1, Math.floor(word.length / 4));
-
-/** The broader terms of a rare word (no sense of it seen in WordNet's tagged corpus) count this much more. */
-const RARE_BROADER_BOOST = 1.5;
 
 /** Below this a service only brushes the need (a faint relation of one word): not a match. */
 export const MIN_RELEVANCE = 0.05;
@@ -83,14 +25,6 @@ const SEMANTIC_SPAN = 0.45;
 const COVERED = 0.6;
 /** How much coverage of the concepts scales relevance. */
 const COORDINATION = 0.7;
-
-interface Concept {
-  token: string;
-  /** lexeme id → weight of the best variant with that stem */
-  variants: Map<number, number>;
-  /** idf of the token's own stem, or of its best variant */
-  weight: number;
-}
 
 const WEIGHT_CLASS: Record<string, number> = { A: 4, B: 3, C: 2, D: 1 };
 const EXPANSION_CLASS = 0;
@@ -116,6 +50,8 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
   private slotIds: (string | null)[] = [];
   private slotItems: (T | undefined)[] = [];
   private readonly slotOf = new Map<string, { slot: number; lexemes: number[] }>();
+  /** What the need's concepts are weighed against. */
+  private readonly vocabulary: IndexVocabulary = { lexemeIds: this.lexemeIds, df: this.df, documents: () => this.slotOf.size };
   private dead = 0;
   /** Queries between their snapshot and their answer: slots must not move under them. */
   private reading = 0;
@@ -169,7 +105,7 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
 
   async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance<T>> {
     const tokens = needTokens(need);
-    const { concepts, corrections } = await this.concepts(tokens, after);
+    const { concepts, corrections } = await needConcepts(tokens, after, { lexicon: this.lexicon, thesaurus: this.thesaurus }, this.vocabulary);
     // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
     // its worker thread while the lexical scores are computed here.
     let corrected = need;
@@ -288,64 +224,6 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
     }
     const result = sum;
     return result;
-  }
-
-  /** Each token's variants: itself, its lemmas, related words and, for unknown words, spellings. */
-  private async concepts(tokens: string[], after: Promise<void>): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
-    const best = new Map<string, string>();
-    const variantWords = tokens.map((t) => this.expand(t, 1));
-    // Stemming needs only Postgres, not the index: it overlaps the caller's catch-up.
-    let [stems] = await Promise.all([this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]), after]);
-    // Spelling: a token whose own stem the catalog does not know may be a typo of one it does.
-    const corrections = await Promise.all(tokens.map(async (t, i) => {
-      const stem = stems.get(t);
-      if (stem && this.lexemeIds.has(stem)) return;
-      // Real English words are taken as meant ("rain" is not a typo of "main"), and so are short ones.
-      if (t.length < 4 || this.thesaurus.lemmas(t).length > 0) return false;
-      const found = (await this.lexicon.corrections(t, maxEdits(t))).slice(0, 3);
-      if (found[0]) best.set(t, found[0].word);
-      for (const c of found) {
-        for (const [w, weight] of this.expand(c.word, correctionWeight(c.edits))) {
-          if ((variantWords[i]!.get(w) ?? 0) < weight) variantWords[i]!.set(w, weight);
-        }
-      }
-      return found.length > 0;
-    }));
-    if (corrections.some(Boolean)) stems = await this.lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]);
-
-    const n = Math.max(1, this.slotOf.size);
-    const idf = (lex: number) => Math.sqrt(Math.log(1 + (n - this.df[lex]! + 0.5) / (this.df[lex]! + 0.5)));
-    const concepts = tokens.map((token, i) => {
-      const variants = new Map<number, number>();
-      for (const [word, w] of variantWords[i]!) {
-        const stem = stems.get(word);
-        const lex = stem ? this.lexemeIds.get(stem) : undefined;
-        if (lex === undefined || this.df[lex]! <= 0) continue;
-        if ((variants.get(lex) ?? 0) < w) variants.set(lex, w);
-      }
-      let weight = 0;
-      for (const [lex, w] of variants) weight = Math.max(weight, w * idf(lex));
-      return { token, variants, weight };
-    });
-    return { concepts, corrections: best };
-  }
-
-  private expand(word: string, scale: number): Map<string, number> {
-    const out = new Map<string, number>([[word, scale]]);
-    const put = (w: string, weight: number) => {
-      if (!/^[a-z][a-z0-9-]*$/.test(w)) return;
-      if ((out.get(w) ?? 0) < weight) out.set(w, weight);
-    };
-    // A rare word is well described by its broader term ("warfarin" → drug); a common one is not.
-    const rare = this.thesaurus.isRare(word);
-    for (const lemma of this.thesaurus.lemmas(word)) {
-      put(lemma, scale);
-      for (const r of this.thesaurus.related(lemma)) {
-        const broader = r.relation === 'broader' || r.relation === 'broader2';
-        put(r.word, scale * relationWeight(r.relation, r.sense) * (rare && broader ? RARE_BROADER_BOOST : 1));
-      }
-    }
-    return out;
   }
 
   private lexemeId(lexeme: string): number {

@@ -1,11 +1,8 @@
-import { sql, type RawBuilder } from 'kysely';
-import { exchangeMetrics, outsideTrace, type Stoppable } from '@aex/platform';
+import { outsideTrace, type Stoppable } from '@aex/platform';
 import type { WebhookDeps } from '../context.js';
-import type { Database, DeliveryRow } from '../db/schema.js';
-import { afterFailure } from '../domain/schedule.js';
-import { signatureHeader } from '../domain/signing.js';
 import { secretsInForce } from '../endpoints/endpoints.js';
-import type { AttemptResult } from '../db/schema.js';
+import { recordAttempts, signAndSend, type Attempted, type Outcome } from './attempts.js';
+import { claimDue, claimOldestOf, giveBackDueTimes, putOff, unclaim, type Claimed } from './due-deliveries.js';
 import { TimedBatches } from './timed-batches.js';
 
 export interface DispatcherOptions {
@@ -84,7 +81,7 @@ export class Dispatcher implements Stoppable, Handoff {
   private readonly recorder: TimedBatches<{ row: Attempted; r: Outcome }>;
 
   constructor(private readonly deps: WebhookDeps, opts: DispatcherOptions = {}) {
-    this.recorder = new TimedBatches((batch) => recordAll(deps, batch).then(() => undefined), RECORD_BATCH);
+    this.recorder = new TimedBatches((batch) => recordAttempts(deps, batch).then(() => undefined), RECORD_BATCH);
     this.concurrency = opts.concurrency ?? 128;
     this.perEndpoint = opts.perEndpoint ?? 4;
     this.lease = deps.config.WEBHOOK_TIMEOUT_MS + 10_000;
@@ -208,7 +205,7 @@ export class Dispatcher implements Stoppable, Handoff {
     this.waiting.clear();
     let rows: Claimed[];
     try {
-      rows = await this.claim(room, [...inFlight]);
+      rows = await claimDue(this.deps.db, { limit: room, inFlight: [...inFlight], perEndpoint: this.perEndpoint, leaseMs: this.lease });
     } catch (err) {
       for (const agent of asked) this.waiting.add(agent);
       throw err;
@@ -232,7 +229,7 @@ export class Dispatcher implements Stoppable, Handoff {
       const free = this.perEndpoint - (inFlight.get(agent) ?? 0);
       if (free <= 0 || (claimed.get(agent) ?? 0) >= free) this.waiting.add(agent);
     }
-    if (giveBack.length > 0) await this.deps.db.updateTable('deliveries').set({ claimedUntil: null }).where('webhookId', 'in', giveBack).execute();
+    if (giveBack.length > 0) await unclaim(this.deps.db, giveBack);
   }
 
   /**
@@ -250,11 +247,7 @@ export class Dispatcher implements Stoppable, Handoff {
       .map(([agent]) => agent);
     if (stuck.length === 0) return;
     for (const agent of stuck) this.deferred.set(agent, now);
-    await sql`
-      update deliveries set deferred_from = coalesce(deferred_from, next_attempt_at),
-        next_attempt_at = now() + make_interval(secs => ${this.putOff / 1000})
-      where agent_id = any(${stuck}::uuid[]) and status = 'pending' and next_attempt_at <= now()
-        and (claimed_until is null or claimed_until < now())`.execute(this.deps.db);
+    await putOff(this.deps.db, stuck, this.putOff);
   }
 
   /** Once stopped, none is begun: what was put off comes due when its put-off ends. */
@@ -272,8 +265,7 @@ export class Dispatcher implements Stoppable, Handoff {
         // The endpoint answers again: what was put off is due again as it was.
         this.deferred.delete(agentId);
         this.bookkeeping(async () => {
-          await this.deps.db.updateTable('deliveries').set({ nextAttemptAt: sql`deferred_from`, deferredFrom: null })
-            .where('agentId', '=', agentId).where('status', '=', 'pending').where('deferredFrom', 'is not', null).execute();
+          await giveBackDueTimes(this.deps.db, agentId);
           this.waitingFor([agentId]);
         }, 'could not give back the due times of a stuck endpoint\'s deliveries; they come due when put off ends');
       } else {
@@ -299,13 +291,7 @@ export class Dispatcher implements Stoppable, Handoff {
     if (places.length === 0) return;
     let rows: Claimed[] = [];
     try {
-      rows = await this.claimRows(sql`
-        select webhook_id from deliveries
-        where agent_id = ${agentId} and status = 'pending' and (claimed_until is null or claimed_until < now())
-          and (deferred_from is not null or next_attempt_at <= now())
-        order by coalesce(deferred_from, next_attempt_at)
-        limit ${places.length}
-        for update skip locked`);
+      rows = await claimOldestOf(this.deps.db, agentId, places.length, this.lease);
     } finally {
       for (const place of places.slice(rows.length)) this.free(place);
     }
@@ -316,62 +302,6 @@ export class Dispatcher implements Stoppable, Handoff {
     // Nothing of it waits any more: the endpoint is no longer treated as stuck.
     if (rows.length === 0 && !this.started.has(agentId)) this.deferred.delete(agentId);
   }
-
-  /**
-   * Claims due deliveries, at most `perEndpoint` of each agent, oldest due first.
-   */
-  private async claim(limit: number, inFlight: [agent: string, attempts: number][]): Promise<Claimed[]> {
-    const busy = inFlight.filter(([, n]) => n >= this.perEndpoint).map(([agent]) => agent);
-    return this.claimRows(sql`
-      select c.webhook_id from (
-        select webhook_id, next_attempt_at, agent_id, row_number() over (partition by agent_id order by next_attempt_at) as place
-        from (
-          select webhook_id, agent_id, next_attempt_at from deliveries
-          where status = 'pending' and next_attempt_at <= now()
-            and (claimed_until is null or claimed_until < now())
-            and agent_id <> all(${busy}::uuid[])
-          order by next_attempt_at
-          limit ${SCAN_LIMIT}
-        ) due
-      ) c
-      left join unnest(${inFlight.map(([a]) => a)}::uuid[], ${inFlight.map(([, n]) => n)}::int[]) as f(agent_id, n) on f.agent_id = c.agent_id
-      where c.place <= ${this.perEndpoint} - coalesce(f.n, 0)
-      order by c.next_attempt_at
-      limit ${limit}`);
-  }
-
-  /**
-   * Claims the deliveries `ids` selects for a lease, with what their attempts need. The selection
-   * runs once (a materialized common table: a LIMIT inside `IN (…)` may be evaluated again and claim
-   * more), and the condition is checked again on each row the UPDATE locks, so two dispatchers never
-   * hold one.
-   */
-  private async claimRows(ids: RawBuilder<unknown>): Promise<Claimed[]> {
-    const { rows } = await sql<Claimed>`
-      with chosen as materialized (${ids}), claimed as (
-        update deliveries d set claimed_until = now() + make_interval(secs => ${this.lease / 1000})
-        where d.webhook_id in (select webhook_id from chosen)
-          and d.status = 'pending' and (d.claimed_until is null or d.claimed_until < now())
-        returning d.webhook_id, d.agent_id, d.body, d.attempt_count, d.attempts_left
-      )
-      ${withWhereTo(sql`claimed`)}`.execute(this.deps.db);
-    return rows;
-  }
-
-}
-
-/** A claimed delivery with where it goes now and its agent's secrets. */
-export type Claimed = Pick<DeliveryRow, 'webhookId' | 'agentId' | 'body' | 'attemptCount' | 'attemptsLeft'> & { url: string | null }
-  & { [K in 'secret' | 'previousSecret' | 'previousExpiresAt']: Database['secrets'][K] | null };
-
-/**
- * The deliveries of the common table `rows` (`webhook_id, agent_id, body, attempt_count,
- * attempts_left`) with where each goes now and its agent's secrets: what an attempt needs.
- */
-export function withWhereTo(rows: RawBuilder<unknown>): RawBuilder<unknown> {
-  return sql`
-    select w.webhook_id, w.agent_id, w.body, w.attempt_count, w.attempts_left, e.url, s.secret, s.previous_secret, s.previous_expires_at
-    from ${rows} w left join endpoints e on e.agent_id = w.agent_id left join secrets s on s.agent_id = w.agent_id`;
 }
 
 /** How long all of an endpoint's places must have been taken for it to count as stuck. */
@@ -382,91 +312,6 @@ const PUT_OFF_MIN_MS = 60_000;
 
 /** Free places that make an ended attempt start a claim at once (else the next kick or poll does). */
 const CLAIM_MIN_ROOM = 16;
-
-/** Due deliveries looked at per claim, oldest first (bounds the claim's cost whatever the backlog). */
-const SCAN_LIMIT = 2000;
-
-/** Signs and sends one attempt of a delivery to the agent's URL as it is now. */
-export async function sendOnce(deps: WebhookDeps, row: Pick<DeliveryRow, 'webhookId' | 'agentId' | 'body'>, urlNow?: string): Promise<AttemptResult & { url: string | null }> {
-  const [endpoint, secret] = await Promise.all([
-    urlNow ? { url: urlNow } : deps.db.selectFrom('endpoints').select('url').where('agentId', '=', row.agentId).executeTakeFirst(),
-    deps.db.selectFrom('secrets').selectAll().where('agentId', '=', row.agentId).executeTakeFirst(),
-  ]);
-  return signAndSend(deps, row, endpoint?.url ?? null, secret ? secretsInForce(secret, deps.now()) : []);
-}
-
-async function signAndSend(deps: WebhookDeps, row: Pick<DeliveryRow, 'webhookId' | 'body'>, url: string | null, secrets: string[]): Promise<AttemptResult & { url: string | null }> {
-  if (!url || secrets.length === 0) {
-    return { url, ok: false, address: null, statusCode: null, latencyMs: 0, errorClass: 'no_endpoint', error: 'the agent has no webhook URL now', responseExcerpt: null };
-  }
-  const timestamp = Math.floor(deps.now().getTime() / 1000);
-  const headers = {
-    'webhook-id': row.webhookId,
-    'webhook-timestamp': String(timestamp),
-    'webhook-signature': signatureHeader(secrets, row.webhookId, timestamp, row.body),
-  };
-  return { url, ...(await deps.sender.post(url, headers, row.body)) };
-}
-
-type Outcome = AttemptResult & { url: string | null };
-type Attempted = Pick<DeliveryRow, 'webhookId' | 'attemptCount' | 'attemptsLeft'>;
-
-/** The delivery's next state after an attempt: delivered, due again after the schedule's delay, or dead (D14.4). */
-function nextState(deps: WebhookDeps, row: Attempted, r: Outcome, now: Date) {
-  const next = r.ok ? { status: 'delivered' as const } : afterFailure(deps.delays, row.attemptsLeft - 1, now);
-  return {
-    status: next.status,
-    attemptsLeft: r.ok ? row.attemptsLeft : row.attemptsLeft - 1,
-    nextAttemptAt: next.status === 'pending' ? next.nextAttemptAt : null,
-  };
-}
-
-/**
- * Attempts and the deliveries' next states, written together in one statement for a batch of
- * attempts (group commit: one round trip for many attempts). Each is recorded only by the holder of
- * the attempt (`attempt_count` unchanged since the claim), so an attempt made twice after a lapsed
- * claim is logged once.
- */
-async function recordAll(deps: WebhookDeps, batch: { row: Attempted; r: Outcome }[]): Promise<Map<string, DeliveryRow['status']>> {
-  const now = deps.now();
-  const values = batch.map(({ row, r }) => {
-    const n = nextState(deps, row, r, now);
-    return sql`(${row.webhookId}::text, ${row.attemptCount}::int, ${n.status}::text, ${n.attemptsLeft}::int, ${n.nextAttemptAt}::timestamptz,
-      ${new Date(now.getTime() - r.latencyMs)}::timestamptz, ${r.url}::text, ${r.address}::text, ${r.statusCode}::int, ${r.latencyMs}::int,
-      ${r.errorClass}::text, ${r.error}::text, ${r.responseExcerpt}::text)`;
-  });
-  const updated = await sql<{ webhookId: string; status: DeliveryRow['status'] }>`
-    with v (webhook_id, seen, status, left_after, next_at, at, url, address, status_code, latency_ms, error_class, error, response_excerpt) as (
-      values ${sql.join(values)}
-    ), updated as (
-      update deliveries d set status = v.status, attempt_count = v.seen + 1, attempts_left = v.left_after,
-        next_attempt_at = v.next_at, deferred_from = null, claimed_until = null, updated_at = ${now}
-      from v where d.webhook_id = v.webhook_id and d.attempt_count = v.seen
-      returning d.webhook_id, d.status
-    ), logged as (
-      insert into attempts (webhook_id, attempt, at, url, address, status_code, latency_ms, error_class, error, response_excerpt)
-      select v.webhook_id, v.seen + 1, v.at, v.url, v.address, v.status_code, v.latency_ms, v.error_class, v.error, v.response_excerpt
-      from v join updated u on u.webhook_id = v.webhook_id
-    )
-    select webhook_id, status from updated`.execute(deps.db);
-  // Each attempt recorded, counted by what it led to.
-  const latency = new Map(batch.map(({ row, r }) => [row.webhookId, r.latencyMs]));
-  for (const u of updated.rows) {
-    attempts.inc({ outcome: u.status === 'delivered' ? 'delivered' : u.status === 'dead' ? 'dead_lettered' : 'failed' });
-    attemptDuration.observe({}, (latency.get(u.webhookId) ?? 0) / 1000);
-  }
-  return new Map(updated.rows.map((u) => [u.webhookId, u.status]));
-}
-
-const attempts = exchangeMetrics.webhookAttempts();
-const attemptDuration = exchangeMetrics.webhookAttemptDuration();
-// Every outcome is a series from the start, so a dashboard shows 0 rather than no data.
-for (const outcome of ['delivered', 'failed', 'dead_lettered']) attempts.inc({ outcome }, 0);
-
-/** One attempt's record, on its own (the test route answers with it). */
-export async function recordAttempt(deps: WebhookDeps, row: Attempted, r: Outcome): Promise<DeliveryRow['status'] | null> {
-  return (await recordAll(deps, [{ row, r }])).get(row.webhookId) ?? null;
-}
 
 /** Attempts' records are written in batches of up to 64, an attempt waiting at most 3 ms. */
 const RECORD_BATCH = { max: 64, waitMs: 3 };

@@ -7,7 +7,7 @@ import {
 import { callOrThrow, requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { WebhookDeps } from '../context.js';
 import type { Database, DeliveryRow } from '../db/schema.js';
-import { recordAttempt, sendOnce } from './dispatcher.js';
+import { recordAttempt, sendOnce } from './attempts.js';
 import { ensureSecret } from '../endpoints/endpoints.js';
 import { addDelivery } from './intake.js';
 import { newSecret } from '../domain/signing.js';

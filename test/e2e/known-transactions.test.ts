@@ -23,7 +23,7 @@ afterAll(async () => {
   await ex?.stop();
 });
 
-const known = () => ex.transactions!.deps.known;
+const known = () => ex.transactions!.deps.purchases.known;
 const versionOf = async (id: string) => (await sql.query<{ v: string }>('select xmin::text as v from transactions.transactions where id = $1', [id])).rows[0]!.v;
 
 async function bought() {
@@ -50,7 +50,7 @@ describe('a replica that knows a transaction', () => {
     const stale = known().get(t.id)!;
     expect(stale.status).toBe('funds_held');
     unwrap(await consumer.client.cancel(t.id));
-    known().remember(stale);
+    known().set(stale.id, stale);
     const r = await provider.client.deliver(t.id, OUTPUT);
     expectError(r, 409, 'INVALID_STATE');
     expect(!r.ok && r.error.errors[0]!.details).toMatchObject({ status: 'cancelled' });
@@ -63,7 +63,7 @@ describe('a replica that knows a transaction', () => {
     unwrap(await provider.client.deliver(t.id, OUTPUT));
     const stale = known().get(t.id)!;
     unwrap(await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'The digest is wrong.' }));
-    known().remember(stale);
+    known().set(stale.id, stale);
     const r = await consumer.client.verify(t.id);
     expectError(r, 409, 'INVALID_STATE');
     expect(!r.ok && r.error.errors[0]!.details).toMatchObject({ status: 'disputed' });
@@ -81,7 +81,7 @@ describe('a replica that knows a transaction', () => {
       const stale = known().get(id)!;
       expect(stale).toMatchObject({ status: 'initiated', hold: 'requested' });
       unwrap(await consumer.client.cancel(id));
-      known().remember(stale);
+      known().set(stale.id, stale);
     } finally {
       await ex.startWallet();
     }

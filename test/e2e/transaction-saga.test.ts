@@ -84,15 +84,20 @@ describe('with the wallet stopped (D9.9)', () => {
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
   });
 
-  it('returns nothing twice when a transaction is cancelled before the wallet saw its hold', async ({ exchange: ex, service: serviceId, consumer }) => {
+  it('returns nothing twice when a transaction is cancelled before the wallet saw its hold, and shows it cancelled once returned (terminal means settled)', async ({ exchange: ex, service: serviceId, consumer }) => {
     await ex.stopWallet();
     let id: string;
     try {
       id = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT })).id;
-      expect(unwrap(await consumer.client.cancel(id))).toMatchObject({ status: 'cancelled', statusReason: 'cancelled_by_consumer' });
+      // D9.9: the wallet is away, so the cancellation waits for it: 202, the status as it still is.
+      const asked = await consumer.client.cancel(id);
+      expect(asked.status).toBe(202);
+      expect(unwrap(asked)).toMatchObject({ status: 'initiated' });
+      expectError(await consumer.client.cancel(id), 409, 'INVALID_STATE');
     } finally {
       await ex.startWallet();
     }
+    expect(await waitForStatus(consumer, id, 'cancelled')).toMatchObject({ statusReason: 'cancelled_by_consumer' });
     // Hold and return reach the wallet in either order: in the end the hold is closed (returned, or
     // refused for good when the return came first), nothing is held and nothing moved twice.
     const closed = async () => {
@@ -138,11 +143,13 @@ describe('cancelled while a negotiated accept waits for its hold', () => {
     await ex.stopWallet();
     try {
       expect((await provider.client.negotiate(t.id, { type: 'accept', terms: {} })).status).toBe(202);
-      const cancelled = unwrap(await consumer.client.cancel(t.id));
-      expect(cancelled).toMatchObject({ status: 'cancelled', statusReason: 'cancelled_by_consumer', agreedPriceCents: 700, platformFeeCents: 35 });
+      const asked = await consumer.client.cancel(t.id);
+      expect(asked.status).toBe(202);
+      expect(unwrap(asked)).toMatchObject({ status: 'negotiating', agreedPriceCents: 700, platformFeeCents: 35 });
     } finally {
       await ex.startWallet();
     }
+    expect(await waitForStatus(consumer, t.id, 'cancelled')).toMatchObject({ statusReason: 'cancelled_by_consumer', agreedPriceCents: 700, platformFeeCents: 35 });
     await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(0);
     const entries = await ledgerOf(consumer, t.id);
     // Whichever reached the wallet first: nothing moved, or the hold and its return, of the agreed price.

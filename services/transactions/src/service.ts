@@ -5,7 +5,7 @@ import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
 import { disputeAggregate } from './disputes/aggregate.js';
-import { purchaseAggregate, type PurchaseTypes } from './purchases/aggregate.js';
+import { purchaseAggregate, purchasePolicy, type PurchaseTypes } from './purchases/aggregate.js';
 import { PinnedContracts } from './purchases/pinned-contracts.js';
 import * as approvals from './purchases/approvals.js';
 import * as account from './purchases/account.js';
@@ -46,7 +46,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
   const runnerOptions = { tx, now, sagaWaitMs: opts.config.SAGA_WAIT_MS };
   const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now }), { ...runnerOptions, signals });
-  const disputeRunner = new AggregateRunner(disputeAggregate({ purchases, sagaWaitMs: opts.config.SAGA_WAIT_MS }), runnerOptions);
+  const disputeRunner = new AggregateRunner(disputeAggregate({ purchases, policy: purchasePolicy(opts.config), sagaWaitMs: opts.config.SAGA_WAIT_MS }), runnerOptions);
   const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, now };
   relay.start();
   const saga = await serveSaga(deps);

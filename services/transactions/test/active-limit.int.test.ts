@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TERMINAL_STATUSES } from '@aex/contracts';
-import { connectServiceDb, inTransaction, loadConfig, type Bus } from '@aex/platform';
+import { connectServiceDb, loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
 import { startTransactionService, type TransactionService } from '../src/index.js';
-import { activeCounts, checkActiveLimit, checkCreationLimits, lockAgents } from '../src/purchases/limits.js';
+import { partyTotals } from '../src/purchases/repository.js';
 import type { Database } from '../src/db/schema.js';
 import { database as database_, migrations } from '../src/db/migrations/index.js';
 import type { Kysely } from 'kysely';
@@ -49,7 +49,12 @@ const seedOne = async (consumer: string, provider: string, db: Kysely<Database> 
   return id;
 };
 
-const counts = async (consumer: string, provider: string) => (await activeCounts(service.deps.db, { consumer, provider })).rows[0]!;
+/** Both parties' transactions in progress, as a creation reads them under their locks (`party_totals`). */
+const countsIn = async (db: Kysely<Database>, consumer: string, provider: string) => {
+  const t = await db.transaction().execute((trx) => partyTotals(trx, [consumer, provider], consumer, provider, null, null));
+  return { c: t.consumerActive, p: t.providerActive };
+};
+const counts = (consumer: string, provider: string) => countsIn(service.deps.db, consumer, provider);
 
 describe('the active-transactions limit (D9.6)', () => {
   it('counts only the transactions in progress, from two rows per agent, not from the table', async () => {
@@ -61,13 +66,11 @@ describe('the active-transactions limit (D9.6)', () => {
     await seed(consumer, other, 'negotiating', 1);
     expect(await counts(consumer, provider)).toEqual({ c: 4, p: 5 });
     expect(await counts(randomUUID(), randomUUID())).toEqual({ c: 0, p: 0 });
-
-    const query = activeCounts.bind(service.deps.db, { consumer, provider });
-    // `explain` takes no parameters: the values written in, as the plan of a prepared statement would see them.
-    const text = query.parameters.reduce<string>((t, v, i) => t.replaceAll(`$${i + 1}`, `'${String(v)}'`), query.sql);
-    const plan = JSON.stringify((await sql.raw(`explain (format json) ${text}`).execute(service.deps.db)).rows);
-    expect(plan).toContain('agent_activity');
-    expect(plan).not.toContain('"Relation Name":"transactions"');
+    // Counted from the running counts only: the transactions table is read for the spending alone.
+    const { rows } = await sql<{ def: string }>`select pg_get_functiondef('party_totals'::regproc) as def`.execute(service.deps.db);
+    const counting = rows[0]!.def.split('case when spent_since')[0]!;
+    expect(counting).toContain('agent_activity');
+    expect(counting).not.toContain('from transactions');
   });
 
   it('follows every change of status: an end counts once, a move between statuses in progress not at all', async () => {
@@ -105,6 +108,8 @@ describe('the active-transactions limit (D9.6)', () => {
     const ba = await Promise.all(Array.from({ length: 20 }, () => seedOne(b, a)));
     await Promise.all(ab.flatMap((x, i) => [x, ba[i]!]).map((id) => service.deps.db.transaction().execute(async (trx) => {
       await setStatusIn(trx, id, 'settled');
+      // Each end holds its row locks a moment before committing, so that the forty overlap: a
+      // deadlock needs two of them holding locks at once, which nothing can be awaited to arrange.
       await new Promise((r) => setTimeout(r, 5));
     })));
     expect(await counts(a, b)).toEqual({ c: 0, p: 0 });
@@ -126,7 +131,7 @@ describe('the active-transactions limit (D9.6)', () => {
       }
       const migrated = await connectServiceDb<Database>({ url: earlier.url, schema: database_.schema, migrations });
       try {
-        const both = async () => (await activeCounts(migrated.db, { consumer, provider })).rows[0]!;
+        const both = () => countsIn(migrated.db, consumer, provider);
         expect(await both()).toEqual({ c: 4, p: 7 });
         // And kept from then on: one of those in progress ends.
         await sql`update transactions set status = 'settled' where id = (select id from transactions where consumer_agent_id = ${consumer} and status = 'funds_held' limit 1)`.execute(migrated.db);
@@ -142,87 +147,39 @@ describe('the active-transactions limit (D9.6)', () => {
     }
   });
 
-  it('still refuses the hundred-and-first transaction in progress (the one being created counted)', async () => {
+  it('reads each party\'s count after its lock: of many creations at once only those under the limit commit (D9.6)', async () => {
     const [consumer, provider] = [randomUUID(), randomUUID()];
-    await seed(consumer, provider, 'settled', 150);
-    await seed(consumer, provider, 'funds_held', 100);
-    await service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }, 100));
-    await seed(randomUUID(), provider, 'delivered', 1);
-    await expect(service.deps.db.transaction().execute((trx) => checkActiveLimit(trx, { consumer, provider }, 100)))
-      .rejects.toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'provider' } }] });
+    await seed(consumer, provider, 'funds_held', 98);
+    const outcomes = await Promise.all(Array.from({ length: 8 }, () => service.deps.db.transaction().execute(async (trx) => {
+      // As a creation does: the totals under the parties' locks, decided on, then its own row.
+      const totals = await partyTotals(trx, [consumer, provider], consumer, provider, null, null);
+      if (totals.consumerActive >= 100 || totals.providerActive >= 100) return 'limit reached';
+      await seedOne(consumer, provider, trx);
+      return 'created';
+    })));
+    expect(outcomes.filter((o) => o === 'created')).toHaveLength(2);
+    expect(outcomes.filter((o) => o === 'limit reached')).toHaveLength(6);
+    expect(await counts(consumer, provider)).toEqual({ c: 100, p: 100 });
   });
 
-  describe('counted by the statement written before the commit when nothing is decided after it', () => {
-    const attempt = (consumer: string, provider: string) => ({ consumerAgentId: consumer, providerAgentId: provider, category: 'crypto', priceCents: 100, now: new Date(), excluding: randomUUID(), activeLimit: 100 });
-
-    /** Runs `checkCreationLimits` as a creation does (`inTransaction`), then `after`; how many times the step ran. */
-    async function create(consumer: string, provider: string, rules: Parameters<typeof checkCreationLimits>[2], after?: (trx: Kysely<Database>) => Promise<void>) {
-      let runs = 0;
-      const own = randomUUID();
-      const outcome = await inTransaction(service.deps.db, async (trx, work) => {
-        runs++;
-        // What the creation writes before its limits: its own transaction, in progress.
-        await seedOne(consumer, provider, trx, own);
-        await checkCreationLimits(trx, work, rules, { ...attempt(consumer, provider), excluding: own });
-        await after?.(trx);
-      }).then(() => 'created', (err: unknown) => err);
-      const written = await service.deps.db.selectFrom('transactions').select('id').where('id', '=', own).execute();
-      return { runs, outcome, written: written.length };
-    }
-
-    it('under the limit: one run, the count made with the commit', async () => {
-      const [consumer, provider] = [randomUUID(), randomUUID()];
-      await seed(consumer, provider, 'funds_held', 99);
-      expect(await create(consumer, provider, {})).toEqual({ runs: 1, outcome: 'created', written: 1 });
-    });
-
-    it('counts what the transaction wrote after the check: the count is the statement before the commit', async () => {
-      const [consumer, provider] = [randomUUID(), randomUUID()];
-      await seed(consumer, provider, 'funds_held', 99);
-      // The 101st written after the check returned: counted at the commit, so the step runs again,
-      // counting at once this time (100 with its own, before the later write), and commits.
-      const r = await create(consumer, provider, {}, (trx) => seed(randomUUID(), provider, 'delivered', 1, trx).then(() => undefined));
-      expect(r).toEqual({ runs: 2, outcome: 'created', written: 1 });
-    });
-
-    it('at the limit: 409 LIMIT_REACHED with its details, nothing written', async () => {
-      const [consumer, provider] = [randomUUID(), randomUUID()];
-      await seed(consumer, provider, 'funds_held', 100);
-      const r = await create(consumer, provider, {});
-      expect(r.runs).toBe(2);
-      expect(r.written).toBe(0);
-      expect(r.outcome).toMatchObject({ entries: [{ code: 'LIMIT_REACHED', details: { limit: 100, party: 'consumer' } }] });
-    });
-
-    it('lets exactly one of many creations at once take the last place: the count is taken after the parties\' locks', async () => {
-      const [consumer, provider] = [randomUUID(), randomUUID()];
-      await seed(consumer, provider, 'funds_held', 99);
-      const outcomes = await Promise.all(Array.from({ length: 8 }, () => inTransaction(service.deps.db, async (trx, work) => {
-        // As a creation does: the parties' locks, its own row in progress, then the limits.
-        await lockAgents(trx, [consumer, provider]);
-        const id = await seedOne(consumer, provider, trx);
-        // The rest of a creation's work before its commit, so that the creations overlap.
-        await new Promise((r) => setTimeout(r, 50));
-        await checkCreationLimits(trx, work, {}, { ...attempt(consumer, provider), excluding: id });
-      }).then(() => 'created', (err: { entries?: Array<{ code: string }> }) => err.entries?.[0]?.code ?? String(err))));
-      expect(outcomes.filter((o) => o === 'created')).toHaveLength(1);
-      expect(outcomes.filter((o) => o === 'LIMIT_REACHED')).toHaveLength(7);
-      expect((await counts(consumer, provider)).c).toBe(100);
-    });
-
-    it('with a spending rule to read, counted at once, before the rules are applied (the order of the errors kept)', async () => {
-      const [consumer, provider] = [randomUUID(), randomUUID()];
-      await seed(consumer, provider, 'funds_held', 100);
-      // Both the limit and the daily spend are passed: the limit is the error, as before.
-      const r = await create(consumer, provider, { maxDailySpendCents: 1 });
-      expect(r).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'LIMIT_REACHED' }] } });
-      // A per-transaction cap refusing the price: the limit is still decided first.
-      const capped = await create(consumer, provider, { maxTransactionCents: 1 });
-      expect(capped).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'LIMIT_REACHED' }] } });
-      // Under the limit, the rule refuses.
-      const [c2, p2] = [randomUUID(), randomUUID()];
-      const refused = await create(c2, p2, { maxDailySpendCents: 1 });
-      expect(refused).toMatchObject({ runs: 1, written: 0, outcome: { entries: [{ code: 'DELEGATION_EXCEEDED' }] } });
-    });
+  it('sums the consumer\'s spending of the last day: prices held, settling or settled since, and holds on their way, one transaction left out (D10.2)', async () => {
+    const [consumer, provider] = [randomUUID(), randomUUID()];
+    const at = (id: string, hold: string, price: number, heldAt: Date | null, pending = false) =>
+      sql`update transactions set hold = ${hold}, ${sql.ref(pending ? 'pending_accept_price_cents' : 'agreed_price_cents')} = ${price}, funds_held_at = ${heldAt} where id = ${id}`.execute(service.deps.db);
+    const now = new Date();
+    const hourAgo = new Date(now.getTime() - 3_600_000);
+    const [held, settling, settled, old, returned, requested, left] = await Promise.all(Array.from({ length: 7 }, () => seedOne(consumer, provider)));
+    await at(held!, 'held', 100, hourAgo);
+    await at(settling!, 'settling', 200, hourAgo);
+    await at(settled!, 'settled', 400, hourAgo);
+    await at(old!, 'settled', 800, new Date(now.getTime() - 2 * 86_400_000));
+    await at(returned!, 'returned', 1600, hourAgo);
+    await at(requested!, 'requested', 3200, null, true);
+    await at(left!, 'held', 6400, hourAgo);
+    const since = new Date(now.getTime() - 86_400_000);
+    const totals = await service.deps.db.transaction().execute((trx) => partyTotals(trx, [consumer], consumer, null, since, left!));
+    expect(totals.spentLast24hCents).toBe(100 + 200 + 400 + 3200);
+    // Without a rule to check, nothing is summed.
+    expect((await service.deps.db.transaction().execute((trx) => partyTotals(trx, [consumer], consumer, null, null, null))).spentLast24hCents).toBe(0);
   });
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Bus } from '@aex/platform';
 import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
-import type { TransactionRow } from '../src/db/schema.js';
+import type { VersionedRow } from '../src/purchases/repository.js';
 import { startTransactionService, type TransactionService } from '../src/index.js';
 
 // A request waiting on the saga learns of a step another replica's consumer made from
@@ -27,14 +27,16 @@ afterAll(async () => {
 describe('saga notices between replicas', () => {
   it('wakes a waiter of another replica, well before its own next reading', async () => {
     const [a, b] = replicas as [TransactionService, TransactionService];
-    const watch = a.deps.signals.watch('4d1c0f2e-6a53-4b1e-9a0c-2f3b4c5d6e7f');
+    const id = '4d1c0f2e-6a53-4b1e-9a0c-2f3b4c5d6e7f';
+    const [signalsA, signalsB] = [a.deps.purchases.signals!, b.deps.purchases.signals!];
+    const watch = signalsA.watch(id);
     try {
       const started = Date.now();
-      const woken = watch.next(a.deps.signals.fallbackMs);
-      b.deps.signals.committed({ id: '4d1c0f2e-6a53-4b1e-9a0c-2f3b4c5d6e7f', hold: 'held' } as TransactionRow);
+      const woken = watch.next(signalsA.fallbackMs);
+      signalsB.committed(id, { id, hold: 'held' } as VersionedRow);
       // A bare signal: the row is read where the request waits.
-      expect(await woken).toEqual({ row: undefined });
-      expect(Date.now() - started).toBeLessThan(a.deps.signals.fallbackMs / 2);
+      expect(await woken).toEqual({ state: undefined });
+      expect(Date.now() - started).toBeLessThan(signalsA.fallbackMs / 2);
     } finally {
       watch.close();
     }

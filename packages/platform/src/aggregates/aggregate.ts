@@ -78,8 +78,8 @@ export interface Aggregate<T extends AggregateTypes> {
    * write must find it as it was (its version) and write nothing otherwise.
    */
   write(trx: AnyTrx, state: T['known'] | undefined, changes: T['changes'], guarded: boolean): GuardedWrite<unknown>;
-  /** The state as the write left it, from the rows its guard returned (default: the first row). */
-  written?(rows: unknown[], before: T['known'] | undefined, changes: T['changes']): T['state'];
+  /** The state as the write left it, from the rows its guard returned (default: the first row), and what it was decided with. */
+  written?(rows: unknown[], before: T['known'] | undefined, changes: T['changes'], facts: T['facts']): T['state'];
   /** Makes the decision's effects in the unit of work: messages, timers, rows of other tables. */
   apply(trx: AnyTrx, work: UnitOfWork, state: T['known'], effects: readonly T['effect'][], now: Date): Promise<void>;
   /** What the replica keeps of a state, decided on before any read next time. */

@@ -35,7 +35,7 @@ type Attempt<T extends AggregateTypes> =
   | { kind: 'none' }
   | { kind: 'unchanged'; state: T['state'] }
   /** Written, or — at commit — to be written by the transaction's last statement. */
-  | { kind: 'changed'; decision: Changed<T>; state: T['state'] | undefined; before: T['known'] | undefined; write?: ReturnType<Aggregate<T>['write']> };
+  | { kind: 'changed'; decision: Changed<T>; state: T['state'] | undefined; before: T['known'] | undefined; facts: T['facts']; write?: ReturnType<Aggregate<T>['write']> };
 
 /** A step's outcome before any wait. */
 type Stepped<T extends AggregateTypes> = Omit<StepOutcome<T>, 'command' | 'stillInFlight'>;
@@ -61,6 +61,11 @@ export class AggregateRunner<T extends AggregateTypes> {
 
   constructor(readonly aggregate: Aggregate<T>, private readonly opts: RunnerOptions<T>) {
     this.known = new RecentMap(opts.remembered ?? 2_048);
+  }
+
+  /** Where requests waiting on the aggregate hear of its saga's steps. */
+  get signals(): SagaSignals<T['state']> | undefined {
+    return this.opts.signals;
   }
 
   /** The state as it is now (no lock). */
@@ -200,7 +205,7 @@ export class AggregateRunner<T extends AggregateTypes> {
     if (!result.written) return undefined;
     const done = result.value;
     if (done.kind === 'unchanged') return { state: done.state, decision: { kind: 'unchanged' } };
-    const state = this.writtenState(result.rows, done.before, done.decision.changes);
+    const state = this.writtenState(result.rows, done.before, done.decision.changes, done.facts);
     this.remember(state, local);
     return { state, decision: done.decision };
   }
@@ -239,18 +244,18 @@ export class AggregateRunner<T extends AggregateTypes> {
     const predicted = { ...(state as object), ...(decision.changes as object) } as T['known'];
     if (when === 'atCommit') {
       await a.apply(trx, work, predicted, decision.effects, now);
-      return { kind: 'changed', decision, state: undefined, before: state, write };
+      return { kind: 'changed', decision, state: undefined, before: state, facts, write };
     }
     const rows = await executeWrite(trx, write);
     // A guarded write that found the state moved on (or an insert that found a row) wrote nothing.
     if (rows.length === 0) return { kind: 'again' };
-    const written = this.writtenState(rows, state, decision.changes);
+    const written = this.writtenState(rows, state, decision.changes, facts);
     await a.apply(trx, work, written, decision.effects, now);
-    return { kind: 'changed', decision, state: written, before: state };
+    return { kind: 'changed', decision, state: written, before: state, facts };
   }
 
-  private writtenState(rows: unknown[], before: T['known'] | undefined, changes: T['changes']): T['state'] {
-    return this.aggregate.written ? this.aggregate.written(rows, before, changes) : (rows[0] as T['state']);
+  private writtenState(rows: unknown[], before: T['known'] | undefined, changes: T['changes'], facts: T['facts']): T['state'] {
+    return this.aggregate.written ? this.aggregate.written(rows, before, changes, facts) : (rows[0] as T['state']);
   }
 
   /** The step's outcome, and what is to happen after its commit. */

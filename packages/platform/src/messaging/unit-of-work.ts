@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely, type OperationNodeSource } from 'kysely';
 import type { MessageDef, MessageEnvelope, Static } from '@aex/contracts';
 import type { MsgHeaders } from '../bus/types.js';
 import { injectTrace } from '../bus/tracing.js';
@@ -57,6 +57,7 @@ export class UnitOfWork {
   private readonly timers = new Map<string, TimerChange>();
   private consumedMessage: { consumer: string; messageId: string } | undefined;
   private readonly callbacks: Array<() => void> = [];
+  private writes: Array<OperationNodeSource | CompiledQuery> = [];
   /** Whether the rows are written claimed for the relay's hand-off: it ran when the work began. */
   private readonly claimed: boolean;
 
@@ -101,6 +102,15 @@ export class UnitOfWork {
     this.consumedMessage = { consumer, messageId };
   }
 
+  /**
+   * Has a row written by the flush's statement, after the step's guarded write: a row of another
+   * table that refers to the step's (a negotiation's message of a purchase created at commit), or
+   * that must not be written unless the guarded write is. `query` must write, not read.
+   */
+  write(query: OperationNodeSource | CompiledQuery): void {
+    this.writes.push(query);
+  }
+
   /** Runs `fn` once the transaction committed (a replica's memory of what it wrote, a waiter woken); never when it rolled back. */
   afterCommit(fn: () => void): void {
     this.callbacks.push(fn);
@@ -112,6 +122,7 @@ export class UnitOfWork {
     this.timers.clear();
     this.consumedMessage = undefined;
     this.callbacks.length = 0;
+    this.writes = [];
   }
 
   /**
@@ -150,6 +161,7 @@ export class UnitOfWork {
     const ctes: string[] = [];
     const params: unknown[] = [];
     if (write) ctes.push(...partsOf(this.trx, write, params));
+    if (this.writes.length > 0) ctes.push(...partsOf(this.trx, { parts: this.writes.map((q, i) => [`written_${i + 1}`, q]), guard: '' }, params));
     const $ = (value: unknown) => `$${params.push(value)}`;
     if (this.consumedMessage) {
       // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it

@@ -3,9 +3,9 @@ import type { Aggregate, AggregateRunner, AggregateTypes, UnitOfWork } from '@ae
 import type { Kysely, Transaction } from 'kysely';
 import type { Database, DisputeRow } from '../db/schema.js';
 import { decideDispute, disputeAccessRefusal, type DisputeCase, type DisputeCaseEffect, type DisputeCommand } from '../domain/dispute-case.js';
-import { moneyInFlight, TIMERS } from '../domain/purchase.js';
+import { decidePurchase, moneyInFlight, TIMERS, type PurchaseDecision, type PurchasePolicy } from '../domain/purchase.js';
 import type { PurchaseTypes } from '../purchases/aggregate.js';
-import { lockTransaction, readTransaction } from '../purchases/repository.js';
+import { lockTransaction, readTransaction, type VersionedRow } from '../purchases/repository.js';
 import { disputeView } from './views.js';
 
 /** A dispute as the runner keeps it: the dispute with its transaction. */
@@ -39,7 +39,7 @@ async function caseOf(db: Kysely<Database>, dispute: DisputeRow | undefined, loc
  * deadline; an outcome moves the money through the purchase (D12.8) in the same database
  * transaction, and the request waits for the wallet as the purchase's own would (D9.9).
  */
-export function disputeAggregate(deps: { purchases: AggregateRunner<PurchaseTypes>; sagaWaitMs: number }): Aggregate<DisputeTypes> {
+export function disputeAggregate(deps: { purchases: AggregateRunner<PurchaseTypes>; policy: PurchasePolicy; sagaWaitMs: number }): Aggregate<DisputeTypes> {
   return {
     name: 'dispute',
     alwaysLocked: true,
@@ -56,9 +56,9 @@ export function disputeAggregate(deps: { purchases: AggregateRunner<PurchaseType
       const purchase = await lockTransaction(trx as Trx, c.transactionId);
       return purchase && { dispute: undefined, purchase };
     },
-    decide: (s, c, opening, now) => decideDispute(s ?? opening, c, now),
+    decide: (s, c, opening, now) => decideDispute(s ?? opening, c, now, c.kind === 'open' && opening ? refusalOf(decidePurchase(opening.purchase as VersionedRow, { kind: 'openDispute', caller: c.caller, disputeId: c.disputeId }, {}, deps.policy, now)) : undefined),
     write: (trx, s, d) => ({ parts: [['dispute', s ? updateDispute(trx as Trx, d) : insertDispute(trx as Trx, d)]], guard: 'dispute' }),
-    written: (rows, before, _d) => ({ dispute: rows[0] as DisputeRow, purchase: before!.purchase }),
+    written: (rows, before, _d, opening) => ({ dispute: rows[0] as DisputeRow, purchase: (before ?? opening)!.purchase }),
     apply: (trx, work, s, effects, now) => applyDisputeEffects(deps.purchases, trx as Trx, work, s, effects, now),
     remember: (s) => s,
     idOf: (s) => s.dispute.id,
@@ -69,6 +69,8 @@ export function disputeAggregate(deps: { purchases: AggregateRunner<PurchaseType
     answer: (o) => (o.command.kind === 'open' ? 201 : 200),
   };
 }
+
+const refusalOf = (d: PurchaseDecision) => (d.kind === 'refused' ? d.error : undefined);
 
 const insertDispute = (trx: Trx, d: DisputeRow) =>
   trx.insertInto('disputes').values({ ...d, evidence: json(d.evidence), proposal: json(d.proposal), messages: json(d.messages) }).returningAll();

@@ -54,11 +54,14 @@ export function disputeAccessRefusal(c: DisputeCase | undefined, command: Disput
   return undefined;
 }
 
-/** What a command does to the dispute (undefined: not opened yet) at `now`. */
-export function decideDispute(c: DisputeCase | undefined, command: DisputeCommand, now: Date): Decision<DisputeRow, DisputeCaseEffect> {
+/**
+ * What a command does to the dispute (undefined: not opened yet) at `now`. An opening is decided with
+ * what the purchase decides of being disputed (`purchaseRefusal`: the transaction's own rules, D12.1).
+ */
+export function decideDispute(c: DisputeCase | undefined, command: DisputeCommand, now: Date, purchaseRefusal?: Error): Decision<DisputeRow, DisputeCaseEffect> {
   const denied = disputeAccessRefusal(c, command);
   if (denied) return { kind: 'refused', error: denied };
-  if (command.kind === 'open') return openDispute(c, command, now);
+  if (command.kind === 'open') return purchaseRefusal ? { kind: 'refused', error: purchaseRefusal } : openDispute(c, command, now);
   if (!c?.dispute) return command.by.actor === 'exchange' ? { kind: 'unchanged' } : { kind: 'refused', error: noSuchDispute() };
   const by = command.by;
   try {

@@ -149,14 +149,20 @@ export function factsNeeded(t: Purchase | undefined, c: PurchaseCommand): { last
 export { canMoveHold, HOLD_MOVES, moneyInFlight } from './hold-moves.js';
 export { announcement, trustOutcome } from './draft.js';
 
+/** The commands that are the wallet's answers to the saga's commands (D9.9). */
+const WALLET_ANSWERS: ReadonlySet<PurchaseCommand['kind']> = new Set(['holdPlaced', 'holdRefused', 'holdReturned', 'holdSettled']);
+
 /** What `command` does to the purchase `t` (undefined: none yet) at `now`, with the facts read for it. */
 export function decidePurchase(t: Purchase | undefined, c: PurchaseCommand, facts: PurchaseFacts, policy: PurchasePolicy, now: Date): PurchaseDecision {
   const denied = accessRefusal(t, c);
   if (denied) return refused(denied);
   if (c.kind === 'open') return openPurchase(c.caller, c.order, facts, policy, now);
   if (!t) throw new Error(`${c.kind} of a purchase that does not exist`);
-  // Terminal means settled (D9.7, D9.9): a transaction ending while the wallet returns its price takes no new request.
-  if (t.endingStatus && requestOf(c)) return refused(new AppError('INVALID_STATE', `This transaction is ending (${t.endingStatus}): its price is being returned.`, { details: { status: t.status, ending: t.endingStatus } }));
+  // Terminal means settled (D9.7, D9.9): a transaction ending while the wallet returns its price
+  // takes no new request, and its timers have nothing left to do; only the wallet's answer ends it.
+  if (t.endingStatus && !WALLET_ANSWERS.has(c.kind) && c.kind !== 'resolveDispute') {
+    return requestOf(c) ? refused(new AppError('INVALID_STATE', `This transaction is ending (${t.endingStatus}): its price is being returned.`, { details: { status: t.status, ending: t.endingStatus } })) : unchanged;
+  }
   const d = new Draft(t, now);
   switch (c.kind) {
     case 'holdPlaced':

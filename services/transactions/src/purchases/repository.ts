@@ -111,11 +111,11 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase,
         break;
       }
       case 'recordMessage':
-        await insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: e.messageType, round: e.round, terms: e.terms, message: e.message, expiresAt: e.expiresAt }, now);
+        work.write(insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: e.messageType, round: e.round, terms: e.terms, message: e.message, expiresAt: e.expiresAt }, now));
         break;
       case 'recordAccept': {
         const last = (await lastMessage(trx, t.id))!;
-        await insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now);
+        work.write(insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now));
         break;
       }
       case 'announce':
@@ -128,8 +128,9 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase,
   }
 }
 
+/** A negotiation's message, written with the step's row (after it: a new purchase's opening offer refers to it). */
 const insertMessage = (trx: Trx, transactionId: string, m: Omit<NegotiationRow, 'id' | 'transactionId' | 'createdAt'>, now: Date) =>
-  trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId, ...m, terms: JSON.stringify(m.terms) as never, createdAt: now }).execute();
+  trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId, ...m, terms: JSON.stringify(m.terms) as never, createdAt: now });
 
 /** The negotiation's latest message (every negotiation has its opening offer). */
 export const lastMessage = (db: Kysely<Database>, id: string): Promise<NegotiationRow | undefined> =>

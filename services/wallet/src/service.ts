@@ -27,7 +27,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   const relay = new OutboxRelay(db, opts.bus, logger);
   const tx = new Transactor(db, relay);
   const now = opts.now ?? (() => new Date());
-  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, tx, payments: processorFor(opts.config), fundings: fundingWriter(db, relay, now), access: new RecentMap(100_000), now };
+  const deps: WalletDeps = { db, bus: opts.bus, config: opts.config, logger, tx, payments: processorFor(opts.config), fundings: fundingWriter(tx, now), access: new RecentMap(100_000), now };
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);

@@ -1,5 +1,5 @@
 import { AppError } from '@aex/contracts';
-import { inTransaction, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { Transaction } from 'kysely';
 import type Stripe from 'stripe';
 import type { WalletDeps } from '../context.js';

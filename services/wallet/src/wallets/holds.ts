@@ -87,7 +87,7 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
  * transaction, it is decided as if there were no `holds` row and the consumer had the funds, without
  * reading either, and written at commit only if both are still so.
  */
-export function presumeFirstHold(known: RecentMap<string, HoldState>, transactionId: string): void {
+function presumeFirstHold(known: RecentMap<string, HoldState>, transactionId: string): void {
   if (known.get(transactionId) === undefined) known.set(transactionId, { transactionId, hold: undefined, seen: 'presumed' });
 }
 

@@ -68,7 +68,7 @@ type Part = GuardedWrite<WrittenEntry>['parts'][number];
 export class InvalidMovement extends Error {}
 
 /**
- * The one write of money (ARCHITECTURE "Money"), a guarded write (`GuardedWrite`) made at commit
+ * The one write of money (docs/payments.md "How money moves"), a guarded write (`GuardedWrite`) made at commit
  * (`tx.runWriting`) or at once (`executeWrite`, `moveMoney`): the wallets locked in id order, then
  * updated relative to what they hold — only if every one of them can make its movements in order
  * (the minimums `movementTotals` derives from D13.2's table; D6.8: a closed wallet must end with

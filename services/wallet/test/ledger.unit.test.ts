@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyEntry, childViolations, ledgerViolations, type ParentTransferTotals, type WalletTotals } from '../src/domain/ledger.js';
+import type { LedgerTxType } from '@aex/contracts';
+import { applyEntry, childViolations, HOLD_TX_TYPES, LEDGER_TABLE, ledgerViolations, movementTotals, planMovements, type Balances, type LedgerWallet, type ParentTransferTotals, type WalletTotals } from '../src/domain/ledger.js';
 
 describe('D13.2 applyEntry', () => {
   const s = { balanceCents: 1000, heldCents: 200 };
@@ -29,6 +31,74 @@ describe('D13.2 applyEntry', () => {
   });
   it('refuses to release more than is held', () => {
     expect(applyEntry(s, 'fund_release', 201)).toMatchObject({ ok: false, error: { reason: 'invalid_amount' } });
+  });
+});
+
+describe('D13.2 the table', () => {
+  it('moves what is held by the hold types only, and counts settlements in the lifetime figures', () => {
+    expect(HOLD_TX_TYPES).toEqual(['fund_hold', 'fund_return', 'fund_release']);
+    expect(movementTotals([
+      { walletId: 'c', txType: 'settlement_out', amountCents: -700 },
+      { walletId: 'p', txType: 'settlement_in', amountCents: 700 },
+    ])).toMatchObject({ ok: true, wallets: new Map([['c', expect.objectContaining({ spentCents: 700, earnedCents: 0 })], ['p', expect.objectContaining({ earnedCents: 700, spentCents: 0 })]]) });
+  });
+});
+
+describe('D13.2 what a wallet must have for its movements (movementTotals)', () => {
+  const txTypes = Object.keys(LEDGER_TABLE) as LedgerTxType[];
+  const movement = fc.record({ txType: fc.constantFrom(...txTypes), size: fc.integer({ min: 1, max: 1500 }), negative: fc.boolean() })
+    .map(({ txType, size, negative }) => ({ walletId: 'w', txType, amountCents: (LEDGER_TABLE[txType].sign || (negative ? -1 : 1)) * size }));
+  const wallet = fc.record({ balanceCents: fc.integer({ min: 0, max: 3000 }), share: fc.integer({ min: 0, max: 100 }) })
+    .map(({ balanceCents, share }): Balances => ({ balanceCents, heldCents: Math.floor((balanceCents * share) / 100) }));
+
+  it('is met exactly by the wallets applyEntry takes every movement of, in order, to the same balances', () => {
+    fc.assert(fc.property(wallet, fc.array(movement, { minLength: 1, maxLength: 8 }), (w, movements) => {
+      let state: Balances | undefined = w;
+      for (const m of movements) {
+        const next = applyEntry(state, m.txType, m.amountCents);
+        if (!next.ok) {
+          state = undefined;
+          break;
+        }
+        state = next.value;
+      }
+      const totals = movementTotals(movements);
+      const need = totals.ok ? totals.wallets.get('w')! : undefined;
+      const met = need !== undefined && w.balanceCents - w.heldCents >= need.needAvailableCents && w.heldCents >= need.needHeldCents;
+      expect(met).toBe(state !== undefined);
+      if (state && need) expect(state).toEqual({ balanceCents: w.balanceCents + need.balanceCents, heldCents: w.heldCents + need.heldCents });
+    }), { seed: 20261128, numRuns: 2000 });
+  });
+
+  it('refuses the first movement of an invalid amount', () => {
+    expect(movementTotals([{ walletId: 'w', txType: 'fund', amountCents: 5 }, { walletId: 'w', txType: 'payout', amountCents: 5 }])).toMatchObject({ ok: false, index: 1, error: { reason: 'invalid_amount' } });
+  });
+});
+
+describe('D13.2 / D6.8 the ledger’s model of movements (planMovements)', () => {
+  const wallets = new Map<string, LedgerWallet>([
+    ['parent', { balanceCents: 1000, heldCents: 0, closed: false, parentWalletId: null }],
+    ['child', { balanceCents: 500, heldCents: 500, closed: true, parentWalletId: 'parent' }],
+  ]);
+
+  it('returns to the parent what a movement makes available in a closed child’s wallet, after the movements', () => {
+    const plan = planMovements(wallets, [{ walletId: 'child', txType: 'fund_return', amountCents: 300 }]);
+    expect(plan).toMatchObject({ ok: true, returns: [{ childWalletId: 'child', parentWalletId: 'parent', amountCents: 300 }] });
+    expect(plan.ok && plan.entries).toEqual([
+      { walletId: 'child', txType: 'fund_return', amountCents: 300, balanceAfterCents: 500, availableAfterCents: 300 },
+      { walletId: 'child', txType: 'parent_return', amountCents: -300, balanceAfterCents: 200, availableAfterCents: 0 },
+      { walletId: 'parent', txType: 'parent_return', amountCents: 300, balanceAfterCents: 1300, availableAfterCents: 1300 },
+    ]);
+  });
+
+  it('returns nothing when the child’s movements leave nothing available (a settlement it paid)', () => {
+    const plan = planMovements(wallets, [{ walletId: 'child', txType: 'fund_release', amountCents: 500 }, { walletId: 'child', txType: 'settlement_out', amountCents: -500 }]);
+    expect(plan).toMatchObject({ ok: true, returns: [], after: new Map([['child', { balanceCents: 0, heldCents: 0 }]]) });
+  });
+
+  it('refuses all the movements at the first one applyEntry refuses, saying which', () => {
+    expect(planMovements(wallets, [{ walletId: 'parent', txType: 'payout', amountCents: -600 }, { walletId: 'parent', txType: 'payout', amountCents: -600 }]))
+      .toEqual({ ok: false, index: 1, error: { reason: 'insufficient_funds', availableCents: 400, requiredCents: 600 } });
   });
 });
 

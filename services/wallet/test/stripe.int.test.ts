@@ -100,7 +100,9 @@ describe('funding through Stripe Checkout (D13.7)', () => {
     expect(await deliver(standIn.event('checkout.session.async_payment_succeeded', standIn.settleAsync(sessionId)))).toBe('credited');
     expect(await balance(p)).toEqual({ balanceCents: 1200, heldCents: 0 });
   });
+});
 
+describe('fundings through Stripe Checkout closed, refused and reconciled (D13.7)', () => {
   it('closes an expired session or a failed payment, never crediting it, even when a paid event comes after', async () => {
     const p = await agent();
     const expired = (await fund(p, 800)).sessionId;

@@ -1,15 +1,35 @@
 import type { LedgerTxType } from '@aex/contracts';
 import { settlementMovements } from './hold.js';
 
-/** D13.2: entry types that move `heldCents`; every other type moves `balanceCents`. */
-export const HOLD_TX_TYPES: readonly LedgerTxType[] = ['fund_hold', 'fund_return', 'fund_release'];
-const HOLD_TYPES: ReadonlySet<LedgerTxType> = new Set(HOLD_TX_TYPES);
+/** One row of D13.2's table: what an entry of a type does to a wallet. */
+export interface LedgerRule {
+  /** The sign `amountCents` must have; 0: either (`parent_*` is −X on one side and +X on the other, `platform_fee` −F on the provider and +F on the platform wallet, D13.3). */
+  sign: -1 | 0 | 1;
+  /** What the entry moves: the balance, or what is held (a hold's entry is the negated change of `heldCents`). */
+  moves: 'balance' | 'held';
+  /** The wallet's lifetime figure it counts in: earned (+amount) or spent (−amount). */
+  lifetime?: 'earned' | 'spent';
+}
 
-/** Sign `amountCents` must have per type (0: either — parent_* is −X on one side and +X on the other; platform_fee is −F on the provider and +F on the platform wallet, D13.3). */
-const SIGN: Record<LedgerTxType, -1 | 0 | 1> = {
-  fund: 1, fund_hold: -1, fund_return: 1, fund_release: 1, settlement_out: -1, settlement_in: 1,
-  platform_fee: 0, payout: -1, parent_allocation: 0, parent_return: 0,
+/**
+ * D13.2's table, the one statement of what each entry type does: `applyEntry` and the conditional
+ * write of movements (`movementTotals`, then `wallets/movements.ts`) both come from it.
+ */
+export const LEDGER_TABLE: Readonly<Record<LedgerTxType, LedgerRule>> = {
+  fund: { sign: 1, moves: 'balance' },
+  fund_hold: { sign: -1, moves: 'held' },
+  fund_return: { sign: 1, moves: 'held' },
+  fund_release: { sign: 1, moves: 'held' },
+  settlement_out: { sign: -1, moves: 'balance', lifetime: 'spent' },
+  settlement_in: { sign: 1, moves: 'balance', lifetime: 'earned' },
+  platform_fee: { sign: 0, moves: 'balance' },
+  payout: { sign: -1, moves: 'balance' },
+  parent_allocation: { sign: 0, moves: 'balance' },
+  parent_return: { sign: 0, moves: 'balance' },
 };
+
+/** D13.2: entry types that move `heldCents`; every other type moves `balanceCents`. */
+export const HOLD_TX_TYPES: readonly LedgerTxType[] = (Object.keys(LEDGER_TABLE) as LedgerTxType[]).filter((t) => LEDGER_TABLE[t].moves === 'held');
 
 export interface Balances {
   balanceCents: number;
@@ -19,14 +39,14 @@ export interface Balances {
 export type MoveFailure = { reason: 'insufficient_funds'; availableCents: number; requiredCents: number } | { reason: 'invalid_amount'; message: string };
 
 /**
- * D13.2: what one entry changes, whatever the wallet: its balance, or what it holds (a hold's entry
- * is the negated change of `heldCents`); an amount of the wrong sign, zero or not an integer is refused.
+ * D13.2: what one entry changes, whatever the wallet (`LEDGER_TABLE`): its balance, or what it
+ * holds; an amount of the wrong sign, zero or not a safe integer is refused.
  */
 export function entryChange(txType: LedgerTxType, amountCents: number): { ok: true; value: Balances } | { ok: false; error: MoveFailure } {
   if (!Number.isSafeInteger(amountCents) || amountCents === 0) return { ok: false, error: { reason: 'invalid_amount', message: 'amount must be a non-zero safe integer' } };
-  const sign = SIGN[txType];
+  const { sign, moves } = LEDGER_TABLE[txType];
   if (sign !== 0 && Math.sign(amountCents) !== sign) return { ok: false, error: { reason: 'invalid_amount', message: `${txType} must be ${sign > 0 ? 'positive' : 'negative'}` } };
-  return { ok: true, value: HOLD_TYPES.has(txType) ? { balanceCents: 0, heldCents: -amountCents } : { balanceCents: amountCents, heldCents: 0 } };
+  return { ok: true, value: moves === 'held' ? { balanceCents: 0, heldCents: -amountCents } : { balanceCents: amountCents, heldCents: 0 } };
 }
 
 /**
@@ -43,6 +63,113 @@ export function applyEntry(state: Balances, txType: LedgerTxType, amountCents: n
   }
   if (next.heldCents < 0) return { ok: false, error: { reason: 'invalid_amount', message: 'more released than held' } };
   return { ok: true, value: next };
+}
+
+/** One movement of money as the ledger sees it: a wallet, an entry type and a signed amount (D13.2). */
+export interface LedgerMovement {
+  walletId: string;
+  txType: LedgerTxType;
+  amountCents: number;
+}
+
+/** What a list of movements does to one wallet, in total, and what the wallet must have for it. */
+export interface WalletMoves {
+  /** The change of the balance, of what is held, of the lifetime earned and spent. */
+  balanceCents: number;
+  heldCents: number;
+  earnedCents: number;
+  spentCents: number;
+  /** The least available balance (balance − held) the wallet must have for every prefix of its movements to leave it ≥ 0. */
+  needAvailableCents: number;
+  /** The least held amount it must have for every prefix to leave what it holds ≥ 0. */
+  needHeldCents: number;
+}
+
+/**
+ * The movements per wallet (`LEDGER_TABLE`), with what each wallet must have for them: a wallet
+ * whose available balance is at least `needAvailableCents` and whose held amount is at least
+ * `needHeldCents` can make all its movements in order, each accepted by `applyEntry`; one with less
+ * cannot. The condition of the one write of money (`wallets/movements.ts`) compares exactly these.
+ * Refused, with the first movement that is, when an amount is invalid.
+ */
+export function movementTotals(movements: readonly LedgerMovement[]): { ok: true; wallets: Map<string, WalletMoves> } | { ok: false; index: number; error: MoveFailure } {
+  const wallets = new Map<string, WalletMoves>();
+  for (const [index, m] of movements.entries()) {
+    const change = entryChange(m.txType, m.amountCents);
+    if (!change.ok) return { ok: false, index, error: change.error };
+    const w = wallets.get(m.walletId) ?? { balanceCents: 0, heldCents: 0, earnedCents: 0, spentCents: 0, needAvailableCents: 0, needHeldCents: 0 };
+    w.balanceCents += change.value.balanceCents;
+    w.heldCents += change.value.heldCents;
+    const lifetime = LEDGER_TABLE[m.txType].lifetime;
+    if (lifetime === 'earned') w.earnedCents += m.amountCents;
+    if (lifetime === 'spent') w.spentCents -= m.amountCents;
+    // After this prefix the wallet has available + (balance − held) and held + held change: both ≥ 0.
+    w.needAvailableCents = Math.max(w.needAvailableCents, w.heldCents - w.balanceCents);
+    w.needHeldCents = Math.max(w.needHeldCents, -w.heldCents);
+    wallets.set(m.walletId, w);
+  }
+  return { ok: true, wallets };
+}
+
+/** A wallet as movements are decided on it: its balances, and (D6.8) whether it is a closed child's, and its parent. */
+export interface LedgerWallet extends Balances {
+  closed: boolean;
+  parentWalletId: string | null;
+}
+
+/** An entry as the ledger writes it: the movement, with the balances the wallet has right after it. */
+export interface PlannedEntry extends LedgerMovement {
+  balanceAfterCents: number;
+  availableAfterCents: number;
+}
+
+/** D6.8: what became available in a closed child's wallet, returned to its parent (`parent_return`, −X / +X). */
+export interface ParentReturn {
+  childWalletId: string;
+  parentWalletId: string;
+  amountCents: number;
+}
+
+export type MovementPlan =
+  | { ok: true; entries: PlannedEntry[]; returns: ParentReturn[]; after: Map<string, Balances> }
+  | { ok: false; index: number; error: MoveFailure };
+
+/**
+ * The ledger's model of movements (D13.2, D6.8): each applied in order by `applyEntry` — the first it
+ * refuses refuses them all — then whatever is available in a closed child's wallet returns to its
+ * parent (the children's returns in the order of their ids). The entries it gives are those the
+ * ledger must hold afterwards, in order, each with the balances it left. `wallets` must hold every
+ * wallet moved, and the parent of every closed child among them.
+ */
+export function planMovements(wallets: ReadonlyMap<string, LedgerWallet>, movements: readonly LedgerMovement[]): MovementPlan {
+  const after = new Map<string, Balances>();
+  const entries: PlannedEntry[] = [];
+  const move = (m: LedgerMovement) => {
+    const before = after.get(m.walletId) ?? wallets.get(m.walletId);
+    if (!before) throw new Error(`wallet ${m.walletId} does not exist`);
+    const next = applyEntry(before, m.txType, m.amountCents);
+    if (!next.ok) return next;
+    after.set(m.walletId, next.value);
+    entries.push({ walletId: m.walletId, txType: m.txType, amountCents: m.amountCents, balanceAfterCents: next.value.balanceCents, availableAfterCents: next.value.balanceCents - next.value.heldCents });
+    return next;
+  };
+  for (const [index, m] of movements.entries()) {
+    const moved = move(m);
+    if (!moved.ok) return { ok: false, index, error: moved.error };
+  }
+  const returns: ParentReturn[] = [];
+  for (const id of [...after.keys()].sort()) {
+    const w = wallets.get(id)!;
+    const { balanceCents, heldCents } = after.get(id)!;
+    if (!w.closed || !w.parentWalletId || balanceCents - heldCents <= 0) continue;
+    returns.push({ childWalletId: id, parentWalletId: w.parentWalletId, amountCents: balanceCents - heldCents });
+  }
+  for (const r of returns) {
+    // A credit never fails: these cannot be refused.
+    move({ walletId: r.childWalletId, txType: 'parent_return', amountCents: -r.amountCents });
+    move({ walletId: r.parentWalletId, txType: 'parent_return', amountCents: r.amountCents });
+  }
+  return { ok: true, entries, returns, after };
 }
 
 export interface WalletTotals extends Balances {

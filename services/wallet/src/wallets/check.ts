@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { AppError, LedgerTxType, walletOperatorAction, type walletOps } from '@aex/contracts';
-import { type OperationHandler } from '@aex/platform';
+import type { OperationHandler } from '@aex/platform';
 import type { WalletDeps } from '../context.js';
 import { childViolations, HOLD_TX_TYPES, holdViolations, ledgerViolations, type HoldTotals, type ParentTransferTotals, type WalletTotals } from '../domain/ledger.js';
 

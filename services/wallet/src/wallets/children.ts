@@ -1,86 +1,200 @@
 import { randomUUID } from 'node:crypto';
-import { childSaga, type MessageData } from '@aex/contracts';
-import { consumeIdempotently, type Stoppable, type UnitOfWork } from '@aex/platform';
-import type { Transaction } from 'kysely';
+import { childSaga } from '@aex/contracts';
+import { AggregateRunner, type Aggregate, type Decision, type GuardedWrite, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { sql, type RawBuilder, type Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
-import type { ChildAllocationRow, Database } from '../db/schema.js';
-import { applyMovements } from './movements.js';
+import type { ChildAllocationRow, Database, WalletRow } from '../db/schema.js';
+import { lockAgentWallet, lockedWallet, moneyWrite, openedWallet, type LockedWallet, type Movement, type OpenedWallet } from './movements.js';
+
+/**
+ * A child agent's budget as the wallet keeps it (D6.8): the one decision on its spawn (none yet:
+ * undefined), and its wallet once it has one. `locked`: read under lock in the step's transaction.
+ */
+export interface ChildBudget {
+  childAgentId: string;
+  allocation: ChildAllocationRow | undefined;
+  wallet: { id: string; parentWalletId: string | null; closed: boolean } | undefined;
+  seen?: 'locked';
+}
+
+/** The saga's commands on a child's budget (`childSaga`); `walletId`: the id its wallet gets if funded. */
+export type ChildCommand =
+  | { kind: 'allocate'; parentAgentId: string; accountId: string; budgetCents: number; walletId: string }
+  | { kind: 'close' };
+
+/** What a command needs besides the budget, locked: the parent's wallet (allocate), the child's and its parent's (close). */
+export interface ChildFacts {
+  parent?: WalletRow | null;
+  wallets?: ReadonlyMap<string, LockedWallet>;
+}
+
+export interface ChildChanges {
+  decision: 'answer' | 'refuse' | 'fund' | 'close';
+  allocation: ChildAllocationRow | undefined;
+  wallet: ChildBudget['wallet'];
+  /** The child's wallet opened by a funded spawn. */
+  opens?: OpenedWallet;
+  operationId: string;
+  movements: Movement[];
+  at: Date;
+}
+
+export interface ChildTypes {
+  state: ChildBudget;
+  known: ChildBudget;
+  command: ChildCommand;
+  changes: ChildChanges;
+  /** A spawn is answered with its decision (`apply`), a repeated one too; a close is not answered. */
+  effect: 'answer';
+  facts: ChildFacts;
+  view: ChildBudget;
+}
 
 type Trx = Transaction<Database>;
 
 /**
- * The wallet's side of a child agent's life (D6.8, D13.2): its wallet opened with the budget moved
- * from the parent's (`parent_allocation` in both, one database transaction) or the spawn refused —
- * decided once per child, so a repeated command gets the same answer — and, at expiry, its wallet
- * closed with its available balance returned (`parent_return`). What becomes available in a closed
- * wallet later (held funds of its transactions as they end) returns in the same database transaction
- * that frees it (`movements.ts`).
+ * The wallet's side of a child agent's life (D6.8, D13.2), run by the runner on the child's budget
+ * (`childBudgetAggregate`): its wallet opened with the budget moved from the parent's
+ * (`parent_allocation` in both, one database transaction) or the spawn refused — decided once per
+ * child, so a repeated command gets the same answer — and, at expiry, its wallet closed with its
+ * available balance returned (`parent_return`). What becomes available in a closed wallet later (held
+ * funds of its transactions as they end) returns in the same database transaction that frees it
+ * (`movements.ts`, `holds.ts`).
  */
 export async function serveChildren(deps: WalletDeps): Promise<Stoppable> {
-  const common = { bus: deps.bus, tx: deps.tx, logger: deps.logger };
+  const runner = new AggregateRunner(childBudgetAggregate(), { tx: deps.tx, now: deps.now, sagaWaitMs: deps.config.SAGA_WAIT_MS });
+  const common = { bus: deps.bus, logger: deps.logger };
   const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-allocate-child', def: childSaga.allocate, handle: (trx, cmd, work) => allocate(deps, trx, work, cmd) }),
-    consumeIdempotently({ ...common, durable: 'wallet-close-child', def: childSaga.close, handle: (trx, cmd) => close(deps, trx, cmd.childAgentId) }),
+    runner.consume({ ...common, durable: 'wallet-allocate-child', def: childSaga.allocate, command: (cmd) => ({
+      id: cmd.childAgentId, command: { kind: 'allocate', parentAgentId: cmd.parentAgentId, accountId: cmd.accountId, budgetCents: cmd.budgetCents, walletId: randomUUID() },
+    }) }),
+    runner.consume({ ...common, durable: 'wallet-close-child', def: childSaga.close, command: (cmd) => ({ id: cmd.childAgentId, command: { kind: 'close' } }) }),
   ]);
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
-async function announce(deps: WalletDeps, trx: Trx, work: UnitOfWork, a: ChildAllocationRow): Promise<void> {
-  const now = deps.now();
+/** The child's budget: its allocation and wallet, decided by `decideChildBudget`. */
+export function childBudgetAggregate(): Aggregate<ChildTypes> {
+  const readBudget = async (db: Trx, id: string, locked: boolean): Promise<ChildBudget> => {
+    const allocation = await db.selectFrom('childAllocations').selectAll().where('childAgentId', '=', id).$if(locked, (q) => q.forUpdate()).executeTakeFirst();
+    const wallet = await db.selectFrom('wallets').select(['id', 'parentWalletId', 'closedAt']).where('agentId', '=', id).executeTakeFirst();
+    return { childAgentId: id, allocation, wallet: wallet && { id: wallet.id, parentWalletId: wallet.parentWalletId, closed: wallet.closedAt !== null }, ...(locked && { seen: 'locked' as const }) };
+  };
+  return {
+    name: 'child budget',
+    read: (db, id) => readBudget(db as Trx, id, false),
+    lock: (trx, id) => readBudget(trx as Trx, id, true),
+    facts: (trx, state, command) => childFacts(trx as Trx, state, command),
+    decide: (state, command, facts, now) => decideChildBudget(state!, command, facts, now),
+    write: (trx, state, changes) => childWrite(trx as Trx, state!, changes),
+    written: (_rows, before, changes) => ({ childAgentId: before!.childAgentId, allocation: changes.allocation, wallet: changes.wallet }),
+    apply: async (_trx, work, state, effects, now) => {
+      if (effects.length > 0) announce(work, state, now);
+    },
+    remember: (s) => ({ childAgentId: s.childAgentId, allocation: s.allocation, wallet: s.wallet }),
+    idOf: (s) => s.childAgentId,
+    inFlight: () => false,
+    view: (s) => s,
+  };
+}
+
+/** Locked after the child's allocation: the parent's wallet (allocations of one parent happen one after another), or both wallets in id order. */
+async function childFacts(trx: Trx, state: ChildBudget | undefined, command: ChildCommand): Promise<ChildFacts> {
+  if (state?.seen !== 'locked') return {};
+  if (command.kind === 'allocate') {
+    if (state.allocation) return {};
+    return { parent: (await lockAgentWallet(trx, { agentId: command.parentAgentId })).rows[0] ?? null };
+  }
+  const w = state.wallet;
+  if (!w?.parentWalletId || w.closed) return {};
+  const rows = await trx.selectFrom('wallets').selectAll().where('id', 'in', [w.id, w.parentWalletId]).orderBy('id').forUpdate().execute();
+  return { wallets: new Map(rows.map((r) => [r.id, lockedWallet(r)])) };
+}
+
+/**
+ * D6.8: a spawn is funded when the parent's available balance covers the budget (moved from the
+ * parent's wallet to the child's, opened with it), else refused; decided once, every repeat answered
+ * the same. A close returns the child's available balance to the parent, once. Both are decided on
+ * the state locked only.
+ */
+export function decideChildBudget(state: ChildBudget, command: ChildCommand, facts: ChildFacts, now: Date): Decision<ChildChanges, 'answer'> {
+  const change = (decision: ChildChanges['decision'], more: Partial<ChildChanges> = {}): ChildChanges => ({ decision, allocation: state.allocation, wallet: state.wallet, operationId: '', movements: [], at: now, ...more });
+  if (command.kind === 'allocate') {
+    if (state.allocation) return { kind: 'changed', changes: change('answer'), effects: ['answer'] };
+    if (state.seen !== 'locked') return { kind: 'unchanged' };
+    const parent = facts.parent;
+    const available = parent ? parent.balanceCents - parent.heldCents : 0;
+    const decided = { childAgentId: state.childAgentId, parentWalletId: parent?.id ?? null, budgetCents: command.budgetCents, availableCents: available, decidedAt: now };
+    if (!parent || available < command.budgetCents) {
+      return { kind: 'changed', changes: change('refuse', { allocation: { ...decided, status: 'refused', refusal: parent ? 'insufficient_funds' : 'no_wallet' } }), effects: ['answer'] };
+    }
+    const description = `Budget of child agent ${state.childAgentId}`;
+    const movements: Movement[] = command.budgetCents > 0 ? [
+      { walletId: parent.id, txType: 'parent_allocation', amountCents: -command.budgetCents, description },
+      { walletId: command.walletId, txType: 'parent_allocation', amountCents: command.budgetCents, description },
+    ] : [];
+    return {
+      kind: 'changed',
+      changes: change('fund', {
+        allocation: { ...decided, status: 'funded', refusal: null },
+        wallet: { id: command.walletId, parentWalletId: parent.id, closed: false },
+        opens: { id: command.walletId, agentId: state.childAgentId, accountId: command.accountId, parentWalletId: parent.id },
+        operationId: `spawn:${state.childAgentId}`,
+        movements,
+      }),
+      effects: ['answer'],
+    };
+  }
+  if (state.seen !== 'locked') return { kind: 'unchanged' };
+  const w = state.wallet;
+  if (!w?.parentWalletId) throw new Error(`close of child ${state.childAgentId}, which has no child wallet`);
+  const child = w.closed ? undefined : facts.wallets!.get(w.id)!;
+  if (!child || child.closed) return { kind: 'unchanged' };
+  const available = child.balanceCents - child.heldCents;
+  const description = `Returned by expired child agent ${state.childAgentId}`;
+  const movements: Movement[] = available > 0 ? [
+    { walletId: w.id, txType: 'parent_return', amountCents: -available, description },
+    { walletId: w.parentWalletId, txType: 'parent_return', amountCents: available, description },
+  ] : [];
+  return { kind: 'changed', changes: change('close', { wallet: { ...w, closed: true }, operationId: `close:${state.childAgentId}`, movements }), effects: [] };
+}
+
+/**
+ * The budget's one write: the allocation decided, with — funded — the child's wallet opened with its
+ * budget moved from the parent's (`moneyWrite`); or the child's wallet closed with its return. Each
+ * an insert of nothing when a decision came meanwhile, or an update of a wallet still open.
+ */
+function childWrite(trx: Trx, state: ChildBudget, changes: ChildChanges): GuardedWrite<unknown> {
+  const id = state.childAgentId;
+  const allocation = (condition: RawBuilder<boolean>) => insertAllocation(changes.allocation!, condition);
+  switch (changes.decision) {
+    case 'answer':
+      return { parts: [['allocation', trx.selectFrom('childAllocations').select('childAgentId').where('childAgentId', '=', id)]], guard: 'allocation' };
+    case 'refuse':
+      return { parts: [['allocation', allocation(sql<boolean>`true`)]], guard: 'allocation' };
+    case 'fund':
+      if (changes.movements.length > 0) return moneyWrite({ operationId: changes.operationId, movements: changes.movements, now: changes.at, opens: changes.opens!, alongside: allocation });
+      return { parts: [['allocation', allocation(sql<boolean>`true`)], ['opened', openedWallet(changes.opens!, changes.at, sql`exists (select 1 from allocation)`)]], guard: 'allocation' };
+    case 'close':
+      if (changes.movements.length > 0) return moneyWrite({ operationId: changes.operationId, movements: changes.movements, now: changes.at, closes: [state.wallet!.id] });
+      return { parts: [['closed', trx.updateTable('wallets').set({ closedAt: changes.at, updatedAt: changes.at }).where('id', '=', state.wallet!.id).where('closedAt', 'is', null).returning('id')]], guard: 'closed' };
+  }
+}
+
+function insertAllocation(a: ChildAllocationRow, condition: RawBuilder<boolean>) {
+  return sql`insert into child_allocations (child_agent_id, parent_wallet_id, budget_cents, status, refusal, available_cents, decided_at)
+    select ${a.childAgentId}::uuid, ${a.parentWalletId}::uuid, ${a.budgetCents}::bigint, ${a.status}::text, ${a.refusal}::text, ${a.availableCents}::bigint, ${a.decidedAt}::timestamptz
+    where ${condition}
+    on conflict (child_agent_id) do nothing
+    returning child_agent_id`;
+}
+
+/** Tells identity the spawn's decision (the answer to any repeated command). */
+function announce(work: UnitOfWork, state: ChildBudget, now: Date): void {
+  const a = state.allocation!;
   if (a.status === 'funded') {
-    const child = await trx.selectFrom('wallets').select('id').where('agentId', '=', a.childAgentId).executeTakeFirstOrThrow();
-    work.enqueue(childSaga.funded, { childAgentId: a.childAgentId, walletId: child.id, budgetCents: Number(a.budgetCents) }, { now });
+    work.enqueue(childSaga.funded, { childAgentId: a.childAgentId, walletId: state.wallet!.id, budgetCents: Number(a.budgetCents) }, { now });
   } else {
     work.enqueue(childSaga.refused, { childAgentId: a.childAgentId, reason: a.refusal ?? 'insufficient_funds', availableCents: Number(a.availableCents), requiredCents: Number(a.budgetCents) }, { now });
-  }
-}
-
-async function allocate(deps: WalletDeps, trx: Trx, work: UnitOfWork, cmd: MessageData<typeof childSaga.allocate>): Promise<void> {
-  // The parent's wallet first: allocations of one parent happen one after another.
-  const parent = await trx.selectFrom('wallets').selectAll().where('agentId', '=', cmd.parentAgentId).forUpdate().executeTakeFirst();
-  const decided = await trx.selectFrom('childAllocations').selectAll().where('childAgentId', '=', cmd.childAgentId).forUpdate().executeTakeFirst();
-  if (decided) return announce(deps, trx, work, decided);
-  const now = deps.now();
-  const available = parent ? parent.balanceCents - parent.heldCents : 0;
-  const base = { childAgentId: cmd.childAgentId, parentWalletId: parent?.id ?? null, budgetCents: cmd.budgetCents, availableCents: available, decidedAt: now };
-  let decision: ChildAllocationRow;
-  if (!parent) {
-    decision = { ...base, status: 'refused', refusal: 'no_wallet' };
-  } else if (available < cmd.budgetCents) {
-    decision = { ...base, status: 'refused', refusal: 'insufficient_funds' };
-  } else {
-    const child = { id: randomUUID(), kind: 'agent' as const, agentId: cmd.childAgentId, accountId: cmd.accountId, balanceCents: 0, heldCents: 0, lifetimeEarnedCents: 0, lifetimeSpentCents: 0, parentWalletId: parent.id, closedAt: null, createdAt: now, updatedAt: now };
-    await trx.insertInto('wallets').values(child).execute();
-    if (cmd.budgetCents > 0) {
-      const description = `Budget of child agent ${cmd.childAgentId}`;
-      await applyMovements(trx, `spawn:${cmd.childAgentId}`, [
-        { walletId: parent.id, txType: 'parent_allocation', amountCents: -cmd.budgetCents, description },
-        { walletId: child.id, txType: 'parent_allocation', amountCents: cmd.budgetCents, description },
-      ], now, { locked: [parent, child], onceByCaller: true });
-    }
-    decision = { ...base, status: 'funded', refusal: null };
-  }
-  await trx.insertInto('childAllocations').values(decision).execute();
-  await announce(deps, trx, work, decision);
-}
-
-/** Closes an expired child's wallet, its available balance back to the parent; once is enough. */
-async function close(deps: WalletDeps, trx: Trx, childAgentId: string): Promise<void> {
-  const child = await trx.selectFrom('wallets').select(['id', 'parentWalletId', 'closedAt']).where('agentId', '=', childAgentId).executeTakeFirst();
-  if (!child?.parentWalletId) throw new Error(`close of child ${childAgentId}, which has no child wallet`);
-  if (child.closedAt) return;
-  const now = deps.now();
-  // Both wallets locked in id order, as every movement locks them (no deadlock with one under way).
-  const rows = await trx.selectFrom('wallets').selectAll().where('id', 'in', [child.id, child.parentWalletId]).orderBy('id').forUpdate().execute();
-  const locked = rows.find((w) => w.id === child.id)!;
-  if (locked.closedAt) return;
-  await trx.updateTable('wallets').set({ closedAt: now, updatedAt: now }).where('id', '=', child.id).execute();
-  const available = locked.balanceCents - locked.heldCents;
-  if (available > 0) {
-    const description = `Returned by expired child agent ${childAgentId}`;
-    await applyMovements(trx, `close:${childAgentId}`, [
-      { walletId: child.id, txType: 'parent_return', amountCents: -available, description },
-      { walletId: child.parentWalletId, txType: 'parent_return', amountCents: available, description },
-    ], now, { locked: rows.map((w) => (w.id === child.id ? { ...w, closedAt: now } : w)), onceByCaller: true });
   }
 }

@@ -5,7 +5,7 @@ import { groupCommitted, requireAgent, type OperationHandler } from '@aex/platfo
 import type { WalletDeps } from '../context.js';
 import type { LedgerEntryRow, WalletRow } from '../db/schema.js';
 import { creditFunding } from './fundings.js';
-import { applyMovements } from './movements.js';
+import { moveMoney } from './movements.js';
 
 type Ops = typeof walletOps;
 
@@ -163,7 +163,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const operationId = `payout:${ctx.operationKey ?? randomUUID()}`;
   return ctx.effect(deps.tx, async (trx, work) => {
     // The movement locks the wallet and refuses an overdraft before the processor is asked to pay.
-    await applyMovements(trx, operationId, [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now);
+    await moveMoney(trx, { operationId, movements: [{ walletId: wallet.id, txType: 'payout', amountCents: -body.amountCents, description: 'Payout requested' }], now, once: true });
     let payout;
     try {
       payout = await payments.createPayout(body.amountCents, now, { operationId, walletId: wallet.id, destination });

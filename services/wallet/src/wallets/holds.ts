@@ -1,266 +1,235 @@
-import { walletSaga, type MessageData } from '@aex/contracts';
-import { consumeIdempotently, precompiled, RecentMap, type Decision, type Slots, type Stoppable, type UnitOfWork } from '@aex/platform';
-import type { Kysely, Transaction } from 'kysely';
+import { walletSaga } from '@aex/contracts';
+import { AggregateRunner, type Aggregate, type Decision, type GuardedWrite, type RecentMap, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
-import type { Database, HoldRow, WalletRow } from '../db/schema.js';
+import type { Database, HoldRow } from '../db/schema.js';
 import { decideHold, holdTriedAgain, phaseOf, settlementMovements, type HoldCommand, type HoldDecision } from '../domain/hold.js';
-import { applyMovements, moveAtCommit, type Movement } from './movements.js';
+import { planMovements } from '../domain/ledger.js';
+import { lockAgentWallet, lockedWallet, lockWallets, moneyWrite, returnMovements, type LockedWallet, type Movement } from './movements.js';
+import { WalletDirectory } from './wallet-directory.js';
 
 /**
- * The wallet's side of the transaction saga (D9.9, D13.2, D13.3): hold, return and settle, each a
- * command keyed by the transaction id and applied in one database transaction. The `holds` row is
- * the one place where the order of events is decided: whatever command comes first for a
- * transaction, the outcome is the same however often any of them is repeated, and every command
- * answers with an event telling the hold's state, so a repeated command gets its answer again.
+ * A transaction's hold as the wallet keeps it: its `holds` row (none yet: undefined), and how the
+ * state was had — `presumed`: a transaction this replica has not seen, taken to have no hold yet (a
+ * hold command then presumes the consumer's funds; the write at commit checks both), `locked`: read
+ * under lock in the step's transaction (the wallets its movements touch are then locked too);
+ * neither: as this replica wrote it last.
  */
-export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
-  const walletIds = walletDirectory();
-  const held: HeldHolds = new RecentMap(2_048);
-  const common = { bus: deps.bus, tx: deps.tx, logger: deps.logger, concurrency: 8 };
-  const consumers = await Promise.all([
-    consumeIdempotently({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, handle: (trx, cmd, work) => holdFunds(deps, walletIds, held, trx, work, cmd) }),
-    consumeIdempotently({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, handle: (trx, cmd, work) => returnHold(deps, held, trx, work, cmd.transactionId) }),
-    consumeIdempotently({ ...common, durable: 'wallet-settle', def: walletSaga.settle, handle: (trx, cmd, work) => settle(deps, walletIds, held, trx, work, cmd) }),
-  ]);
-  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
+export interface HoldState {
+  transactionId: string;
+  hold: HoldRow | undefined;
+  seen?: 'presumed' | 'locked';
+}
+
+/** The saga's commands on a hold (`walletSaga`): hold, return, settle. */
+export type HoldMessage =
+  | { kind: 'hold'; consumerAgentId: string; attempt: number; amountCents: number }
+  | { kind: 'return' }
+  | { kind: 'settle'; providerAgentId: string; amountCents: number; feeCents: number; refundCents: number };
+
+/** What a command needs besides the hold, read in its transaction. */
+export interface HoldFacts {
+  /** A hold command's consumer wallet (null: none), its available balance locked, or presumed to be the price. */
+  consumer?: { id: string; availableCents: number } | null;
+  /** A settlement's wallets. */
+  parties?: Record<'consumer' | 'provider' | 'platform', string>;
+  /** On the state locked: the wallets the movements touch, locked (D6.8 returns decided on them). */
+  wallets?: ReadonlyMap<string, LockedWallet>;
+}
+
+/** A hold's decision, written: its row as it leaves it (as it is, for an answer) and its movements. */
+export interface HoldChanges {
+  decision: HoldDecision['kind'];
+  hold: HoldRow;
+  operationId: string;
+  movements: Movement[];
+  at: Date;
+}
+
+export interface HoldTypes {
+  state: HoldState;
+  known: HoldState;
+  command: HoldMessage;
+  changes: HoldChanges;
+  /** Every command is answered with the hold's state (`apply`), a repeated one too. */
+  effect: 'answer';
+  facts: HoldFacts;
+  view: HoldState;
 }
 
 type Trx = Transaction<Database>;
 
 /**
- * Which wallet belongs to whom never changes once a wallet exists (one per agent, one platform
- * wallet, none ever deleted), so the saga looks each up once per running service.
+ * The wallet's side of the transaction saga (D9.9, D13.2, D13.3): hold, return and settle, each a
+ * command keyed by the transaction id, run by the runner on the hold aggregate (`holdAggregate`).
+ * The `holds` row is the one place where the order of events is decided: whatever command comes
+ * first for a transaction, the outcome is the same however often any of them is repeated, and every
+ * command answers with an event telling the hold's state, so a repeated command gets its answer again.
  */
-type WalletIds = ReturnType<typeof walletDirectory>;
-const walletDirectory = () => ({
-  known: new RecentMap<string, string>(100_000),
-  /** The agent's wallet, undefined when it has none (not remembered: it may open later). */
-  async find(trx: Trx, agentId: string): Promise<string | undefined> {
-    const cached = this.known.get(agentId);
-    if (cached) return cached;
-    const row = await trx.selectFrom('wallets').select('id').where('agentId', '=', agentId).executeTakeFirst();
-    if (row) this.known.set(agentId, row.id);
-    return row?.id;
-  },
-  async ofAgent(trx: Trx, agentId: string): Promise<string> {
-    const id = await this.find(trx, agentId);
-    if (!id) throw new Error(`agent ${agentId} has no wallet`);
-    return id;
-  },
-  async platform(trx: Trx): Promise<string> {
-    const cached = this.known.get('platform');
-    if (cached) return cached;
-    const row = await trx.selectFrom('wallets').select('id').where('kind', '=', 'platform').executeTakeFirstOrThrow();
-    this.known.set('platform', row.id);
-    return row.id;
-  },
-});
-
-/**
- * The holds this replica placed lately, by transaction, as it placed them: a settlement of one of
- * them is decided on the hold remembered and written only if the row is still that hold (`runStep`).
- */
-type HeldHolds = RecentMap<string, HoldRow>;
-
-/** A hold's state as a step decides on it: its row, and for a hold command the consumer's wallet. */
-interface HoldState {
-  transactionId: string;
-  /** The transaction's `holds` row; undefined when it has none yet. */
-  hold: HoldRow | undefined;
-  /**
-   * For a hold command decided anew: the consumer's wallet, null when it has none. Locked (`row`), or —
-   * the transaction's first command, remembered — only its id, the funds presumed there and checked by
-   * the write.
-   */
-  wallet?: { id: string; availableCents: number; row?: WalletRow } | null;
+export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
+  const runner = new AggregateRunner(holdAggregate(new WalletDirectory()), { tx: deps.tx, now: deps.now, sagaWaitMs: deps.config.SAGA_WAIT_MS });
+  const common = { bus: deps.bus, logger: deps.logger, concurrency: 8 };
+  const consumers = await Promise.all([
+    runner.consume({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, command: (cmd) => {
+      presumeFirstHold(runner.known, cmd.transactionId);
+      return { id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents } };
+    } }),
+    runner.consume({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, command: (cmd) => ({ id: cmd.transactionId, command: { kind: 'return' } }) }),
+    runner.consume({ ...common, durable: 'wallet-settle', def: walletSaga.settle, command: (cmd) => ({
+      id: cmd.transactionId, command: { kind: 'settle', providerAgentId: cmd.providerAgentId, amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 },
+    }) }),
+  ]);
+  return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
-type HoldChange = Exclude<HoldDecision, { kind: 'answer' }>;
+/**
+ * A hold command nearly always comes first for its transaction: unless this replica knows the
+ * transaction, it is decided as if there were no `holds` row and the consumer had the funds, without
+ * reading either, and written at commit only if both are still so.
+ */
+function presumeFirstHold(known: RecentMap<string, HoldState>, transactionId: string): void {
+  if (known.get(transactionId) === undefined) known.set(transactionId, { transactionId, hold: undefined, seen: 'presumed' });
+}
 
-/** Locks the transaction's hold row, if any (commands of one transaction apply one after another). */
-const lockHold = (trx: Trx, transactionId: string) => trx.selectFrom('holds').selectAll().where('transactionId', '=', transactionId).forUpdate().executeTakeFirst();
+/** The hold aggregate: a transaction's `holds` row and its money, decided by `decideHold`. */
+export function holdAggregate(directory: WalletDirectory): Aggregate<HoldTypes> {
+  return {
+    name: 'hold',
+    read: async (db, id) => ({ transactionId: id, hold: await (db as Kysely<Database>).selectFrom('holds').selectAll().where('transactionId', '=', id).executeTakeFirst() }),
+    // Commands of one transaction apply one after another.
+    lock: async (trx, id) => ({ transactionId: id, hold: await (trx as Trx).selectFrom('holds').selectAll().where('transactionId', '=', id).forUpdate().executeTakeFirst(), seen: 'locked' }),
+    facts: (trx, state, command) => holdFacts(trx as Trx, directory, state, command),
+    decide: (state, command, facts, now) => decideHoldStep(state!, command, facts, now),
+    write: (trx, state, changes, guarded) => holdWrite(trx as Trx, state?.hold, changes, guarded),
+    written: (_rows, _before, changes) => ({ transactionId: changes.hold.transactionId, hold: changes.hold }),
+    apply: (trx, work, state, _effects, now) => announce(trx as Trx, work, state.hold!, now),
+    remember: (s) => ({ transactionId: s.transactionId, hold: s.hold }),
+    idOf: (s) => s.transactionId,
+    inFlight: () => false,
+    view: (s) => s,
+  };
+}
+
+async function holdFacts(trx: Trx, directory: WalletDirectory, state: HoldState | undefined, command: HoldMessage): Promise<HoldFacts> {
+  const locked = state?.seen === 'locked';
+  const hold = state?.hold;
+  switch (command.kind) {
+    case 'hold': {
+      if (!locked) {
+        const id = await directory.find(trx, command.consumerAgentId);
+        return { consumer: id ? { id, availableCents: command.amountCents } : null };
+      }
+      // A repeated command is answered with the hold as it is, without the consumer's wallet locked.
+      if (hold && !holdTriedAgain(phaseOf(hold), command.attempt, hold)) return {};
+      const [row] = (await lockAgentWallet(trx, { agentId: command.consumerAgentId })).rows;
+      return row ? { consumer: { id: row.id, availableCents: row.balanceCents - row.heldCents }, wallets: new Map([[row.id, lockedWallet(row)]]) } : { consumer: null };
+    }
+    case 'return':
+      return locked && hold?.status === 'held' ? { wallets: await lockWallets(trx, [hold.walletId!]) } : {};
+    case 'settle': {
+      if (hold?.status !== 'held') return {};
+      const parties = { consumer: hold.walletId!, provider: await directory.ofAgent(trx, command.providerAgentId), platform: await directory.platform(trx) };
+      return { parties, ...(locked && { wallets: await lockWallets(trx, [...new Set(Object.values(parties))]) }) };
+    }
+  }
+}
+
+const asHoldCommand = (command: HoldMessage, facts: HoldFacts): HoldCommand => command.kind === 'hold'
+  ? { kind: 'hold', attempt: command.attempt, amountCents: command.amountCents, availableCents: facts.consumer ? facts.consumer.availableCents : null }
+  : command;
 
 /**
- * Runs one command on a transaction's hold (`runStep`): decided by `decideHold`, written by `write`,
- * and answered with the hold as the step leaves it (the answer to a repeated command too).
+ * `decideHold` on the hold, as changes to write: the row as the decision leaves it, with its
+ * movements — on wallets locked, with D6.8's returns of what they make available in a closed child's.
+ * Every decision is answered, a repeated command's too; only a presumed state (a transaction not
+ * seen) leaves anything but a hold command to be decided on what is read.
  */
-async function holdStep(
-  deps: WalletDeps, trx: Trx, work: UnitOfWork, held: HeldHolds, transactionId: string,
-  step: { remembered?: HoldState | undefined; lock: () => Promise<HoldState>; command: (s: HoldState) => HoldCommand; write: (s: HoldState, change: HoldChange, guarded: boolean) => Promise<HoldRow | undefined> },
-): Promise<void> {
-  const result = await runStep<HoldState, HoldChange, never>({
-    remembered: step.remembered,
-    lock: step.lock,
-    decide: (s) => {
-      const decision = decideHold(phaseOf(s.hold), step.command(s), s.hold);
-      return decision.kind === 'answer' ? { kind: 'unchanged' } : { kind: 'changed', changes: decision, effects: [] };
-    },
-    write: async (s, change, guarded) => {
-      const hold = await step.write(s, change, guarded);
-      return hold && { transactionId, hold };
-    },
-    apply: async () => {},
-  });
-  const hold = result!.state.hold!;
-  if (hold.status === 'held') held.set(transactionId, hold);
-  else held.delete(transactionId);
-  await announce(deps, trx, work, hold);
+export function decideHoldStep(state: HoldState, command: HoldMessage, facts: HoldFacts, now: Date): Decision<HoldChanges, 'answer'> {
+  if (state.seen === 'presumed' && command.kind !== 'hold') return { kind: 'unchanged' };
+  const decision = decideHold(phaseOf(state.hold), asHoldCommand(command, facts), state.hold);
+  const changes = changesOf(state, command, facts, decision, now);
+  const wallets = facts.wallets;
+  if (wallets && changes.movements.length > 0) {
+    const plan = planMovements(wallets, changes.movements);
+    if (!plan.ok) throw new Error(`hold ${state.transactionId}: ${decision.kind} cannot move ${plan.error.reason} on the wallets locked`);
+    changes.movements.push(...returnMovements(plan.returns, wallets, changes.operationId));
+  }
+  return { kind: 'changed', changes, effects: ['answer'] };
+}
+
+function changesOf(state: HoldState, command: HoldMessage, facts: HoldFacts, decision: HoldDecision, now: Date): HoldChanges {
+  const t = state.transactionId;
+  const held = state.hold;
+  const change = (hold: HoldRow, operationId = '', movements: Movement[] = []): HoldChanges => ({ decision: decision.kind, hold, operationId, movements, at: now });
+  const asked = command.kind === 'hold'
+    ? { transactionId: t, walletId: facts.consumer?.id ?? null, amountCents: command.amountCents, attempt: command.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now }
+    : undefined;
+  switch (decision.kind) {
+    case 'answer':
+      return change(held!);
+    case 'place':
+      return change({ ...asked!, status: 'held', refusal: null, closedAt: null }, `hold:${t}`, [{ walletId: asked!.walletId!, txType: 'fund_hold', amountCents: -asked!.amountCents, transactionId: t, description: `Funds held for transaction ${t}` }]);
+    case 'refuse':
+      return change({ ...asked!, status: 'refused', refusal: decision.refusal, closedAt: now });
+    case 'close': {
+      const none = { transactionId: t, walletId: null, amountCents: 0, attempt: 0, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
+      return change({ ...(held ?? none), status: 'refused', refusal: 'closed', closedAt: now });
+    }
+    case 'return':
+      return change({ ...held!, status: 'returned', closedAt: now }, `return:${t}`, [{ walletId: held!.walletId!, txType: 'fund_return', amountCents: held!.amountCents, transactionId: t, description: `Held funds returned for transaction ${t}` }]);
+    case 'settle': {
+      // D13.3 / D12.8: the refund back to the consumer, the rest released and paid, the fee on the rest to the platform.
+      const { feeCents, refundCents } = command as Extract<HoldMessage, { kind: 'settle' }>;
+      const parties = facts.parties!;
+      const description = { fund_return: `Refunded in part for transaction ${t}`, fund_release: `Held funds released for transaction ${t}`, settlement_out: `Paid for transaction ${t}`, settlement_in: `Paid for transaction ${t}`, platform_fee: `Platform fee of transaction ${t}` };
+      const movements = settlementMovements(held!.amountCents, feeCents, refundCents).map((m): Movement => ({ walletId: parties[m.wallet], txType: m.txType, amountCents: m.amountCents, transactionId: t, description: description[m.txType] }));
+      return change({ ...held!, status: 'settled', closedAt: now, providerWalletId: parties.provider, feeCents, refundCents }, `settle:${t}`, movements);
+    }
+  }
+}
+
+/**
+ * The hold's one write: its row with its movements (`moneyWrite`), or its row alone. `guarded` (the
+ * hold not locked): only if the row is still as decided on — none yet for an insert, else the same
+ * status, refusal and attempt.
+ */
+function holdWrite(trx: Trx, before: HoldRow | undefined, changes: HoldChanges, guarded: boolean): GuardedWrite<unknown> {
+  const row = (moves?: RawBuilder<boolean>) => holdRow(trx, before, changes, guarded, moves ?? sql<boolean>`true`);
+  if (changes.movements.length === 0) return { parts: [['hold', row()]], guard: 'hold' };
+  return moneyWrite({ operationId: changes.operationId, movements: changes.movements, now: changes.at, alongside: row });
+}
+
+function holdRow(trx: Trx, before: HoldRow | undefined, changes: HoldChanges, guarded: boolean, moves: RawBuilder<boolean>) {
+  const h = changes.hold;
+  const asBefore = guarded && before ? sql<boolean>`status = ${before.status} and attempt = ${before.attempt} and refusal is not distinct from ${before.refusal}::text` : sql<boolean>`true`;
+  if (changes.decision === 'answer') return trx.selectFrom('holds').select('transactionId').where('transactionId', '=', h.transactionId).where(asBefore);
+  if (!before) {
+    return sql`insert into holds (transaction_id, wallet_id, amount_cents, attempt, status, refusal, provider_wallet_id, fee_cents, refund_cents, created_at, closed_at)
+      select ${h.transactionId}::uuid, ${h.walletId}::uuid, ${h.amountCents}::bigint, ${h.attempt}::integer, ${h.status}::text, ${h.refusal}::text, ${h.providerWalletId}::uuid,
+        ${h.feeCents}::bigint, ${h.refundCents}::bigint, ${h.createdAt}::timestamptz, ${h.closedAt}::timestamptz
+      where ${moves}
+      on conflict (transaction_id) do nothing
+      returning transaction_id`;
+  }
+  const { transactionId, ...columns } = h;
+  return trx.updateTable('holds').set(columns).where('transactionId', '=', transactionId).where(asBefore).where(moves).returning('transactionId');
 }
 
 /** Tells the transaction service the hold's state as it is now (the answer to any repeated command). */
-async function announce(deps: WalletDeps, trx: Trx, work: UnitOfWork, hold: HoldRow): Promise<void> {
+async function announce(trx: Trx, work: UnitOfWork, hold: HoldRow, now: Date): Promise<void> {
   const at = (hold.closedAt ?? hold.createdAt).toISOString();
-  const now = deps.now();
   switch (hold.status) {
     case 'held':
       return void work.enqueue(walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at }, { now });
     case 'refused': {
       const reason = hold.refusal === 'insufficient_funds' || hold.refusal === 'no_wallet' ? hold.refusal : 'closed';
-      const available = hold.walletId ? await availableOf(trx, hold.walletId) : 0;
+      const wallet = hold.walletId ? await trx.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('id', '=', hold.walletId).executeTakeFirst() : undefined;
+      const available = wallet ? wallet.balanceCents - wallet.heldCents : 0;
       return void work.enqueue(walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents }, { now });
     }
     case 'returned':
       return void work.enqueue(walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now });
     case 'settled':
       return void work.enqueue(walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, refundCents: Number(hold.refundCents), at }, { now });
-  }
-}
-
-async function availableOf(trx: Trx, walletId: string): Promise<number> {
-  const w = await trx.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('id', '=', walletId).executeTakeFirst();
-  return w ? w.balanceCents - w.heldCents : 0;
-}
-
-/** An agent's wallet, locked (compiled once: every hold reads it). */
-const lockAgentWallet = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string }>) => db.selectFrom('wallets').selectAll().where('agentId', '=', $.agentId).forUpdate());
-
-type HoldFundsCommand = MessageData<typeof walletSaga.holdFunds>;
-
-/**
- * Holds the price in the consumer's wallet, or refuses (`decideHold`). A transaction has one hold: a
- * repeated command gets the same answer, except that a hold refused for funds is tried again by a
- * later attempt (an accept sent again once the wallet is funded).
- */
-async function holdFunds(deps: WalletDeps, walletIds: WalletIds, held: HeldHolds, trx: Trx, work: UnitOfWork, cmd: HoldFundsCommand): Promise<void> {
-  const now = deps.now();
-  const t = cmd.transactionId;
-  const walletId = await walletIds.find(trx, cmd.consumerAgentId);
-  await holdStep(deps, trx, work, held, t, {
-    // Nearly always the transaction's first command: decided as if it had no `holds` row and the
-    // wallet the funds, written at commit only if both are still so (`moveAtCommit`).
-    remembered: walletId ? { transactionId: t, hold: undefined, wallet: { id: walletId, availableCents: cmd.amountCents } } : undefined,
-    lock: async () => {
-      const hold = await lockHold(trx, t);
-      // A repeated command is answered with the hold as it is, without the consumer's wallet locked.
-      if (hold && !holdTriedAgain(phaseOf(hold), cmd.attempt, hold)) return { transactionId: t, hold };
-      const [row] = (await lockAgentWallet(trx, { agentId: cmd.consumerAgentId })).rows;
-      return { transactionId: t, hold, wallet: row ? { id: row.id, availableCents: row.balanceCents - row.heldCents, row } : null };
-    },
-    command: (s) => ({ kind: 'hold', attempt: cmd.attempt, amountCents: cmd.amountCents, availableCents: s.wallet ? s.wallet.availableCents : null }),
-    write: async (s, change, guarded) => {
-      const base = { transactionId: t, walletId: s.wallet?.id ?? null, amountCents: cmd.amountCents, attempt: cmd.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
-      const hold: HoldRow = change.kind === 'place' ? { ...base, status: 'held', refusal: null, closedAt: null } : { ...base, status: 'refused', refusal: change.kind === 'refuse' ? change.refusal : 'closed', closedAt: now };
-      // A hold refused for funds, tried again by a later attempt, is replaced; else written only if there is none.
-      if (s.hold) await trx.deleteFrom('holds').where('transactionId', '=', t).execute();
-      const insert = trx.insertInto('holds').values(hold).$if(!s.hold, (q) => q.onConflict((oc) => oc.column('transactionId').doNothing())).returning('transactionId');
-      if (hold.status !== 'held') return (await insert.executeTakeFirst()) ? hold : undefined;
-      const movement: Movement = { walletId: s.wallet!.id, txType: 'fund_hold', amountCents: -cmd.amountCents, transactionId: t, description: `Funds held for transaction ${t}` };
-      // Remembered: the wallet not read, its funds checked by the statement at commit.
-      if (guarded) return moveAtCommit(work, `hold:${t}`, [movement], now, insert) ? hold : undefined;
-      // The hold's row written with the movement, in its statement; with no row before, the movement only with the row.
-      const entries = await applyMovements(trx, `hold:${t}`, [movement], now, { locked: [s.wallet!.row!], onceByCaller: true, alongside: insert, onlyWithAlongside: !s.hold });
-      return entries ? hold : undefined;
-    },
-  });
-}
-
-/**
- * Returns a held amount to the consumer. A return that arrives before its hold (the transaction was
- * cancelled while the hold command was still on its way), or after a refusal, closes the
- * transaction's hold for good: a hold command then finds it and places nothing.
- */
-async function returnHold(deps: WalletDeps, held: HeldHolds, trx: Trx, work: UnitOfWork, transactionId: string): Promise<void> {
-  const now = deps.now();
-  await holdStep(deps, trx, work, held, transactionId, {
-    lock: async () => ({ transactionId, hold: await lockHold(trx, transactionId) }),
-    command: () => ({ kind: 'return' }),
-    write: async (s, change) => {
-      if (change.kind === 'return') {
-        const hold = s.hold!;
-        await applyMovements(trx, `return:${transactionId}`, [{ walletId: hold.walletId!, txType: 'fund_return', amountCents: hold.amountCents, transactionId, description: `Held funds returned for transaction ${transactionId}` }], now, { onceByCaller: true });
-        await trx.updateTable('holds').set({ status: 'returned', closedAt: now }).where('transactionId', '=', transactionId).execute();
-        return { ...hold, status: 'returned', closedAt: now };
-      }
-      const closed: HoldRow = { ...(s.hold ?? { transactionId, walletId: null, amountCents: 0, attempt: 0, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now }), status: 'refused', refusal: 'closed', closedAt: now };
-      if (s.hold) {
-        await trx.updateTable('holds').set({ refusal: 'closed', closedAt: now }).where('transactionId', '=', transactionId).execute();
-        return closed;
-      }
-      // No row to lock: written only if a hold command has not written one meanwhile.
-      return (await trx.insertInto('holds').values(closed).onConflict((oc) => oc.column('transactionId').doNothing()).returning('transactionId').executeTakeFirst()) ? closed : undefined;
-    },
-  });
-}
-
-type SettleCommand = MessageData<typeof walletSaga.settle>;
-
-/**
- * D13.2 / D13.3: settles a held transaction in one database transaction — the hold released and paid
- * out of the consumer's wallet, paid into the provider's, and the fee moved from the provider to the
- * platform revenue wallet. With `refundCents` (D12.8 partial refund) that part of the hold goes back
- * to the consumer (`fund_return`) and only the rest is released and paid, the fee being the one on
- * the rest. A settle for a hold that is not held (returned, refused) changes nothing; its answer
- * tells the hold's state. A settle before any hold throws (the saga never asks for one).
- */
-async function settle(deps: WalletDeps, walletIds: WalletIds, held: HeldHolds, trx: Trx, work: UnitOfWork, cmd: SettleCommand): Promise<void> {
-  const remembered = held.get(cmd.transactionId);
-  await holdStep(deps, trx, work, held, cmd.transactionId, {
-    remembered: remembered && { transactionId: cmd.transactionId, hold: remembered },
-    lock: async () => ({ transactionId: cmd.transactionId, hold: await lockHold(trx, cmd.transactionId) }),
-    command: () => ({ kind: 'settle', amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 }),
-    write: (s, _change, guarded) => settleHold(deps, walletIds, trx, work, cmd, s.hold!, guarded),
-  });
-}
-
-/**
- * The settlement's movements and the hold closed, in one statement. `ifStillHeld` (the hold was
- * remembered, not locked): only if the row is still that hold, held; undefined, with nothing written,
- * when it is not. The wallets are then not read either (`moveAtCommit`), when that can be.
- */
-async function settleHold(deps: WalletDeps, walletIds: WalletIds, trx: Trx, work: UnitOfWork, cmd: SettleCommand, hold: HoldRow, ifStillHeld: boolean): Promise<HoldRow | undefined> {
-  const R = cmd.refundCents ?? 0;
-  const F = cmd.feeCents;
-  const t = cmd.transactionId;
-  const wallets = { consumer: hold.walletId!, provider: await walletIds.ofAgent(trx, cmd.providerAgentId), platform: await walletIds.platform(trx) };
-  const description = { fund_return: `Refunded in part for transaction ${t}`, fund_release: `Held funds released for transaction ${t}`, settlement_out: `Paid for transaction ${t}`, settlement_in: `Paid for transaction ${t}`, platform_fee: `Platform fee of transaction ${t}` };
-  const movements: Movement[] = settlementMovements(hold.amountCents, F, R).map((m) => ({ walletId: wallets[m.wallet], txType: m.txType, amountCents: m.amountCents, transactionId: t, description: description[m.txType] }));
-  const now = deps.now();
-  const closed = { status: 'settled' as const, closedAt: now, providerWalletId: wallets.provider, feeCents: F, refundCents: R };
-  const update = trx.updateTable('holds').set(closed).where('transactionId', '=', t)
-    .$if(ifStillHeld, (q) => q.where('status', '=', 'held').where('walletId', '=', hold.walletId).where('amountCents', '=', hold.amountCents))
-    .returning('transactionId');
-  const moved = (ifStillHeld && moveAtCommit(work, `settle:${t}`, movements, now, update))
-    || await applyMovements(trx, `settle:${t}`, movements, now, { onceByCaller: true, alongside: update, onlyWithAlongside: ifStillHeld });
-  return moved ? { ...hold, ...closed } : undefined;
-}
-
-/** Transitional copy of the step runner this file used, until the hold is an aggregate of the runner. */
-async function runStep<S, Changes, Effect>(step: { remembered?: S | undefined; lock(): Promise<S | undefined>; decide(state: S): Decision<Changes, Effect>; write(state: S, changes: Changes, guarded: boolean): Promise<S | undefined>; apply(next: S, effects: readonly Effect[]): Promise<void> }): Promise<{ state: S } | undefined> {
-  if (step.remembered) {
-    const decision = step.decide(step.remembered);
-    if (decision.kind === 'changed') {
-      const next = await step.write(step.remembered, decision.changes, true);
-      if (next) return { state: next };
-    }
-  }
-  for (let read = 1; ; read++) {
-    const state = await step.lock();
-    if (!state) return undefined;
-    const decision = step.decide(state);
-    if (decision.kind === 'refused') throw decision.error;
-    if (decision.kind === 'unchanged') return { state };
-    const next = await step.write(state, decision.changes, false);
-    if (next) return { state: next };
-    if (read === 3) throw new Error('the row this step writes keeps changing under its lock');
   }
 }

@@ -1,3 +1,4 @@
+import type { OutboxRelay } from '@aex/platform';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap } from '@agent-exchange/client';
@@ -87,7 +88,8 @@ describe('read-your-writes discovery across two catalog replicas', () => {
   });
 
   it("hides a deactivated provider's services from discovery and listing at once (D6.5)", async () => {
-    const relay = ex.identity.deps.relay;
+    // The relay that publishes what identity's transactions commit.
+    const relay = ex.identity.deps.tx.relay as OutboxRelay;
     for (let i = 0; i < 10; i++) {
       const provider = await ex.addAgent(owner);
       const word = marker();

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import { AUTH_CACHE, identityOps } from '@aex/contracts';
-import { OutboxRelay, Transactor, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, startPeriodic, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { AUTH_CACHE, identityOps, subjects } from '@aex/contracts';
+import { OutboxRelay, SagaSignals, Transactor, ReplicaCaches, connectServiceDb, databaseCheck, once, serveOperations, startPeriodic, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { IdentityDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -41,7 +41,10 @@ export async function startIdentityService(opts: {
   const authCache = await opts.bus.kv(AUTH_CACHE.bucket(opts.bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
   const webhookPolicy = { allowPrivateNetworks: opts.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS === 'true', resolve: opts.resolveHost ?? systemResolver(), ownHostNames: [hostname()] };
   const replicas = await ReplicaCaches.open(opts.bus, logger);
-  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, tx, authCache, replicas, webhookPolicy, now: opts.now ?? (() => new Date()) };
+  // A wallet's answer applied by another replica's consumer reaches the request waiting here as a notice.
+  const sagas = new SagaSignals<never>(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'identity', 'saga', id), null));
+  const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'identity', 'saga'), (_, subject) => sagas.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
+  const deps: IdentityDeps = { db, bus: opts.bus, config: opts.config, logger, tx, sagas, authCache, replicas, webhookPolicy, now: opts.now ?? (() => new Date()) };
   relay.start();
   const walletOpened = await recordWalletOpened(deps);
   const trust = await recordTrustOutcomes(deps);
@@ -92,6 +95,7 @@ export async function startIdentityService(opts: {
       await children.stop();
       await trust.stop();
       await audit.stop();
+      await notices.stop();
       await relay.stop();
       await close();
     }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { HoldRow } from '../src/db/schema.js';
-import { decideChildBudget, type ChildBudget } from '../src/wallets/children.js';
+import { childBudgetAggregate, decideChildBudget, type ChildBudget } from '../src/wallets/children.js';
 import { decideHoldStep, type HoldState } from '../src/wallets/holds.js';
 import type { LockedWallet } from '../src/wallets/movements.js';
 
@@ -14,13 +14,13 @@ const wallet = (id: string, over: Partial<LockedWallet> = {}): LockedWallet => (
 
 describe('the hold’s step (decideHoldStep)', () => {
   it('places a transaction’s first hold on the state presumed, the funds presumed to be the price', () => {
-    const decision = decideHoldStep({ transactionId: t, hold: undefined, seen: 'presumed' }, { kind: 'hold', consumerAgentId: 'a', attempt: 1, amountCents: 300 }, { consumer: { id: 'w', availableCents: 300 } }, now);
+    const decision = decideHoldStep({ transactionId: t, hold: undefined, presumed: true }, { kind: 'hold', consumerAgentId: 'a', attempt: 1, amountCents: 300 }, { consumer: { id: 'w', availableCents: 300 } }, now);
     expect(decision).toMatchObject({ kind: 'changed', effects: ['answer'], changes: { decision: 'place', operationId: `hold:${t}`, hold: { status: 'held', walletId: 'w' }, movements: [{ walletId: 'w', txType: 'fund_hold', amountCents: -300 }] } });
   });
 
   it('leaves any other command on a presumed state to be decided on what is read', () => {
     for (const command of [{ kind: 'return' as const }, { kind: 'settle' as const, providerAgentId: 'p', amountCents: 300, feeCents: 15, refundCents: 0 }]) {
-      expect(decideHoldStep({ transactionId: t, hold: undefined, seen: 'presumed' }, command, {}, now)).toEqual({ kind: 'unchanged' });
+      expect(decideHoldStep({ transactionId: t, hold: undefined, presumed: true }, command, {}, now)).toEqual({ kind: 'unchanged' });
     }
   });
 
@@ -31,7 +31,7 @@ describe('the hold’s step (decideHoldStep)', () => {
 
   it('returns a hold of a closed child’s wallet with what it frees returned to the parent, on the wallets locked (D6.8)', () => {
     const wallets = new Map([['child', wallet('child', { balanceCents: 300, heldCents: 300, closed: true, parentWalletId: 'parent' })], ['parent', wallet('parent')]]);
-    const decision = decideHoldStep({ transactionId: t, hold: held, seen: 'locked' } satisfies HoldState, { kind: 'return' }, { wallets }, now);
+    const decision = decideHoldStep({ transactionId: t, hold: held } satisfies HoldState, { kind: 'return' }, { wallets }, now);
     expect(decision.kind === 'changed' && decision.changes.movements.map((m) => [m.walletId, m.txType, m.amountCents, m.operationId ?? null])).toEqual([
       ['child', 'fund_return', 300, null],
       ['child', 'parent_return', -300, `return:${t}:return:child`],
@@ -48,7 +48,7 @@ describe('the hold’s step (decideHoldStep)', () => {
 });
 
 describe('the child budget’s step (decideChildBudget)', () => {
-  const none: ChildBudget = { childAgentId: 'kid', allocation: undefined, wallet: undefined, seen: 'locked' };
+  const none: ChildBudget = { childAgentId: 'kid', allocation: undefined, wallet: undefined };
   const allocate = { kind: 'allocate' as const, parentAgentId: 'mum', accountId: 'acc', budgetCents: 600, walletId: 'kid-wallet' };
   const parent = { ...wallet('parent'), kind: 'agent' as const, agentId: 'mum', accountId: 'acc', lifetimeEarnedCents: 0, lifetimeSpentCents: 0, closedAt: null, createdAt: now, updatedAt: now };
 
@@ -65,13 +65,13 @@ describe('the child budget’s step (decideChildBudget)', () => {
     expect(decideChildBudget(none, allocate, { parent: null }, now)).toMatchObject({ kind: 'changed', changes: { decision: 'refuse', allocation: { refusal: 'no_wallet' } } });
   });
 
-  it('closes only on the state locked, returning the child’s available balance, once', () => {
+  it('closes a child\'s wallet returning its available balance, once (decided on the wallets locked: the aggregate is always locked)', () => {
     const open: ChildBudget = { childAgentId: 'kid', allocation: undefined, wallet: { id: 'kid-wallet', parentWalletId: 'parent', closed: false } };
-    expect(decideChildBudget(open, { kind: 'close' }, {}, now)).toEqual({ kind: 'unchanged' });
+    expect(childBudgetAggregate().alwaysLocked).toBe(true);
     const wallets = new Map([['kid-wallet', wallet('kid-wallet', { balanceCents: 800, heldCents: 300, parentWalletId: 'parent' })], ['parent', wallet('parent')]]);
-    expect(decideChildBudget({ ...open, seen: 'locked' }, { kind: 'close' }, { wallets }, now)).toMatchObject({ kind: 'changed', effects: [], changes: {
+    expect(decideChildBudget({ ...open }, { kind: 'close' }, { wallets }, now)).toMatchObject({ kind: 'changed', effects: [], changes: {
       decision: 'close', wallet: { closed: true }, movements: [{ walletId: 'kid-wallet', txType: 'parent_return', amountCents: -500 }, { walletId: 'parent', txType: 'parent_return', amountCents: 500 }],
     } });
-    expect(decideChildBudget({ ...open, wallet: { ...open.wallet!, closed: true }, seen: 'locked' }, { kind: 'close' }, {}, now)).toEqual({ kind: 'unchanged' });
+    expect(decideChildBudget({ ...open, wallet: { ...open.wallet!, closed: true } }, { kind: 'close' }, {}, now)).toEqual({ kind: 'unchanged' });
   });
 });

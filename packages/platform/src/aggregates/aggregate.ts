@@ -60,6 +60,12 @@ export interface Aggregate<T extends AggregateTypes> {
    * rare and lock more than its own row, where a guarded write is not worth it).
    */
   alwaysLocked?: boolean;
+  /**
+   * The state a message's command is decided on first when the replica remembers nothing of the
+   * aggregate (a command that nearly always comes first of its aggregate's): decided on as a
+   * remembered state, its write guarded, so a wrong guess costs a locked read, never a wrong write.
+   */
+  presume?(id: string, command: T['command']): T['known'] | undefined;
   /** Whether the command makes a new aggregate (its id is new: nothing is read before it). */
   creates?(command: T['command']): boolean;
   /**
@@ -68,8 +74,12 @@ export interface Aggregate<T extends AggregateTypes> {
    * what no state could allow (a caller who may not see the aggregate).
    */
   prepare?(state: T['known'] | undefined, command: T['command'], ctx: HandlerContext): Promise<T['command']>;
-  /** What the command needs besides the state, read in the step's transaction (latest messages, totals under a lock). */
-  facts?(trx: AnyTrx, state: T['known'] | undefined, command: T['command']): Promise<T['facts']>;
+  /**
+   * What the command needs besides the state, read in the step's transaction (latest messages,
+   * totals under a lock); `origin` says how the state was had (rows worth locking with a state
+   * locked are worth nothing to lock with one remembered, whose write is guarded instead).
+   */
+  facts?(trx: AnyTrx, state: T['known'] | undefined, command: T['command'], origin: Origin): Promise<T['facts']>;
   /** The pure decision: no I/O, the clock given. */
   decide(state: T['known'] | undefined, command: T['command'], facts: T['facts'], now: Date): Decision<T['changes'], T['effect']>;
   /**

@@ -150,11 +150,11 @@ export class AggregateRunner<T extends AggregateTypes> {
   }
 
   /**
-   * A step in transactions of its own (a message's): on the remembered state, guarded at commit,
-   * else on the state locked. `each` marks each transaction (the message's record).
+   * A step in transactions of its own (a message's): on the remembered (or presumed) state, guarded
+   * at commit, else on the state locked. `each` marks each transaction (the message's record).
    */
   async step(id: string, command: T['command'], each: (work: UnitOfWork) => void = () => {}): Promise<Stepped<T> | undefined> {
-    const remembered = this.known.get(id);
+    const remembered = this.aggregate.alwaysLocked ? undefined : this.known.get(id) ?? this.aggregate.presume?.(id, command);
     if (remembered !== undefined) {
       const atCommit = await this.atCommit(id, command, { state: remembered, origin: 'remembered' }, each);
       if (atCommit) return atCommit;
@@ -232,7 +232,7 @@ export class AggregateRunner<T extends AggregateTypes> {
    */
   private async attempt(trx: AnyTrx, work: UnitOfWork, id: string, command: T['command'], state: T['known'] | undefined, origin: Origin, when: 'now' | 'atCommit'): Promise<Attempt<T>> {
     const a = this.aggregate;
-    const facts = a.facts ? await a.facts(trx, state, command) : (undefined as T['facts']);
+    const facts = a.facts ? await a.facts(trx, state, command, origin) : (undefined as T['facts']);
     const now = this.opts.now();
     const decision = a.decide(state, command, facts, now);
     if (decision.kind !== 'changed') {

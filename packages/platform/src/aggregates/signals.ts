@@ -96,11 +96,12 @@ export class SagaWatch<S> {
  * brings the state as committed, or has it read again (`read`); without one it is read every
  * `signals.fallbackMs` (the move may be made by another replica). Given a `watch` opened before the
  * commit that started the step, no signal can have been missed, so the state is not read first.
- * How every request waits for a saga (D9.9).
+ * How every request waits for a saga (D9.9). Signals that carry no state (`SagaSignals<never>`,
+ * another aggregate's) only wake the waiter, which reads.
  */
-export async function awaitState<S>(signals: SagaSignals<S>, id: string, read: () => Promise<S>, done: (s: S) => boolean, ms: number, watch?: SagaWatch<S>): Promise<S> {
+export async function awaitState<S>(signals: SagaSignals<S> | SagaSignals<never>, id: string, read: () => Promise<S>, done: (s: S) => boolean, ms: number, watch?: SagaWatch<S>): Promise<S> {
   const deadline = Date.now() + ms;
-  const listening = watch ?? signals.watch(id);
+  const listening: SagaWatch<S> = watch ?? (signals as SagaSignals<S>).watch(id);
   try {
     let state: S | undefined = watch ? undefined : await read();
     for (;;) {

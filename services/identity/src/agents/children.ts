@@ -4,7 +4,7 @@ import {
   AppError, childSaga, CHILD_LIFETIME_HOURS, events, walletOps,
   type identityOps, type MessageData, type WalletView,
 } from '@aex/contracts';
-import { callOperation, consumeIdempotently, requireActive, requireAgent, type OperationHandler, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { awaitState, callOperation, consumeIdempotently, requireActive, requireAgent, type OperationHandler, type Stoppable, type UnitOfWork } from '@aex/platform';
 import type { IdentityDeps } from '../context.js';
 import type { AgentRow, Database } from '../db/schema.js';
 import { issueApiKey } from '../domain/api-keys.js';
@@ -13,7 +13,6 @@ import { forgetAfterCommit, warmKeyCache } from './key-cache.js';
 import { clampForChild } from './effective-delegation.js';
 import { agentFacts, announceAgent, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView } from './views.js';
-import { pollUntil } from './periodic.js';
 
 type Trx = Transaction<Database>;
 const HOUR_MS = 3_600_000;
@@ -100,16 +99,16 @@ type SpawnState =
   | { state: 'refused'; availableCents: number }
   | { state: 'pending' };
 
-/** Waits up to `ms` for the wallet's decision on a spawned child. */
-async function awaitSpawn(deps: IdentityDeps, childId: string, ms: number): Promise<SpawnState> {
-  const decided = await pollUntil(async (): Promise<SpawnState | undefined> => {
+/** Waits up to `ms` for the wallet's decision on a spawned child, woken by its saga's step (`deps.sagas`). */
+function awaitSpawn(deps: IdentityDeps, childId: string, ms: number): Promise<SpawnState> {
+  const read = async (): Promise<SpawnState> => {
     const agent = await findAgent(deps.db, childId);
     if (agent?.walletOpenedAt) return { state: 'funded', agent };
-    if (agent) return undefined;
+    if (agent) return { state: 'pending' };
     const refusal = await deps.db.selectFrom('spawnRefusals').select('availableCents').where('childAgentId', '=', childId).executeTakeFirst();
-    return refusal ? { state: 'refused', availableCents: refusal.availableCents } : undefined;
-  }, ms);
-  return decided ?? { state: 'pending' };
+    return refusal ? { state: 'refused', availableCents: refusal.availableCents } : { state: 'pending' };
+  };
+  return awaitState(deps.sagas, childId, read, (s) => s.state !== 'pending', ms);
 }
 
 /** Identity's side of the wallet's decisions: a funded child is announced, a refused one removed. */
@@ -118,7 +117,7 @@ export async function recordChildFunding(deps: IdentityDeps): Promise<Stoppable>
   const consumers = await Promise.all([
     consumeIdempotently({ ...base, durable: 'identity-child-funded', def: childSaga.funded, handle: (trx, e, work) => childFunded(deps, trx, work, e) }),
     consumeIdempotently({
-      ...base, durable: 'identity-child-refused', def: childSaga.refused, handle: (trx, e) => childRefused(deps, trx, e),
+      ...base, durable: 'identity-child-refused', def: childSaga.refused, handle: (trx, e, work) => childRefused(deps, trx, work, e),
       // The child is gone: gateways drop its profile and its key's principal (tagged with the agent).
       afterCommit: async (e) => {
         await forgetAfterCommit(deps, { agentIds: [e.childAgentId] }, deps.logger);
@@ -132,10 +131,12 @@ async function childFunded(deps: IdentityDeps, trx: Trx, work: UnitOfWork, e: Me
   const now = deps.now();
   const row = await trx.updateTable('agents').set({ walletOpenedAt: now }).where('id', '=', e.childAgentId).where('walletOpenedAt', 'is', null).returningAll().executeTakeFirst();
   if (row) announceAgent(work, row, now);
+  work.afterCommit(() => deps.sagas.moved(e.childAgentId));
 }
 
 /** D6.8 "short → 402 and no child exists": the child and everything made with it are deleted. */
-async function childRefused(deps: IdentityDeps, trx: Trx, e: MessageData<typeof childSaga.refused>): Promise<void> {
+async function childRefused(deps: IdentityDeps, trx: Trx, work: UnitOfWork, e: MessageData<typeof childSaga.refused>): Promise<void> {
+  work.afterCommit(() => deps.sagas.moved(e.childAgentId));
   const child = await trx.selectFrom('agents').select(['id', 'walletOpenedAt']).where('id', '=', e.childAgentId).forUpdate().executeTakeFirst();
   if (!child || child.walletOpenedAt) return;
   await trx.insertInto('spawnRefusals').values({ childAgentId: e.childAgentId, reason: e.reason, availableCents: e.availableCents, requiredCents: e.requiredCents, at: deps.now() })

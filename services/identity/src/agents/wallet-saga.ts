@@ -1,10 +1,9 @@
 import { commands, events } from '@aex/contracts';
-import { consumeIdempotently, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { awaitState, consumeIdempotently, startPeriodic, type Stoppable, type UnitOfWork } from '@aex/platform';
 import { sql } from 'kysely';
 import type { AgentRow } from '../db/schema.js';
 import type { IdentityDeps } from '../context.js';
 import { requestChildWallet } from './children.js';
-import { pollUntil } from './periodic.js';
 
 /**
  * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an
@@ -28,19 +27,17 @@ export function recordWalletOpened(deps: IdentityDeps): Promise<Stoppable> {
     logger: deps.logger,
     durable: 'identity-wallet-opened',
     def: events.walletOpened,
-    handle: async (trx, data) => {
+    handle: async (trx, data, work) => {
       await trx.updateTable('agents').set({ walletOpenedAt: deps.now() }).where('id', '=', data.agentId).where('walletOpenedAt', 'is', null).execute();
+      work.afterCommit(() => deps.sagas.moved(data.agentId));
     },
   });
 }
 
-/** Waits until the wallet of `agentId` is confirmed, up to `ms`; true when it is. */
-export async function awaitWallet(deps: IdentityDeps, agentId: string, ms: number): Promise<boolean> {
-  const confirmed = await pollUntil(async () => {
-    const row = await deps.db.selectFrom('agents').select('walletOpenedAt').where('id', '=', agentId).executeTakeFirst();
-    return row?.walletOpenedAt ? true : undefined;
-  }, ms);
-  return confirmed ?? false;
+/** Waits until the wallet of `agentId` is confirmed, up to `ms`, woken by its saga's step (`deps.sagas`); true when it is. */
+export function awaitWallet(deps: IdentityDeps, agentId: string, ms: number): Promise<boolean> {
+  const opened = async () => (await deps.db.selectFrom('agents').select('walletOpenedAt').where('id', '=', agentId).executeTakeFirst())?.walletOpenedAt != null;
+  return awaitState(deps.sagas, agentId, opened, (confirmed) => confirmed, ms);
 }
 
 /**

@@ -14,7 +14,6 @@ export interface ChildBudget {
   childAgentId: string;
   allocation: ChildAllocationRow | undefined;
   wallet: { id: string; parentWalletId: string | null; closed: boolean } | undefined;
-  seen?: 'locked';
 }
 
 /** The saga's commands on a child's budget (`childSaga`); `walletId`: the id its wallet gets if funded. */
@@ -78,10 +77,12 @@ export function childBudgetAggregate(): Aggregate<ChildTypes> {
   const readBudget = async (db: Trx, id: string, locked: boolean): Promise<ChildBudget> => {
     const allocation = await db.selectFrom('childAllocations').selectAll().where('childAgentId', '=', id).$if(locked, (q) => q.forUpdate()).executeTakeFirst();
     const wallet = await db.selectFrom('wallets').select(['id', 'parentWalletId', 'closedAt']).where('agentId', '=', id).executeTakeFirst();
-    return { childAgentId: id, allocation, wallet: wallet && { id: wallet.id, parentWalletId: wallet.parentWalletId, closed: wallet.closedAt !== null }, ...(locked && { seen: 'locked' as const }) };
+    return { childAgentId: id, allocation, wallet: wallet && { id: wallet.id, parentWalletId: wallet.parentWalletId, closed: wallet.closedAt !== null } };
   };
   return {
     name: 'child budget',
+    // Decided on the state locked only: a spawn's budget and a close are each once in a child's life.
+    alwaysLocked: true,
     read: (db, id) => readBudget(db as Trx, id, false),
     lock: (trx, id) => readBudget(trx as Trx, id, true),
     facts: (trx, state, command) => childFacts(trx as Trx, state, command),
@@ -100,7 +101,7 @@ export function childBudgetAggregate(): Aggregate<ChildTypes> {
 
 /** Locked after the child's allocation: the parent's wallet (allocations of one parent happen one after another), or both wallets in id order. */
 async function childFacts(trx: Trx, state: ChildBudget | undefined, command: ChildCommand): Promise<ChildFacts> {
-  if (state?.seen !== 'locked') return {};
+  if (!state) return {};
   if (command.kind === 'allocate') {
     if (state.allocation) return {};
     return { parent: (await lockAgentWallet(trx, { agentId: command.parentAgentId })).rows[0] ?? null };
@@ -121,7 +122,6 @@ export function decideChildBudget(state: ChildBudget, command: ChildCommand, fac
   const change = (decision: ChildChanges['decision'], more: Partial<ChildChanges> = {}): ChildChanges => ({ decision, allocation: state.allocation, wallet: state.wallet, operationId: '', movements: [], at: now, ...more });
   if (command.kind === 'allocate') {
     if (state.allocation) return { kind: 'changed', changes: change('answer'), effects: ['answer'] };
-    if (state.seen !== 'locked') return { kind: 'unchanged' };
     const parent = facts.parent;
     const available = parent ? parent.balanceCents - parent.heldCents : 0;
     const decided = { childAgentId: state.childAgentId, parentWalletId: parent?.id ?? null, budgetCents: command.budgetCents, availableCents: available, decidedAt: now };
@@ -145,7 +145,6 @@ export function decideChildBudget(state: ChildBudget, command: ChildCommand, fac
       effects: ['answer'],
     };
   }
-  if (state.seen !== 'locked') return { kind: 'unchanged' };
   const w = state.wallet;
   if (!w?.parentWalletId) throw new Error(`close of child ${state.childAgentId}, which has no child wallet`);
   const child = w.closed ? undefined : facts.wallets!.get(w.id)!;

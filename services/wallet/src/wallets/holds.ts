@@ -1,5 +1,5 @@
 import { walletSaga } from '@aex/contracts';
-import { AggregateRunner, type Aggregate, type Decision, type GuardedWrite, type RecentMap, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { AggregateRunner, type Aggregate, type Decision, type GuardedWrite, type Stoppable, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
@@ -9,16 +9,14 @@ import { lockAgentWallet, lockedWallet, lockWallets, moneyWrite, returnMovements
 import { WalletDirectory } from './wallet-directory.js';
 
 /**
- * A transaction's hold as the wallet keeps it: its `holds` row (none yet: undefined), and how the
- * state was had — `presumed`: a transaction this replica has not seen, taken to have no hold yet (a
- * hold command then presumes the consumer's funds; the write at commit checks both), `locked`: read
- * under lock in the step's transaction (the wallets its movements touch are then locked too);
- * neither: as this replica wrote it last.
+ * A transaction's hold as the wallet keeps it: its `holds` row (none yet: undefined). `presumed`: a
+ * transaction this replica has not seen, taken to have no hold yet (a hold command then presumes the
+ * consumer's funds; the write at commit checks both).
  */
 export interface HoldState {
   transactionId: string;
   hold: HoldRow | undefined;
-  seen?: 'presumed' | 'locked';
+  presumed?: true;
 }
 
 /** The saga's commands on a hold (`walletSaga`): hold, return, settle. */
@@ -70,10 +68,9 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const runner = new AggregateRunner(holdAggregate(new WalletDirectory()), { tx: deps.tx, now: deps.now, sagaWaitMs: deps.config.SAGA_WAIT_MS });
   const common = { bus: deps.bus, logger: deps.logger, concurrency: 8 };
   const consumers = await Promise.all([
-    runner.consume({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, command: (cmd) => {
-      presumeFirstHold(runner.known, cmd.transactionId);
-      return { id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents } };
-    } }),
+    runner.consume({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, command: (cmd) => ({
+      id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents },
+    }) }),
     runner.consume({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, command: (cmd) => ({ id: cmd.transactionId, command: { kind: 'return' } }) }),
     runner.consume({ ...common, durable: 'wallet-settle', def: walletSaga.settle, command: (cmd) => ({
       id: cmd.transactionId, command: { kind: 'settle', providerAgentId: cmd.providerAgentId, amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 },
@@ -82,23 +79,18 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   return { stop: async () => void (await Promise.all(consumers.map((c) => c.stop()))) };
 }
 
-/**
- * A hold command nearly always comes first for its transaction: unless this replica knows the
- * transaction, it is decided as if there were no `holds` row and the consumer had the funds, without
- * reading either, and written at commit only if both are still so.
- */
-function presumeFirstHold(known: RecentMap<string, HoldState>, transactionId: string): void {
-  if (known.get(transactionId) === undefined) known.set(transactionId, { transactionId, hold: undefined, seen: 'presumed' });
-}
-
 /** The hold aggregate: a transaction's `holds` row and its money, decided by `decideHold`. */
 export function holdAggregate(directory: WalletDirectory): Aggregate<HoldTypes> {
   return {
     name: 'hold',
     read: async (db, id) => ({ transactionId: id, hold: await (db as Kysely<Database>).selectFrom('holds').selectAll().where('transactionId', '=', id).executeTakeFirst() }),
     // Commands of one transaction apply one after another.
-    lock: async (trx, id) => ({ transactionId: id, hold: await (trx as Trx).selectFrom('holds').selectAll().where('transactionId', '=', id).forUpdate().executeTakeFirst(), seen: 'locked' }),
-    facts: (trx, state, command) => holdFacts(trx as Trx, directory, state, command),
+    lock: async (trx, id) => ({ transactionId: id, hold: await (trx as Trx).selectFrom('holds').selectAll().where('transactionId', '=', id).forUpdate().executeTakeFirst() }),
+    // A hold command nearly always comes first for its transaction: unless this replica knows the
+    // transaction, it is decided as if there were no `holds` row and the consumer had the funds,
+    // without reading either, and written at commit only if both are still so.
+    presume: (id, command) => (command.kind === 'hold' ? { transactionId: id, hold: undefined, presumed: true } : undefined),
+    facts: (trx, state, command, origin) => holdFacts(trx as Trx, directory, state, command, origin === 'locked'),
     decide: (state, command, facts, now) => decideHoldStep(state!, command, facts, now),
     write: (trx, state, changes, guarded) => holdWrite(trx as Trx, state?.hold, changes, guarded),
     written: (_rows, _before, changes) => ({ transactionId: changes.hold.transactionId, hold: changes.hold }),
@@ -110,8 +102,7 @@ export function holdAggregate(directory: WalletDirectory): Aggregate<HoldTypes> 
   };
 }
 
-async function holdFacts(trx: Trx, directory: WalletDirectory, state: HoldState | undefined, command: HoldMessage): Promise<HoldFacts> {
-  const locked = state?.seen === 'locked';
+async function holdFacts(trx: Trx, directory: WalletDirectory, state: HoldState | undefined, command: HoldMessage, locked: boolean): Promise<HoldFacts> {
   const hold = state?.hold;
   switch (command.kind) {
     case 'hold': {
@@ -145,7 +136,7 @@ const asHoldCommand = (command: HoldMessage, facts: HoldFacts): HoldCommand => c
  * seen) leaves anything but a hold command to be decided on what is read.
  */
 export function decideHoldStep(state: HoldState, command: HoldMessage, facts: HoldFacts, now: Date): Decision<HoldChanges, 'answer'> {
-  if (state.seen === 'presumed' && command.kind !== 'hold') return { kind: 'unchanged' };
+  if (state.presumed && command.kind !== 'hold') return { kind: 'unchanged' };
   const decision = decideHold(phaseOf(state.hold), asHoldCommand(command, facts), state.hold);
   const changes = changesOf(state, command, facts, decision, now);
   const wallets = facts.wallets;

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import {
   CompiledQuery, PostgresDialect, createQueryId,
   type DatabaseConnection, type Driver, type QueryResult, type RootOperationNode, type TransactionSettings,

@@ -27,6 +27,9 @@ export async function countedDb<DB>(opts: { url: string; schema: string; role: s
   const Client = opts.preparedStatements === false ? pg.Client : PreparingClient;
   const pool = new pg.Pool({ Client, connectionString: opts.url, max: 1, options: `-c search_path=${opts.schema} -c role=${opts.role}` });
   pool.on('connect', (client) => {
+    // As the service's pools do: a connection ended while it closes (a test database dropped with
+    // force right after the pool ended) emits 'error', which with no listener would end the process.
+    client.on('error', () => undefined);
     (client as unknown as { connection: pg.Connection }).connection.on('readyForQuery', () => roundTrips++);
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => {

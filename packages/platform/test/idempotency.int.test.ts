@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely, type Migration } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppError, type IdempotencyContext, type RpcReply } from '@aex/contracts';
+import { AppError, isAppError, Type, type IdempotencyContext, type MessageDef, type RpcReply } from '@aex/contracts';
 import {
-  connectServiceDb, createPlatformTablesV1, createPlatformTablesV2, IdempotencyRecords,
-  type EffectRunner, type PlatformTables, type ServiceDb,
+  connectServiceDb, createPlatformTablesV1, createPlatformTablesV2, createPlatformTablesV3, IdempotencyRecords,
+  Transactor, type EffectRunner, type HandOffTarget, type OutboxRow, type PlatformTables, type ServiceDb,
 } from '../src/index.js';
 import { openReply } from '../src/idempotency/reply-cipher.js';
 import { createTestDatabase, eventually, TestClock, testLogger, type TestDatabase } from '../src/testing/index.js';
@@ -23,6 +23,7 @@ const migrations: Record<string, Migration> = {
     async up(db) {
       await createPlatformTablesV1(db);
       await createPlatformTablesV2(db);
+      await createPlatformTablesV3(db);
       await db.schema.createTable('effects').addColumn('id', 'uuid', (c) => c.primaryKey()).addColumn('value', 'integer', (c) => c.notNull()).execute();
     },
   },
@@ -31,14 +32,17 @@ const migrations: Record<string, Migration> = {
 let database: TestDatabase;
 let service: ServiceDb<Db>;
 let db: Kysely<Db>;
+let tx: Transactor<Db>;
 const logger = testLogger();
 const records = (over: Partial<ConstructorParameters<typeof IdempotencyRecords>[0]> = {}) =>
-  new IdempotencyRecords({ db: service.db, claims: service.claims, ttlMs: 60_000, abandonAfterMs: 30_000, logger, ...over });
+  new IdempotencyRecords({ tx, claims: service.claims, ttlMs: 60_000, abandonAfterMs: 30_000, logger, ...over });
 
 beforeAll(async () => {
   database = await createTestDatabase();
   service = await connectServiceDb<Db>({ url: database.url, schema: 'idemtest', migrations });
   db = service.db;
+  // No relay: what the effects publish is not this file's subject.
+  tx = new Transactor(db, null);
 });
 afterAll(async () => {
   await service?.close();
@@ -50,7 +54,7 @@ const count = async (value: number) => (await db.selectFrom('effects').select(sq
 
 /** A handler whose effect inserts one row marked `value` and answers 201 with it. */
 const inserting = (value: number, extra: Record<string, unknown> = {}) => async (effect: EffectRunner): Promise<RpcReply> => {
-  const r = await effect(db, async (trx) => {
+  const r = await effect(tx, async (trx) => {
     await trx.insertInto('effects').values({ id: randomUUID(), value }).execute();
     return { status: 201, data: { value, ...extra } };
   });
@@ -157,7 +161,7 @@ describe('D5.5 exactly-once effects at the owner', () => {
     const key = keyOf();
     const refusing = async (effect: EffectRunner): Promise<RpcReply> => {
       try {
-        await effect(db, async (trx) => {
+        await effect(tx, async (trx) => {
           await trx.insertInto('effects').values({ id: randomUUID(), value: 107 }).execute();
           throw new AppError('INSUFFICIENT_FUNDS', 'Not enough.');
         });
@@ -188,7 +192,7 @@ describe('D5.5 exactly-once effects at the owner', () => {
     const r = records();
     const key = keyOf();
     const answer = await r.run(key, 'x', async (effect) => {
-      const provisional = await effect(db, async (trx) => {
+      const provisional = await effect(tx, async (trx) => {
         await trx.insertInto('effects').values({ id: randomUUID(), value: 109 }).execute();
         return { status: 202, data: { value: 109 } };
       });
@@ -280,5 +284,99 @@ describe('D5.5 exactly-once effects at the owner', () => {
     expect(await count(115)).toBe(1);
     expect(answers.every((a) => a.status === 201 || a.status === 409)).toBe(true);
     expect(await r.run(key, 'after', inserting(115))).toMatchObject({ status: 201, replayed: true });
+  });
+});
+
+describe('a keyed request’s effects', () => {
+  const Noted = Type.Object({ value: Type.Integer() });
+  const noted: MessageDef<typeof Noted> = { kind: 'event', owner: 'identity', type: 'test.noted', data: Noted };
+  /** The service's transactions with a relay that keeps what it is handed. */
+  const relayed = () => {
+    const handed: OutboxRow[] = [];
+    const relay: HandOffTarget = { running: true, handOff: (rows) => void handed.push(...rows) };
+    return { handed, tx: new Transactor(db, relay) };
+  };
+  const refusal = (err: unknown): RpcReply => {
+    if (!isAppError(err)) throw err;
+    return { ok: false, status: err.status, errors: err.entries };
+  };
+
+  it('hands what the effect enqueued to the relay once the key’s transaction commits, and runs its callbacks then', async () => {
+    const { handed, tx: relaying } = relayed();
+    const ran: string[] = [];
+    await records().run(keyOf(), 'x', async (effect) => {
+      await effect(relaying, async (_trx, work) => {
+        work.enqueue(noted, { value: 116 });
+        work.afterCommit(() => ran.push('after commit'));
+        return { data: null };
+      });
+      expect({ handed: handed.length, ran }).toEqual({ handed: 1, ran: ['after commit'] });
+      return { ok: true, status: 200, data: null };
+    });
+    expect(handed.map((row) => row.envelope.data)).toEqual([{ value: 116 }]);
+    expect(await db.selectFrom('outbox').select('id').where('id', '=', handed[0]!.id).execute()).toHaveLength(1);
+  });
+
+  it('keeps nothing the effect enqueued when it throws, and runs none of its callbacks', async () => {
+    const { handed, tx: relaying } = relayed();
+    const ran: string[] = [];
+    const answer = await records().run(keyOf(), 'x', async (effect) => {
+      try {
+        return await effect(relaying, async (trx, work) => {
+          await trx.insertInto('effects').values({ id: randomUUID(), value: 117 }).execute();
+          work.enqueue(noted, { value: 117 });
+          work.afterCommit(() => ran.push('after commit'));
+          throw new AppError('INSUFFICIENT_FUNDS', 'Not enough.');
+        }).then(() => ({ ok: true, status: 200, data: null }));
+      } catch (err) {
+        return refusal(err);
+      }
+    });
+    expect(answer).toMatchObject({ status: 402 });
+    expect({ handed, ran, effects: await count(117) }).toEqual({ handed: [], ran: [], effects: 0 });
+  });
+
+  it('makes a second effect in a transaction of its own, whose refusal becomes the stored answer, committed with what it wrote', async () => {
+    const r = records();
+    const key = keyOf();
+    const answer = await r.run(key, 'x', async (effect) => {
+      await effect(tx, async (trx) => {
+        await trx.insertInto('effects').values({ id: randomUUID(), value: 118 }).execute();
+        return { status: 202, data: { value: 118 } };
+      });
+      try {
+        await effect(tx, async (trx) => {
+          await trx.insertInto('effects').values({ id: randomUUID(), value: 119 }).execute();
+          throw new AppError('INSUFFICIENT_FUNDS', 'The hold was refused.');
+        });
+        return { ok: true, status: 200, data: null };
+      } catch (err) {
+        return refusal(err);
+      }
+    });
+    expect(answer).toMatchObject({ ok: false, status: 402, errors: [{ code: 'INSUFFICIENT_FUNDS' }] });
+    expect(await r.run(key, 'y', inserting(118))).toMatchObject({ status: 402, replayed: true });
+    expect({ first: await count(118), second: await count(119) }).toEqual({ first: 1, second: 1 });
+  });
+
+  it('refuses an effect given another database’s transactions, applying nothing', async () => {
+    const other = await connectServiceDb<Db>({ url: database.url, schema: 'idemother', migrations });
+    try {
+      const answer = await records().run(keyOf(), 'x', async (effect) => {
+        try {
+          await effect(new Transactor(other.db, null), async (trx) => {
+            await trx.insertInto('effects').values({ id: randomUUID(), value: 120 }).execute();
+            return { data: null };
+          });
+          return { ok: true, status: 200, data: null };
+        } catch (err) {
+          return { ok: false, status: 500, errors: [{ code: 'INTERNAL_ERROR', message: (err as Error).message }] };
+        }
+      });
+      expect(answer).toMatchObject({ status: 500, errors: [{ message: 'ctx.effect must be given the service database' }] });
+      expect(await other.db.selectFrom('effects').select('id').execute()).toEqual([]);
+    } finally {
+      await other.close();
+    }
   });
 });

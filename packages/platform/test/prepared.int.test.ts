@@ -1,12 +1,14 @@
-import { Kysely, PostgresDialect, sql, type Migration } from 'kysely';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { connectServiceDb } from '../src/index.js';
+import { sql, type Kysely, type Migration } from 'kysely';
 import type pg from 'pg';
-import { COMMIT_AFTER, MAX_PREPARED, PreparingClient, preparedName } from '../src/db/prepared.js';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { connectServiceDb, type ServiceDb } from '../src/index.js';
+import { MAX_PREPARED, PreparingClient, preparedName } from '../src/db/prepared.js';
 import { createTestDatabase, type TestDatabase } from '../src/testing/index.js';
 
-// A service's statements are prepared once per connection (Postgres parses and plans them
-// once), named after their text.
+// The service's client on real Postgres: statements prepared once per connection (Postgres parses
+// and plans them once), named after their text; a transaction's BEGIN sent with its first statement
+// when asked (`deferBegin`), and its COMMIT with its last (`queryThenCommit`). The transactions of the service's driver, which asks for it and for the
+// COMMIT, are `service-driver.int.test.ts`'s.
 
 interface Db {
   items: { id: number; label: string };
@@ -16,15 +18,16 @@ const migrations: Record<string, Migration> = {
 };
 
 let database: TestDatabase;
+let service: ServiceDb<Db>;
 let db: Kysely<Db>;
-let close: () => Promise<void>;
 beforeAll(async () => {
   database = await createTestDatabase();
-  ({ db, close } = await connectServiceDb<Db>({ url: database.url, schema: 'preptest', migrations, poolSize: 1 }));
+  service = await connectServiceDb<Db>({ url: database.url, schema: 'preptest', migrations, poolSize: 1 });
+  db = service.db;
 });
 afterAll(async () => {
-  await close();
-  await database.drop();
+  await service?.close();
+  await database?.drop();
 });
 // Every test starts from the same two items, whatever the others wrote.
 beforeEach(async () => {
@@ -78,12 +81,17 @@ describe('prepared statements', () => {
     await expect(bad('again')).rejects.toThrow(/duplicate key/);
     expect(await db.selectFrom('items').select('label').where('id', '=', 9).executeTakeFirst()).toEqual({ label: 'nine' });
   });
+
+  it('does not mark a name prepared when its parse failed: the statement fails the same way again', async () => {
+    const bad = () => db.transaction().execute((trx) => sql`selec ${1}`.execute(trx));
+    await expect(bad()).rejects.toThrow(/syntax error/);
+    await expect(bad()).rejects.toThrow(/syntax error/);
+    expect(await db.selectFrom('items').select('label').where('id', '=', 1).executeTakeFirst()).toEqual({ label: 'one' });
+  });
 });
 
-// Kysely's `begin` goes out in the same write as the transaction's first statement.
-describe('pipelined begin', () => {
-  const labels = async () => (await db.selectFrom('items').select('label').orderBy('id').execute()).map((r) => r.label);
-  /** A raw client of the same kind the pools use, counting the round trips it waits out (ReadyForQuery). */
+describe('the client’s deferred BEGIN', () => {
+  /** A client of the kind the pools use, on its own, counting the round trips it waits out (ReadyForQuery). */
   async function rawClient() {
     const client = new PreparingClient({ connectionString: database.url, options: '-c search_path=preptest' });
     await client.connect();
@@ -91,92 +99,40 @@ describe('pipelined begin', () => {
     (client as unknown as { connection: pg.Connection }).connection.on('readyForQuery', () => roundTrips++);
     return { client, roundTrips: () => roundTrips };
   }
-  class Rollback extends Error {}
-  const rolledBack = async (fn: Parameters<ReturnType<Kysely<Db>['transaction']>['execute']>[0]) => {
-    await expect(db.transaction().execute(fn)).rejects.toBeInstanceOf(Rollback);
-  };
+  const countOf = async (client: pg.Client, id: number) => (await client.query<{ n: number }>('select count(*)::int as n from items where id = $1', [id])).rows[0]!.n;
 
-  it('saves a round trip per transaction, and the first statement is inside the transaction', async () => {
+  it('ends a transaction that sent nothing without a word, and one that sent a statement not', async () => {
     const { client, roundTrips } = await rawClient();
     try {
-      const trx = new Kysely<Db>({ dialect: new PostgresDialect({ pool: { connect: async () => Object.assign(client, { release: () => {} }), end: async () => {} } as never }) });
-      const before = roundTrips();
-      await trx.transaction().execute(async (t) => void (await t.insertInto('items').values({ id: 100, label: 'hundred' }).execute()));
-      // The statement (with its begin) and the commit: two, not three.
-      expect(roundTrips() - before).toBe(2);
-      await expect(
-        trx.transaction().execute(async (t) => {
-          await t.insertInto('items').values({ id: 101, label: 'gone' }).execute();
-          throw new Rollback();
-        }),
-      ).rejects.toBeInstanceOf(Rollback);
-      const { rows } = (await client.query('select id from items where id = any($1) order by id', [[100, 101]])) as pg.QueryResult<{ id: number }>;
-      expect(rows).toEqual([{ id: 100 }]);
+      client.deferBegin();
+      expect(client.endUnsent()).toBe(true);
+      expect(roundTrips()).toBe(0);
+      client.deferBegin();
+      await client.query('insert into items (id, label) values ($1, $2)', [100, 'sent']);
+      // The BEGIN went with the insert: one round trip, and the transaction is open in Postgres.
+      expect(roundTrips()).toBe(1);
+      expect(client.endUnsent()).toBe(false);
+      await client.query('rollback');
+      expect(await countOf(client, 100)).toBe(0);
     } finally {
       await client.end();
     }
   });
 
-  it('keeps a first statement without parameters inside the transaction (sent after a begin of its own)', async () => {
-    await rolledBack(async (trx) => {
-      await sql`insert into items (id, label) values (102, 'raw'); insert into items (id, label) values (103, 'raw')`.execute(trx);
-      expect(await trx.selectFrom('items').select('id').where('id', '>=', 102).execute()).toHaveLength(2);
-      throw new Rollback();
-    });
-    expect(await labels()).not.toContain('raw');
-  });
-
-  it('keeps statements given together in a transaction in their order, all inside it', async () => {
-    await rolledBack(async (trx) => {
-      await Promise.all([104, 105, 106].map((id) => trx.insertInto('items').values({ id, label: 'together' }).execute()));
-      throw new Rollback();
-    });
-    expect(await labels()).not.toContain('together');
-  });
-
-  it('sends nothing for an empty transaction, and the connection goes on as usual', async () => {
-    const { client, roundTrips } = await rawClient();
-    try {
-      const before = roundTrips();
-      expect(await client.query('begin', [])).toMatchObject({ command: 'BEGIN' });
-      expect(await client.query('commit', [])).toMatchObject({ command: 'COMMIT' });
-      expect(roundTrips() - before).toBe(0);
-      expect((await client.query('select $1::int as n', [7])).rows).toEqual([{ n: 7 }]);
-    } finally {
-      await client.end();
-    }
-  });
-
-  it('gives a failing first statement its own error and leaves the connection usable (a name is not marked prepared when its parse failed)', async () => {
+  it('gives a failed BEGIN to the statement behind it, which Postgres then skips', async () => {
     const { client } = await rawClient();
     try {
-      await client.query('begin', []);
-      await expect(client.query('selec $1', [1])).rejects.toThrow(/syntax error/);
-      await client.query('rollback', []);
-      await client.query('begin', []);
-      await expect(client.query('insert into items (id, label) values ($1, $2)', [1, 'duplicate'])).rejects.toThrow(/duplicate key/);
-      await client.query('rollback', []);
-      await expect(client.query('selec $1', [1])).rejects.toThrow(/syntax error/);
-      expect((await client.query('select label from items where id = $1', [1])).rows).toEqual([{ label: 'one' }]);
-    } finally {
-      await client.end();
-    }
-  });
-
-  it('gives a failed begin to the statement behind it, which Postgres then skips', async () => {
-    const { client } = await rawClient();
-    try {
-      // A transaction already failed: Postgres refuses the pipelined begin, and skips the insert behind it.
+      // A transaction already failed: Postgres refuses the pipelined BEGIN, and skips the insert behind it.
       await client.query('BEGIN');
       await expect(client.query('select 1/0')).rejects.toThrow(/division by zero/);
-      await client.query('begin', []);
+      client.deferBegin();
       await expect(client.query('insert into items (id, label) values ($1, $2)', [107, 'skipped'])).rejects.toThrow(/current transaction is aborted/);
       await client.query('ROLLBACK');
-      expect((await client.query('select count(*)::int as n from items where id = $1', [107])).rows).toEqual([{ n: 0 }]);
-      // pg's callback form behind a failed begin hears of the begin's error.
+      expect(await countOf(client, 107)).toBe(0);
+      // pg's callback form behind a failed BEGIN (sent on its own: the statement has no parameters) hears of the BEGIN's error.
       await client.query('BEGIN');
       await expect(client.query('select 1/0')).rejects.toThrow(/division by zero/);
-      await client.query('begin', []);
+      client.deferBegin();
       const heard = await new Promise<Error | undefined>((resolve) => client.query('select 1', (err: Error | undefined) => resolve(err)));
       expect(heard?.message).toMatch(/current transaction is aborted/);
       await client.query('ROLLBACK');
@@ -185,47 +141,48 @@ describe('pipelined begin', () => {
     }
   });
 
-  it('commits with a COMMIT_AFTER statement: a transaction of one such statement is one round trip', async () => {
+  it('tells no statement apart by its text: `begin`, `commit` and `rollback` given to it are sent to Postgres as they are', async () => {
     const { client, roundTrips } = await rawClient();
     try {
-      const trx = new Kysely<Db>({ dialect: new PostgresDialect({ pool: { connect: async () => Object.assign(client, { release: () => {} }), end: async () => {} } as never }) });
-      const before = roundTrips();
-      await trx.transaction().execute(async (t) => void (await sql`${sql.raw(COMMIT_AFTER)}insert into items (id, label) values (${110}, ${'pipelined'})`.execute(t)));
-      expect(roundTrips() - before).toBe(1);
-      // Committed: another connection sees it.
-      expect(await labels()).toContain('pipelined');
-      // Two statements, the last one committing: two round trips.
-      const again = roundTrips();
-      await trx.transaction().execute(async (t) => {
-        await t.insertInto('items').values({ id: 111, label: 'first' }).execute();
-        await sql`${sql.raw(COMMIT_AFTER)}insert into items (id, label) values (${112}, ${'last'})`.execute(t);
-      });
-      expect(roundTrips() - again).toBe(2);
-      expect(await labels()).toEqual(expect.arrayContaining(['first', 'last']));
+      expect(await client.query('begin', [])).toMatchObject({ command: 'BEGIN' });
+      await client.query('insert into items (id, label) values ($1, $2)', [108, 'sent']);
+      expect(await client.query('commit', [])).toMatchObject({ command: 'COMMIT' });
+      // With no transaction open, Postgres answers the rollback itself (with a warning).
+      expect(await client.query('rollback', [])).toMatchObject({ command: 'ROLLBACK' });
+      expect(roundTrips()).toBe(4);
+      expect(await countOf(client, 108)).toBe(1);
     } finally {
       await client.end();
     }
   });
 
-  it('rolls everything back when the COMMIT_AFTER statement fails (Postgres skips its COMMIT)', async () => {
-    await expect(
-      db.transaction().execute(async (trx) => {
-        await trx.insertInto('items').values({ id: 113, label: 'undone' }).execute();
-        await sql`${sql.raw(COMMIT_AFTER)}insert into items (id, label) values (${1}, ${'duplicate'})`.execute(trx);
-      }),
-    ).rejects.toThrow(/duplicate key/);
-    expect(await labels()).not.toContain('undone');
-    // The pool's connection goes on as usual.
-    expect(await db.selectFrom('items').select('label').where('id', '=', 1).executeTakeFirst()).toEqual({ label: 'one' });
+  it('answers a statement sent with its COMMIT with the statement’s own result, in one round trip', async () => {
+    const { client, roundTrips } = await rawClient();
+    try {
+      client.deferBegin();
+      const result = await client.queryThenCommit<{ id: number; label: string }>('insert into items (id, label) values ($1, $2) returning id, label', [109, 'committed']);
+      expect({ command: result.command, rowCount: result.rowCount, rows: result.rows, roundTrips: roundTrips() })
+        .toEqual({ command: 'INSERT', rowCount: 1, rows: [{ id: 109, label: 'committed' }], roundTrips: 1 });
+      expect(client.endUnsent()).toBe(false);
+      expect(await countOf(client, 109)).toBe(1);
+    } finally {
+      await client.end();
+    }
   });
 
-  it('refuses anything but the commit after a COMMIT_AFTER statement (it cannot be undone)', async () => {
-    const { client } = await rawClient();
+  it('commits after a last statement given while another still runs, by a COMMIT of its own', async () => {
+    const { client, roundTrips } = await rawClient();
     try {
-      await client.query('begin', []);
-      await client.query(`${COMMIT_AFTER}insert into items (id, label) values ($1, $2)`, [114, 'kept']);
-      await expect(client.query('rollback', [])).rejects.toThrow(/committed with its last statement/);
-      expect((await client.query('select label from items where id = $1', [114])).rows).toEqual([{ label: 'kept' }]);
+      client.deferBegin();
+      const running = client.query('insert into items (id, label) values ($1, $2)', [110, 'running']);
+      const last = client.queryThenCommit('insert into items (id, label) values ($1, $2)', [111, 'last']);
+      await Promise.all([running, last]);
+      // The first with its BEGIN, the last, then its COMMIT.
+      expect(roundTrips()).toBe(3);
+      expect([await countOf(client, 110), await countOf(client, 111)]).toEqual([1, 1]);
+      // No transaction is left open: a rollback now finds none to undo.
+      await client.query('rollback');
+      expect(await countOf(client, 111)).toBe(1);
     } finally {
       await client.end();
     }

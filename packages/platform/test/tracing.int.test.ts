@@ -6,7 +6,7 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import type { Migration } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { subjects, Type, type MessageDef } from '@aex/contracts';
-import { ack, connectServiceDb, createPlatformTablesV1, createPlatformTablesV3, inTransaction, OutboxRelay, type Bus, type PlatformTables } from '../src/index.js';
+import { ack, connectServiceDb, createPlatformTablesV1, createPlatformTablesV3, OutboxRelay, Transactor, type Bus, type PlatformTables } from '../src/index.js';
 import { createTestBus, createTestDatabase, eventually, testLogger, type TestDatabase } from '../src/testing/index.js';
 
 // Trace context crosses the bus (W3C headers): an RPC handler and a consumer of an event written
@@ -58,6 +58,7 @@ describe('trace context over NATS', () => {
     const migrations: Record<string, Migration> = { '0001': { up: async (db) => (await createPlatformTablesV1(db), await createPlatformTablesV3(db)) } };
     const { db, close } = await connectServiceDb<PlatformTables>({ url: database.url, schema: 'traced', migrations });
     const relay = new OutboxRelay(db, bus, testLogger(), 50);
+    const tx = new Transactor(db, relay);
     const consumed: string[] = [];
     const consumer = await bus.consume({
       stream: 'events',
@@ -67,7 +68,7 @@ describe('trace context over NATS', () => {
     });
     try {
       const traceId = await tracer.startActiveSpan('request', async (span) => {
-        await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { n: 1 }));
+        await tx.run(async (_trx, work) => work.enqueue(pinged, { n: 1 }));
         relay.start();
         span.end();
         return span.spanContext().traceId;
@@ -76,7 +77,7 @@ describe('trace context over NATS', () => {
       expect(consumed[0]).toBe(traceId);
       // A row written later outside any request, handed to the relay (whose drains were started from
       // inside that request), does not join the request's trace.
-      await inTransaction(db, async (_trx, work) => work.enqueue(pinged, { n: 2 }));
+      await tx.run(async (_trx, work) => work.enqueue(pinged, { n: 2 }));
       await eventually(async () => consumed.length === 2);
       expect(consumed[1]).not.toBe(traceId);
       const publishes = exporter.getFinishedSpans().filter((s) => s.name.startsWith('publish '));

@@ -132,7 +132,8 @@ export class AggregateRunner<T extends AggregateTypes> {
   async within(trx: AnyTrx, work: UnitOfWork, id: string, command: T['command']): Promise<Stepped<T> | undefined> {
     const done = await this.locked(trx, work, id, command);
     if (done.kind === 'none') return undefined;
-    return this.finish(done, work, true);
+    // A timer's step may end a saga a request waits for on another replica: they hear of it too.
+    return this.finish(done, work, false);
   }
 
   /**

@@ -179,7 +179,7 @@ export class NatsBus implements Bus {
       try {
         data = parse(m.data);
       } catch {
-        m.term('payload is not JSON');
+        m.term();
         return;
       }
       const msg: BusMessage = { subject: m.subject, data, headers, deliveryCount: m.info.deliveryCount, msgId: headers['nats-msg-id'] };
@@ -187,7 +187,9 @@ export class NatsBus implements Bus {
         const outcome = await withMessageSpan(`consume ${m.subject}`, 'consumer', headers, () => spec.handler(msg));
         if (outcome.type === 'ack') m.ack();
         else if (outcome.type === 'nak') m.nak(outcome.delayMs);
-        else m.term(outcome.reason);
+        // Without its reason: a NATS 2.9 server takes a term that carries one (`+TERM reason`) for
+        // none at all and delivers the message again at every ack wait. The consumer logs the reason.
+        else m.term();
       } catch {
         m.nak(Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7)));
       }

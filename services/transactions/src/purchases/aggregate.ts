@@ -109,8 +109,8 @@ function lastOf(m: Awaited<ReturnType<typeof lastMessage>>): LastMessage | undef
  * How a purchase request is answered once its step committed and its wait ended (D9.9): 201 for a
  * purchase whose price is held or that negotiates, 202 while the wallet has not answered or an
  * approval is awaited; 402 once the wallet refused the hold a creation, an accept or an approval
- * asked for; 400 once invalid output moved the status; 200 otherwise (202 while a cancellation's
- * return is on its way).
+ * asked for; 400 once invalid output moved the status; 200 otherwise — 202 while the money a
+ * request set moving (a cancellation's return) is still on its way.
  */
 export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError {
   const { command: c, state: t } = o;
@@ -121,9 +121,6 @@ export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError
       return t.hold === 'held' ? 201 : 202;
     case 'verify':
       return t.status === 'settled' ? 200 : 202;
-    case 'cancel':
-    case 'deny':
-      return o.stillInFlight ? 202 : 200;
     case 'negotiate':
       return c.body.type === 'accept' ? acceptAnswer(o) : 200;
     case 'approve':
@@ -135,7 +132,8 @@ export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError
     case 'deliver':
       return c.outputErrors && c.outputErrors.length > 0 ? invalidOutput(t, c.outputErrors) : 200;
     default:
-      return 200;
+      // A cancellation, a denial, any request that ends a transaction: 202 while its price is on its way back.
+      return o.stillInFlight ? 202 : 200;
   }
 }
 

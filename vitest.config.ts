@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 
-// Three tiers (STYLE.md 9): pure unit tests, integration tests on real Postgres and NATS JetStream,
+// Three tiers (docs/testing.md): pure unit tests, integration tests on real Postgres and NATS JetStream,
 // and end-to-end tests through the gateway. Each integration/e2e file isolates itself (own database,
 // own NATS namespace), so files run in parallel against the shared servers.
 //

@@ -159,7 +159,7 @@ describe('cancelled while a negotiated accept waits for its hold', () => {
   });
 });
 
-describe('with the transaction service restarted (ARCHITECTURE "Timers", D9.7, D11.4)', () => {
+describe('with the transaction service restarted (docs/messaging.md "Durable timers", D9.7, D11.4)', () => {
   it('places a hold the wallet confirmed while the service was down', async ({ exchange: ex, service: serviceId, consumer }) => {
     await ex.stopWallet();
     const id = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT })).id;

@@ -44,7 +44,7 @@ export interface ErrorEntry {
 }
 
 /**
- * The one error family of the exchange (STYLE.md 4). Expected failures are returned as values
+ * The one error family of the exchange, its codes exactly D1.4's. Expected failures are returned as values
  * (see `Result`); an AppError is what a boundary turns into the envelope.
  */
 export class AppError extends Error {

@@ -7,7 +7,7 @@ import type { ServiceName } from './subjects.js';
 
 /**
  * Domain events and saga commands. Each is defined once: its subject suffix (after `<ns>.evt.` or
- * `<ns>.cmd.`) and the schema of its `data`. Consumers validate what they receive (STYLE.md 2).
+ * `<ns>.cmd.`) and the schema of its `data`. Consumers validate what they receive: a message is checked against its contract, never cast.
  */
 export interface MessageDef<S extends TSchema = TSchema> {
   kind: 'event' | 'command';
@@ -127,7 +127,7 @@ export const webhooksOperatorAction = event('webhooks', 'webhooks.operator.actio
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
 
 /**
- * Saga steps of a transaction (ARCHITECTURE "Messaging", D9.9, D13): the transaction service asks,
+ * Saga steps of a transaction (docs/messaging.md, D9.9, D13): the transaction service asks,
  * the wallet answers with an event. Each is keyed by the transaction id, so a repeat changes nothing
  * and answers the same: at most one hold per transaction, settled or returned at most once.
  */

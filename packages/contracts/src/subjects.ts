@@ -1,5 +1,5 @@
 /**
- * NATS subject layout (ARCHITECTURE "Messaging"). Every subject starts with a namespace (`aex` in a
+ * NATS subject layout (docs/messaging.md). Every subject starts with a namespace (`aex` in a
  * deployment) so that tests sharing one NATS server never see each other's traffic.
  */
 export type ServiceName = 'identity' | 'catalog' | 'transactions' | 'wallet' | 'webhooks' | 'gateway';

@@ -80,7 +80,7 @@ function errorReply(err: unknown, log: Logger): RpcReply {
 /**
  * Serves a set of operations of one service over request/reply, one queue group per service so
  * replicas share the load. Every request is validated against the operation's contract before the
- * handler sees it (STYLE.md 2); a keyed request runs under its Idempotency-Key record (D5.5); the
+ * handler sees it (a message is checked against its contract, never cast); a keyed request runs under its Idempotency-Key record (D5.5); the
  * reply is encoded once and fitted to the bus's payload budget (a stored answer is fitted the same
  * way when replayed, so first answer and replays stay the same bytes); AppErrors become error replies, anything else a
  * masked 500.

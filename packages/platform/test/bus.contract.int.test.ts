@@ -4,7 +4,7 @@ import { subjects } from '@aex/contracts';
 import { ack, nak, term, BusUnavailableError, KvConflictError, PayloadTooLargeError, type Bus, type BusMessage, type Stoppable } from '../src/index.js';
 import { createTestBus, eventually, type BusKind } from '../src/testing/index.js';
 
-// One contract, two implementations (ARCHITECTURE "Running it"): the in-process bus must behave
+// One contract, two implementations (README "Run it, test it"): the in-process bus must behave
 // like JetStream for everything the services rely on.
 describe.each<BusKind>(['jetstream', 'memory'])('bus contract (%s)', (kind) => {
   let bus: Bus;

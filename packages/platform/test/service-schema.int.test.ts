@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { connectServiceDb } from '../src/index.js';
 import { messagingTest, migrations, SCHEMA, type Db } from './messaging-kit.js';
 
-// Each service in its own schema, as its own role (ARCHITECTURE "Who owns what"), on real Postgres.
+// Each service in its own schema, as its own role (docs/architecture.md "Layout of a service"), on real Postgres.
 
 const t = messagingTest({ bus: false });
 

@@ -7,7 +7,7 @@ import { lockDataDir } from './infra/data-dir-lock.js';
 import { localOperatorToken } from './infra/operator-token.js';
 import { stopStack } from './infra/shutdown.js';
 
-// `pnpm start`: the whole exchange in one process (ARCHITECTURE "Running it"). Local defaults: the
+// `pnpm start`: the whole exchange in one process (README "Run it, test it"). Local defaults: the
 // sandbox payment processor, private webhook targets allowed (D16) and an operator token of the data
 // directory's; everything else as configured.
 await runMain(async () => {

@@ -50,7 +50,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, now };
   relay.start();
   const saga = await serveSaga(deps);
-  // Durable timers (ARCHITECTURE "Timers"): rows claimed with SKIP LOCKED and fired in the database
+  // Durable timers (docs/messaging.md "Durable timers"): rows claimed with SKIP LOCKED and fired in the database
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
   const timers = new TimerRunner<Database>(tx, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, logger, { pollMs: opts.timerPollMs ?? 250, now });
   timers.start();

@@ -41,7 +41,7 @@ type AnyDb = Kysely<any>;
 type AnyTrx = Transaction<any>;
 
 /**
- * One aggregate of a service (ARCHITECTURE "Aggregates and steps"): a purchase, a hold, a dispute, a
+ * One aggregate of a service (docs/messaging.md "Aggregates and their steps"): a purchase, a hold, a dispute, a
  * child's budget. Everything about it is here, once — how it is read and locked, the pure decision,
  * the one write of its changes, its effects, what a requester waits for and how it is answered —
  * and everything around a decision is the runner's (`AggregateRunner`): reads, writes at commit,

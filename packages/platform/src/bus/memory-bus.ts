@@ -22,7 +22,7 @@ interface DurableState {
 const DUPLICATE_WINDOW_MS = 2 * 60_000;
 
 /**
- * The in-process bus (ARCHITECTURE "Running it"): one Node process, no NATS server. It keeps the
+ * The in-process bus (README "Run it, test it"): one Node process, no NATS server. It keeps the
  * contract of the JetStream bus — at-least-once delivery with ack / nak(delay) / term and ack-wait
  * redelivery, publish dedupe by message id, durable cursors, queue-group request/reply, KV with CAS
  * and TTL — but holds everything in memory, so a restart forgets unconsumed messages. Services

@@ -1,5 +1,5 @@
 /**
- * The bus contract both implementations honour (ARCHITECTURE "Messaging", "Running it"):
+ * The bus contract both implementations honour (docs/messaging.md, README "Run it, test it"):
  * request/reply with queue groups, durable at-least-once streams with publish dedupe by message id,
  * ack / nak(delay) / term, and KV buckets with compare-and-set and a time to live.
  * `bus.contract.int.test.ts` runs one suite against JetStream and against the in-process bus.

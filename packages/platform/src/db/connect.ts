@@ -5,7 +5,7 @@ import { ServiceDialect } from './driver.js';
 import { PreparingClient } from './prepared.js';
 
 // int8 (bigint) columns hold cents: parse them to numbers, refusing anything beyond the safe range
-// (STYLE.md 10: money is integers, never silently rounded).
+// (money is integers, never silently rounded).
 pg.types.setTypeParser(20, (value: string) => {
   const n = Number(value);
   if (!Number.isSafeInteger(n)) throw new Error(`int8 value ${value} exceeds the safe integer range`);
@@ -44,7 +44,7 @@ export interface ServiceDb<DB> {
 const IDENT = /^[a-z][a-z0-9_]{0,40}$/;
 
 /**
- * Connects a service to its own schema (ARCHITECTURE "Who owns what"). When the connecting user may
+ * Connects a service to its own schema (docs/architecture.md "Layout of a service"). When the connecting user may
  * create roles (local stack, tests), the role `aex_<schema>` is created, owns the schema and is the
  * role every pooled connection runs as: it has no rights on other services' schemas, so a stray
  * cross-schema query fails. Otherwise (a deployment giving each service its own login), the login

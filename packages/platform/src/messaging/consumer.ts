@@ -91,7 +91,7 @@ export interface MessageConsumerOptions<M extends MessageDef> {
 }
 
 /**
- * A durable consumer of one message type (ARCHITECTURE "Messaging"): each message is checked against
+ * A durable consumer of one message type (docs/messaging.md): each message is checked against
  * its contract (one that breaks it is terminated, never retried), applied, and acknowledged; a failure
  * is retried with backoff, an AppError terminates it. `apply` makes it exactly once (`appliedOnce`).
  */
@@ -130,7 +130,7 @@ export async function consumeMessages<M extends MessageDef>(opts: MessageConsume
 }
 
 /**
- * A durable consumer whose effect is applied exactly once (ARCHITECTURE "Messaging"): the processed
+ * A durable consumer whose effect is applied exactly once (docs/messaging.md): the processed
  * message id is inserted in the same database transaction as the effect, so a redelivery finds it
  * and only acks. Invalid payloads are terminated (never retried); failures are retried with backoff.
  */

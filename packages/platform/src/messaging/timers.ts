@@ -10,7 +10,7 @@ import { exchangeMetrics, metrics, serviceOf } from '../metrics.js';
 export type TimerHandler<DB> = (trx: Transaction<DB>, timer: { kind: string; key: string; payload: unknown; fireAt: Date }, work: UnitOfWork) => Promise<void>;
 
 /**
- * Fires due timers (ARCHITECTURE "Timers"): each is claimed with FOR UPDATE SKIP LOCKED and fired in
+ * Fires due timers (docs/messaging.md "Durable timers"): each is claimed with FOR UPDATE SKIP LOCKED and fired in
  * the same transaction that removes it, so many replicas can run side by side and a crash mid-fire
  * leaves it due. A failing handler is retried with backoff.
  */

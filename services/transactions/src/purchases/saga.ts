@@ -3,7 +3,7 @@ import type { Stoppable } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 
 /**
- * The transaction service's side of the saga (ARCHITECTURE "Messaging", D9.9): the wallet's answers
+ * The transaction service's side of the saga (docs/messaging.md, D9.9): the wallet's answers
  * are purchase commands (`decidePurchase`), each applied once (its message id recorded with the
  * step) and only when it is the answer the transaction waits for, so late, repeated or stale answers
  * change nothing. The request that asked may already have answered 202: these run whether or not it

@@ -190,7 +190,7 @@ export interface Violation {
 }
 
 /**
- * ARCHITECTURE "Money" / D13.2–D13.3 invariants: per wallet the entries sum to the available balance,
+ * docs/payments.md "How money moves" / D13.2–D13.3 invariants: per wallet the entries sum to the available balance,
  * balance-moving entries sum to the balance, holds sum to `heldCents`, nothing is negative; overall,
  * all balances (platform included) sum to funded minus paid out.
  */

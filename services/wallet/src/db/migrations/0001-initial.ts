@@ -37,7 +37,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('description', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull())
     .execute();
-  // Every movement carries an operation id; repeating an operation is a no-op (ARCHITECTURE "Money").
+  // Every movement carries an operation id; repeating an operation is a no-op (docs/payments.md "How money moves").
   await sql`create unique index ledger_entries_operation on ledger_entries (operation_id, wallet_id, tx_type)`.execute(db);
   await sql`create index ledger_entries_wallet on ledger_entries (wallet_id, seq)`.execute(db);
   // Append-only: entries are never changed or removed.

@@ -202,12 +202,13 @@ describe('the console (owners)', () => {
   it('takes the owner agent\'s key only: another agent\'s key and a wrong key are refused', async () => {
     const { buyer } = await awaitingPurchase();
     const page = await visit();
+    const said = () => page.getByRole('status').textContent();
     await page.getByLabel('Owner agent API key').fill(buyer.apiKey);
     await page.locator('#owner-signin button[type=submit]').click();
-    await page.getByRole('status').getByText(/FORBIDDEN: Sign in with your account's owner agent's API key/).waitFor();
+    await expect.poll(said, { timeout: 10_000 }).toMatch(/FORBIDDEN: Sign in with your account's owner agent's API key/);
     await page.getByLabel('Owner agent API key').fill('ae_live_not-a-key-at-all');
     await page.locator('#owner-signin button[type=submit]').click();
-    await page.getByRole('status').getByText(/UNAUTHENTICATED/).waitFor();
+    await expect.poll(said, { timeout: 10_000 }).toMatch(/UNAUTHENTICATED/);
     expect(await page.context().cookies()).toEqual([]);
   });
 });
@@ -269,8 +270,9 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
       await screenshot(page, 'webhooks');
       await retry.click();
       await page.getByRole('status').getByText(/Sent again: transaction\.settled to worker is (pending|delivered)\./).waitFor();
-      await eventually(async () => got.length === 1 || null, 10_000);
-      await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'delivered' })).length === 1 || null, 10_000);
+      // Received once, and recorded as delivered: the settlement's event, and only it.
+      await expect.poll(() => got.length, { timeout: 10_000 }).toBe(1);
+      await expect.poll(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'delivered' })).map((d) => d.eventType), { timeout: 10_000 }).toEqual(['transaction.settled']);
     } finally {
       receiver.closeAllConnections();
       await new Promise((r) => receiver.close(r));
@@ -307,9 +309,9 @@ describe('the console (owners): disputes, services and sales', () => {
     await buyer.getByRole('status').getByText('Accepted: the dispute is resolved (partial refund).').waitFor();
     expect(unwrap(await consumer.client.getDispute(dispute.id))).toMatchObject({ status: 'resolved', outcome: 'partial_refund', refundCents: 300 });
     // The settlement follows through the wallet: the page shows it once read again.
-    await eventually(async () => unwrap(await consumer.client.getTransaction(t.id)).status === 'settled' || null, 10_000);
+    await expect.poll(async () => unwrap(await consumer.client.getTransaction(t.id)).status, { timeout: 10_000 }).toBe('settled');
     await buyer.reload();
-    await buyer.locator('#purchase-status').getByText('settled').waitFor();
+    await expect.poll(() => buyer.locator('#purchase-status').textContent(), { timeout: 10_000 }).toMatch(/^settled\b/);
   });
 });
 

@@ -37,7 +37,8 @@ describe('wallet service down during sign-up', () => {
     const db = new pg.Client({ connectionString: ex.databaseUrl });
     await db.connect();
     try {
-      await eventually(async () => (await db.query('select wallet_opened_at from identity.agents where id = $1', [acc.agent.id])).rows[0]?.wallet_opened_at, 10_000);
+      const opened = async () => (await db.query('select wallet_opened_at from identity.agents where id = $1', [acc.agent.id])).rows[0]?.wallet_opened_at;
+      await expect.poll(opened, { timeout: 10_000 }).toBeInstanceOf(Date);
     } finally {
       await db.end();
     }
@@ -70,6 +71,8 @@ describe('process killed during sign-ups', () => {
           const p = client.createAccount({ accountType: 'individual', email: uniqueEmail(), displayName: `round ${round}`, agent: { name: `a${i}` } });
           inFlight.push(p);
           void p.then(() => done++);
+          // A trickle, not one burst: the kill then finds sign-ups at every stage. Nothing marks a
+          // moment to send the next one, so they are spaced in time.
           await new Promise((r) => setTimeout(r, 8));
         }
       })();
@@ -87,15 +90,12 @@ describe('process killed during sign-ups', () => {
     const sql = new pg.Client({ connectionString: proc.db.url });
     await sql.connect();
     try {
-      await eventually(async () => {
-        const { rows } = await sql.query(`
-          select
-            (select count(*) from identity.agents where wallet_opened_at is null)::int as pending,
-            (select count(*) from identity.agents a where not exists (select 1 from wallet.wallets w where w.agent_id = a.id))::int as agents_without_wallet,
-            (select count(*) from wallet.wallets w where w.agent_id is not null and not exists (select 1 from identity.agents a where a.id = w.agent_id))::int as wallets_without_agent`);
-        const r = rows[0] as { pending: number; agents_without_wallet: number; wallets_without_agent: number };
-        return r.pending === 0 && r.agents_without_wallet === 0 && r.wallets_without_agent === 0;
-      }, 30_000, 200);
+      const halfMade = async () => (await sql.query(`
+        select
+          (select count(*) from identity.agents where wallet_opened_at is null)::int as pending,
+          (select count(*) from identity.agents a where not exists (select 1 from wallet.wallets w where w.agent_id = a.id))::int as agents_without_wallet,
+          (select count(*) from wallet.wallets w where w.agent_id is not null and not exists (select 1 from identity.agents a where a.id = w.agent_id))::int as wallets_without_agent`)).rows[0];
+      await expect.poll(halfMade, { timeout: 30_000, interval: 200 }).toEqual({ pending: 0, agents_without_wallet: 0, wallets_without_agent: 0 });
 
       // Every account that was answered is there, with its agent, its key and its wallet.
       for (const acc of answered) {

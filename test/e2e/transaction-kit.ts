@@ -1,10 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { unwrap, type ExchangeClient } from '@agent-exchange/client';
-import type { CreateServiceBody, LedgerEntryView, TransactionView } from '@aex/contracts';
-import type { Member, TestExchange } from './harness.js';
+import { subjects, TRANSACTION_EVENTS_FILTER, type CreateServiceBody, type LedgerEntryView, type MessageEnvelope, type TransactionView } from '@aex/contracts';
+import { ack } from '@aex/platform';
+import { startTestExchange, type Member, type TestExchange } from './harness.js';
 
 // What the transaction tests share: a digest service, its good input and output, parties
-// with signing keys, and waiting for a status.
+// with signing keys, waiting for a status, and an exchange that records the transactions' events.
 
 export const INPUT = { payload: 'hello world', algorithm: 'sha256' };
 export const OUTPUT = { digest: createHash('sha256').update('hello world').digest('hex'), algorithm: 'sha256' };
@@ -75,4 +76,45 @@ export async function webhookUrlKnown(client: ExchangeClient, agentId: string): 
     if (Date.now() > deadline) throw new Error(`the webhook service did not learn the webhook URL of ${agentId}`);
     await new Promise((res) => setTimeout(res, 100));
   }
+}
+
+/** A `transaction.<status>` event as published, and as the webhook dispatcher consumes it (D14.1). */
+export type TransactionEvent = MessageEnvelope<{ transactionId: string; status: string; previousStatus: string | null; consumerAgentId: string; providerAgentId: string }>;
+
+export interface RecordingExchange {
+  ex: TestExchange;
+  /** The events of one transaction published so far, in the order they were published. */
+  eventsOf(transactionId: string): TransactionEvent[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the exchange of a file of transaction route tests: writes unlimited (one test opens 100
+ * transactions for one agent), timers looked at every 100 ms, and every `transaction.<status>` event
+ * published recorded, as the webhook dispatcher will consume them (D14.1).
+ */
+export async function startRecordingExchange(): Promise<RecordingExchange> {
+  const ex = await startTestExchange({ RATE_LIMIT_WRITE_PER_MIN: '100000' }, { timerPollMs: 100 });
+  const published: TransactionEvent[] = [];
+  const recorder = await ex.bus.consume({
+    stream: 'events',
+    durable: 'test-transaction-events',
+    filter: subjects.event(ex.bus.namespace, TRANSACTION_EVENTS_FILTER),
+    concurrency: 1,
+    handler: async (msg) => {
+      published.push(msg.data as TransactionEvent);
+      return ack();
+    },
+  }).catch(async (err: unknown) => {
+    await ex.stop();
+    throw err;
+  });
+  return {
+    ex,
+    eventsOf: (id) => published.filter((e) => e.data.transactionId === id),
+    stop: async () => {
+      await recorder.stop();
+      await ex.stop();
+    },
+  };
 }

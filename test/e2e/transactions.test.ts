@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type Outcome } from '@agent-exchange/client';
-import { subjects, TRANSACTION_EVENTS_FILTER, type MessageEnvelope, type TransactionView } from '@aex/contracts';
-import { ack, type Stoppable } from '@aex/platform';
-import { expectError, startTestExchange, type TestExchange } from './harness.js';
-import { INPUT, OUTPUT, serviceBody, ledgerOf, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party } from './transaction-kit.js';
+import { expectError, type TestExchange } from './harness.js';
+import { createHeld, INPUT, OUTPUT, serviceBody, ledgerOf, startRecordingExchange, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party, type RecordingExchange } from './transaction-kit.js';
 
-// the gateway: every route of transactions and negotiation, each error and each
-// caller (consumer, provider, third party, other agent of the account, anonymous, deactivated).
+// The gateway: every route of transactions, each error and each caller (consumer, provider, third
+// party, other agent of the account, anonymous, deactivated). Negotiation and concurrent requests
+// for the same move are in transactions-negotiation-and-races.test.ts.
 
+let recording: RecordingExchange | undefined;
 let ex: TestExchange;
 
 const data = <T>(r: Outcome<T>): T => unwrap(r);
@@ -16,31 +16,14 @@ const party = () => partyOf(ex);
 const funded = (cents: number) => fundedOf(ex, cents);
 const waitFor = waitForStatus;
 
-/** Every `transaction.<status>` event published, as the webhook dispatcher will consume them (D14.1). */
-const published: MessageEnvelope<{ transactionId: string; status: string; previousStatus: string | null; consumerAgentId: string; providerAgentId: string }>[] = [];
-let eventConsumer: Stoppable | undefined;
-
 beforeAll(async () => {
-  // Writes unlimited: one test opens 100 transactions for one agent.
-  ex = await startTestExchange({ RATE_LIMIT_WRITE_PER_MIN: '100000' }, { timerPollMs: 100 });
-  eventConsumer = await ex.bus.consume({
-    stream: 'events',
-    durable: 'test-transaction-events',
-    filter: subjects.event(ex.bus.namespace, TRANSACTION_EVENTS_FILTER),
-    concurrency: 1,
-    handler: async (msg) => {
-      published.push(msg.data as (typeof published)[number]);
-      return ack();
-    },
-  });
+  recording = await startRecordingExchange();
+  ex = recording.ex;
 }, 120_000);
 
-afterAll(async () => {
-  await eventConsumer?.stop();
-  await ex?.stop();
-});
+afterAll(async () => recording?.stop());
 
-const eventsOf = (id: string) => published.filter((e) => e.data.transactionId === id);
+const eventsOf = (id: string) => recording!.eventsOf(id);
 
 /**
  * Each test's own parties and purchase, made for it alone: a provider selling a fixed-price service
@@ -253,98 +236,6 @@ describe('pricing by units and graduated tiers (D9.3)', () => {
   });
 });
 
-/** Each test's own parties: a provider selling a negotiable service (500–2,000 cents), a consumer with 5,000 cents. */
-const negotiationTest = it
-  .extend('provider', async () => party())
-  .extend('consumer', async () => funded(5000))
-  .extend('serviceId', async ({ provider }) => data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 } }))).id);
-
-describe('negotiation (D9.4, D11)', () => {
-
-  negotiationTest('opens with the consumer\'s offer, enforces turns and message rules, and settles on the accepted price', async ({ provider, consumer, serviceId }) => {
-    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    expect(t).toMatchObject({ status: 'negotiating', agreedPriceCents: null, statusReason: 'negotiable_pricing' });
-    expect(await wallet(consumer)).toMatchObject({ heldCents: 0 });
-    expectError(await consumer.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 700 } }), 400, 'NEGOTIATION_OUT_OF_TURN');
-    expectError(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: {} }), 400, 'INVALID_NEGOTIATION_MESSAGE');
-    expectError(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 2500 } }), 400, 'INVALID_NEGOTIATION_MESSAGE');
-    expectError(await provider.client.negotiate(t.id, { type: 'initial_offer', terms: { priceCents: 900 } }), 400, 'INVALID_NEGOTIATION_MESSAGE');
-    expectError(await provider.client.negotiate(t.id, { type: 'accept', terms: { priceCents: 900 } }), 400, 'INVALID_NEGOTIATION_MESSAGE');
-    expect(data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 800 }, message: 'meet me halfway' })).status).toBe('negotiating');
-    const accepted = await consumer.client.negotiate(t.id, { type: 'accept', terms: {} });
-    expect(accepted.status).toBe(200);
-    expect(data(accepted)).toMatchObject({ status: 'funds_held', agreedPriceCents: 800, platformFeeCents: 40 });
-    expect(await wallet(consumer)).toMatchObject({ heldCents: 800 });
-    const messages = data(await provider.client.negotiations(t.id));
-    expect(messages.map((m) => [m.round, m.messageType, m.fromAgentId, m.terms])).toEqual([
-      [1, 'initial_offer', consumer.agentId, { priceCents: 600 }],
-      [2, 'counter_offer', provider.agentId, { priceCents: 800 }],
-      [3, 'accept', consumer.agentId, {}],
-    ]);
-    expectError(await provider.client.negotiate(t.id, { type: 'reject', terms: {} }), 409, 'INVALID_STATE');
-    await expect.poll(() => eventsOf(t.id).map((e) => e.data.status)).toEqual(['initiated', 'negotiating', 'matched', 'funds_held']);
-  });
-
-  negotiationTest('says why a fixed-price purchase negotiates: a maxPriceCents above the list price opens a negotiation at that price (D9.4)', async ({ provider, consumer }) => {
-    const fixed = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 1000 } }))).id;
-    const t = data(await consumer.client.createTransaction({ serviceId: fixed, input: INPUT, maxPriceCents: 1200 }));
-    expect(t).toMatchObject({ status: 'negotiating', statusReason: 'max_price_differs_from_list_price', agreedPriceCents: null });
-    const messages = data(await consumer.client.negotiations(t.id));
-    expect(messages.map((m) => [m.messageType, m.terms])).toEqual([['initial_offer', { priceCents: 1200 }]]);
-    const bought = data(await consumer.client.createTransaction({ serviceId: fixed, input: INPUT, maxPriceCents: 1000 }));
-    expect(bought).toMatchObject({ status: 'funds_held', statusReason: null });
-  });
-
-  negotiationTest('ends on reject and on withdraw, each with its reason (D11.3)', async ({ provider, consumer, serviceId }) => {
-    const a = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    expect(data(await provider.client.negotiate(a.id, { type: 'reject', terms: {} }))).toMatchObject({ status: 'cancelled', statusReason: 'negotiation_rejected' });
-    const b = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    expect(data(await provider.client.negotiate(b.id, { type: 'counter_offer', terms: { priceCents: 900 } })).status).toBe('negotiating');
-    expect(data(await consumer.client.negotiate(b.id, { type: 'withdraw', terms: {} }))).toMatchObject({ status: 'cancelled', statusReason: 'negotiation_withdrawn' });
-  });
-
-  negotiationTest('ends when the 10th message is not an accept', async ({ provider, consumer, serviceId }) => {
-    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    let last: TransactionView = t;
-    for (let round = 2; round <= 10; round++) {
-      const who = round % 2 === 0 ? provider : consumer;
-      last = data(await who.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 600 + round * 10 } }));
-    }
-    expect(last).toMatchObject({ status: 'cancelled', statusReason: 'negotiation_rounds_exhausted' });
-    expect(data(await consumer.client.negotiations(t.id))).toHaveLength(10);
-  });
-
-  negotiationTest('cancels when the latest offer expires unanswered (D11.4)', async ({ provider, consumer, serviceId }) => {
-    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
-    // The offer's second passes on the services' clock: its timer fires at the next look.
-    ex.clock.advance(1_500);
-    const expired = await waitFor(consumer, t.id, 'cancelled', 10_000);
-    expect(expired.statusReason).toBe('offer_expired');
-  });
-
-  negotiationTest('answers 402 to an accept the consumer cannot pay, changing nothing; a later accept succeeds', async ({ provider, serviceId }) => {
-    const poor = await funded(500);
-    const t = data(await poor.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 500 }));
-    data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 700 } }));
-    expectError(await poor.client.negotiate(t.id, { type: 'accept', terms: {} }), 402, 'INSUFFICIENT_FUNDS');
-    expect(data(await poor.client.getTransaction(t.id))).toMatchObject({ status: 'negotiating', agreedPriceCents: null });
-    expect(data(await poor.client.negotiations(t.id))).toHaveLength(2);
-    data(await poor.client.fund(poor.agentId, 500));
-    expect(data(await poor.client.negotiate(t.id, { type: 'accept', terms: {} }))).toMatchObject({ status: 'funds_held', agreedPriceCents: 700 });
-  });
-
-  negotiationTest('checks delegation again at accept, on the agreed price (D10.2)', async ({ provider, consumer, serviceId }) => {
-    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
-    data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 1500 } }));
-    data(await consumer.owner.client.setAgentDelegation(consumer.agentId, { maxTransactionCents: 1000 }));
-    const r = await consumer.client.negotiate(t.id, { type: 'accept', terms: {} });
-    expectError(r, 403, 'DELEGATION_EXCEEDED');
-    if (!r.ok) expect(r.error.errors[0]!.details).toEqual({ rule: 'maxTransactionCents', limit: 1000, attempted: 1500 });
-    expect(data(await consumer.client.getTransaction(t.id)).status).toBe('negotiating');
-  });
-});
-
 describe('delivery checked against the pinned contract (D9.7)', () => {
   it('moves to validation_failed with 400, then failed with the hold returned once the attempts are spent', async () => {
     const [provider, consumer] = await Promise.all([party(), funded(2000)]);
@@ -450,64 +341,32 @@ describe('limits and the pinned validators (D9.6)', () => {
   });
 });
 
-describe('concurrent requests for the same move: exactly one makes it (D9.14)', () => {
-  let provider: Party;
-  let consumer: Party;
-  let serviceId: string;
-
-  beforeAll(async () => {
-    [provider, consumer] = await Promise.all([party(), funded(20_000)]);
-    serviceId = data(await provider.client.createService(serviceBody())).id;
-  });
-
-  const outcome = (r: Outcome<TransactionView>) => (r.ok ? r.status : `${r.status} ${r.error.code} ${String(r.error.errors[0]?.details?.status)}`);
-
-  it('ten parallel verifies: one settles, nine answer 409 INVALID_STATE with the status, and money moves once', async () => {
-    const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    data(await provider.client.deliver(t.id, OUTPUT));
-    const answers = (await Promise.all(Array.from({ length: 10 }, () => consumer.client.verify(t.id, { qualityScore: 80 })))).map(outcome);
-    expect(answers.filter((a) => a === 200 || a === 202)).toHaveLength(1);
-    expect(answers.filter((a) => typeof a === 'string' && /^409 INVALID_STATE (delivered|settled)$/.test(a))).toHaveLength(9);
-    await waitFor(consumer, t.id, 'settled');
-    expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
-  });
-
-  it('deliver racing cancel: one of them moves the transaction, the other answers 409', async () => {
-    for (let i = 0; i < 3; i++) {
-      const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-      const [delivered, cancelled] = await Promise.all([provider.client.deliver(t.id, OUTPUT), consumer.client.cancel(t.id)]);
-      expect([delivered.ok, cancelled.ok].filter(Boolean)).toHaveLength(1);
-      const loser = delivered.ok ? cancelled : delivered;
-      expect(outcome(loser)).toMatch(/^409 INVALID_STATE /);
-      const final = data(await consumer.client.getTransaction(t.id)).status;
-      expect(final).toBe(delivered.ok ? 'delivered' : 'cancelled');
-      if (final === 'delivered') data(await consumer.client.verify(t.id));
-    }
-  });
-
-  it('accept racing withdraw: one of them ends the negotiation, the other answers 409', async () => {
-    const negotiable = data(await provider.client.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 1000, minimumCents: 500, maximumCents: 2000 } }))).id;
-    for (let i = 0; i < 3; i++) {
-      const t = data(await consumer.client.createTransaction({ serviceId: negotiable, input: INPUT, maxPriceCents: 700 }));
-      data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 800 } }));
-      // Both from the party whose turn it is (the other one's would be out of turn, D11.1).
-      const [accepted, withdrawn] = await Promise.all([
-        consumer.client.negotiate(t.id, { type: 'accept', terms: {} }),
-        consumer.client.negotiate(t.id, { type: 'withdraw', terms: {} }),
-      ]);
-      expect([accepted, withdrawn].filter((r) => r.ok)).toHaveLength(1);
-      expect(outcome(accepted.ok ? withdrawn : accepted)).toMatch(/^409 INVALID_STATE /);
-      const final = data(await consumer.client.getTransaction(t.id)).status;
-      expect(final).toBe(accepted.ok ? 'funds_held' : 'cancelled');
-      if (final === 'funds_held') data(await consumer.client.cancel(t.id));
-    }
-  });
-});
-
-describe('the ledger after every flow above (D13.2, D13.3)', () => {
+describe('the ledger after a purchase ended each way (D13.2, D13.3)', () => {
   it('holds every invariant: holds closed once, entries matching them, money conserved with the platform wallet', async () => {
+    // Its own purchases, so that it checks money moved each way whichever order the tests run in
+    // (and with them what the tests before it moved).
+    await endEachWay();
     const report = data(await ex.admin.checkLedger());
     expect(report.violations).toEqual([]);
     expect(report.ok).toBe(true);
   });
 });
+
+/**
+ * Purchases of one consumer ended each way money moves, each awaited to its end: settled by one of
+ * ten racing verifies, cancelled, failed once its delivery attempts were spent, and refused for want
+ * of funds.
+ */
+async function endEachWay(): Promise<void> {
+  const [provider, consumer, poor] = await Promise.all([party(), funded(10_000), funded(500)]);
+  const serviceId = data(await provider.client.createService(serviceBody())).id;
+  const [settled, cancelled, failed] = await Promise.all([1, 2, 3].map(() => createHeld(consumer, { serviceId, input: INPUT })));
+  data(await provider.client.deliver(settled!.id, OUTPUT));
+  await Promise.all(Array.from({ length: 10 }, () => consumer.client.verify(settled!.id)));
+  data(await provider.client.cancel(cancelled!.id));
+  for (const output of [{}, { digest: 'not hex' }]) expectError(await provider.client.deliver(failed!.id, output), 400, 'OUTPUT_VALIDATION_FAILED');
+  expectError(await poor.client.createTransaction({ serviceId, input: INPUT }), 402, 'INSUFFICIENT_FUNDS');
+  await waitFor(consumer, settled!.id, 'settled');
+  await waitFor(consumer, failed!.id, 'failed');
+  await expect.poll(async () => (await wallet(consumer)).heldCents, { timeout: 10_000 }).toBe(0);
+}

@@ -97,7 +97,7 @@ describe('outbox relay', () => {
     await expect(new OutboxRelay(t.db, failing, logger).drain()).rejects.toThrow('jetstream down');
     expect(await t.db.selectFrom('outbox').select(['publishedAt', 'claimedUntil']).where('id', '=', id).executeTakeFirstOrThrow()).toEqual({ publishedAt: null, claimedUntil: null });
     expect(await new OutboxRelay(t.db, t.bus, logger).drain()).toBe(1);
-    await eventually(async () => got.length === 1);
+    await expect.poll(() => got.map((m) => (m.data as { id: string }).id), { timeout: 5_000 }).toEqual([id]);
   });
 
   it('lets two relays drain side by side without publishing anything twice (SKIP LOCKED)', async () => {
@@ -128,8 +128,8 @@ describe('outbox relay', () => {
     const relay = new OutboxRelay(t.db, t.bus, logger, 50);
     relay.start();
     t.stoppables.push(relay);
-    await new Transactor(t.db, relay).run(async (_trx, work) => work.enqueue(pinged, { value: 9 }));
-    await eventually(async () => got.length === 1);
+    const { id } = await new Transactor(t.db, relay).run(async (_trx, work) => work.enqueue(pinged, { value: 9 }));
+    await expect.poll(() => got.map((m) => (m.data as { id: string }).id), { timeout: 5_000 }).toEqual([id]);
   });
 });
 
@@ -177,7 +177,7 @@ describe('outbox hand-off', () => {
     expect(await other.drain()).toBe(0);
     await t.db.updateTable('outbox').set({ claimedUntil: new Date(Date.now() - 1) }).where('id', '=', id).execute();
     expect(await other.drain()).toBe(1);
-    await eventually(async () => got.length === 1);
+    await expect.poll(() => got.map((m) => (m.data as { id: string }).id), { timeout: 5_000 }).toEqual([id]);
   });
 
   it('publishes nothing of a transaction that rolled back', async () => {
@@ -207,7 +207,7 @@ describe('outbox hand-off', () => {
     refuse = false;
     // The drain the refusal asked for may have run while JetStream still refused: one more is enough.
     await relay.drain();
-    await eventually(async () => got.length === 1);
-    await eventually(async () => (await t.outboxRow(id)) === undefined);
+    await expect.poll(() => got.map((m) => (m.data as { id: string }).id), { timeout: 5_000 }).toEqual([id]);
+    await expect.poll(() => t.outboxRow(id), { timeout: 5_000 }).toBeUndefined();
   });
 });

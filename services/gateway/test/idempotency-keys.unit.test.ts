@@ -30,8 +30,7 @@ const ctx = (fingerprint: string, key = 'k-1', scope = 'agent:a') => ({ key, sco
 describe('binding an Idempotency-Key to its first request (D5.6)', () => {
   it('lets the first request and its repeats through', async () => {
     const keys = await binding(kvOf());
-    await keys.bind(ctx('f1'));
-    await keys.bind(ctx('f1'));
+    for (let i = 0; i < 3; i++) await expect(keys.bind(ctx('f1'))).resolves.toBeUndefined();
   });
 
   it('refuses another request under the key with 422 IDEMPOTENCY_KEY_REUSED', async () => {
@@ -41,9 +40,15 @@ describe('binding an Idempotency-Key to its first request (D5.6)', () => {
   });
 
   it('keeps scopes apart', async () => {
-    const keys = await binding(kvOf());
-    await keys.bind(ctx('f1', 'k', 'agent:a'));
-    await keys.bind(ctx('f2', 'k', 'agent:b'));
+    const kv = kvOf();
+    const keys = await binding(kv);
+    await expect(keys.bind(ctx('f1', 'k', 'agent:a'))).resolves.toBeUndefined();
+    // The same key in another scope, for another request: bound on its own, not a reuse.
+    await expect(keys.bind(ctx('f2', 'k', 'agent:b'))).resolves.toBeUndefined();
+    expect(await kv.keys()).toHaveLength(2);
+    // Each stays bound to its own request.
+    await expect(keys.bind(ctx('f2', 'k', 'agent:a'))).rejects.toMatchObject({ status: 422 });
+    await expect(keys.bind(ctx('f1', 'k', 'agent:b'))).rejects.toMatchObject({ status: 422 });
   });
 
   it('refuses with 503 and Retry-After when the store cannot be reached, binding nothing', async () => {

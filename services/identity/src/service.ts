@@ -58,26 +58,7 @@ export async function startIdentityService(opts: {
     now: deps.now,
     service: 'identity',
     ops: identityOps,
-    handlers: {
-      createAccount: accounts.createAccount(deps),
-      getAccount: accounts.getAccount(deps),
-      listAccountAgents: accounts.listAccountAgents(deps),
-      updateAccount: accounts.updateAccount(deps),
-      setAccountDelegation: accounts.setAccountDelegation(deps),
-      createAgent: agents.createAgent(deps),
-      getAgent: agents.getAgent(deps),
-      getTrust: getTrust(deps),
-      listOperatorActions: listOperatorActions(deps),
-      updateAgent: agents.updateAgent(deps),
-      deactivateAgent: agents.deactivateAgent(deps),
-      suspendAgent: agents.suspendAgent(deps),
-      setAgentDelegation: agents.setAgentDelegation(deps),
-      spawnAgent: spawnAgent(deps),
-      rotateKey: keys.rotateKey(deps),
-      authenticate: keys.authenticate(deps),
-      getDidDocument: keys.getDidDocument(deps),
-      effectiveDelegation: effectiveDelegation(deps),
-    },
+    handlers: operationHandlers(deps),
     logger,
     tx,
     claims: serviceDb.claims,
@@ -99,5 +80,29 @@ export async function startIdentityService(opts: {
       await relay.stop();
       await close();
     }),
+  };
+}
+
+/** Each operation identity answers on the bus (`identityOps`), by the feature that owns it. */
+function operationHandlers(deps: IdentityDeps) {
+  return {
+    createAccount: accounts.createAccount(deps),
+    getAccount: accounts.getAccount(deps),
+    listAccountAgents: accounts.listAccountAgents(deps),
+    updateAccount: accounts.updateAccount(deps),
+    setAccountDelegation: accounts.setAccountDelegation(deps),
+    createAgent: agents.createAgent(deps),
+    getAgent: agents.getAgent(deps),
+    getTrust: getTrust(deps),
+    listOperatorActions: listOperatorActions(deps),
+    updateAgent: agents.updateAgent(deps),
+    deactivateAgent: agents.deactivateAgent(deps),
+    suspendAgent: agents.suspendAgent(deps),
+    setAgentDelegation: agents.setAgentDelegation(deps),
+    spawnAgent: spawnAgent(deps),
+    rotateKey: keys.rotateKey(deps),
+    authenticate: keys.authenticate(deps),
+    getDidDocument: keys.getDidDocument(deps),
+    effectiveDelegation: effectiveDelegation(deps),
   };
 }

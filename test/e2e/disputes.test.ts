@@ -255,13 +255,30 @@ describe('the response deadline (D12.7)', () => {
     expect(unwrap(await consumer.client.getTransaction(txId)).status).toBe('disputed');
   });
 
-  it('keeps the ledger whole', async () => {
+  it('keeps the ledger whole after a dispute resolved by its deadline', async () => {
+    const { consumer, txId } = await disputed(fast);
+    fast.clock.advance(2500);
+    await fast.transactions!.fireDueTimers();
+    expect(await waitForStatus(consumer, txId, 'failed', 10_000)).toMatchObject({ statusReason: 'dispute_consumer_wins' });
     expect(unwrap(await fast.admin.checkLedger()).violations).toEqual([]);
   });
 });
 
-describe('the ledger after every outcome', () => {
-  it('holds every invariant', async () => {
+describe('the ledger after each outcome', () => {
+  it('holds every invariant once a dispute ended each way: refunded, split, paid, redone and settled', async () => {
+    const won = await disputed();
+    unwrap(await won.provider.client.respondDispute(won.disputeId, { outcome: 'consumer_wins' }));
+    const split = await disputed();
+    unwrap(await split.provider.client.respondDispute(split.disputeId, { outcome: 'partial_refund', refundCents: 400 }));
+    unwrap(await split.consumer.client.decideDispute(split.disputeId, { accept: true }));
+    const withdrawn = await disputed();
+    unwrap(await withdrawn.consumer.client.withdrawDispute(withdrawn.disputeId, {}));
+    const redone = await disputed();
+    unwrap(await redone.provider.client.respondDispute(redone.disputeId, { outcome: 'provider_redo' }));
+    unwrap(await redone.consumer.client.decideDispute(redone.disputeId, { accept: true }));
+    unwrap(await redone.provider.client.deliver(redone.txId, OUTPUT));
+    unwrap(await redone.consumer.client.verify(redone.txId, { qualityScore: 80 }));
+    for (const [d, status] of [[won, 'failed'], [split, 'settled'], [withdrawn, 'settled'], [redone, 'settled']] as const) await waitForStatus(d.consumer, d.txId, status);
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);
   });
 });

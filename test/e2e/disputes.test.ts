@@ -264,6 +264,23 @@ describe('the response deadline (D12.7)', () => {
   });
 });
 
+describe('an outcome while the wallet is away (D9.9, terminal means settled)', () => {
+  it('answers 202 with the dispute resolved, the transaction still disputed, and fails it once the price is back', async () => {
+    const { consumer, provider, txId, disputeId } = await disputed();
+    await ex.stopWallet();
+    try {
+      const r = await provider.client.respondDispute(disputeId, { outcome: 'consumer_wins' });
+      expect(r.status).toBe(202);
+      expect(unwrap(r)).toMatchObject({ status: 'resolved', outcome: 'consumer_wins' });
+      expect(unwrap(await consumer.client.getTransaction(txId))).toMatchObject({ status: 'disputed' });
+    } finally {
+      await ex.startWallet();
+    }
+    expect(await waitForStatus(consumer, txId, 'failed')).toMatchObject({ statusReason: 'dispute_consumer_wins' });
+    expect(await ledgerOf(consumer, txId)).toEqual(REFUNDED);
+  });
+});
+
 describe('the ledger after each outcome', () => {
   it('holds every invariant once a dispute ended each way: refunded, split, paid, redone and settled', async () => {
     const won = await disputed();

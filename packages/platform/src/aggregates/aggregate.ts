@@ -100,9 +100,9 @@ export interface Aggregate<T extends AggregateTypes> {
   inFlight(state: T['known']): boolean;
   /**
    * What else a request's answer waits for after its commit, up to `ms` (another aggregate's saga
-   * step its effects started).
+   * step its effects started): the state as it then is, answered from.
    */
-  settles?(state: T['state'], ms: number): Promise<void>;
+  settles?(state: T['state'], ms: number): Promise<T['state']>;
   /** A request's answer showing the state. */
   view(state: T['state'], ctx: HandlerContext): T['view'];
   /**

@@ -93,7 +93,7 @@ export class AggregateRunner<T extends AggregateTypes> {
     let state = stepped.state;
     if (watch && this.aggregate.inFlight(state)) state = await this.settle(id, this.opts.sagaWaitMs, watch);
     else watch?.close();
-    if (stepped.decision.kind === 'changed') await this.aggregate.settles?.(state, this.opts.sagaWaitMs);
+    if (stepped.decision.kind === 'changed' && this.aggregate.settles) state = await this.aggregate.settles(state, this.opts.sagaWaitMs);
     const outcome: StepOutcome<T> = { ...stepped, command: prepared, state, stillInFlight: this.aggregate.inFlight(state) };
     const status = this.aggregate.answer?.(outcome, ctx) ?? 200;
     if (isAppError(status)) {

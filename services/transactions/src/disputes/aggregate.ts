@@ -62,11 +62,13 @@ export function disputeAggregate(deps: { purchases: AggregateRunner<PurchaseType
     apply: (trx, work, s, effects, now) => applyDisputeEffects(deps.purchases, trx as Trx, work, s, effects, now),
     remember: (s) => s,
     idOf: (s) => s.dispute.id,
-    inFlight: () => false,
+    // Its transaction's money on its way (an outcome being paid or returned); the dispute's own steps never wait.
+    inFlight: (s) => moneyInFlight(s.purchase),
     // An outcome that moves money: the answer follows the wallet, as a cancel's does (D9.9).
-    settles: async (s) => void (moneyInFlight((await deps.purchases.read(s.dispute.transactionId))!) && await deps.purchases.settle(s.dispute.transactionId, deps.sagaWaitMs)),
+    settles: async (s) => ({ ...s, purchase: await deps.purchases.settle(s.dispute.transactionId, deps.sagaWaitMs) }),
     view: (s) => disputeView(s.dispute),
-    answer: (o) => (o.command.kind === 'open' ? 201 : 200),
+    // 202 while the outcome's money is still on its way after SAGA_WAIT_MS (D9.9).
+    answer: (o) => (o.command.kind === 'open' ? 201 : o.stillInFlight ? 202 : 200),
   };
 }
 

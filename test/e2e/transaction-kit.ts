@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { createHash, randomUUID } from 'node:crypto';
 import { unwrap, type ExchangeClient } from '@agent-exchange/client';
 import { subjects, TRANSACTION_EVENTS_FILTER, type CreateServiceBody, type LedgerEntryView, type MessageEnvelope, type TransactionView } from '@aex/contracts';
@@ -86,6 +87,25 @@ export interface RecordingExchange {
   /** The events of one transaction published so far, in the order they were published. */
   eventsOf(transactionId: string): TransactionEvent[];
   stop(): Promise<void>;
+}
+
+/**
+ * A file of transaction route tests: its exchange (`startRecordingExchange`) started before its
+ * tests and stopped after them, with its parties and recorded events.
+ */
+export function recordingSuite() {
+  let recording: RecordingExchange | undefined;
+  beforeAll(async () => {
+    recording = await startRecordingExchange();
+  }, 120_000);
+  afterAll(async () => recording?.stop());
+  const ex = () => recording!.ex;
+  return {
+    ex,
+    party: () => party(ex()),
+    funded: (cents: number) => funded(ex(), cents),
+    eventsOf: (id: string) => recording!.eventsOf(id),
+  };
 }
 
 /**

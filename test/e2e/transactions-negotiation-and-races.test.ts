@@ -1,28 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type Outcome } from '@agent-exchange/client';
 import type { TransactionView } from '@aex/contracts';
-import { expectError, type TestExchange } from './harness.js';
-import { INPUT, OUTPUT, serviceBody, ledgerOf, startRecordingExchange, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party, type RecordingExchange } from './transaction-kit.js';
+import { expectError } from './harness.js';
+import { INPUT, OUTPUT, serviceBody, ledgerOf, recordingSuite, wallet, waitForStatus, type Party } from './transaction-kit.js';
 
 // The gateway: negotiation to the end of each of its paths, and concurrent requests for the same
 // move, of which exactly one makes it. The other routes of transactions are in transactions.test.ts.
 
-let recording: RecordingExchange | undefined;
-let ex: TestExchange;
-
+const suite = recordingSuite();
 const data = <T>(r: Outcome<T>): T => unwrap(r);
-const party = () => partyOf(ex);
-const funded = (cents: number) => fundedOf(ex, cents);
+const { party, funded, eventsOf } = suite;
 const waitFor = waitForStatus;
-
-beforeAll(async () => {
-  recording = await startRecordingExchange();
-  ex = recording.ex;
-}, 120_000);
-
-afterAll(async () => recording?.stop());
-
-const eventsOf = (id: string) => recording!.eventsOf(id);
 
 /** Each test's own parties: a provider selling a negotiable service (500–2,000 cents), a consumer with 5,000 cents. */
 const negotiationTest = it
@@ -89,7 +77,7 @@ describe('negotiation (D9.4, D11)', () => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT, maxPriceCents: 600 }));
     data(await provider.client.negotiate(t.id, { type: 'counter_offer', terms: { priceCents: 900 }, expiresInSeconds: 1 }));
     // The offer's second passes on the services' clock: its timer fires at the next look.
-    ex.clock.advance(1_500);
+    suite.ex().clock.advance(1_500);
     const expired = await waitFor(consumer, t.id, 'cancelled', 10_000);
     expect(expired.statusReason).toBe('offer_expired');
   });

@@ -1,29 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type Outcome } from '@agent-exchange/client';
-import { expectError, type TestExchange } from './harness.js';
-import { createHeld, INPUT, OUTPUT, serviceBody, ledgerOf, startRecordingExchange, wallet, waitForStatus, party as partyOf, funded as fundedOf, type Party, type RecordingExchange } from './transaction-kit.js';
+import { expectError } from './harness.js';
+import { createHeld, INPUT, OUTPUT, serviceBody, ledgerOf, recordingSuite, wallet, waitForStatus, type Party } from './transaction-kit.js';
 
 // The gateway: every route of transactions, each error and each caller (consumer, provider, third
 // party, other agent of the account, anonymous, deactivated). Negotiation and concurrent requests
 // for the same move are in transactions-negotiation-and-races.test.ts.
 
-let recording: RecordingExchange | undefined;
-let ex: TestExchange;
-
+const suite = recordingSuite();
 const data = <T>(r: Outcome<T>): T => unwrap(r);
-const party = () => partyOf(ex);
-const funded = (cents: number) => fundedOf(ex, cents);
+const { party, funded, eventsOf } = suite;
 const waitFor = waitForStatus;
-
-beforeAll(async () => {
-  recording = await startRecordingExchange();
-  ex = recording.ex;
-}, 120_000);
-
-afterAll(async () => recording?.stop());
-
-const eventsOf = (id: string) => recording!.eventsOf(id);
 
 /**
  * Each test's own parties and purchase, made for it alone: a provider selling a fixed-price service
@@ -52,7 +40,7 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     const stranger = await party();
     expectError(await stranger.client.getTransaction(tx.id), 404, 'NOT_FOUND');
     expectError(await consumer.owner.client.getTransaction(tx.id), 404, 'NOT_FOUND');
-    expectError(await ex.anon.getTransaction(tx.id), 401, 'UNAUTHENTICATED');
+    expectError(await suite.ex().anon.getTransaction(tx.id), 401, 'UNAUTHENTICATED');
     expectError(await stranger.client.cancel(tx.id), 404, 'NOT_FOUND');
     expectError(await stranger.client.negotiations(tx.id), 404, 'NOT_FOUND');
   });
@@ -65,7 +53,7 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
   });
 
   purchaseTest('requires the signature on deliver (D3.3)', async ({ provider, tx }) => {
-    const unsigned = ex.anon.as({ apiKey: provider.apiKey });
+    const unsigned = suite.ex().anon.as({ apiKey: provider.apiKey });
     expectError(await unsigned.deliver(tx.id, OUTPUT), 401, 'SIGNATURE_REQUIRED');
   });
 
@@ -86,7 +74,7 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expect(await wallet(provider)).toMatchObject({ balanceCents: 950, heldCents: 0, lifetimeEarnedCents: 1000 });
     expect(await ledgerOf(consumer, tx.id)).toEqual([['fund_hold', -1000], ['fund_release', 1000], ['settlement_out', -1000]]);
     expect(await ledgerOf(provider, tx.id)).toEqual([['platform_fee', -50], ['settlement_in', 1000]]);
-    expect(data(await ex.admin.checkLedger())).toMatchObject({ ok: true, violations: [] });
+    expect(data(await suite.ex().admin.checkLedger())).toMatchObject({ ok: true, violations: [] });
   });
 
   purchaseTest('announces every move as transaction.<status> with both parties and the previous status (D9.7, D14.1)', async ({ provider, consumer, serviceId, tx }) => {
@@ -168,8 +156,8 @@ describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
   });
 
   it('refuses an unsigned creation, an anonymous one, and units on a fixed price', async () => {
-    expectError(await ex.anon.as({ apiKey: consumer.apiKey }).createTransaction({ serviceId, input: INPUT }), 401, 'SIGNATURE_REQUIRED');
-    expectError(await ex.anon.createTransaction({ serviceId, input: INPUT }), 401, 'UNAUTHENTICATED');
+    expectError(await suite.ex().anon.as({ apiKey: consumer.apiKey }).createTransaction({ serviceId, input: INPUT }), 401, 'SIGNATURE_REQUIRED');
+    expectError(await suite.ex().anon.createTransaction({ serviceId, input: INPUT }), 401, 'UNAUTHENTICATED');
     expectError(await consumer.client.createTransaction({ serviceId, input: INPUT, units: 2 }), 400, 'VALIDATION_ERROR');
   });
 
@@ -329,7 +317,7 @@ describe('limits and the pinned validators (D9.6)', () => {
   it('compiles a contract revision\'s validators once, not per request', async () => {
     const [provider, consumer] = await Promise.all([party(), funded(10_000)]);
     const serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 100 } }))).id;
-    const contracts = ex.transactions!.deps.contracts;
+    const contracts = suite.ex().transactions!.deps.contracts;
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
     data(await provider.client.deliver(t.id, OUTPUT));
     const before = contracts.compiles;
@@ -346,7 +334,7 @@ describe('the ledger after a purchase ended each way (D13.2, D13.3)', () => {
     // Its own purchases, so that it checks money moved each way whichever order the tests run in
     // (and with them what the tests before it moved).
     await endEachWay();
-    const report = data(await ex.admin.checkLedger());
+    const report = data(await suite.ex().admin.checkLedger());
     expect(report.violations).toEqual([]);
     expect(report.ok).toBe(true);
   });

@@ -29,11 +29,11 @@ export class GuardFoundNothing extends Error {
 }
 
 /**
- * The write's parts as common table expressions (`name as (query)`), their parameters appended to
+ * Statement parts as common table expressions (`name as (query)`), their parameters appended to
  * `params` and renumbered after those already there (Kysely writes a parameter only as `$n`).
  */
-export function partsOf(db: AnyDb, write: GuardedWrite<unknown>, params: unknown[]): string[] {
-  return write.parts.map(([name, query]) => {
+export function partsOf(db: AnyDb, parts: GuardedWrite<unknown>['parts'], params: unknown[]): string[] {
+  return parts.map(([name, query]) => {
     const own = isCompiled(query) ? query : sql`${query}`.compile(db);
     const offset = params.length;
     params.push(...own.parameters);
@@ -48,7 +48,7 @@ export function partsOf(db: AnyDb, write: GuardedWrite<unknown>, params: unknown
  */
 export async function executeWrite<R>(trx: AnyDb, write: GuardedWrite<R>): Promise<R[]> {
   const params: unknown[] = [];
-  const ctes = partsOf(trx, write, params);
+  const ctes = partsOf(trx, write.parts, params);
   const { rows } = await trx.executeQuery<R>(CompiledQuery.raw(`with ${ctes.join(', ')} select * from ${quoted(write.guard)}`, params));
   return rows;
 }

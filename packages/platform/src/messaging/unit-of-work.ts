@@ -160,8 +160,8 @@ export class UnitOfWork {
   private statement(write: GuardedWrite<unknown> | undefined): { sql: string; parameters: unknown[] } | undefined {
     const ctes: string[] = [];
     const params: unknown[] = [];
-    if (write) ctes.push(...partsOf(this.trx, write, params));
-    if (this.writes.length > 0) ctes.push(...partsOf(this.trx, { parts: this.writes.map((q, i) => [`written_${i + 1}`, q]), guard: '' }, params));
+    if (write) ctes.push(...partsOf(this.trx, write.parts, params));
+    ctes.push(...partsOf(this.trx, this.writes.map((q, i) => [`written_${i + 1}`, q]), params));
     const $ = (value: unknown) => `$${params.push(value)}`;
     if (this.consumedMessage) {
       // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it

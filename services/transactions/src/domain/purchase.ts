@@ -147,7 +147,6 @@ export function factsNeeded(t: Purchase | undefined, c: PurchaseCommand): { last
 }
 
 export { canMoveHold, HOLD_MOVES, moneyInFlight } from './hold-moves.js';
-export { announcement, trustOutcome } from './draft.js';
 
 /** The commands that are the wallet's answers to the saga's commands (D9.9). */
 const WALLET_ANSWERS: ReadonlySet<PurchaseCommand['kind']> = new Set(['holdPlaced', 'holdRefused', 'holdReturned', 'holdSettled']);

@@ -8,7 +8,7 @@ import { lockAgentWallet, lockedWallet, moneyWrite, openedWallet, type LockedWal
 
 /**
  * A child agent's budget as the wallet keeps it (D6.8): the one decision on its spawn (none yet:
- * undefined), and its wallet once it has one. `locked`: read under lock in the step's transaction.
+ * undefined), and its wallet once it has one; always decided on locked (`alwaysLocked`).
  */
 export interface ChildBudget {
   childAgentId: string;

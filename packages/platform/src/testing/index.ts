@@ -161,3 +161,4 @@ export async function eventually<T>(fn: () => Promise<T | null | undefined | fal
     await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+export { NatsCluster, type ClusterNode } from './nats-cluster.js';

@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { freePort } from '../net/free-port.js';
+
+/** One node of a test cluster: its client port, and whether it runs now. */
+export interface ClusterNode {
+  readonly name: string;
+  readonly port: number;
+  readonly url: string;
+  running(): boolean;
+}
+
+/**
+ * A NATS JetStream cluster of `size` nodes on loopback, each its own `nats-server` process with its own
+ * store, as a platform team deploys it (three nodes, routes between them). Nodes can be killed
+ * (`kill -9`), frozen (`SIGSTOP`) and started again on the same port and store. `url` lists every
+ * node, comma-separated, as NATS_URL takes it.
+ */
+export class NatsCluster {
+  private readonly children = new Map<string, ChildProcess>();
+
+  private constructor(
+    readonly nodes: ClusterNode[],
+    private readonly dir: string,
+    private readonly configs: Map<string, string>,
+  ) {}
+
+  get url(): string {
+    return this.nodes.map((n) => n.url).join(',');
+  }
+
+  static async start(size = 3): Promise<NatsCluster> {
+    const dir = mkdtempSync(join(tmpdir(), 'aex-nats-cluster-'));
+    const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
+    const configs = new Map<string, string>();
+    const nodes: ClusterNode[] = [];
+    const cluster: NatsCluster = new NatsCluster(nodes, dir, configs);
+    ports.forEach((p, i) => {
+      const name = `n${i + 1}`;
+      const routes = ports.filter((_, j) => j !== i).map((q) => `nats-route://127.0.0.1:${q.route}`);
+      const file = join(dir, `${name}.conf`);
+      writeFileSync(file, [
+        `server_name: ${name}`,
+        `listen: 127.0.0.1:${p.client}`,
+        `jetstream { store_dir: "${join(dir, name)}", max_memory_store: 256MB, max_file_store: 2GB }`,
+        `cluster { name: aex-test, listen: 127.0.0.1:${p.route}, routes: [${routes.join(', ')}] }`,
+      ].join('\n'));
+      configs.set(name, file);
+      nodes.push({ name, port: p.client, url: `nats://127.0.0.1:${p.client}`, running: () => cluster.isRunning(name) });
+    });
+    for (const n of nodes) cluster.startNode(n.name);
+    await cluster.ready();
+    return cluster;
+  }
+
+  private isRunning(name: string): boolean {
+    const child = this.children.get(name);
+    return child !== undefined && child.exitCode === null && child.signalCode === null;
+  }
+
+  private startNode(name: string): void {
+    const child = spawn('nats-server', ['-c', this.configs.get(name)!], { stdio: 'ignore' });
+    this.children.set(name, child);
+  }
+
+  private node(name: string): ClusterNode {
+    const node = this.nodes.find((n) => n.name === name);
+    if (!node) throw new Error(`no node ${name}`);
+    return node;
+  }
+
+  /** Resolves once JetStream answers with a meta leader and every running node is in the cluster. */
+  async ready(timeoutMs = 20_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let last: unknown;
+    while (Date.now() < deadline) {
+      const nc = await connect({ servers: this.nodes.filter((n) => n.running()).map((n) => n.url), timeout: 1_000 }).catch((err: unknown) => {
+        last = err;
+        return null;
+      });
+      if (nc) {
+        try {
+          const jsm = await jetstreamManager(nc, { timeout: 1_000 });
+          const info = await jsm.getAccountInfo();
+          if (info) return;
+        } catch (err) {
+          last = err;
+        } finally {
+          await nc.close().catch(() => undefined);
+        }
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`the NATS cluster was not ready within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
+  }
+
+  /** `kill -9` of one node; its store stays for `restart`. */
+  async kill(name: string): Promise<void> {
+    const child = this.children.get(name);
+    if (!child || !this.isRunning(name)) return;
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  /** Freezes a node (SIGSTOP): its connections stay open and nothing answers. */
+  freeze(name: string): void {
+    this.children.get(name)?.kill('SIGSTOP');
+  }
+
+  thaw(name: string): void {
+    this.children.get(name)?.kill('SIGCONT');
+  }
+
+  /** Starts a killed node again, on its port and store. */
+  async restart(name: string): Promise<void> {
+    this.node(name);
+    if (this.isRunning(name)) return;
+    this.startNode(name);
+    await this.ready();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.children.keys()].map((name) => {
+      this.thaw(name);
+      return this.kill(name);
+    }));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

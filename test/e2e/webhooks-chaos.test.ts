@@ -133,7 +133,7 @@ describe('webhooks through kills of the exchange and of NATS', () => {
     const db = new pg.Client({ connectionString: proc.db.url });
     await db.connect();
     // The transaction events published, read from their stream (the outbox removes a row once JetStream has it).
-    const bus = await connectBus({ NATS_URL: natsUrl, BUS_NAMESPACE: proc.namespace }, 'chaos-test', { allowMemory: false });
+    const bus = await connectBus({ NATS_URL: natsUrl, BUS_NAMESPACE: proc.namespace, NATS_REPLICAS: 1 }, 'chaos-test', { allowMemory: false });
     const eventIds = new Set<string>();
     const eventConsumer = await bus.consume({
       stream: 'events',

@@ -15,7 +15,13 @@ export const ConfigSchema = Type.Object({
   HEALTH_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
   PUBLIC_BASE_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  /** One NATS server or several, comma-separated (`nats://a:4222,nats://b:4222`): the client fails over between them. */
   NATS_URL: Type.Optional(Type.String({ minLength: 1 })),
+  /**
+   * How many copies JetStream keeps of every stream and KV bucket of the exchange: 1 for one server,
+   * 3 for a three-node cluster (any one node can then be lost).
+   */
+  NATS_REPLICAS: Int(1, 1, 5),
   /** Prefix of every subject, stream and bucket name (tests use their own). */
   BUS_NAMESPACE: Type.String({ default: 'aex', pattern: '^[a-z][a-z0-9_]{0,30}$' }),
   /** D13.7: `none`, `sandbox` (confirms at once: never for real money) or `stripe` (Checkout in, Connect transfers out). */

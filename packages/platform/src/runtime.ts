@@ -6,8 +6,8 @@ import type { Logger } from './logger.js';
 import type { HealthCheck } from './health.js';
 
 /** Connects to NATS JetStream when a URL is given, else the in-process bus (one-process stack only). */
-export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE'>, name: string, opts: { allowMemory: boolean; logger?: Logger }): Promise<Bus> {
-  if (cfg.NATS_URL) return NatsBus.connect(cfg.NATS_URL, cfg.BUS_NAMESPACE, name, opts.logger);
+export async function connectBus(cfg: Pick<ExchangeConfig, 'NATS_URL' | 'BUS_NAMESPACE' | 'NATS_REPLICAS'>, name: string, opts: { allowMemory: boolean; logger?: Logger }): Promise<Bus> {
+  if (cfg.NATS_URL) return NatsBus.connect(cfg.NATS_URL, cfg.BUS_NAMESPACE, name, opts.logger, { replicas: cfg.NATS_REPLICAS });
   if (!opts.allowMemory) throw new Error('NATS_URL is required to run a service on its own (the in-process bus only joins services of one process).');
   return new MemoryBus(cfg.BUS_NAMESPACE);
 }

@@ -37,6 +37,8 @@ export class NatsBus implements Bus {
     private readonly nc: NatsConnection,
     private readonly jsm: JetStreamManager,
     private readonly logger: Logger | undefined,
+    /** Copies JetStream keeps of each stream and KV bucket (`NATS_REPLICAS`). */
+    private readonly replicas: number,
   ) {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
@@ -48,13 +50,13 @@ export class NatsBus implements Bus {
     return this.nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD;
   }
 
-  static async connect(url: string, namespace: string, name = 'aex', logger?: Logger): Promise<NatsBus> {
+  static async connect(url: string, namespace: string, name = 'aex', logger?: Logger, opts: { replicas?: number } = {}): Promise<NatsBus> {
     // noAsyncTraces: nats.js otherwise builds an Error (a stack capture) for every request and every
     // JetStream publish in case it fails — about 4 % of the CPU of a lifecycle (docs/performance.md).
     // Writes gathered per turn of the event loop (coalescing-transport.ts).
     const nc = await connectCoalescing({ ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
     const jsm = await jetstreamManager(nc);
-    const bus = new NatsBus(namespace, nc, jsm, logger);
+    const bus = new NatsBus(namespace, nc, jsm, logger, opts.replicas ?? 1);
     await bus.ensureStream('events');
     await bus.ensureStream('commands');
     return bus;
@@ -74,6 +76,7 @@ export class NatsBus implements Bus {
       storage: StorageType.File,
       max_age: nanos(STREAM_MAX_AGE_MS),
       duplicate_window: nanos(2 * 60_000),
+      num_replicas: this.replicas,
     };
     try {
       await this.jsm.streams.info(name);
@@ -253,7 +256,7 @@ export class NatsBus implements Bus {
   }
 
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
-    return natsKvStore(this.kvm, this.jsm, bucket, opts);
+    return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replicas: this.replicas });
   }
 
   async healthy(): Promise<boolean> {

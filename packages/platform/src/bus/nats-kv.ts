@@ -4,8 +4,8 @@ import { KvConflictError, type KvStore } from './types.js';
 import { isApiError } from './nats-messages.js';
 
 /** A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`. */
-export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number }): Promise<KvStore> {
-  const kv: KV = await kvm.create(bucket, { history: 1, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replicas: number }): Promise<KvStore> {
+  const kv: KV = await kvm.create(bucket, { history: 1, replicas: opts.replicas, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
   const conflict = (key: string) => (err: unknown): never => {
     if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
       throw new KvConflictError(key);

@@ -13,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { exchangeMetrics, metrics } from '../metrics.js';
 import { connectCoalescing } from './coalescing-transport.js';
 import { natsKvStore } from './nats-kv.js';
+import { StreamReplicas } from './nats-replicas.js';
 import { fromNatsHeaders, isApiError, nanos, parse, toNatsHeaders } from './nats-messages.js';
 import { ReplyMux } from './nats-reply-mux.js';
 import { natsServers } from './nats-servers.js';
@@ -31,6 +32,7 @@ export class NatsBus implements Bus {
   private readonly consuming = new Map<string, { stream: string; kind: StreamKind; durable: string; count: number }>();
   private uncollect: (() => void) | undefined;
   private readonly replies: ReplyMux;
+  private readonly replication: StreamReplicas;
 
   private constructor(
     readonly namespace: string,
@@ -43,6 +45,7 @@ export class NatsBus implements Bus {
     this.js = jetstream(nc);
     this.kvm = new Kvm(nc);
     this.replies = new ReplyMux(nc);
+    this.replication = new StreamReplicas(nc, jsm, replicas, logger);
   }
 
   /** What the server announced (its `max_payload`). */
@@ -57,8 +60,14 @@ export class NatsBus implements Bus {
     const nc = await connectCoalescing({ ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
     const jsm = await jetstreamManager(nc);
     const bus = new NatsBus(namespace, nc, jsm, logger, opts.replicas ?? 1);
-    await bus.ensureStream('events');
-    await bus.ensureStream('commands');
+    try {
+      bus.replication.checkClustered();
+      await bus.ensureStream('events');
+      await bus.ensureStream('commands');
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
     return bus;
   }
 
@@ -79,7 +88,7 @@ export class NatsBus implements Bus {
       num_replicas: this.replicas,
     };
     try {
-      await this.jsm.streams.info(name);
+      await this.replication.apply(name, await this.jsm.streams.info(name));
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
       try {
@@ -87,7 +96,7 @@ export class NatsBus implements Bus {
       } catch (addErr) {
         // Another process created it between our info and add.
         await this.jsm.streams.info(name).catch(() => {
-          throw addErr;
+          throw this.replication.refusal(addErr);
         });
       }
     }
@@ -256,7 +265,7 @@ export class NatsBus implements Bus {
   }
 
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
-    return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replicas: this.replicas });
+    return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replication: this.replication });
   }
 
   async healthy(): Promise<boolean> {

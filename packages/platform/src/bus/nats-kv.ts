@@ -2,10 +2,19 @@ import { JetStreamApiCodes, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV, Kvm } from '@nats-io/kv';
 import { KvConflictError, type KvStore } from './types.js';
 import { isApiError } from './nats-messages.js';
+import type { StreamReplicas } from './nats-replicas.js';
 
-/** A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`. */
-export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replicas: number }): Promise<KvStore> {
-  const kv: KV = await kvm.create(bucket, { history: 1, replicas: opts.replicas, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+/**
+ * A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`. The bucket is the
+ * stream `KV_<bucket>`, kept with the bus's replicas like its other streams.
+ */
+export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replication: StreamReplicas }): Promise<KvStore> {
+  const { replication } = opts;
+  const kv: KV = await kvm.create(bucket, { history: 1, replicas: replication.count, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) })
+    .catch((err: unknown) => {
+      throw replication.refusal(err);
+    });
+  await replication.apply(`KV_${bucket}`);
   const conflict = (key: string) => (err: unknown): never => {
     if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
       throw new KvConflictError(key);

@@ -26,7 +26,7 @@ import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 const PUBLISH_ATTEMPT_MS = 2_000;
 /**
  * A publish not acknowledged is sent again, under the same `Nats-Msg-Id` (JetStream stores it once),
- * until this much time has passed: a replicated stream whose leader was lost takes NATS 2.9 about
+ * until this much time has passed since its first attempt failed: a replicated stream whose leader was lost takes NATS 2.9 about
  * 4–7 s to elect another, and answers "no responders" meanwhile.
  */
 const PUBLISH_BUDGET_MS = 10_000;
@@ -194,8 +194,11 @@ export class NatsBus implements Bus {
     return { reason: ack?.error?.description ?? 'no acknowledgement', again: ack?.error?.code === 503 };
   }
 
-  async consume(spec: ConsumerSpec): Promise<Stoppable> {
-    const stream = this.streamName(spec.stream);
+  /**
+   * Makes the durable consumer, or gives the one there the spec's ack wait and deliveries (`update`:
+   * at start; a consumer made again after it was gone leaves one that is there as it is).
+   */
+  private async ensureConsumer(stream: string, spec: ConsumerSpec, update: boolean): Promise<void> {
     const config = {
       durable_name: spec.durable,
       filter_subject: spec.filter,
@@ -206,7 +209,7 @@ export class NatsBus implements Bus {
     };
     try {
       await this.jsm.consumers.info(stream, spec.durable);
-      await this.jsm.consumers.update(stream, spec.durable, { ack_wait: config.ack_wait, max_deliver: config.max_deliver });
+      if (update) await this.jsm.consumers.update(stream, spec.durable, { ack_wait: config.ack_wait, max_deliver: config.max_deliver });
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
       await this.jsm.consumers.add(stream, config).catch(async (addErr) => {
@@ -215,6 +218,11 @@ export class NatsBus implements Bus {
         });
       });
     }
+  }
+
+  async consume(spec: ConsumerSpec): Promise<Stoppable> {
+    const stream = this.streamName(spec.stream);
+    await this.ensureConsumer(stream, spec, true);
     const key = `${stream}/${spec.durable}`;
     const entry = this.consuming.get(key) ?? { stream, kind: spec.stream, durable: spec.durable, count: 0 };
     entry.count++;
@@ -241,7 +249,10 @@ export class NatsBus implements Bus {
         m.nak(Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7)));
       }
     };
-    const running = runPullConsumer(this.js, { stream, durable: spec.durable }, spec.concurrency ?? 4, handle, this.logger);
+    const running = runPullConsumer(
+      this.js, { stream, durable: spec.durable },
+      { concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false) }, handle, this.logger,
+    );
     const stoppable: Stoppable = {
       stop: async () => {
         await running.stop();

@@ -25,8 +25,8 @@ const KILLED_WITHIN_MS = 14_000;
  * has the cluster elect leaders again. The freeze lasts longer than this, so a client that stays
  * with the frozen node fails it.
  */
-const FROZEN_WITHIN_MS = 18_000;
-const FROZEN_FOR_MS = 22_000;
+const FROZEN_WITHIN_MS = 20_000;
+const FROZEN_FOR_MS = 25_000;
 /** A command sent once the killed node is back: answered at once, not after the 20 s the consumers used to wait. */
 const AFTER_RETURN_WITHIN_MS = 4_000;
 

@@ -60,8 +60,9 @@ export function runPullConsumer(
     const current = await consumer.consume({ max_messages: concurrency * 2, expires: PULL_EXPIRES_MS, idle_heartbeat: IDLE_HEARTBEAT_MS });
     messages = current;
     void endWhenGone(current);
-    // `stop` may have come while the consumer was looked up.
-    if (stopped) await messages.close();
+    // `stop` may have come while the consumer was looked up. Not awaited: nats.js's `close` resolves
+    // once the iteration below has ended, which it then does at once.
+    if (stopped) void messages.close();
     for await (const m of messages) {
       await gate.acquire();
       void handle(m).finally(() => gate.release());

@@ -13,6 +13,8 @@ export interface CountedDb<DB> {
    * client sends with another statement, or queues on its own behind one, is not among them.
    */
   statements: string[];
+  /** What Postgres answered with an ErrorResponse or a NoticeResponse (a warning) so far: what its log shows of this connection. */
+  complaints: string[];
   close(): Promise<void>;
 }
 
@@ -24,13 +26,18 @@ export interface CountedDb<DB> {
 export async function countedDb<DB>(opts: { url: string; schema: string; role: string; preparedStatements?: boolean }): Promise<CountedDb<DB>> {
   let roundTrips = 0;
   const statements: string[] = [];
+  const complaints: string[] = [];
   const Client = opts.preparedStatements === false ? pg.Client : PreparingClient;
   const pool = new pg.Pool({ Client, connectionString: opts.url, max: 1, options: `-c search_path=${opts.schema} -c role=${opts.role}` });
   pool.on('connect', (client) => {
     // As the service's pools do: a connection ended while it closes (a test database dropped with
     // force right after the pool ended) emits 'error', which with no listener would end the process.
     client.on('error', () => undefined);
-    (client as unknown as { connection: pg.Connection }).connection.on('readyForQuery', () => roundTrips++);
+    const connection = (client as unknown as { connection: pg.Connection }).connection;
+    connection.on('readyForQuery', () => roundTrips++);
+    for (const kind of ['errorMessage', 'notice'] as const) {
+      connection.on(kind, (m: { severity?: string; message?: string }) => complaints.push(`${m.severity ?? kind}: ${m.message ?? ''}`));
+    }
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => {
       if (typeof args[0] === 'string') statements.push(args[0]);
@@ -41,5 +48,5 @@ export async function countedDb<DB>(opts: { url: string; schema: string; role: s
   // Connected now, so that no count includes the connection's start.
   await sql`select 1`.execute(db);
   statements.length = 0;
-  return { db, statements, roundTrips: () => roundTrips, close: () => db.destroy() };
+  return { db, statements, complaints, roundTrips: () => roundTrips, close: () => db.destroy() };
 }

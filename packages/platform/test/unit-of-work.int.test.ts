@@ -181,12 +181,42 @@ describe('a guarded write at commit', () => {
       .toEqual({ value: 2, handed: 1, timers: ['a'], records: [messageId] });
   });
 
-  it('undoes the whole transaction when its guard writes nothing: no message, timer, record or callback', async () => {
+  it('writes nothing when its guard writes nothing, with no error from Postgres: no message, timer, record, row or callback, in one round trip', async () => {
+    const relay = handOffs();
+    await t.db.insertInto('effects').values({ messageId: 'g', value: 7 }).execute();
+    await t.db.insertInto('timers').values({ id: randomUUID(), kind: 'test', key: 'kept', fireAt: new Date(Date.now() + 60_000) }).execute();
+    const ran: string[] = [];
+    const before = { roundTrips: counted.roundTrips(), complaints: counted.complaints.length };
+    // Many conflicts, each decided on 1 while the row is at 7: every part of the statement is made on the guard's condition.
+    for (let i = 0; i < 20; i++) {
+      const result = await new Transactor(counted.db, relay).runWriting(async (trx, work) => {
+        work.enqueue(pinged, { value: i });
+        work.schedule({ kind: 'test', key: `g${i}`, fireAt: new Date(Date.now() + 60_000) });
+        work.cancelTimers('test', 'kept');
+        work.consumed('writer', randomUUID());
+        work.write((written) => sql`insert into effects (message_id, value) select ${`beside ${i}`}, ${i}::integer where ${written}`);
+        work.afterCommit(() => ran.push('after commit'));
+        return { value: 'decided', write: guarded(trx, 'g', 1, 2) };
+      });
+      expect(result).toEqual({ written: false });
+    }
+    expect({ roundTrips: counted.roundTrips() - before.roundTrips, complaints: counted.complaints.slice(before.complaints) }).toEqual({ roundTrips: 20, complaints: [] });
+    const effects = await t.db.selectFrom('effects').select('messageId').execute();
+    expect({ effects, handed: relay.rows, ran, outbox: await outbox(), timers: await timerKeys(), records: await records() })
+      .toEqual({ effects: [{ messageId: 'g' }], handed: [], ran: [], outbox: [], timers: ['kept'], records: [] });
+    // The connection does hear an error when there is one.
+    await expect(sql`select 1 / 0`.execute(counted.db)).rejects.toThrow('division by zero');
+    expect(counted.complaints.slice(before.complaints)).toEqual(['ERROR: division by zero']);
+  });
+
+  it('undoes the whole transaction when its guard writes nothing after it wrote: no message, timer, record or callback', async () => {
     const relay = handOffs();
     await t.db.insertInto('effects').values({ messageId: 'b', value: 7 }).execute();
     const ran: string[] = [];
-    // Decided on 1, but the row is at 7 now.
-    const result = await new Transactor(t.db, relay).runWriting(async (trx, work) => {
+    const complaints = counted.complaints.length;
+    // Decided on 1, but the row is at 7 now. Having written, its last statement goes without the
+    // COMMIT, and the transaction is rolled back: no error either.
+    const result = await new Transactor(counted.db, relay).runWriting(async (trx, work) => {
       await trx.insertInto('effects').values({ messageId: 'written before', value: 1 }).execute();
       work.enqueue(pinged, { value: 3 });
       work.schedule({ kind: 'test', key: 'b', fireAt: new Date(Date.now() + 60_000) });
@@ -197,6 +227,7 @@ describe('a guarded write at commit', () => {
     expect(result).toEqual({ written: false });
     expect({ value: await valueOf('b'), before: await valueOf('written before'), handed: relay.rows, ran, outbox: await outbox(), timers: await timerKeys(), records: await records() })
       .toEqual({ value: 7, before: undefined, handed: [], ran: [], outbox: [], timers: [], records: [] });
+    expect(counted.complaints.slice(complaints)).toEqual([]);
   });
 
   it('refuses a message applied before with AlreadyApplied, its guarded write undone', async () => {
@@ -221,11 +252,11 @@ describe('a guarded write at commit', () => {
     expect({ d: await valueOf('d'), copy: await valueOf('d-copy'), outbox: (await outbox()).length }).toEqual({ d: 3, copy: 30, outbox: 1 });
   });
 
-  it('undoes its other parts when the guard part writes nothing', async () => {
+  it('writes none of its other parts, made on its condition, when the guard part writes nothing', async () => {
     await t.db.insertInto('effects').values({ messageId: 'e', value: 5 }).execute();
     const result = await new Transactor(t.db, null).runWriting(async (trx) => {
-      const side = trx.insertInto('effects').values({ messageId: 'side', value: 1 }).returning('messageId');
-      return { value: undefined, write: { parts: [['side', side], ['set', setIf(trx, 'e', 1, 2)]], guard: 'set' } };
+      const side = CompiledQuery.raw('insert into effects (message_id, value) select $1, 1 where exists (select 1 from "set") returning message_id', ['side']);
+      return { value: undefined, write: { parts: [['set', setIf(trx, 'e', 1, 2)], ['side', side]], guard: 'set' } };
     });
     expect(result).toEqual({ written: false });
     expect({ side: await valueOf('side'), e: await valueOf('e') }).toEqual({ side: undefined, e: 5 });

@@ -164,7 +164,7 @@ describe('trust outcomes (D15.2)', () => {
       const text = typeof q === 'string' ? q : q.text;
       const values = (typeof q === 'string' ? args[1] : q.values) as unknown[] | undefined;
       const id = values?.find((v) => typeof v === 'string' && statements.has(v)) as string | undefined;
-      if (id && text.includes('trust_outcome_kept')) statements.get(id)!.push(text);
+      if (id && /trust_outcome(s|_kept)\b/.test(text)) statements.get(id)!.push(text);
       return (query as (...a: unknown[]) => unknown).apply(this, args);
     };
     pg.Client.prototype.query = spy as typeof query;
@@ -184,7 +184,7 @@ describe('trust outcomes (D15.2)', () => {
       expect(same[0]).toContain('processed_messages');
       const kept = await identity.deps.db.selectFrom('trustScores').selectAll().where('agentId', '=', agentId).executeTakeFirstOrThrow();
       expect({ score: kept.score, weightedValue: Number(kept.weightedValue), halfWeights: Number(kept.halfWeights) }).toEqual({ score: 50, weightedValue: 100, halfWeights: 2 });
-      // A failure moves it to 43: that statement is undone, the outcome kept again and the score written.
+      // A failure moves it to 43: that statement writes nothing, and the outcome is kept in another transaction, the score written.
       const moved = await send({ transactionId: randomUUID(), providerAgentId: agentId, outcome: 'failed', qualityScore: null, late: false, at: new Date().toISOString() });
       expect(moved).toHaveLength(2);
       expect(moved[1]).not.toContain('processed_messages');

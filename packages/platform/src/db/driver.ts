@@ -15,10 +15,18 @@ export class LastStatement implements CompiledQuery {
   readonly queryId = createQueryId();
   readonly query: RootOperationNode;
 
-  constructor(readonly sql: string, readonly parameters: ReadonlyArray<unknown>) {
+  /**
+   * `guarded`: the statement carries a guarded write (`GuardedWrite`), and writes nothing when its
+   * guard writes nothing — its transaction then must keep nothing, so when the transaction wrote
+   * before it, its `COMMIT` waits for its answer (`ServiceConnection`).
+   */
+  constructor(readonly sql: string, readonly parameters: ReadonlyArray<unknown>, readonly guarded = false) {
     this.query = CompiledQuery.raw(sql, [...parameters]).query;
   }
 }
+
+/** The commands of statements that write nothing (a `SELECT` may lock rows, which the commit or rollback releases alike). */
+const READS = new Set(['SELECT', 'SHOW', 'SET', 'SAVEPOINT', 'RELEASE', 'ROLLBACK', 'LOCK TABLE', 'FETCH', 'DECLARE CURSOR', 'CLOSE CURSOR', 'LISTEN']);
 
 /**
  * One pooled connection as the service's driver uses it. With a `PreparingClient` a transaction's
@@ -28,6 +36,12 @@ export class LastStatement implements CompiledQuery {
 class ServiceConnection implements DatabaseConnection {
   /** The open transaction committed with its last statement: its `commit` sends nothing. */
   private committed = false;
+  /**
+   * A statement of the open transaction may have written (its command is not a read's). A guarded
+   * last statement then goes without the `COMMIT`, which follows once it answered — or a `ROLLBACK`,
+   * when its guard wrote nothing and whoever sent it undoes the transaction, what came before included.
+   */
+  private wrote = false;
 
   constructor(readonly client: pg.PoolClient) {}
 
@@ -37,10 +51,12 @@ class ServiceConnection implements DatabaseConnection {
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
     const preparing = this.preparing;
-    const result = query instanceof LastStatement && preparing
+    const last = query instanceof LastStatement && preparing && !(query.guarded && this.wrote);
+    const result = last
       ? await preparing.queryThenCommit(query.sql, [...query.parameters])
       : await this.client.query(query.sql, [...query.parameters]);
-    if (query instanceof LastStatement && preparing) this.committed = true;
+    if (last) this.committed = true;
+    else if (!READS.has(result.command)) this.wrote = true;
     const { command, rowCount, rows } = result;
     const changed = command === 'INSERT' || command === 'UPDATE' || command === 'DELETE' || command === 'MERGE';
     return { numAffectedRows: changed ? BigInt(rowCount ?? 0) : undefined, rows: (rows ?? []) as R[] };
@@ -53,6 +69,7 @@ class ServiceConnection implements DatabaseConnection {
 
   async begin(settings: TransactionSettings): Promise<void> {
     this.committed = false;
+    this.wrote = false;
     const preparing = this.preparing;
     if (preparing && !settings.isolationLevel && !settings.accessMode) return preparing.deferBegin();
     const modes = [settings.isolationLevel && `isolation level ${settings.isolationLevel}`, settings.accessMode].filter(Boolean).join(' ');
@@ -62,8 +79,10 @@ class ServiceConnection implements DatabaseConnection {
   async end(how: 'commit' | 'rollback'): Promise<void> {
     const committed = this.committed;
     this.committed = false;
-    // Nothing was sent in the transaction, or its last statement committed it.
-    if (this.preparing?.endUnsent() || (how === 'commit' && committed)) return;
+    // Nothing was sent in the transaction, or its last statement committed it: a rollback asked for
+    // after that (a guarded write that wrote nothing, its statement and so its commit empty) has
+    // nothing left to undo, and a `rollback` outside a transaction is a warning in the log.
+    if (this.preparing?.endUnsent() || committed) return;
     await this.client.query(how);
   }
 }

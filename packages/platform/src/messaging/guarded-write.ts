@@ -8,8 +8,12 @@ type AnyDb = Kysely<any>;
  * data-modifying parts, in order, as common table expressions of that statement (`name as (query)`,
  * names other than the unit of work's own: recorded, written, scheduled, cancelled, guard). The part
  * named `guard` must write — and return — a row when the step's condition holds (the row still the
- * version decided on, the money still there); when it writes none, the statement fails and its whole
- * transaction is undone (`GuardFoundNothing`).
+ * version decided on, the money still there); every other part must write nothing when it writes
+ * none (on `exists (select 1 from guard)`, or from the guard's rows). The statement's other writes
+ * (messages, timers, the consumed message's record) are made on that condition too, so a guard that
+ * finds nothing leaves the whole statement — and the `COMMIT` sent with it — writing nothing, with no
+ * error raised (`GuardFoundNothing`). A transaction whose last statement carries such a write writes
+ * nothing before it: its queries read, and may lock.
  */
 export interface GuardedWrite<R> {
   parts: Array<[name: string, query: OperationNodeSource | CompiledQuery]>;
@@ -19,8 +23,8 @@ export interface GuardedWrite<R> {
 }
 
 /**
- * A guarded write (`GuardedWrite`) wrote nothing: its statement failed and its transaction was
- * undone, nothing of it kept. Whoever gave the write decides again on what it then reads.
+ * A guarded write (`GuardedWrite`) wrote nothing: neither did the rest of its statement, so its
+ * transaction keeps nothing. Whoever gave the write decides again on what it then reads.
  */
 export class GuardFoundNothing extends Error {
   constructor(readonly guard: string) {

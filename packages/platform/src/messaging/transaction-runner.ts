@@ -52,9 +52,9 @@ export class Transactor<DB> {
   /**
    * Runs `fn` in one transaction whose last statement, sent with the `COMMIT`, carries the guarded
    * write `fn` gives: one round trip for a step whose other writes are messages and timers. When the
-   * write's guard wrote nothing, that statement failed and the whole transaction was undone: the
-   * answer is `{ written: false }`, and the caller decides again on what it reads now. A deadlock's
-   * victim is undone the same way and answered so too.
+   * write's guard wrote nothing, so did that statement (`GuardedWrite`: `fn` writes nothing before
+   * it), and the transaction kept nothing: the answer is `{ written: false }`, and the caller decides
+   * again on what it reads now. A deadlock's victim, undone, is answered so too.
    */
   async runWriting<T, R>(fn: TransactionWork<DB, WorkWithWrite<T, R>>): Promise<Written<T, R>> {
     try {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { CompiledQuery, type Kysely, type OperationNodeSource } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type OperationNodeSource, type RawBuilder } from 'kysely';
 import type { MessageDef, MessageEnvelope, Static } from '@aex/contracts';
 import type { MsgHeaders } from '../bus/types.js';
 import { injectTrace } from '../bus/tracing.js';
@@ -39,8 +39,11 @@ export interface HandOffTarget {
  */
 export const HAND_OFF_LEASE_MS = 5_000;
 
-/** The error a guarded write's statement raises when its guard part wrote nothing (`require_written`, platform tables v5). */
-const NOTHING_WRITTEN = 'AX001';
+/**
+ * A row the flush's statement writes beside the step's (`UnitOfWork.write`), on `written`: the
+ * condition that the step's guarded write wrote (true when there is none).
+ */
+export type WrittenWith = (written: RawBuilder<boolean>) => OperationNodeSource | CompiledQuery;
 
 /**
  * What one database transaction does besides its own queries (docs/messaging.md): the
@@ -57,7 +60,7 @@ export class UnitOfWork {
   private readonly timers = new Map<string, TimerChange>();
   private consumedMessage: { consumer: string; messageId: string } | undefined;
   private readonly callbacks: Array<() => void> = [];
-  private writes: Array<OperationNodeSource | CompiledQuery> = [];
+  private writes: WrittenWith[] = [];
   /** Whether the rows are written claimed for the relay's hand-off: it ran when the work began. */
   private readonly claimed: boolean;
 
@@ -105,9 +108,10 @@ export class UnitOfWork {
   /**
    * Has a row written by the flush's statement, after the step's guarded write: a row of another
    * table that refers to the step's (a negotiation's message of a purchase created at commit), or
-   * that must not be written unless the guarded write is. `query` must write, not read.
+   * that must not be written unless the guarded write is. `query` must write, not read, and only
+   * on the condition it is given (a step's guard that found nothing leaves nothing written).
    */
-  write(query: OperationNodeSource | CompiledQuery): void {
+  write(query: WrittenWith): void {
     this.writes.push(query);
   }
 
@@ -129,20 +133,22 @@ export class UnitOfWork {
    * Writes what the unit of work kept, with the step's guarded `write` if given, in one statement:
    * once, just before the commit. `last`: nothing else is written and the caller commits right after,
    * so the `COMMIT` goes with the statement (`LastStatement`). Answers the rows the guarded write
-   * returned. Throws `AlreadyApplied` (the consumed message was recorded before) or
-   * `GuardFoundNothing`; either way the transaction must roll back.
+   * returned. Throws `AlreadyApplied` (the consumed message was recorded before: the statement
+   * failed, the transaction must roll back) or `GuardFoundNothing` (the guard wrote nothing, so
+   * neither did the rest of the statement: whatever the transaction then commits is empty).
    */
   async flush<R = never>(opts: { last?: boolean; write?: GuardedWrite<R> } = {}): Promise<R[]> {
     const statement = this.statement(opts.write);
     if (!statement) return [];
-    const query = opts.last ? new LastStatement(statement.sql, statement.parameters) : CompiledQuery.raw(statement.sql, statement.parameters);
+    const query = opts.last ? new LastStatement(statement.sql, statement.parameters, opts.write !== undefined) : CompiledQuery.raw(statement.sql, statement.parameters);
     const result = await this.trx.executeQuery<R & { guarded?: number }>(query).catch((err: unknown) => {
       const consumed = this.consumedMessage;
       if (consumed && isUniqueViolation(err, 'processed_messages_pk')) throw new AlreadyApplied(consumed.consumer, consumed.messageId);
-      if (opts.write && (err as { code?: string }).code === NOTHING_WRITTEN) throw new GuardFoundNothing(opts.write.guard);
       throw err;
     });
-    return opts.write ? result.rows.map(({ guarded: _guarded, ...row }) => row as R) : [];
+    if (!opts.write) return [];
+    if (Number(result.rows[0]?.guarded ?? 0) === 0) throw new GuardFoundNothing(opts.write.guard);
+    return result.rows.map(({ guarded: _guarded, ...row }) => row as R);
   }
 
   /** After the commit: the relay publishes the rows now, without waiting for its next drain; the callbacks run. */
@@ -161,12 +167,19 @@ export class UnitOfWork {
     const ctes: string[] = [];
     const params: unknown[] = [];
     if (write) ctes.push(...partsOf(this.trx, write.parts, params));
-    ctes.push(...partsOf(this.trx, this.writes.map((q, i) => [`written_${i + 1}`, q]), params));
+    // Every other part writes only when the guard part did (docs/messaging.md "A step's guarded
+    // write at commit"): a guard that finds nothing leaves the statement writing nothing, and the
+    // `COMMIT` sent with it commits nothing — no error, so nothing in the database's log.
+    const guard = write && quoted(write.guard);
+    const written = guard ? `exists (select 1 from ${guard})` : undefined;
+    const where = written ? ` where ${written}` : '';
+    const condition = sql.raw<boolean>(written ?? 'true');
+    ctes.push(...partsOf(this.trx, this.writes.map((build, i) => [`written_${i + 1}`, build(condition)]), params));
     const $ = (value: unknown) => `$${params.push(value)}`;
     if (this.consumedMessage) {
       // No `on conflict`: a message applied before fails the statement, so the `COMMIT` sent with it
       // is skipped and everything rolls back.
-      ctes.push(`recorded as (insert into processed_messages (consumer, message_id) values (${$(this.consumedMessage.consumer)}, ${$(this.consumedMessage.messageId)}))`);
+      ctes.push(`recorded as (insert into processed_messages (consumer, message_id) select ${$(this.consumedMessage.consumer)}, ${$(this.consumedMessage.messageId)}::uuid${where})`);
     }
     if (this.rows.length > 0) {
       // The rows as one JSON document rather than an array per column: node-postgres escapes each
@@ -177,7 +190,7 @@ export class UnitOfWork {
       ctes.push(`written as (
         insert into outbox (id, kind, type, payload, headers, claimed_until)
         select id, kind, type, payload, headers, ${claim}
-        from jsonb_to_recordset(${$(document)}::jsonb) as r(id uuid, kind text, type text, payload jsonb, headers jsonb))`);
+        from jsonb_to_recordset(${$(document)}::jsonb) as r(id uuid, kind text, type text, payload jsonb, headers jsonb)${where})`);
     }
     const timers = [...this.timers.values()];
     const scheduled = timers.filter((t) => t.op === 'schedule');
@@ -186,7 +199,7 @@ export class UnitOfWork {
         insert into timers (id, kind, key, fire_at, payload, last_error, fired_at)
         select id, kind, key, fire_at, payload, null, null
         from unnest(${$(scheduled.map(() => randomUUID()))}::uuid[], ${$(scheduled.map((t) => t.kind))}::text[], ${$(scheduled.map((t) => t.key))}::text[],
-          ${$(scheduled.map((t) => t.fireAt))}::timestamptz[], ${$(scheduled.map((t) => JSON.stringify(t.payload)))}::jsonb[]) as t(id, kind, key, fire_at, payload)
+          ${$(scheduled.map((t) => t.fireAt))}::timestamptz[], ${$(scheduled.map((t) => JSON.stringify(t.payload)))}::jsonb[]) as t(id, kind, key, fire_at, payload)${where}
         on conflict (kind, key) do update set fire_at = excluded.fire_at, payload = excluded.payload, fired_at = null, attempts = 0, last_error = null)`);
     }
     const cancelled = timers.filter((t) => t.op === 'cancel');
@@ -199,15 +212,11 @@ export class UnitOfWork {
       // A timer locked by a runner firing it is left to that runner: its handler decides on the row
       // as this transaction leaves it. Waiting for it instead deadlocks, since the runner's handler
       // then waits for the row this transaction holds (a dispute opened as the review window ends).
-      ctes.push(`cancelled as (delete from timers where id in (select id from timers where ${byKey.join(' or ')} for update skip locked))`);
+      ctes.push(`cancelled as (delete from timers where id in (select id from timers where (${byKey.join(' or ')})${written ? ` and ${written}` : ''} for update skip locked))`);
     }
     if (ctes.length === 0) return undefined;
-    // The guard part must have written a row: `require_written` raises (and so skips the COMMIT sent
-    // with the statement) when it wrote none.
-    const guard = write && quoted(write.guard);
-    const select = guard
-      ? `select guard.ok as guarded, w.* from (select require_written(count(*), ${$(write.guard)}) as ok from ${guard}) as guard left join ${guard} as w on true`
-      : 'select 1';
+    // How many rows the guard part wrote (none: `GuardFoundNothing`), with those rows.
+    const select = guard ? `select guard.n as guarded, w.* from (select count(*) as n from ${guard}) as guard left join ${guard} as w on true` : 'select 1';
     return { sql: `with ${ctes.join(', ')} ${select}`, parameters: params };
   }
 }

@@ -17,9 +17,10 @@ import { forgetAfterCommit } from '../agents/key-cache.js';
  * Most outcomes leave the score as it was (a settled provider's score moves by less than a
  * point). Such an outcome is kept by the transaction's last statement, with the message's record
  * and the `COMMIT` (a guarded write, `Transactor.runWriting`): one round trip, where keeping it,
- * reading the sums and committing took three. That statement writes only if the score stays as the
- * sums make it; when it changes, the transaction is undone and the outcome kept again in another,
- * the new score then written and published.
+ * reading the sums and committing took three. That statement locks the score row, reads the sums as
+ * the outcome would leave them and writes only if the score stays as they make it; when it would
+ * change, the statement writes nothing and the outcome is kept in another transaction, the new
+ * score then written and published.
  */
 export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
   const durable = 'identity-trust-outcomes';
@@ -30,7 +31,7 @@ export function recordTrustOutcomes(deps: IdentityDeps): Promise<Stoppable> {
       // Kept at commit when the score stays as it is: one round trip with the message's record.
       const atCommit = await deps.tx.runWriting(async (trx, work) => {
         work.consumed(durable, envelope.id);
-        return { value: undefined, write: { parts: [['counted', keepOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged]], guard: 'unchanged' } };
+        return { value: undefined, write: { parts: [['counted', countOutcome.bind(trx, outcome)], ['unchanged', scoreUnchanged], ['kept', keepIfUnchanged.bind(trx, outcome)]], guard: 'unchanged' } };
       });
       if (atCommit.written) return;
       const changed = await deps.tx.run(async (trx, work) => {
@@ -79,6 +80,32 @@ interface Counted {
 const keepOutcome = precompiled((db: Kysely<Database>, $: Slots<Outcome>) => db
   .selectFrom(sql<Counted>`trust_outcome_kept(${$.transactionId}, ${$.agentId}, ${$.outcome}, ${$.qualityScore}, ${$.late}, ${$.value}, ${$.halfWeights}, ${$.endedAt})`.as('c'))
   .selectAll());
+
+/**
+ * The agent's score row locked, with the sums as the outcome would leave them, and whether it would
+ * be kept (not kept before): what `scoreUnchanged` decides on before anything is written. Locked, the
+ * row is read as last committed, so no outcome committed meanwhile is missed; one kept meanwhile for
+ * the same transaction is not kept again (`keepIfUnchanged`'s conflict).
+ */
+const countOutcome = precompiled((db: Kysely<Database>, $: Slots<Outcome>) => db
+  .selectFrom('trustScores as s')
+  .select([
+    sql<boolean>`not exists (select 1 from trust_outcomes where transaction_id = ${$.transactionId}::uuid)`.as('kept'),
+    's.score',
+    sql<string>`s.weighted_value + ${$.value}::bigint * ${$.halfWeights}::bigint`.as('weightedValue'),
+    sql<string>`s.half_weights + ${$.halfWeights}::bigint`.as('halfWeights'),
+  ])
+  .where('s.agentId', '=', $.agentId as string)
+  .forUpdate());
+
+/** The outcome kept when the score stays (`unchanged` wrote its row); its insert's trigger adds it to the sums (migration 0009). */
+const keepIfUnchanged = precompiled((db: Kysely<Database>, $: Slots<Outcome>) => db
+  .insertInto('trustOutcomes')
+  .columns(['transactionId', 'agentId', 'outcome', 'qualityScore', 'late', 'value', 'halfWeights', 'endedAt'])
+  .expression(sql`select ${$.transactionId}::uuid, ${$.agentId}::uuid, ${$.outcome}::text, ${$.qualityScore}::integer, ${$.late}::boolean, ${$.value}::integer,
+      ${$.halfWeights}::integer, ${$.endedAt}::timestamptz
+    from counted where counted.kept and exists (select 1 from unchanged)`)
+  .onConflict((oc) => oc.column('transactionId').doNothing()));
 
 /**
  * A row when the outcome leaves the score as it is: kept before, or the score `trustScore` computes

@@ -5,6 +5,7 @@ import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import type { LastMessage } from '../domain/negotiation.js';
 import { accessRefusal } from '../domain/purchase-access.js';
+import { isTerminal } from '../domain/state-machine.js';
 import { decidePurchase, factsNeeded, moneyInFlight, type Purchase, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect, type PurchaseFacts, type PurchasePolicy } from '../domain/purchase.js';
 import { delegationOf } from './delegations.js';
 import { applyEffects, insertTransaction, knownOf, lastMessage, lockTransaction, partyTotals, readTransaction, updateTransaction, type KnownRow, type VersionedRow } from './repository.js';
@@ -110,7 +111,8 @@ function lastOf(m: Awaited<ReturnType<typeof lastMessage>>): LastMessage | undef
  * purchase whose price is held or that negotiates, 202 while the wallet has not answered or an
  * approval is awaited; 402 once the wallet refused the hold a creation, an accept or an approval
  * asked for; 400 once invalid output moved the status; 200 otherwise — 202 while the money a
- * request set moving (a cancellation's return) is still on its way.
+ * request set moving (a cancellation's return) is still on its way. An approval overtaken by a
+ * cancel or a denial is answered 409 (D9.14).
  */
 export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError {
   const { command: c, state: t } = o;
@@ -128,7 +130,7 @@ export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError
       if (t.hold === 'refused') {
         return insufficient(`The consumer's available balance is too low to hold ${t.agreedPriceCents} cents; the purchase still awaits an approval.`, { transactionId: t.id, requiredCents: t.agreedPriceCents, status: t.status });
       }
-      return 202;
+      return ended(t) ? endedBeforeApproval(t) : 202;
     case 'deliver':
       return c.outputErrors && c.outputErrors.length > 0 ? invalidOutput(t, c.outputErrors) : 200;
     default:
@@ -146,6 +148,20 @@ function acceptAnswer(o: StepOutcome<PurchaseTypes>): number | AppError {
     return insufficient('The consumer\'s available balance is too low to hold the agreed price; the negotiation goes on.', { transactionId: t.id, requiredCents: asked ?? null });
   }
   return 202;
+}
+
+/** Whether the purchase ended, or is ending while its price is returned (terminal means settled, D9.7). */
+const ended = (t: VersionedRow) => t.endingStatus !== null || isTerminal(t.status);
+
+/**
+ * D9.14: an approval whose purchase a cancel or a denial ended while the approval's hold was on its
+ * way (or before its answer was given) lost the race: the other request made the move, and the
+ * approval is answered as a refusal would be, with the status it found — whatever the timing, never
+ * with the ended purchase as if approved.
+ */
+function endedBeforeApproval(t: VersionedRow): AppError {
+  const ending = t.endingStatus ? { ending: t.endingStatus } : {};
+  return new AppError('INVALID_STATE', `This purchase was ended (${t.endingStatus ?? t.status}) by another request before its approval took effect.`, { details: { status: t.status, ...ending } });
 }
 
 const insufficient = (message: string, details: Record<string, unknown>) => new AppError('INSUFFICIENT_FUNDS', message, { details });

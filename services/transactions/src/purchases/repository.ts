@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { pagination, transactionEvent, transactionOutcome, walletSaga } from '@aex/contracts';
 import { precompiled, type GuardedWrite, type Precompiled, type Slots, type UnitOfWork } from '@aex/platform';
-import { sql, type Kysely, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
 import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
 import { TIMERS, type Purchase, type PurchaseChanges, type PurchaseEffect } from '../domain/purchase.js';
 import { transactionView } from './views.js';
@@ -111,11 +111,11 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase,
         break;
       }
       case 'recordMessage':
-        work.write(insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: e.messageType, round: e.round, terms: e.terms, message: e.message, expiresAt: e.expiresAt }, now));
+        work.write(insertMessage(t.id, { fromAgentId: e.fromAgentId, messageType: e.messageType, round: e.round, terms: e.terms, message: e.message, expiresAt: e.expiresAt }, now));
         break;
       case 'recordAccept': {
         const last = (await lastMessage(trx, t.id))!;
-        work.write(insertMessage(trx, t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now));
+        work.write(insertMessage(t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now));
         break;
       }
       case 'announce':
@@ -128,9 +128,15 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase,
   }
 }
 
-/** A negotiation's message, written with the step's row (after it: a new purchase's opening offer refers to it). */
-const insertMessage = (trx: Trx, transactionId: string, m: Omit<NegotiationRow, 'id' | 'transactionId' | 'createdAt'>, now: Date) =>
-  trx.insertInto('negotiationMessages').values({ id: randomUUID(), transactionId, ...m, terms: JSON.stringify(m.terms) as never, createdAt: now });
+/**
+ * A negotiation's message, written with the step's row (after it: a new purchase's opening offer
+ * refers to it), on the condition that the row was written.
+ */
+const insertMessage = (transactionId: string, m: Omit<NegotiationRow, 'id' | 'transactionId' | 'createdAt'>, now: Date) => (written: RawBuilder<boolean>) =>
+  sql`insert into negotiation_messages (id, transaction_id, from_agent_id, message_type, round, terms, message, expires_at, created_at)
+    select ${randomUUID()}::uuid, ${transactionId}::uuid, ${m.fromAgentId}::uuid, ${m.messageType}::text, ${m.round}::integer, ${JSON.stringify(m.terms)}::jsonb,
+      ${m.message}::text, ${m.expiresAt}::timestamptz, ${now}::timestamptz
+    where ${written}`;
 
 /** The negotiation's latest message (every negotiation has its opening offer). */
 export const lastMessage = (db: Kysely<Database>, id: string): Promise<NegotiationRow | undefined> =>

@@ -54,7 +54,8 @@ async function connectSoon<T>(connect: () => Promise<T>): Promise<T> {
     try {
       return await connect();
     } catch (err) {
-      if (attempt === 5) throw err;
+      if (attempt === 20) throw err;
+      await new Promise((r) => setTimeout(r, 250));
     }
   }
 }

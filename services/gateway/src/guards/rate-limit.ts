@@ -102,11 +102,21 @@ export class RateLimiter {
     await this.standIns.settle();
   }
 
-  take(group: RateGroup, subject: string): Promise<LimitDecision> {
+  async take(group: RateGroup, subject: string): Promise<LimitDecision> {
+    return this.decide(group, subject);
+  }
+
+  /**
+   * One request's take: the decision itself when this replica makes it alone (from a lease, or an
+   * empty bucket's repeated refusal) — no promise on the hot path — else the promise of the store's.
+   */
+  decide(group: RateGroup, subject: string): LimitDecision | Promise<LimitDecision> {
     const key = bucketKey(group, subject);
     this.count(key, this.clock());
-    const local = this.fromLease(key) ?? this.fromRefusal(key);
-    if (local) return Promise.resolve(local);
+    return this.fromLease(key) ?? this.fromRefusal(key) ?? this.ask(key, this.limits[group]);
+  }
+
+  private ask(key: string, limit: number): Promise<LimitDecision> {
     return new Promise((resolve, reject) => {
       const queue = this.queues.get(key);
       if (queue) {
@@ -114,7 +124,7 @@ export class RateLimiter {
         return;
       }
       this.queues.set(key, [{ resolve, reject }]);
-      void this.drain(key, this.limits[group]);
+      void this.drain(key, limit);
     });
   }
 
@@ -347,6 +357,7 @@ const bucketKey = (group: RateGroup, subject: string) => `${group}.${subject.rep
 
 const unavailable = () => new AppError('RATE_LIMITER_UNAVAILABLE', 'The rate limiter is unavailable; the request was refused.');
 
+/** `r` (a result made for this answer alone) with its D4.3 headers. */
 function withHeaders(r: TakeResult): LimitDecision {
-  return { ...r, headers: { 'ratelimit-limit': String(r.limit), 'ratelimit-remaining': String(r.remaining), 'ratelimit-reset': String(r.resetSeconds) } };
+  return Object.assign(r, { headers: { 'ratelimit-limit': String(r.limit), 'ratelimit-remaining': String(r.remaining), 'ratelimit-reset': String(r.resetSeconds) } });
 }

@@ -51,6 +51,17 @@ if (args[0] === '--load') {
   await main();
 }
 
+/**
+ * `load`, with the CPU this process spent meanwhile per request answered: on a shared machine the
+ * rate moves with the other processes' load, the CPU one request costs much less.
+ */
+async function measured(opts: Options): Promise<Figures & { cpuUsPerRequest: number }> {
+  const before = process.cpuUsage();
+  const figures = await load(opts);
+  const used = process.cpuUsage(before);
+  return { ...figures, cpuUsPerRequest: (used.user + used.system) / (figures.perSecond * DURATION) };
+}
+
 function load(opts: Options): Promise<Figures> {
   const child = fork(fileURLToPath(import.meta.url), ['--load', JSON.stringify(opts)], { execArgv: ['--import', 'tsx'] });
   return new Promise((resolve, reject) => {
@@ -76,12 +87,12 @@ async function main(): Promise<void> {
     const bareUrl = await bare.listen({ host: '127.0.0.1', port: 0 });
     const readOpts = (base: string): Options => ({ url: `${base}/v1/agents/${reader.id}`, connections: 10, duration: DURATION, headers: auth });
     const bareProfile = CPU_PROF ? await startCpuProfile() : undefined;
-    const baseline = await load(readOpts(bareUrl));
+    const baseline = await measured(readOpts(bareUrl));
     await bareProfile?.stop(CPU_PROF!.replace(/(\.cpuprofile)?$/, '.bare.cpuprofile'));
     await bare.close();
     await load({ ...readOpts(url), duration: 2 }); // warm-up: caches, JIT
     const profile = CPU_PROF ? await startCpuProfile() : undefined;
-    const read = await load(readOpts(url));
+    const read = await measured(readOpts(url));
     await profile?.stop(CPU_PROF!);
 
     // Funding: one wallet (every request on the same row) and 64 wallets.
@@ -107,6 +118,7 @@ async function main(): Promise<void> {
     const nats = CLUSTER ? 'a three-node NATS cluster, three replicas' : 'one NATS server';
     console.log(`\nGateway and money path, ${DURATION} s per case (load from another process; ${nats})\n`);
     console.log(table(rows));
+    console.log(`  CPU of this process per request: authenticated GET ${read.cpuUsPerRequest.toFixed(0)} µs, bare fastify ${baseline.cpuUsPerRequest.toFixed(0)} µs (ratio ${(baseline.cpuUsPerRequest / read.cpuUsPerRequest).toFixed(3)})`);
     console.log(`  funding p99: one wallet ${fundOne.p99} ms, 64 wallets ${fundMany.p99} ms`);
     const failures = [read, baseline, fundOne, fundMany].reduce((n, x) => n + x.errors + x.non2xx, 0);
     if (failures > 0) console.log(`\n  ${failures} requests failed or answered non-2xx: the figures count 2xx answers only`);

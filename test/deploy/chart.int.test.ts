@@ -9,7 +9,7 @@ import { chartDir, helm, ofKind, render, repoRoot, template, validateKubeObject,
 // the Kubernetes schemas of npm kubernetes-models. What these renders contain is also what
 // kubernetes.test.ts (e2e) boots as real processes.
 
-const VALUE_SETS = ['minimal-values.yaml', 'production-values.yaml', 'external-values.yaml'];
+const VALUE_SETS = ['minimal-values.yaml', 'production-values.yaml', 'external-values.yaml', 'ha-values.yaml'];
 const SERVICES = ['catalog', 'gateway', 'identity', 'transactions', 'wallet', 'webhooks'];
 
 interface Container {
@@ -171,7 +171,11 @@ describe('the Helm chart', () => {
     expect(of('nats-clients').spec).toEqual({
       podSelector: { matchLabels: { 'app.kubernetes.io/name': 'nats' } },
       policyTypes: ['Ingress'],
-      ingress: [{ ports: [{ port: 4222, protocol: 'TCP' }], from: [{ podSelector: { matchLabels: release } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] }],
+      ingress: [
+        { ports: [{ port: 4222, protocol: 'TCP' }], from: [{ podSelector: { matchLabels: release } }, { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }] },
+        // The nodes of a NATS cluster reach one another (routes), as Postgres instances do (replication).
+        { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'nats' } } }] },
+      ],
     });
     expect(of('postgres-clients').spec.podSelector.matchLabels).toEqual({ 'cnpg.io/cluster': 'exchange-db' });
     // Every exchange pod carries the labels the NATS/Postgres policies admit.

@@ -1,4 +1,4 @@
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
+import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, RetentionPolicy, StorageType,
   jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
@@ -6,7 +6,7 @@ import {
 import { Kvm } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, STREAM_MAX_AGE_MS, Semaphore, encodeMessage,
+  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, STREAM_MAX_AGE_MS, encodeMessage,
   type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
@@ -14,12 +14,37 @@ import { exchangeMetrics, metrics } from '../metrics.js';
 import { connectCoalescing } from './coalescing-transport.js';
 import { natsKvStore } from './nats-kv.js';
 import { fromNatsHeaders, isApiError, nanos, parse, toNatsHeaders } from './nats-messages.js';
+import { runPullConsumer } from './nats-consumer.js';
+import { StreamReplicas } from './nats-replicas.js';
 import { ReplyMux } from './nats-reply-mux.js';
 import { natsServers } from './nats-servers.js';
 import { injectTrace, withMessageSpan, withOutgoingSpan } from './tracing.js';
 
-/** How long a JetStream publish waits for the stream's acknowledgement (nats.js's default). */
-const PUBLISH_TIMEOUT_MS = 5_000;
+/**
+ * How NATS and JetStream losing a node is met (docs/messaging.md, "When a NATS node is lost").
+ * A publish waits this long for the stream's acknowledgement (its PubAck) before it is sent again.
+ */
+const PUBLISH_ATTEMPT_MS = 2_000;
+/**
+ * A publish not acknowledged is sent again, under the same `Nats-Msg-Id` (JetStream stores it once),
+ * until this much time has passed since its first attempt failed: a replicated stream whose leader
+ * was lost takes NATS 2.9 about 4–7 s to elect another, and answers "no responders" meanwhile.
+ */
+const PUBLISH_BUDGET_MS = 10_000;
+/** Pauses between the attempts of a publish. */
+const PUBLISH_PAUSES_MS = [100, 250, 500, 1_000];
+/**
+ * The client pings its server this often and leaves it after two pings unanswered: a frozen server
+ * (its sockets open, nothing answering) is left in 2–3 s, not in nats.js's 4 minutes.
+ */
+const PING_INTERVAL_MS = 1_000;
+/** How long connecting to one server may take before the next is tried (nats.js: 20 s). */
+const CONNECT_TIMEOUT_MS = 3_000;
+/**
+ * JetStream API requests of the consumers (a consumer's info, asked again when its heartbeats stop).
+ * nats.js's 5 s would hold a consumer back that long when it asks a leader that is gone.
+ */
+const JS_API_TIMEOUT_MS = 2_000;
 
 /** The JetStream implementation of the bus (production and tests). */
 export class NatsBus implements Bus {
@@ -31,6 +56,7 @@ export class NatsBus implements Bus {
   private readonly consuming = new Map<string, { stream: string; kind: StreamKind; durable: string; count: number }>();
   private uncollect: (() => void) | undefined;
   private readonly replies: ReplyMux;
+  private readonly replication: StreamReplicas;
 
   private constructor(
     readonly namespace: string,
@@ -40,9 +66,10 @@ export class NatsBus implements Bus {
     /** Copies JetStream keeps of each stream and KV bucket (`NATS_REPLICAS`). */
     private readonly replicas: number,
   ) {
-    this.js = jetstream(nc);
+    this.js = jetstream(nc, { timeout: JS_API_TIMEOUT_MS });
     this.kvm = new Kvm(nc);
     this.replies = new ReplyMux(nc);
+    this.replication = new StreamReplicas(nc, jsm, replicas, logger);
   }
 
   /** What the server announced (its `max_payload`). */
@@ -54,11 +81,20 @@ export class NatsBus implements Bus {
     // noAsyncTraces: nats.js otherwise builds an Error (a stack capture) for every request and every
     // JetStream publish in case it fails — about 4 % of the CPU of a lifecycle (docs/performance.md).
     // Writes gathered per turn of the event loop (coalescing-transport.ts).
-    const nc = await connectCoalescing({ ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true });
+    const nc = await connectCoalescing({
+      ...natsServers(url), name, maxReconnectAttempts: -1, reconnectTimeWait: 500, noAsyncTraces: true,
+      pingInterval: PING_INTERVAL_MS, maxPingOut: 2, timeout: CONNECT_TIMEOUT_MS,
+    });
     const jsm = await jetstreamManager(nc);
     const bus = new NatsBus(namespace, nc, jsm, logger, opts.replicas ?? 1);
-    await bus.ensureStream('events');
-    await bus.ensureStream('commands');
+    try {
+      bus.replication.checkClustered();
+      await bus.ensureStream('events');
+      await bus.ensureStream('commands');
+    } catch (err) {
+      await nc.close().catch(() => undefined);
+      throw err;
+    }
     return bus;
   }
 
@@ -79,7 +115,7 @@ export class NatsBus implements Bus {
       num_replicas: this.replicas,
     };
     try {
-      await this.jsm.streams.info(name);
+      await this.replication.apply(name, await this.jsm.streams.info(name));
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
       try {
@@ -87,7 +123,7 @@ export class NatsBus implements Bus {
       } catch (addErr) {
         // Another process created it between our info and add.
         await this.jsm.streams.info(name).catch(() => {
-          throw addErr;
+          throw this.replication.refusal(addErr);
         });
       }
     }
@@ -136,18 +172,42 @@ export class NatsBus implements Bus {
   async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
     await withOutgoingSpan(`publish ${subject}`, 'producer', async () => {
       const headers = toNatsHeaders(injectTrace({ ...opts.headers, 'Nats-Msg-Id': opts.msgId }))!;
-      // JetStream's publish is a request answered by the stream's acknowledgement (its PubAck).
-      const reply = await this.replies.request(subject, encodeMessage(subject, data, this.maxPayload), PUBLISH_TIMEOUT_MS, headers)
-        .catch((err: Error) => {
-          throw new BusUnavailableError(subject, `not stored: ${err.message}`);
-        });
-      const ack = parse(reply.data) as { stream?: string; error?: { code: number; description: string } } | null;
-      if (!ack?.stream) throw new BusUnavailableError(subject, `not stored: ${ack?.error?.description ?? 'no acknowledgement'}`);
+      const payload = encodeMessage(subject, data, this.maxPayload);
+      let deadline = 0;
+      for (let attempt = 0; ; attempt++) {
+        const failure = await this.publishOnce(subject, payload, headers);
+        if (failure === undefined) return;
+        deadline ||= Date.now() + PUBLISH_BUDGET_MS;
+        const pause = PUBLISH_PAUSES_MS[Math.min(attempt, PUBLISH_PAUSES_MS.length - 1)]!;
+        if (!failure.again || Date.now() + pause >= deadline) throw new BusUnavailableError(subject, `not stored: ${failure.reason}`);
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
     }, opts.headers);
   }
 
-  async consume(spec: ConsumerSpec): Promise<Stoppable> {
-    const stream = this.streamName(spec.stream);
+  /**
+   * One attempt of a publish: JetStream's publish is a request answered by the stream's
+   * acknowledgement. Undefined when stored; else why not, and whether sending it again may store it
+   * (no answer, no stream listening while it elects a leader, a stream that is unavailable for now).
+   */
+  private async publishOnce(subject: string, payload: Uint8Array, headers: MsgHdrs): Promise<{ reason: string; again: boolean } | undefined> {
+    let reply: Msg;
+    try {
+      reply = await this.replies.request(subject, payload, PUBLISH_ATTEMPT_MS, headers);
+    } catch (err) {
+      const reason = (err as Error).message;
+      return { reason, again: reason === 'timeout' || reason === 'no responders' };
+    }
+    const ack = parse(reply.data) as { stream?: string; error?: { code: number; description: string } } | null;
+    if (ack?.stream) return undefined;
+    return { reason: ack?.error?.description ?? 'no acknowledgement', again: ack?.error?.code === 503 };
+  }
+
+  /**
+   * Makes the durable consumer, or gives the one there the spec's ack wait and deliveries (`update`:
+   * at start; a consumer made again after it was gone leaves one that is there as it is).
+   */
+  private async ensureConsumer(stream: string, spec: ConsumerSpec, update: boolean): Promise<void> {
     const config = {
       durable_name: spec.durable,
       filter_subject: spec.filter,
@@ -158,7 +218,7 @@ export class NatsBus implements Bus {
     };
     try {
       await this.jsm.consumers.info(stream, spec.durable);
-      await this.jsm.consumers.update(stream, spec.durable, { ack_wait: config.ack_wait, max_deliver: config.max_deliver });
+      if (update) await this.jsm.consumers.update(stream, spec.durable, { ack_wait: config.ack_wait, max_deliver: config.max_deliver });
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.ConsumerNotFound)) throw err;
       await this.jsm.consumers.add(stream, config).catch(async (addErr) => {
@@ -167,15 +227,16 @@ export class NatsBus implements Bus {
         });
       });
     }
-    const consumer = await this.js.consumers.get(stream, spec.durable);
+  }
+
+  async consume(spec: ConsumerSpec): Promise<Stoppable> {
+    const stream = this.streamName(spec.stream);
+    await this.ensureConsumer(stream, spec, true);
     const key = `${stream}/${spec.durable}`;
     const entry = this.consuming.get(key) ?? { stream, kind: spec.stream, durable: spec.durable, count: 0 };
     entry.count++;
     this.consuming.set(key, entry);
     this.uncollect ??= metrics.collect(() => this.collectLag());
-    const concurrency = spec.concurrency ?? 4;
-    const messages = await consumer.consume({ max_messages: concurrency * 2 });
-    const gate = new Semaphore(concurrency);
     const handle = async (m: JsMsg) => {
       const headers = fromNatsHeaders(m.headers);
       let data: unknown;
@@ -197,17 +258,13 @@ export class NatsBus implements Bus {
         m.nak(Math.min(30_000, 250 * 2 ** Math.min(m.info.deliveryCount, 7)));
       }
     };
-    const loop = (async () => {
-      for await (const m of messages) {
-        await gate.acquire();
-        void handle(m).finally(() => gate.release());
-      }
-    })();
+    const running = runPullConsumer(
+      this.js, { stream, durable: spec.durable },
+      { concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false) }, handle, this.logger,
+    );
     const stoppable: Stoppable = {
       stop: async () => {
-        await messages.close();
-        await loop.catch(() => undefined);
-        await gate.idle();
+        await running.stop();
         this.stoppables.delete(stoppable);
         if (--entry.count === 0) this.consuming.delete(key);
       },
@@ -256,7 +313,7 @@ export class NatsBus implements Bus {
   }
 
   async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
-    return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replicas: this.replicas });
+    return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replication: this.replication });
   }
 
   async healthy(): Promise<boolean> {

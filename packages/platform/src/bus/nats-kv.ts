@@ -2,9 +2,11 @@ import { JetStreamApiCodes, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV, Kvm } from '@nats-io/kv';
 import { KvConflictError, type KvStore } from './types.js';
 import { isApiError } from './nats-messages.js';
+import type { StreamReplicas } from './nats-replicas.js';
 
 /**
- * A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`.
+ * A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`. The bucket is the
+ * stream `KV_<bucket>`, kept with the bus's replicas like its other streams.
  *
  * Compare-and-set is not nats.js's `kv.update`/`kv.create` alone. On a replicated stream, nats-server
  * 2.9 checks a write's expected last sequence of its subject against what the leader has applied,
@@ -12,12 +14,17 @@ import { isApiError } from './nats-messages.js';
  * together both succeed (40 % of such pairs on a three-node cluster), and one of them is lost. Each
  * write also carries the message id `<key>@<revision>`; the leader does track the ids it has
  * proposed, so the second write on one revision is a duplicate and is answered as a conflict
- * (`packages/platform/test/nats-kv.int.test.ts`). A revision is a stream sequence, used once; only
- * the create of a key that never held a value (`@0`) repeats, and the bucket's duplicate window is
- * never longer than its TTL, after which such a key is gone.
+ * (`packages/platform/test/nats-kv-replicated.int.test.ts`). A revision is a stream sequence, used
+ * once; only the create of a key that never held a value (`@0`) repeats, and the bucket's duplicate
+ * window is never longer than its TTL, after which such a key is gone.
  */
-export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replicas: number }): Promise<KvStore> {
-  const kv: KV = await kvm.create(bucket, { history: 1, replicas: opts.replicas, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) });
+export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replication: StreamReplicas }): Promise<KvStore> {
+  const { replication } = opts;
+  const kv: KV = await kvm.create(bucket, { history: 1, replicas: replication.count, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) })
+    .catch((err: unknown) => {
+      throw replication.refusal(err);
+    });
+  await replication.apply(`KV_${bucket}`);
   const js = jsm.jetstream();
   const conflict = (key: string) => (err: unknown): never => {
     if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {

@@ -17,7 +17,8 @@ describe('KV compare-and-set on a replicated bucket', () => {
     // Four clients, as four replicas would be. A cluster just started may not place its first
     // replicated stream at once: connecting is tried again then.
     for (let i = 0; i < 4; i++) buses.push(await connectSoon(() => NatsBus.connect(cluster.url, namespace, `kv-${i}`, undefined, { replicas: 3 })));
-    stores = await Promise.all(buses.map((b) => b.kv(`${namespace}_cas`)));
+    stores = [];
+    for (const b of buses) stores.push(await b.kv(`${namespace}_cas`));
   }, 60_000);
   afterAll(async () => {
     await buses?.[0]?.destroyNamespace();

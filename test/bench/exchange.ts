@@ -1,5 +1,5 @@
-import { loadConfig, type ExchangeConfig } from '@aex/platform';
-import { createTestBus, createTestDatabase, testLogger, type TestDatabase } from '@aex/platform/testing';
+import { NatsBus, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
+import { NatsCluster, createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { startStack, type Stack } from '@aex/stack';
 import { spawnMain, stopProcess, type SpawnedProcess } from '../e2e/harness.js';
 
@@ -22,13 +22,17 @@ export interface BenchExchange {
  * Runs `body` against a whole exchange in this process (every service, this machine's Postgres and
  * NATS JetStream, a database and namespace of its own, sandbox payments, limits out of reach), then
  * stops it and removes its data: what every benchmark measures the exchange on.
+ *
+ * `cluster`: the exchange's bus is a three-node JetStream cluster started for the run, every stream
+ * and KV bucket kept on all three (`NATS_REPLICAS=3`), as the Helm chart deploys it; otherwise this
+ * machine's one NATS server.
  */
-export async function withBenchExchange<T>(body: (ex: BenchExchange) => Promise<T>): Promise<T> {
+export async function withBenchExchange<T>(body: (ex: BenchExchange) => Promise<T>, opts: { cluster?: boolean } = {}): Promise<T> {
   const db = await createTestDatabase();
-  const { bus, dispose } = await createTestBus('jetstream');
+  const { bus, dispose } = opts.cluster ? await clusterBus() : await createTestBus('jetstream');
   const config = loadConfig({}, {
     PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
-    ...LIMITS_OUT_OF_REACH,
+    NATS_REPLICAS: opts.cluster ? '3' : '1', ...LIMITS_OUT_OF_REACH,
   });
   const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });
   try {
@@ -39,6 +43,19 @@ export async function withBenchExchange<T>(body: (ex: BenchExchange) => Promise<
     await dispose();
     await db.drop();
   }
+}
+
+/** A bus on a three-node cluster of its own, with three replicas of everything; disposing stops the cluster. */
+async function clusterBus(): Promise<{ bus: Bus; dispose(): Promise<void> }> {
+  const cluster = await NatsCluster.start(3);
+  const bus = await NatsBus.connect(cluster.url, testNamespace(), 'aex-bench', undefined, { replicas: 3 });
+  return {
+    bus,
+    async dispose() {
+      await bus.close();
+      await cluster.stop();
+    },
+  };
 }
 
 /**

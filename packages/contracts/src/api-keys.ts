@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * D2.1 API keys, shared by identity (which issues them) and the gateway (which looks them up):
@@ -11,7 +11,8 @@ export const API_KEY_PATTERN = /^ae_live_[A-Za-z0-9_-]{43}$/;
  * key of the gateway's cache (an unguessable 256-bit key needs no slow hash).
  */
 export function hashApiKey(plaintext: string): string {
-  return createHash('sha256').update(plaintext, 'utf8').digest('hex');
+  // One-shot: no Hash object per call (the gateway hashes the key of every request).
+  return hash('sha256', plaintext, 'hex');
 }
 
 /** D2.1: the first 12 characters. */

@@ -62,8 +62,9 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
     frameworkErrors: (err, req, reply) => sendError(req, reply, new AppError('VALIDATION_ERROR', 'The request URL is malformed.', { field: '/path' })),
     clientErrorHandler: answerMalformedHttp,
   });
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', (req, reply, done) => {
     reply.header('x-request-id', req.id);
+    done();
   });
   countAnswers(app);
   app.addHook('onClose', async () => {

@@ -131,15 +131,19 @@ describe('D4 token buckets taken ahead in leases', () => {
     await expect.poll(() => sharedTokens(b, 'read.hot'), { timeout: 2000 }).toBeCloseTo(afterLease + 8 + (1000 / 60_000) * 300, 6);
   });
 
-  it('leases nothing from a bucket below half: each token is taken from the store', async () => {
+  it('leases never more than half of what the bucket holds, and nothing from one below two tokens', async () => {
     const b = await bus();
     let now = 1_700_000_000_000;
     const limiter = await limiterOn(b, () => now);
     for (let i = 0; i < 6; i++) await limiter.take('write', 'low');
     now += 250;
     expect((await limiter.take('write', 'low')).allowed).toBe(true);
-    // 10 − 7 + refill (0.04): nothing held back.
-    expect(await sharedTokens(b, 'write.low')).toBeCloseTo(3 + (10 / 60_000) * 250, 6);
+    // 10 − 7 + refill (0.04) = 3.04 left: the six the last period asked for are cut to one.
+    expect(await sharedTokens(b, 'write.low')).toBeCloseTo(2 + (10 / 60_000) * 250, 6);
+    expect((await limiter.take('write', 'low')).allowed).toBe(true); // the leased one
+    expect((await limiter.take('write', 'low')).allowed).toBe(true);
+    // 2.04 − 1 = 1.04: nothing to spare, the store holds the rest.
+    expect(await sharedTokens(b, 'write.low')).toBeCloseTo(1 + (10 / 60_000) * 250, 6);
   });
 
   it('never serves more than the bucket across two replicas holding leases', async () => {

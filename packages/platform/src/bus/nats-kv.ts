@@ -7,6 +7,16 @@ import type { StreamReplicas } from './nats-replicas.js';
 /**
  * A JetStream KV bucket as the bus's `KvStore`: a changed key is a `KvConflictError`. The bucket is the
  * stream `KV_<bucket>`, kept with the bus's replicas like its other streams.
+ *
+ * Compare-and-set is not nats.js's `kv.update`/`kv.create` alone. On a replicated stream, nats-server
+ * 2.9 checks a write's expected last sequence of its subject against what the leader has applied,
+ * not against writes it has proposed and not yet applied: two writes on the same revision sent
+ * together both succeed (40 % of such pairs on a three-node cluster), and one of them is lost. Each
+ * write also carries the message id `<key>@<revision>`; the leader does track the ids it has
+ * proposed, so the second write on one revision is a duplicate and is answered as a conflict
+ * (`packages/platform/test/nats-kv-replicated.int.test.ts`). A revision is a stream sequence, used
+ * once; only the create of a key that never held a value (`@0`) repeats, and the bucket's duplicate
+ * window is never longer than its TTL, after which such a key is gone.
  */
 export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replication: StreamReplicas }): Promise<KvStore> {
   const { replication } = opts;
@@ -15,11 +25,18 @@ export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: strin
       throw replication.refusal(err);
     });
   await replication.apply(`KV_${bucket}`);
+  const js = jsm.jetstream();
   const conflict = (key: string) => (err: unknown): never => {
     if (isApiError(err, JetStreamApiCodes.StreamWrongLastSequence) || /wrong last sequence/i.test(String((err as Error)?.message))) {
       throw new KvConflictError(key);
     }
     throw err;
+  };
+  /** Writes `value` if the key's last revision is `revision` (0: the key holds nothing, not even a delete marker). */
+  const writeOn = async (key: string, value: string, revision: number): Promise<number> => {
+    const ack = await js.publish(`$KV.${bucket}.${key}`, value, { expect: { lastSubjectSequence: revision }, msgID: `${key}@${revision}` }).catch(conflict(key));
+    if (ack.duplicate) throw new KvConflictError(key);
+    return ack.seq;
   };
   return {
     async get(key) {
@@ -27,8 +44,18 @@ export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: strin
       if (!e || e.operation !== 'PUT') return null;
       return { value: e.string(), revision: e.revision };
     },
-    create: (key, value) => kv.create(key, value).catch(conflict(key)),
-    update: (key, value, revision) => kv.update(key, value, revision).catch(conflict(key)),
+    async create(key, value) {
+      try {
+        return await writeOn(key, value, 0);
+      } catch (err) {
+        if (!(err instanceof KvConflictError)) throw err;
+        // A deleted key keeps its delete marker: created again on the marker's revision (as nats.js does).
+        const e = await kv.get(key);
+        if (e && (e.operation === 'DEL' || e.operation === 'PURGE')) return writeOn(key, value, e.revision);
+        throw err;
+      }
+    },
+    update: (key, value, revision) => writeOn(key, value, revision),
     put: (key, value) => kv.put(key, value),
     async delete(key) {
       await kv.delete(key);

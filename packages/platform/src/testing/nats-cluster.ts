@@ -98,6 +98,17 @@ export class NatsCluster {
     throw new Error(`the NATS cluster was not ready within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
   }
 
+  /** The node leading a stream (`KV_<bucket>` for a KV bucket) and the copies it keeps, as JetStream reports them. */
+  async streamLeader(stream: string): Promise<{ leader: string | undefined; replicas: number }> {
+    const nc = await connect({ servers: this.nodes.filter((n) => n.running()).map((n) => n.url), timeout: 1_000 });
+    try {
+      const info = await (await jetstreamManager(nc)).streams.info(stream);
+      return { leader: info.cluster?.leader, replicas: info.config.num_replicas };
+    } finally {
+      await nc.close().catch(() => undefined);
+    }
+  }
+
   /** `kill -9` of one node; its store stays for `restart`. */
   async kill(name: string): Promise<void> {
     const child = this.children.get(name);

@@ -50,7 +50,7 @@ export function takeResult(allowed: boolean, tokens: number, state: BucketState,
     allowed,
     state,
     limit: perMinute,
-    remaining: Math.floor(tokens),
+    remaining: Math.max(0, Math.floor(tokens)),
     resetSeconds: Math.ceil((perMinute - tokens) / refillPerMs / 1000),
     retryAfterSeconds: Math.max(1, Math.ceil((1 - tokens) / refillPerMs / 1000)),
   };
@@ -68,10 +68,10 @@ export function takeToken(previous: BucketState | null, perMinute: number, nowMs
 
 /**
  * How many tokens a replica may hold back for its coming requests (a lease, docs/gateway-caches.md):
- * what it expects to need, but only out of the upper half of the bucket and at most a tenth of it —
- * so a lease never makes another replica refuse a request while the bucket is below half, where
- * every token is still taken from the shared store one batch at a time.
+ * what it expects to need, but never more than half of what the bucket holds after its own take —
+ * another replica asking at the same moment still finds the other half, and a bucket with less than
+ * two tokens is taken one batch at a time.
  */
-export function spareTokens(tokens: number, perMinute: number, wanted: number): number {
-  return Math.max(0, Math.min(Math.floor(wanted), Math.floor(tokens - perMinute / 2), Math.floor(perMinute / 10)));
+export function spareTokens(tokens: number, wanted: number): number {
+  return Math.max(0, Math.min(Math.floor(wanted), Math.floor(tokens / 2)));
 }

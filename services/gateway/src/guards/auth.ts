@@ -43,11 +43,16 @@ export class ApiKeyAuthenticator {
   }
 
   async authenticate(authorization: string | undefined, requestId: string, clientIp: string): Promise<PrincipalT> {
-    const match = /^Bearer (\S+)$/.exec(authorization ?? '');
-    if (!match) throw unauthenticated('An Authorization: Bearer <API key> header is required.');
-    const key = match[1]!;
-    if (!API_KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
-    return this.authenticateHash(hashApiKey(key), requestId, clientIp);
+    return this.authenticateHash(keyHashOf(authorization), requestId, clientIp);
+  }
+
+  /**
+   * The principal of the Authorization header when this replica holds it in memory, without a
+   * promise (the authenticated read's hot path); undefined when it must be looked up (`authenticate`).
+   */
+  fromMemory(authorization: string | undefined): PrincipalT | undefined {
+    const known = this.local.get(keyHashOf(authorization));
+    return known && unexpired(known);
   }
 
   /**
@@ -102,6 +107,14 @@ export class ApiKeyAuthenticator {
     if (this.unknownKeys.size >= NEGATIVE_CACHE_SIZE) this.unknownKeys.delete(this.unknownKeys.keys().next().value!);
     this.unknownKeys.set(hash, Date.now() + NEGATIVE_CACHE_TTL_MS);
   }
+}
+
+/** The hash of the Authorization header's API key (401 when there is none, or it is malformed). */
+function keyHashOf(authorization: string | undefined): string {
+  const key = authorization?.startsWith('Bearer ') ? authorization.slice(7) : undefined;
+  if (key === undefined || key.length === 0 || /\s/.test(key)) throw unauthenticated('An Authorization: Bearer <API key> header is required.');
+  if (!API_KEY_PATTERN.test(key)) throw unauthenticated('The API key is malformed.');
+  return hashApiKey(key);
 }
 
 /** D6.8: a child's key stops at its `expiresAt`, whatever the cache holds (identity marks it expired within a second). */

@@ -17,7 +17,7 @@ export function successBody(data: unknown, requestId: string | Meta, pagination?
 
 /** The same envelope around `data` already serialized (a cached answer): the same bytes `successBody` gives. */
 export function successBodyOfJson(dataJson: string, requestId: string): string {
-  return `{"data":${dataJson},"meta":${JSON.stringify(metaOf(requestId))},"errors":null}`;
+  return `{"data":${dataJson},"meta":{"requestId":${JSON.stringify(requestId)},"timestamp":"${new Date().toISOString()}"},"errors":null}`;
 }
 
 export interface ErrorResponse {

@@ -7,7 +7,7 @@ import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import { checkAdminToken } from '../guards/auth.js';
-import { RateLimitedError, type RateLimiter } from '../guards/rate-limit.js';
+import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
 import { valuesProblem } from './input-hygiene.js';
 import { protocolView } from './protocol.js';
@@ -48,13 +48,8 @@ export const send = (reply: FastifyReply, status: number, body: string, type = '
  */
 export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: ExchangeConfig): RouteHandlerMethod {
   const check = compileChecks(spec);
-  return async (req, reply) => {
-    const principal = await callerOf(spec, req, reply, guards, config);
-    if (spec.rateGroup) {
-      const r = await guards.limiter.take(spec.rateGroup, principal ? principal.agentId : req.ip);
-      if (!r.allowed) throw new RateLimitedError('Too many requests; retry later.', r);
-      reply.headers(r.headers);
-    }
+  /** Signature, validation and the owner's answer, once the caller is known and admitted. */
+  const answer = async (req: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
     const sig = { signature: header(req, 'x-ae-signature'), timestamp: header(req, 'x-ae-signature-timestamp') };
     let signed = false;
     if (principal && (spec.signature === 'required' || sig.signature !== undefined || sig.timestamp !== undefined)) {
@@ -63,7 +58,6 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
       signed = true;
     }
     const idempotency = idempotencyOf(spec, req, principal);
-
     let answer: Answer;
     try {
       answer = await execute(spec, check, req, principal, signed, idempotency, guards, bus, config);
@@ -74,6 +68,50 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
     if (answer.headers) reply.headers(answer.headers);
     return send(reply, answer.status, answer.body, answer.type);
   };
+  /** The rate limit (D4), then the answer: sent at once when this replica remembers it. */
+  const admitted = (req: FastifyRequest, reply: FastifyReply, principal: Principal | null): Promise<unknown> | undefined => {
+    if (spec.rateGroup) {
+      const decision = guards.limiter.decide(spec.rateGroup, principal ? principal.agentId : req.ip);
+      if (decision instanceof Promise) return decision.then((r) => (admit(r, reply), answer(req, reply, principal)));
+      admit(decision, reply);
+    }
+    return answerRemembered(spec, check, req, reply, principal, guards) ? undefined : answer(req, reply, principal);
+  };
+  // An API key this replica holds, a bucket it holds tokens of and an answer it remembers are served
+  // in the turn of the event loop the request came in, without a promise: the authenticated read's
+  // hot path. Anything else takes the same steps asynchronously.
+  return (req, reply) => {
+    const authorization = spec.auth === 'agent' ? req.headers.authorization : undefined;
+    const principal = authorization !== undefined ? guards.auth.fromMemory(authorization) : undefined;
+    if (principal !== undefined) return admitted(req, reply, principal);
+    return callerOf(spec, req, reply, guards, config).then((p) => admitted(req, reply, p));
+  };
+}
+
+/** D4.3 headers of an admitted request, or its 429. */
+function admit(r: LimitDecision, reply: FastifyReply): void {
+  if (!r.allowed) throw new RateLimitedError('Too many requests; retry later.', r);
+  reply.headers(r.headers);
+}
+
+/**
+ * Sends the answer of a `localCache` route this replica remembers (docs/gateway-caches.md), when the
+ * request is a plain valid one (unsigned, no Idempotency-Key): true when sent. Anything else — an
+ * invalid request included — is left to `execute`, which answers it in full.
+ */
+function answerRemembered(spec: RouteSpec, check: Checks, req: FastifyRequest, reply: FastifyReply, principal: Principal | null, guards: Guards): boolean {
+  if (!spec.localCache || !principal || spec.signature === 'required' || MUTATING.has(req.method)) return false;
+  if (req.headers['x-ae-signature'] !== undefined || req.headers['x-ae-signature-timestamp'] !== undefined) return false;
+  let input;
+  try {
+    input = checkInput(spec, check, req);
+  } catch {
+    return false;
+  }
+  const hit = guards.views.get(spec.localCache(input as { path: Record<string, string> }, principal).key);
+  if (hit === undefined) return false;
+  send(reply, spec.successStatus, successBodyOfJson(hit, req.id));
+  return true;
 }
 
 /**
@@ -152,10 +190,8 @@ function checkInput(spec: RouteSpec, check: Checks, req: FastifyRequest) {
   const params = (req.params ?? {}) as Record<string, unknown>;
   const query = (req.query ?? {}) as Record<string, unknown>;
   if (isMalformedQuery(query)) throw new AppError('VALIDATION_ERROR', 'The query string is not valid percent-encoded UTF-8.', { field: '/query' });
-  for (const [part, values] of [['path', params], ['query', query]] as const) {
-    const problem = valuesProblem(values);
-    if (problem) throw new AppError('VALIDATION_ERROR', `"/${part}${problem.pointer}" ${problem.message}.`, { field: `/${part}${problem.pointer}` });
-  }
+  hygiene('path', params);
+  hygiene('query', query);
   const errors: ErrorEntry[] = [];
   const part = (v: ReturnType<Checks['path']['check']>) => (v.ok ? v.value : (errors.push(...v.errors), {}));
   const input = {
@@ -167,6 +203,12 @@ function checkInput(spec: RouteSpec, check: Checks, req: FastifyRequest) {
   };
   if (errors.length > 0) throw AppError.many(errors.slice(0, 20));
   return input;
+}
+
+/** The edge's hygiene rules on the values of the path or the query. */
+function hygiene(part: 'path' | 'query', values: Record<string, unknown>): void {
+  const problem = valuesProblem(values);
+  if (problem) throw new AppError('VALIDATION_ERROR', `"/${part}${problem.pointer}" ${problem.message}.`, { field: `/${part}${problem.pointer}` });
 }
 
 interface Checks {

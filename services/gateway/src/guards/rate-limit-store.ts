@@ -1,0 +1,118 @@
+import type { KvEntry, KvStore } from '@aex/platform';
+import { takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
+
+/**
+ * How long one operation on the shared buckets may take. A JetStream KV answers in about a
+ * millisecond; a request to a stream whose leader just died waits for nats.js's 5 s timeout, which
+ * every request behind it would wait too. Past this, the operation counts as failed and is tried again.
+ */
+export const KV_TIMEOUT_MS = 500;
+/** How long a read of the store vouches for a stand-in bucket (see `StandInBuckets`). */
+const STAND_IN_READ_MS = 1_000;
+/**
+ * Longest a bucket is served by a stand-in: a failover takes seconds; a store that has taken no
+ * write for this long (a cluster without a majority) is down, and the bucket fails closed.
+ */
+const STAND_IN_MAX_MS = 30_000;
+
+/** The store did not answer in time (a node down, a stream without a leader, no connection). */
+export class StoreUnreachableError extends Error {}
+
+/**
+ * `op`, or a `StoreUnreachableError` after `ms`. The operation may still complete later: a
+ * compare-and-set that took tokens then took them without serving anyone — the store only ever
+ * holds fewer tokens than it should, never more.
+ */
+export function within<T>(op: Promise<T>, ms = KV_TIMEOUT_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StoreUnreachableError(`no answer from the rate-limit store within ${ms} ms`)), ms);
+  });
+  op.catch(() => undefined); // a late failure of an operation no longer waited for is not unhandled
+  return Promise.race([op, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** The bucket an entry holds at `now` (no entry: full — an entry untouched long enough has expired). */
+export const storedTokens = (entry: KvEntry | null, limit: number, now: number): number =>
+  entry ? tokensAt(JSON.parse(entry.value) as BucketState, limit, now) : limit;
+
+interface StandIn {
+  limit: number;
+  /** The bucket as this replica counts it: the store's last read, refilled, less what was served since. */
+  state: BucketState;
+  /** Tokens served here that the store has not been charged yet. */
+  owed: number;
+  /** Real time (ms) of the last read of the store that succeeded. */
+  readAt: number;
+  /** Real time (ms) the stand-in began. */
+  since: number;
+}
+
+/**
+ * D4.4 through a failover: buckets this replica serves alone while the store answers reads but takes
+ * no writes — a replicated KV whose stream leader died accepts no write until its other nodes have
+ * elected a new one, seconds later, while any of them still answers a read. A stand-in starts from
+ * the store's entry, is served locally, and is read again every second (a failed read: 503, as the
+ * store is then really unreachable). Every quarter second `settle` tries to charge the store what was
+ * served; the first write that succeeds hands the bucket back to the store. The charge may take the
+ * stored bucket below zero: refusals then last until the refill has paid it back, so over a minute
+ * the limit holds; within the failover each replica serves at most what the bucket held (docs/gateway-caches.md).
+ */
+export class StandInBuckets {
+  private readonly buckets = new Map<string, StandIn>();
+  private settling: Promise<void> | undefined;
+
+  constructor(private readonly kv: KvStore, private readonly clock: () => number) {}
+
+  has(key: string): boolean {
+    return this.buckets.has(key);
+  }
+
+  get size(): number {
+    return this.buckets.size;
+  }
+
+  /** `n` takes of the bucket, served here; rejects when the store cannot even be read. */
+  async take(key: string, limit: number, n: number): Promise<TakeResult[]> {
+    let s = this.buckets.get(key);
+    if (s && performance.now() - s.since >= STAND_IN_MAX_MS) throw new StoreUnreachableError('the rate-limit store has taken no write for 30 s');
+    if (!s || performance.now() - s.readAt >= STAND_IN_READ_MS) {
+      const readAt = performance.now();
+      const entry = await within(this.kv.get(key));
+      const now = this.clock();
+      s = this.buckets.get(key) ?? { limit, state: { tokens: 0, atMs: now }, owed: 0, readAt, since: readAt };
+      s.state = { tokens: storedTokens(entry, limit, now) - s.owed, atMs: now };
+      s.readAt = readAt;
+      this.buckets.set(key, s);
+    }
+    const batch = takeTokens(s.state, limit, this.clock(), n);
+    s.state = batch.state;
+    s.owed += batch.granted;
+    return batch.results;
+  }
+
+  /**
+   * Charges the store what each stand-in served; a bucket whose charge is written is the store's
+   * again. One round at a time: a call during a round waits for it.
+   */
+  settle(): Promise<void> {
+    this.settling ??= Promise.all([...this.buckets].map(([key, s]) => this.settleOne(key, s))).then(() => {
+      this.settling = undefined;
+    });
+    return this.settling;
+  }
+
+  private async settleOne(key: string, s: StandIn): Promise<void> {
+    const owed = s.owed;
+    try {
+      const entry = await within(this.kv.get(key));
+      const now = this.clock();
+      const value = JSON.stringify({ tokens: storedTokens(entry, s.limit, now) - owed, atMs: now });
+      await within(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
+    } catch {
+      return; // still no writes (or another replica wrote in between): the next round tries again
+    }
+    s.owed -= owed;
+    if (s.owed === 0) this.buckets.delete(key);
+  }
+}

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { JetStreamApiCodes, JetStreamApiError, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { ConfigError } from '../config.js';
 import type { Logger } from '../logger.js';
 
@@ -16,6 +16,8 @@ const TOO_FEW_SERVERS = new Set([
  */
 const LOOK_AGAIN_MS = 100;
 const LOOK_TIMEOUT_MS = 500;
+/** Asks for a stream just created this many times while the cluster answers it is not found (about 2 s). */
+const NOT_FOUND_ATTEMPTS = 6;
 
 /**
  * The copies JetStream keeps of each stream and KV bucket of the exchange (`NATS_REPLICAS`). A stream
@@ -60,7 +62,7 @@ export class StreamReplicas {
    * so an update another process made first is looked for while ours waits for its answer.
    */
   async apply(stream: string, known?: StreamInfo): Promise<void> {
-    const from = (known ?? await this.jsm.streams.info(stream)).config.num_replicas;
+    const from = (known ?? await this.infoOfNew(stream)).config.num_replicas;
     if (from === this.count) return;
     let answered = false;
     const ours = this.jsm.streams.update(stream, { num_replicas: this.count }).then(
@@ -72,6 +74,21 @@ export class StreamReplicas {
     const refused = await Promise.race([ours, this.madeElsewhere(stream, () => answered)]);
     if (refused instanceof ConfigError) throw refused;
     if (refused !== undefined && !(await this.holds(stream))) throw refused;
+  }
+
+  /**
+   * The info of a stream just created, here or by another process starting at the same time: on a
+   * cluster, a stream another client's create made can be answered "not found" for a moment.
+   */
+  private async infoOfNew(stream: string): Promise<StreamInfo> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.jsm.streams.info(stream);
+      } catch (err) {
+        if (attempt >= NOT_FOUND_ATTEMPTS || !(err instanceof JetStreamApiError) || err.code !== JetStreamApiCodes.StreamNotFound) throw err;
+        await new Promise((r) => setTimeout(r, LOOK_AGAIN_MS * attempt));
+      }
+    }
   }
 
   /** Resolves once the stream has `count` replicas, or (undefined) once `done`. */

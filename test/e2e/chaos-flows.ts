@@ -96,6 +96,12 @@ export async function approvalRace(w: Worker): Promise<void> {
   }
 }
 
+/** A purchase held and cancelled: what the test sends while a NATS node is down, to time the holds. */
+export async function holdProbe(w: Worker): Promise<void> {
+  const id = await buy(w, w.consumer);
+  if (id && must(w.t, await cancel(w, w.consumer, id), `cancel ${id}`)) w.ledger.expected.set(id, ['cancelled']);
+}
+
 /** D12: a delivered purchase disputed, and the dispute taken to one of its outcomes. */
 export async function dispute(w: Worker): Promise<void> {
   const id = await buy(w, w.consumer);
@@ -133,7 +139,8 @@ export async function spawnChild(w: Worker): Promise<void> {
   if (!child) return;
   const keys = generateSigningKey();
   // Its key works once its budget has moved (the spawn's saga): read until it does.
-  const registered = await w.t.read((via) => via({ apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }).then((o) => (o.status === 401 || o.status === 403 ? { ...o, status: 503 } as Outcome<unknown> : o)), 30_000);
+  // (401 until then: read as "not yet", for as long as a fault may hold the saga up.)
+  const registered = await w.t.read((via) => via({ apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }).then((o) => (o.status === 401 ? { ...o, status: 0 } as Outcome<unknown> : o)), 90_000);
   if (!must(w.t, registered, `signing key of child ${child.id}`)) return;
   const kid: Member = { id: child.id, accountId: w.consumer.accountId, apiKey: child.apiKey, secretKey: keys.secretKey, owner: w.consumer.owner };
   const id = await buy(w, kid);

@@ -119,6 +119,7 @@ describe('the deployed shape (two replicas per service, three NATS nodes, its ow
     const keys = keysOnce(traffic);
     const verdicts = traffic.sent.map((s) => judge(s, dep.faults));
     const failures = verdicts.flatMap((v) => ('failure' in v ? [v.failure] : []));
+    const failedMs = traffic.sent.filter((_, i) => 'failure' in verdicts[i]!).map((s) => s.end - s.start).sort((a, b) => a - b);
     const excused = verdicts.flatMap((v) => ('excused' in v ? [v.excused] : []));
     const duringNats = holdLatencies(ledgers, (t) => dep.faults.some((f) => f.kind === 'nats' && t >= f.from && t <= (f.to ?? Infinity)));
     // Without a fault: sent neither during one nor in the 10 s after it (a backlog being worked off).
@@ -134,6 +135,7 @@ describe('the deployed shape (two replicas per service, three NATS nodes, its ow
       streams: await dep.streamReplicas(),
       fundsHeldMs: { duringNatsFault: duringNats.slice(0, 10), count: duringNats.length, bound, withoutFault: { count: calm.length, slowest: calm.slice(0, 5), median: calm[Math.floor(calm.length / 2)] ?? null } },
       failures: tally(failures),
+      failureMs: { fastest: failedMs[0] ?? null, median: failedMs[Math.floor(failedMs.length / 2)] ?? null, slowest: failedMs.at(-1) ?? null },
       excused: tally(excused),
       violations: tally(traffic.violations.map((v) => v.replace(/[0-9a-f-]{36}/g, ':id'))),
     };

@@ -119,7 +119,9 @@ export async function dispute(w: Worker): Promise<void> {
   } else if (way === 'withdraw') {
     if (!(await step('withdraw dispute', (via, key) => via(w.consumer).withdrawDispute(d.id, {}, { idempotencyKey: key })))) return;
   } else if (way === 'partial') {
-    if (!(await step('partial refund', (via, key) => via(OPERATOR).resolveDispute(d.id, { outcome: 'partial_refund', refundCents: 1 + Math.floor(w.random() * (PRICE - 1)) }, { idempotencyKey: key })))) return;
+    // Drawn once: a key's retries send the same body (another body under the key is 422, D5.5).
+    const refundCents = 1 + Math.floor(w.random() * (PRICE - 1));
+    if (!(await step('partial refund', (via, key) => via(OPERATOR).resolveDispute(d.id, { outcome: 'partial_refund', refundCents }, { idempotencyKey: key })))) return;
   } else if (way === 'contest') {
     end = ['failed'];
     if (!(await step('contest', (via, key) => via(w.provider).respondDispute(d.id, { outcome: 'contest' }, { idempotencyKey: key })))) return;

@@ -260,14 +260,16 @@ export interface SpawnedProcess {
 
 /**
  * Starts a main from the repository root with the flags `pnpm start` uses (the TypeScript loader and
- * the telemetry bootstrap, so that what runs here is what ships) and waits until its output matches `ready`.
+ * the telemetry bootstrap, so that what runs here is what ships) and waits until its output matches `ready`
+ * (within `timeoutMs`).
  */
-export function spawnMain(main: string, env: Record<string, string>, ready: RegExp): Promise<SpawnedProcess> {
+export function spawnMain(main: string, env: Record<string, string>, ready: RegExp, timeoutMs = 60_000): Promise<SpawnedProcess> {
   const child = spawn(process.execPath, [...nodeFlagsOfStart(), main], { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let started = false;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${main} did not start:\n${out}`)), 60_000);
+    // One that does not start in time is killed: nothing of a failed start outlives the test.
+    const timer = setTimeout(() => (child.kill('SIGKILL'), reject(new Error(`${main} did not start within ${timeoutMs} ms:\n${out}`))), timeoutMs);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
       // Matched once: a long-running process's output is only kept from then on (searching all of it

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -8,6 +8,7 @@ import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import type { FundView, WithdrawView } from '@aex/contracts';
 import { eventually, testLogger } from '@aex/platform/testing';
 import { startEmbeddedPostgres, type Started } from '@aex/stack';
+import { postgresPids } from './chaos-deployment.js';
 import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, startTestExchange, uniqueEmail, type ExchangeProcess, type TestExchange } from './harness.js';
 
 // D5.4 / D5.5: money requests carrying an Idempotency-Key move money exactly once per key, whatever
@@ -110,20 +111,6 @@ describe('keyed money requests while the whole exchange is killed (SIGKILL) and 
   }, 180_000); // four SIGKILLs and their restarts next to the rest of the suite: up to 45 s measured
 });
 
-/** The processes of an embedded Postgres cluster: the postmaster and its children. */
-function clusterPids(dataDir: string): number[] {
-  const postmaster = Number.parseInt(readFileSync(join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]!, 10);
-  const children = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
-    } catch {
-      return false;
-    }
-  });
-  return [postmaster, ...children];
-}
-
 describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
   let dataDir: string;
   let postgres: Started;
@@ -139,7 +126,7 @@ describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
   });
   afterAll(async () => {
     try {
-      if (postgres) for (const pid of clusterPids(dataDir)) process.kill(pid, 'SIGCONT');
+      if (postgres) for (const pid of postgresPids(dataDir)) process.kill(pid, 'SIGCONT');
       await ex?.stop();
       await postgres?.stop();
     } finally {
@@ -151,7 +138,7 @@ describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
     const m = await ex.signUp();
     unwrap(await m.client.fund(m.agentId, 10_000));
     const key = randomUUID();
-    const pids = clusterPids(dataDir);
+    const pids = postgresPids(dataDir);
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     try {
       const first = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });

@@ -109,6 +109,22 @@ export class NatsCluster {
     }
   }
 
+  /**
+   * Every JetStream stream of the cluster (KV buckets are streams named `KV_<bucket>`): how many
+   * copies it keeps and which node leads it now (null while it has no leader).
+   */
+  async streams(): Promise<Array<{ name: string; replicas: number; leader: string | null }>> {
+    const nc = await connect({ servers: this.nodes.filter((n) => n.running()).map((n) => n.url), timeout: 2_000 });
+    try {
+      const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+      const found: Array<{ name: string; replicas: number; leader: string | null }> = [];
+      for await (const s of jsm.streams.list()) found.push({ name: s.config.name, replicas: s.config.num_replicas, leader: s.cluster?.leader ?? null });
+      return found;
+    } finally {
+      await nc.close();
+    }
+  }
+
   /** `kill -9` of one node; its store stays for `restart`. */
   async kill(name: string): Promise<void> {
     const child = this.children.get(name);

@@ -10,8 +10,8 @@ import { BusUnavailableError } from './bus/types.js';
 /** Sends one copy of the request, waiting at most `timeoutMs` for its answer. */
 export type Send = (timeoutMs: number) => Promise<unknown>;
 
-/** A read is asked again after this share of the RPC timeout without an answer. */
-const HEDGE_SHARE = 0.1;
+/** A read is asked again after this share of the RPC timeout without an answer: long enough that a saturated exchange, whose reads are slow but answered, is not sent more of them. */
+const HEDGE_SHARE = 0.2;
 /** At most this many copies of one read. */
 const MAX_COPIES = 3;
 /** A write is asked again, under its operation key, when this share of the RPC timeout is left. */
@@ -41,7 +41,7 @@ export async function askDelivered(send: Send, deadline: number, graceUntil: num
 const graceFrom = (start: number, timeoutMs: number) => start + Math.min(NO_RESPONDERS_GRACE_MS, timeoutMs);
 
 /**
- * A read, hedged: without an answer after a tenth of the timeout another copy is sent (the queue
+ * A read, hedged: without an answer after a fifth of the timeout another copy is sent (the queue
  * group picks a replica again), up to three copies; the first answer wins; all share one deadline.
  * Safe because a read changes nothing.
  */
@@ -87,17 +87,16 @@ export const OUTCOME_UNKNOWN = Symbol('outcome unknown');
  * asked again under the same key, which the owner answers with the stored outcome if the first
  * copy committed, or runs if it did not (never both: records.ts). `inUse` recognises the owner's
  * "that key is still being processed" (the first copy holds its claim), asked again until the
- * deadline. Resolves with the first answer, whichever copy gives it (`again` says the repeat did),
+ * deadline; `sendAgain` sends the repeats (without the first copy's mark). Resolves with the first answer, whichever copy gives it (`again` says the repeat did),
  * or `OUTCOME_UNKNOWN`; rejects only when no replica ever took the request.
  */
-export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unknown) => boolean): Promise<{ reply: unknown; again: boolean } | typeof OUTCOME_UNKNOWN> {
+export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unknown) => boolean, sendAgain: Send = send): Promise<{ reply: unknown; again: boolean } | typeof OUTCOME_UNKNOWN> {
   const start = Date.now();
   const deadline = start + timeoutMs;
   return new Promise((resolve, reject) => {
     let settled = false;
     let firstLost = false;
     let againLost = false;
-    let timer: NodeJS.Timeout | undefined;
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
@@ -107,7 +106,7 @@ export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unkn
     const askAgain = async (): Promise<unknown> => {
       while (!settled && Date.now() < deadline) {
         try {
-          const reply = await send(Math.max(1, deadline - Date.now()));
+          const reply = await sendAgain(Math.max(1, deadline - Date.now()));
           if (!inUse(reply)) return reply;
         } catch (err) {
           if (!(err instanceof BusUnavailableError)) throw err;
@@ -116,16 +115,20 @@ export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unkn
       }
       return OUTCOME_UNKNOWN;
     };
+    const lost = () => {
+      firstLost = true;
+      if (againLost) settle(() => resolve(OUTCOME_UNKNOWN));
+    };
     askDelivered(send, deadline, graceFrom(start, timeoutMs)).then(
-      (reply) => settle(() => resolve({ reply, again: false })),
+      // "In use" to the first copy: a repeat holds the key and answers for the request.
+      (reply) => (inUse(reply) ? lost() : settle(() => resolve({ reply, again: false }))),
       (err: unknown) => {
         // Never delivered (no responders), or not the bus's failure: nothing is unknown.
         if (!(err instanceof BusUnavailableError) || err.noResponders) return settle(() => reject(err));
-        firstLost = true;
-        if (againLost) settle(() => resolve(OUTCOME_UNKNOWN));
+        lost();
       },
     );
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       askAgain().then(
         (reply) => {
           if (reply !== OUTCOME_UNKNOWN) return settle(() => resolve({ reply, again: true }));

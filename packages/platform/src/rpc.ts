@@ -162,7 +162,9 @@ export async function callOperation<O extends Operation>(
       const start = Date.now();
       return (await askDelivered(send, start + opts.timeoutMs, start + Math.min(1_000, opts.timeoutMs))) as RpcReply<OpOutput<O>>;
     }
-    const answered = await askKeyedWrite(send, opts.timeoutMs, isInUse);
+    const { firstCopy: _first, ...repeat } = req.ctx.idempotency;
+    const sendAgain = (timeoutMs: number) => bus.request(subject, { ...req, ctx: { ...req.ctx, idempotency: repeat } }, { timeoutMs, headers });
+    const answered = await askKeyedWrite(send, opts.timeoutMs, isInUse, sendAgain);
     if (answered === OUTCOME_UNKNOWN) return outcomeUnknown(op);
     const reply = answered.reply as RpcReply<OpOutput<O>>;
     if (!answered.again || !reply.replayed) return reply;

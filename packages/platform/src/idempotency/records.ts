@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
 import type { Transactor } from '../messaging/transaction-runner.js';
+import { FirstCopy } from './first-copy.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 
@@ -89,9 +90,13 @@ export class IdempotencyRecords {
   async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner) => Promise<RpcReply>): Promise<RpcReply> {
     if (!key) return handle(plainEffect);
     const keyHash = idempotencyKeyHash(key.scope, key.key);
+    const ttlMs = key.scope.startsWith(operationScope('')) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
+    if (key.firstCopy && key.scope.startsWith(operationScope(''))) {
+      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db);
+      return first.finish(await handle(first.effect));
+    }
     let claim: Claim;
     try {
-      const ttlMs = key.scope.startsWith(operationScope('')) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
       claim = await this.claim(keyHash, key, ttlMs);
     } catch (err) {
       this.opts.logger.error({ err }, 'Idempotency-Key claim failed');

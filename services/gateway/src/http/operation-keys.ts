@@ -37,7 +37,7 @@ export function operationKeyOf(spec: RouteSpec, req: FastifyRequest, principal: 
   const clientScope = principal ? `agent:${principal.agentId}` : spec.auth === 'admin' ? 'operator' : `anonymous:${spec.method} ${spec.url}:${req.ip}`;
   const bodyHash = createHash('sha256').update(req.rawBody ?? '').digest('hex');
   const fingerprint = createHash('sha256').update(`${req.method}\n${req.url}\n${bodyHash}`).digest('hex');
-  if (key === undefined) return { ctx: { key: `aex-op-${randomUUID()}`, scope: operationScope(clientScope), fingerprint }, made: true };
+  if (key === undefined) return { ctx: { key: `aex-op-${randomUUID()}`, scope: operationScope(clientScope), fingerprint, firstCopy: true }, made: true };
   return { ctx: { key, scope: MADE_KEY.test(key) ? operationScope(clientScope) : clientScope, fingerprint }, made: false };
 }
 

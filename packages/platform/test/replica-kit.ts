@@ -60,7 +60,7 @@ export async function serveReplica(bus: Bus, service: ServiceDb<Db>, replica: st
       await trx.insertInto('effects').values({ id: randomUUID(), value: (body as { value: number }).value, replica }).execute();
       return { status: 201, data: { replica } };
     }).catch((err: unknown) => {
-      onEvent('effect-refused');
+      onEvent(`effect-refused:${(err as { entries?: Array<{ code: string }> }).entries?.[0]?.code ?? 'other'}`);
       throw err;
     });
     onEvent('committed');

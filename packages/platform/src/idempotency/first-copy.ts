@@ -49,7 +49,7 @@ export class FirstCopy {
       return reply as EffectReply<T>;
     } catch (err) {
       // A repeat holds or committed the key: it answers for the request; this copy applied nothing.
-      if (isUniqueViolation(err)) throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A repeat of this request holds its operation key.', { details: { retryAfterSeconds: 1 } });
+      if (isUniqueViolation(err, 'idempotency_keys_pkey')) throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A repeat of this request holds its operation key.', { details: { retryAfterSeconds: 1 } });
       throw err;
     }
   };

@@ -40,12 +40,9 @@ export class FirstCopy {
         const made = await fn(trx, work);
         answer = this.stamp(toRpcReply(made));
         const reply = sealReply(this.key.scope, this.key.key, JSON.stringify(answer));
-        // Written by the flush's statement, with the COMMIT: no round trip of its own. A second effect
-        // of the request replaces the answer its first committed.
-        const db = trx as unknown as Tables;
-        work.write(this.written
-          ? db.updateTable('idempotencyKeys').set({ reply }).where('keyHash', '=', this.keyHash)
-          : db.insertInto('idempotencyKeys').values({ keyHash: this.keyHash, fingerprint: this.key.fingerprint, reply, expiresAt: this.expiresAt }));
+        // A second effect of the request replaces the answer its first committed.
+        if (this.written) await (trx as unknown as Tables).updateTable('idempotencyKeys').set({ reply }).where('keyHash', '=', this.keyHash).execute();
+        else await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ keyHash: this.keyHash, fingerprint: this.key.fingerprint, reply, expiresAt: this.expiresAt }).execute();
         return made;
       });
       this.written = answer;

@@ -58,7 +58,7 @@ async function dyingReplica(behaviour: Behaviour, which: string): Promise<{ chil
     buffered = lines.pop()!;
     events.push(...lines);
   });
-  await eventually(async () => events.includes('ready'), 30_000);
+  await eventually(async () => events.includes('ready'), 90_000);
   return { child, events };
 }
 
@@ -94,7 +94,8 @@ const timed = async <T>(fn: () => Promise<T>): Promise<{ value: T; ms: number }>
   return { value, ms: Date.now() - start };
 };
 
-describe('a replica that dies with requests in it', () => {
+// A replica process starts in seconds, but in tens of them on a loaded machine.
+describe('a replica that dies with requests in it', { timeout: 120_000 }, () => {
   it('a read another replica can answer is answered by it, hedged, well before the RPC timeout', async () => {
     await freshBus();
     stoppables.push(await serveReplica(bus, service, 'alive', 'answers'));

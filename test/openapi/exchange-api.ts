@@ -2849,6 +2849,38 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description Accepted, outcome unknown: the service took the request but did not answer in time, and it may have been applied. Repeat the request with the Idempotency-Key of this answer to learn its outcome (docs/api.md) */
+        OutcomeUnknown: {
+            headers: {
+                "X-Request-Id": components["headers"]["RequestId"];
+                "Idempotency-Key": components["headers"]["IdempotencyKey"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                Location: components["headers"]["Location"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "data": null,
+                 *       "meta": {
+                 *         "requestId": "7d0c5a0e-8f0e-4a57-9d53-7f7f5c1e2b9a",
+                 *         "timestamp": "2026-01-31T12:00:00.000Z"
+                 *       },
+                 *       "errors": [
+                 *         {
+                 *           "code": "IDEMPOTENCY_KEY_IN_USE",
+                 *           "message": "The outcome is not known yet: the wallet service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.",
+                 *           "details": {
+                 *             "outcome": "unknown",
+                 *             "retryAfterSeconds": 1
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
@@ -2874,8 +2906,12 @@ export interface components {
         RateLimitRemaining: number;
         /** @description Seconds until the bucket is full again */
         RateLimitReset: number;
-        /** @description Seconds to wait before retrying (429, 503, and 409 IDEMPOTENCY_KEY_IN_USE) */
+        /** @description Seconds to wait before retrying (429, 503, 409 IDEMPOTENCY_KEY_IN_USE, and a 202 whose outcome is unknown) */
         RetryAfter: number;
+        /** @description The key to repeat the request with to learn its outcome: the client's own Idempotency-Key, or the one the gateway made for a request sent without one */
+        IdempotencyKey: string;
+        /** @description The resource the request acts on, to read its current state (when the route acts on one) */
+        Location: string;
         /** @description `true` when this is the stored answer of an earlier request with the same Idempotency-Key */
         IdempotentReplayed: "true";
     };
@@ -2966,7 +3002,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -2981,7 +3017,7 @@ export interface operations {
                         data: components["schemas"]["NewAccountView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -3095,6 +3131,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -3216,6 +3253,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -3280,7 +3318,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3295,7 +3333,7 @@ export interface operations {
                         data: components["schemas"]["NewAgentView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -3523,6 +3561,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -3591,6 +3630,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: SIGNATURE_REQUIRED, UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -3658,6 +3698,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -3725,7 +3766,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -3740,7 +3781,7 @@ export interface operations {
                         data: components["schemas"]["SpawnedAgentView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -3808,6 +3849,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4054,6 +4096,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: INVALID_SCHEMA, VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4122,6 +4165,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4231,6 +4275,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4294,6 +4339,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: INVALID_SCHEMA, VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4457,7 +4503,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4472,7 +4518,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: SCHEMA_VALIDATION_FAILED, VALIDATION_ERROR, INVALID_JSON */
@@ -4603,7 +4649,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4618,7 +4664,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: NEGOTIATION_OUT_OF_TURN, INVALID_NEGOTIATION_MESSAGE, VALIDATION_ERROR, INVALID_JSON */
@@ -4741,6 +4787,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -4815,6 +4862,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: OUTPUT_VALIDATION_FAILED, VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED, SIGNATURE_REQUIRED */
@@ -4888,7 +4936,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4903,7 +4951,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -4973,7 +5021,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -4988,7 +5036,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5056,7 +5104,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5071,7 +5119,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5143,7 +5191,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5158,7 +5206,7 @@ export interface operations {
                         data: components["schemas"]["TransactionView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5513,6 +5561,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -5630,7 +5679,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5645,7 +5694,7 @@ export interface operations {
                         data: components["schemas"]["DisputeView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5715,7 +5764,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5730,7 +5779,7 @@ export interface operations {
                         data: components["schemas"]["DisputeView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5800,7 +5849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -5815,7 +5864,7 @@ export interface operations {
                         data: components["schemas"]["DisputeView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -5940,6 +5989,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6012,6 +6062,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6131,6 +6182,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6356,6 +6408,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6474,6 +6527,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6533,6 +6587,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
@@ -6589,6 +6644,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
             400: components["responses"]["Error400"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
@@ -6685,6 +6741,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */
@@ -6820,7 +6877,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome */
+            /** @description Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["RequestId"];
@@ -6832,7 +6889,7 @@ export interface operations {
                         data: components["schemas"]["DisputeView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
-                    };
+                    } | components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
@@ -6971,6 +7028,7 @@ export interface operations {
                     };
                 };
             };
+            202: components["responses"]["OutcomeUnknown"];
             /** @description The request is invalid: VALIDATION_ERROR */
             400: components["responses"]["Error400"];
             /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */

@@ -118,6 +118,12 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Per-request timeout; default 30 s. */
   timeoutMs?: number;
+  /**
+   * How many times a write answered `202` with an unknown outcome is repeated with the answer's
+   * `Idempotency-Key` to learn it (docs/api.md "When the outcome is not known"); default 5, 0 to
+   * get that answer itself.
+   */
+  outcomeRepeats?: number;
 }
 
 export interface RequestOptions {
@@ -297,8 +303,28 @@ export class ExchangeClient {
   operatorActions = (query: { limit?: number; offset?: number } = {}) => this.request<OperatorActionView[]>('GET', '/admin/v1/audit', { query });
   suspendAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('POST', `/admin/v1/agents/${enc(agentId)}/suspend`, o);
 
-  /** Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. */
+  /**
+   * Any route: builds the target, authenticates, signs, sends, and unwraps the D1 envelope. A write
+   * whose outcome the exchange could not learn in time (`202`, `details.outcome: "unknown"`) is
+   * repeated with the key the answer gives — the client's own, or the one the gateway made — after its
+   * `Retry-After`, as long as the repeat is still in flight (`409 IDEMPOTENCY_KEY_IN_USE`), up to
+   * `outcomeRepeats` times: the repeat gets the first outcome or runs the request, never twice.
+   */
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<Outcome<T>> {
+    let outcome = await this.requestOnce<T>(method, path, o);
+    const key = !outcome.ok && outcome.status === 202 ? outcome.headers?.get('idempotency-key') : null;
+    if (!key) return outcome;
+    for (let n = 0; n < (this.opts.outcomeRepeats ?? 5); n++) {
+      const wait = Number(outcome.headers?.get('retry-after') ?? '1');
+      await new Promise((r) => setTimeout(r, 1000 * (Number.isFinite(wait) && wait > 0 ? wait : 1)));
+      outcome = await this.requestOnce<T>(method, path, { ...o, idempotencyKey: key });
+      const unknown = !outcome.ok && (outcome.status === 202 || outcome.error.errors.some((e) => e.code === 'IDEMPOTENCY_KEY_IN_USE'));
+      if (!unknown) return outcome;
+    }
+    return outcome;
+  }
+
+  private async requestOnce<T>(method: string, path: string, o: RequestOptions): Promise<Outcome<T>> {
     const target = path + queryString(o.query);
     const body = o.body === undefined ? undefined : JSON.stringify(o.body);
     const headers: Record<string, string> = { accept: 'application/json', ...o.headers };

@@ -107,3 +107,33 @@ describe('ExchangeClient', () => {
     expect(seen[1]!.headers['x-ae-signature']).toBeUndefined();
   });
 });
+
+describe('D5.4: a write whose outcome is unknown', () => {
+  const envelope = (data: unknown, errors: unknown[] | null) => JSON.stringify({ data, meta: { requestId: 'r', timestamp: '2026-01-01T00:00:00.000Z' }, errors });
+  const unknownOutcome = [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'The outcome is not known yet.', details: { outcome: 'unknown', retryAfterSeconds: 1 } }];
+
+  it('is repeated with the key the 202 gives, past a 409 in flight, until its outcome comes', async () => {
+    const sent: Array<string | null> = [];
+    const answers = [
+      new Response(envelope(null, unknownOutcome), { status: 202, headers: { 'idempotency-key': 'aex-op-made', 'retry-after': '1' } }),
+      new Response(envelope(null, [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'In flight.' }]), { status: 409, headers: { 'retry-after': '1' } }),
+      new Response(envelope({ id: 't1' }, null), { status: 201 }),
+    ];
+    const fetch = (async (_url: string, init: RequestInit) => {
+      sent.push(new Headers(init.headers).get('idempotency-key'));
+      return answers.shift()!;
+    }) as unknown as typeof globalThis.fetch;
+    const client = new ExchangeClient({ baseUrl: 'http://exchange', apiKey: 'ae_live_x', fetch });
+    const outcome = await client.request<{ id: string }>('POST', '/v1/transactions', { body: { serviceId: 's' } });
+    expect(outcome).toMatchObject({ ok: true, status: 201, data: { id: 't1' } });
+    expect(sent).toEqual([null, 'aex-op-made', 'aex-op-made']);
+  });
+
+  it('is given as it is when repeats are turned off', async () => {
+    const fetch = (async () => new Response(envelope(null, unknownOutcome), { status: 202, headers: { 'idempotency-key': 'k' } })) as unknown as typeof globalThis.fetch;
+    const client = new ExchangeClient({ baseUrl: 'http://exchange', fetch, outcomeRepeats: 0 });
+    const outcome = await client.request('POST', '/v1/accounts', { body: {} });
+    expect(outcome).toMatchObject({ ok: false, status: 202 });
+    expect(!outcome.ok && outcome.error.code).toBe('IDEMPOTENCY_KEY_IN_USE');
+  });
+});

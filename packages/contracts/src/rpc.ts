@@ -166,6 +166,11 @@ export interface IdempotencyContext {
   key: string;
   scope: string;
   fingerprint: string;
+  /**
+   * The first copy of a write under a key the gateway made: its effect records the key itself, with no
+   * claim taken before (docs/idempotency.md "Operation keys"); a repeat is sent without it.
+   */
+  firstCopy?: true;
 }
 
 /** What travels over NATS for one RPC. */

@@ -10,6 +10,7 @@ import { IdempotencyRecords } from './idempotency/records.js';
 import { operationKeyOf } from './idempotency/reply-cipher.js';
 import type { Logger } from './logger.js';
 import { encodeReply, REPLY_HEADROOM_BYTES } from './reply-budget.js';
+import { askDelivered, askHedged, askKeyedWrite, OUTCOME_UNKNOWN } from './rpc-attempts.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
 
 export { groupCommitted, toRpcReply, type EffectReply, type EffectRunner, type Reply } from './replies.js';
@@ -139,19 +140,37 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
   };
 }
 
-/** Calls an operation; an unreachable or silent service becomes 503 SERVICE_UNAVAILABLE. */
+/**
+ * Calls an operation. A read is hedged across the service's replicas; a write with an operation key
+ * (`ctx.idempotency`) is asked again under its key before the timeout; "no responders" is asked again
+ * for a moment (rpc-attempts.ts). A service that never took the request, or a read nobody answered,
+ * becomes 503 SERVICE_UNAVAILABLE; a keyed write delivered but not answered becomes 202 with
+ * `OUTCOME_UNKNOWN_STATUS` (its effect may have committed: a 503 would hide it).
+ */
 export async function callOperation<O extends Operation>(
   bus: Bus,
   op: O,
   req: RpcRequest<OpInput<O>>,
   opts: { timeoutMs: number; headers?: MsgHeaders },
 ): Promise<RpcReply<OpOutput<O>>> {
+  const subject = subjects.rpc(bus.namespace, op.service, op.name);
+  const headers = { 'x-request-id': req.ctx.requestId, ...opts.headers };
+  const send = (timeoutMs: number) => bus.request(subject, req, { timeoutMs, headers });
   try {
-    const reply = await bus.request(subjects.rpc(bus.namespace, op.service, op.name), req, {
-      timeoutMs: opts.timeoutMs,
-      headers: { 'x-request-id': req.ctx.requestId, ...opts.headers },
-    });
-    return reply as RpcReply<OpOutput<O>>;
+    if (!op.effect) return (await askHedged(send, opts.timeoutMs)) as RpcReply<OpOutput<O>>;
+    if (!req.ctx.idempotency) {
+      const start = Date.now();
+      return (await askDelivered(send, start + opts.timeoutMs, start + Math.min(1_000, opts.timeoutMs))) as RpcReply<OpOutput<O>>;
+    }
+    const { firstCopy: _first, ...repeat } = req.ctx.idempotency;
+    const sendAgain = (timeoutMs: number) => bus.request(subject, { ...req, ctx: { ...req.ctx, idempotency: repeat } }, { timeoutMs, headers });
+    const answered = await askKeyedWrite(send, opts.timeoutMs, isInUse, sendAgain);
+    if (answered === OUTCOME_UNKNOWN) return outcomeUnknown(op);
+    const reply = answered.reply as RpcReply<OpOutput<O>>;
+    if (!answered.again || !reply.replayed) return reply;
+    // The gateway's own repeat found the first copy's stored outcome: to the client it is the first answer.
+    const { replayed: _replayed, ...first } = reply;
+    return first as RpcReply<OpOutput<O>>;
   } catch (err) {
     if (err instanceof BusUnavailableError) {
       return { ok: false, status: 503, errors: [{ code: 'SERVICE_UNAVAILABLE', message: `The ${op.service} service did not answer in time.` }] };
@@ -166,6 +185,31 @@ export async function callOperation<O extends Operation>(
     }
     throw err;
   }
+}
+
+/** The status of a keyed write whose outcome is not known yet (D5.4, docs/idempotency.md). */
+export const OUTCOME_UNKNOWN_STATUS = 202;
+
+const isInUse = (reply: unknown) => {
+  const r = reply as RpcReply | null;
+  return r !== null && typeof r === 'object' && !r.ok && r.errors.some((e) => e.code === 'IDEMPOTENCY_KEY_IN_USE');
+};
+
+/**
+ * D5.4: the write reached its service, which neither answered nor let a repeat under its key learn
+ * the outcome (its first copy still holds the key, or the service's database does not answer). The
+ * effect may have committed; the client learns which by repeating the request with the same key.
+ */
+function outcomeUnknown(op: Operation): RpcReply {
+  return {
+    ok: false,
+    status: OUTCOME_UNKNOWN_STATUS,
+    errors: [{
+      code: 'IDEMPOTENCY_KEY_IN_USE',
+      message: `The outcome is not known yet: the ${op.service} service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.`,
+      details: { outcome: 'unknown', retryAfterSeconds: 1 },
+    }],
+  };
 }
 
 /** Calls an operation and returns its data, throwing the reply's errors as an AppError. */

@@ -1,5 +1,5 @@
 import {
-  BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage, subjectMatches,
+  BusUnavailableError, NO_RESPONDERS, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage, subjectMatches,
   type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan } from './tracing.js';
@@ -58,7 +58,7 @@ export class MemoryBus implements Bus {
   async request(subject: string, data: unknown, opts: { timeoutMs: number; headers?: MsgHeaders }): Promise<unknown> {
     const encoded = encodeMessage(subject, data, this.maxPayload);
     const handlers = this.servers.get(subject);
-    if (!handlers || handlers.length === 0 || this.closed) throw new BusUnavailableError(subject, 'no responders');
+    if (!handlers || handlers.length === 0 || this.closed) throw new BusUnavailableError(subject, NO_RESPONDERS);
     const i = (this.roundRobin.get(subject) ?? 0) % handlers.length;
     this.roundRobin.set(subject, i + 1);
     const target = handlers[i]!;

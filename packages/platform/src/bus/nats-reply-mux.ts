@@ -1,4 +1,5 @@
 import { createInbox, type Msg, type NatsConnection, type MsgHdrs } from '@nats-io/transport-node';
+import { NO_RESPONDERS } from './types.js';
 
 /**
  * Request and reply over one subscription of the connection's own: nats.js builds an
@@ -20,7 +21,7 @@ export class ReplyMux {
         if (!waiting) return;
         this.pending.delete(token);
         clearTimeout(waiting.timer);
-        if (msg.headers?.hasError && msg.headers.code === 503) waiting.reject(new Error('no responders'));
+        if (msg.headers?.hasError && msg.headers.code === 503) waiting.reject(new Error(NO_RESPONDERS));
         else waiting.resolve(msg);
       },
     });

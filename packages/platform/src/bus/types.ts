@@ -99,11 +99,18 @@ export class KvConflictError extends Error {
 
 /** No replica answered in time, or none is listening. */
 export class BusUnavailableError extends Error {
+  /** NATS said at once that nobody listens on the subject: the request reached no replica. */
+  readonly noResponders: boolean;
+
   constructor(subject: string, reason: string) {
     super(`No answer on ${subject}: ${reason}`);
     this.name = 'BusUnavailableError';
+    this.noResponders = reason === NO_RESPONDERS;
   }
 }
+
+/** The reason a request gives when NATS answered that no subscription matched it (status 503). */
+export const NO_RESPONDERS = 'no responders';
 
 /** A message larger than the bus carries: refused before it is sent, never dropped silently. */
 export class PayloadTooLargeError extends Error {

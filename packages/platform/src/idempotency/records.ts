@@ -5,6 +5,7 @@ import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
 import type { Transactor } from '../messaging/transaction-runner.js';
+import { FirstCopy } from './first-copy.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 
@@ -25,6 +26,24 @@ export interface IdempotencyRecordsOptions {
   /** The service's clock: when an answer expires and is pruned (D5.2). */
   now?: () => Date;
 }
+
+/**
+ * The scope of an operation key the gateway made for a write sent without an Idempotency-Key: apart
+ * from every client scope (`agent:…`, `operator`, `anonymous:…`), so neither key finds the other's
+ * record (docs/idempotency.md "Operation keys").
+ */
+export const operationScope = (clientScope: string) => `operation:${clientScope}`;
+
+/**
+ * How long the answer under a gateway-made key is kept: for the gateway's own repeat, and for a client
+ * told the outcome is unknown to repeat with the key it was given. Every write without a key leaves
+ * one, so they are kept far shorter than a client's keys (D5.2).
+ */
+const OPERATION_KEY_TTL_MS = 3_600_000;
+
+/** Rows deleted by one statement of a prune; a prune repeats it while it fills (at most `PRUNE_ROUNDS`). */
+const PRUNE_BATCH = 1000;
+const PRUNE_ROUNDS = 100;
 
 /** How long a request waits for another request's claim of the same key before answering 409. */
 const CLAIM_WAIT = '250ms';
@@ -71,9 +90,14 @@ export class IdempotencyRecords {
   async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner) => Promise<RpcReply>): Promise<RpcReply> {
     if (!key) return handle(plainEffect);
     const keyHash = idempotencyKeyHash(key.scope, key.key);
+    const ttlMs = key.scope.startsWith(operationScope('')) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
+    if (key.firstCopy && key.scope.startsWith(operationScope(''))) {
+      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db);
+      return first.finish(await handle(first.effect));
+    }
     let claim: Claim;
     try {
-      claim = await this.claim(keyHash, key);
+      claim = await this.claim(keyHash, key, ttlMs);
     } catch (err) {
       this.opts.logger.error({ err }, 'Idempotency-Key claim failed');
       return databaseDown();
@@ -99,11 +123,11 @@ export class IdempotencyRecords {
     return run.finish(reply);
   }
 
-  private async claim(keyHash: string, key: IdempotencyContext): Promise<Claim> {
+  private async claim(keyHash: string, key: IdempotencyContext, ttlMs: number): Promise<Claim> {
     const trx = await this.opts.claims.startTransaction().execute();
     try {
       await sql`select set_config('lock_timeout', ${CLAIM_WAIT}, true)`.execute(trx);
-      if (!(await this.insertClaim(trx, keyHash, key.fingerprint))) {
+      if (!(await this.insertClaim(trx, keyHash, key.fingerprint, ttlMs))) {
         const row = await (trx as unknown as Tables).selectFrom('idempotencyKeys').select(['fingerprint', 'reply', 'expiresAt']).where('keyHash', '=', keyHash).executeTakeFirst();
         if (row && row.expiresAt.getTime() > this.now().getTime()) {
           await trx.rollback().execute();
@@ -111,7 +135,7 @@ export class IdempotencyRecords {
         }
         // D5.2: an answer older than the retention is forgotten; the key is free again.
         await (trx as unknown as Tables).deleteFrom('idempotencyKeys').where('keyHash', '=', keyHash).execute();
-        if (!(await this.insertClaim(trx, keyHash, key.fingerprint))) {
+        if (!(await this.insertClaim(trx, keyHash, key.fingerprint, ttlMs))) {
           await trx.rollback().execute();
           return { kind: 'busy' };
         }
@@ -126,10 +150,10 @@ export class IdempotencyRecords {
     }
   }
 
-  private async insertClaim(trx: AnyDb, keyHash: string, fingerprint: string): Promise<boolean> {
+  private async insertClaim(trx: AnyDb, keyHash: string, fingerprint: string, ttlMs: number): Promise<boolean> {
     const row = await (trx as Tables)
       .insertInto('idempotencyKeys')
-      .values({ keyHash, fingerprint, reply: null, expiresAt: new Date(this.now().getTime() + this.opts.ttlMs) })
+      .values({ keyHash, fingerprint, reply: null, expiresAt: new Date(this.now().getTime() + ttlMs) })
       .onConflict((oc) => oc.column('keyHash').doNothing())
       .returning('keyHash')
       .executeTakeFirst();
@@ -138,8 +162,14 @@ export class IdempotencyRecords {
 
   /** Deletes records past their retention (D5.2); returns how many. */
   async prune(): Promise<number> {
-    const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < ${this.now()} limit 1000)`.execute(this.opts.tx.db);
-    return Number(r.numAffectedRows ?? 0);
+    let pruned = 0;
+    for (let round = 0; round < PRUNE_ROUNDS; round++) {
+      const r = await sql`delete from idempotency_keys where key_hash in (select key_hash from idempotency_keys where expires_at < ${this.now()} limit ${PRUNE_BATCH})`.execute(this.opts.tx.db);
+      const n = Number(r.numAffectedRows ?? 0);
+      pruned += n;
+      if (n < PRUNE_BATCH) break;
+    }
+    return pruned;
   }
 
   /** Prunes every minute until stopped. */

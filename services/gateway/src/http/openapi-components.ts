@@ -24,7 +24,9 @@ export const HEADER_COMPONENTS = {
   RateLimitLimit: { description: 'Requests per minute of the route\'s group', schema: { type: 'integer' } },
   RateLimitRemaining: { description: 'Requests left now', schema: { type: 'integer' } },
   RateLimitReset: { description: 'Seconds until the bucket is full again', schema: { type: 'integer' } },
-  RetryAfter: { description: 'Seconds to wait before retrying (429, 503, and 409 IDEMPOTENCY_KEY_IN_USE)', schema: { type: 'integer', minimum: 1 } },
+  RetryAfter: { description: 'Seconds to wait before retrying (429, 503, 409 IDEMPOTENCY_KEY_IN_USE, and a 202 whose outcome is unknown)', schema: { type: 'integer', minimum: 1 } },
+  IdempotencyKey: { description: 'The key to repeat the request with to learn its outcome: the client\'s own Idempotency-Key, or the one the gateway made for a request sent without one', schema: { type: 'string' } },
+  Location: { description: 'The resource the request acts on, to read its current state (when the route acts on one)', schema: { type: 'string' } },
   IdempotentReplayed: { description: '`true` when this is the stored answer of an earlier request with the same Idempotency-Key', schema: { type: 'string', enum: ['true'] } },
 };
 const headerRef = (name: keyof typeof HEADER_COMPONENTS) => ({ $ref: `#/components/headers/${name}` });
@@ -99,6 +101,16 @@ export function errorResponseComponents(): Record<string, unknown> {
       },
     };
   }
+  out.OutcomeUnknown = {
+    description: 'Accepted, outcome unknown: the service took the request but did not answer in time, and it may have been applied. Repeat the request with the Idempotency-Key of this answer to learn its outcome (docs/api.md)',
+    headers: { 'X-Request-Id': headerRef('RequestId'), 'Idempotency-Key': headerRef('IdempotencyKey'), 'Retry-After': headerRef('RetryAfter'), Location: headerRef('Location') },
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+        example: { data: null, meta: { requestId: '7d0c5a0e-8f0e-4a57-9d53-7f7f5c1e2b9a', timestamp: '2026-01-31T12:00:00.000Z' }, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'The outcome is not known yet: the wallet service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.', details: { outcome: 'unknown', retryAfterSeconds: 1 } }] },
+      },
+    },
+  };
   return out;
 }
 

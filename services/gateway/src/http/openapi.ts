@@ -145,6 +145,14 @@ function routeOperation(r: RouteSpec, registry: SchemaRegistry): Record<string, 
   if (r.accepted) responses['202'] = { description: r.op === contracts.transactionOps.createTransaction
     ? 'Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome'
     : 'Accepted: the saga that finishes the request had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome', headers: successHeaders(r), content: { 'application/json': { schema: data } } };
+  // A write the service took but did not answer: 202, outcome unknown (D5.4). Where the route has a
+  // 202 of its own, either body may come (an error envelope says the outcome is unknown).
+  if (MUTATING.has(r.method) && r.op?.effect) {
+    const own = responses['202'] as { description: string; headers: unknown; content: { 'application/json': { schema: unknown } } } | undefined;
+    responses['202'] = own
+      ? { description: `${own.description}. Or the outcome is not known yet: an error envelope (IDEMPOTENCY_KEY_IN_USE, details.outcome "unknown") with the Idempotency-Key to repeat the request with`, headers: own.headers, content: { 'application/json': { schema: { oneOf: [own.content['application/json'].schema, { $ref: '#/components/schemas/ErrorEnvelope' }] } } } }
+      : { $ref: '#/components/responses/OutcomeUnknown' };
+  }
   Object.assign(responses, errorResponses(r));
 
   const operation: Record<string, unknown> = {

@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { AppError, validator, type ErrorEntry, type IdempotencyContext, type Principal, type TSchema } from '@aex/contracts';
-import { bearerToken, callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
+import { AppError, validator, type ErrorEntry, type Principal, type TSchema } from '@aex/contracts';
+import { bearerToken, callOperation, OUTCOME_UNKNOWN_STATUS, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { checkSignature } from '../domain/signature.js';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
@@ -10,6 +9,7 @@ import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
 import { valuesProblem } from './input-hygiene.js';
+import { operationKeyOf, outcomeUnknownHeaders, type OperationKey } from './operation-keys.js';
 import { protocolView } from './protocol.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
@@ -34,8 +34,6 @@ interface Answer {
 }
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
-/** D5.1: 1–255 printable ASCII characters. */
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 export const send = (reply: FastifyReply, status: number, body: string, type = 'application/json; charset=utf-8') => reply.code(status).type(type).send(body);
 
@@ -57,7 +55,7 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
       if (!result.ok) throw new AppError(result.code, result.message, { details: { ...result.help, docs: `${config.PUBLIC_BASE_URL}/docs/signing.md` } });
       signed = true;
     }
-    const idempotency = idempotencyOf(spec, req, principal);
+    const idempotency = operationKeyOf(spec, req, principal);
     let answer: Answer;
     try {
       answer = await execute(spec, check, req, principal, signed, idempotency, guards, bus, config);
@@ -141,30 +139,14 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
   return null;
 }
 
-/**
- * D5: the key and its scope, forwarded to the owning service. The scope is the agent; for an
- * unauthenticated route (sign-up) it is the route and the client's IP, so a stored answer — which
- * holds a new API key — is only ever given again to a repeat from where the first came.
- */
-function idempotencyOf(spec: RouteSpec, req: FastifyRequest, principal: Principal | null): IdempotencyContext | undefined {
-  const key = header(req, 'idempotency-key');
-  if (key === undefined || !MUTATING.has(req.method)) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) {
-    throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1–255 printable ASCII characters.', { field: '/headers/idempotency-key' });
-  }
-  const scope = principal ? `agent:${principal.agentId}` : spec.auth === 'admin' ? 'operator' : `anonymous:${spec.method} ${spec.url}:${req.ip}`;
-  const bodyHash = createHash('sha256').update(req.rawBody ?? '').digest('hex');
-  const fingerprint = createHash('sha256').update(`${req.method}\n${req.url}\n${bodyHash}`).digest('hex');
-  return { key, scope, fingerprint };
-}
-
 async function execute(
-  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: IdempotencyContext | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: OperationKey | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
   // Bound only once the request is valid: what the gateway refuses is never stored under a key (D5.4).
-  if (idempotency) await guards.keys.bind(idempotency);
+  // A key the gateway made is new, used by this request alone: nothing to bind.
+  if (idempotency && !idempotency.made) await guards.keys.bind(idempotency.ctx);
   const views = guards.views;
   const cached = spec.localCache && principal ? spec.localCache(input as { path: Record<string, string> }, principal) : undefined;
   if (cached) {
@@ -172,11 +154,15 @@ async function execute(
     if (hit !== undefined) return { status: spec.successStatus, body: successBodyOfJson(hit, req.id) };
   }
   const fill = cached ? views.begin() : undefined;
-  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed } : {}), ...(idempotency ? { idempotency } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed } : {}), ...(idempotency ? { idempotency: idempotency.ctx } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
   // Only a plain answer is kept: no stored replay, no pagination, no meta of its own.
   if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;
   const replayed: Record<string, string> = reply.replayed ? { 'idempotent-replayed': 'true' } : {};
+  if (!reply.ok && reply.status === OUTCOME_UNKNOWN_STATUS && idempotency) {
+    const res = errorResponse(reply.status, reply.errors, meta);
+    return { ...res, headers: { ...res.headers, ...outcomeUnknownHeaders(spec, req, idempotency) } };
+  }
   if (!reply.ok) {
     const res = errorResponse(reply.status, reply.errors, meta);
     return { ...res, headers: { ...res.headers, ...replayed } };

@@ -4,8 +4,8 @@ import type { Principal } from '@aex/contracts';
 import { operationKeyOf, outcomeUnknownHeaders } from '../src/http/operation-keys.js';
 import { routes } from '../src/http/routes.js';
 
-// Every write carries an operation key (D5, docs/idempotency.md "Operation keys"); a 202 of unknown
-// outcome says which key to repeat with, and where the resource can be read.
+// A keyed write carries its key to the owner (D5, docs/idempotency.md); a 202 of unknown outcome says
+// which key to repeat with, and where the resource can be read.
 
 const route = (method: string, url: string) => routes.find((r) => r.method === method && r.url === url)!;
 const request = (method: string, url: string, headers: Record<string, string> = {}, params: Record<string, string> = {}) =>
@@ -14,21 +14,10 @@ const caller = { agentId: 'a1' } as Principal;
 const txId = '7d0c5a0e-8f0e-4a57-9d53-7f7f5c1e2b9a';
 
 describe('operation keys', () => {
-  it('a write sent without an Idempotency-Key gets a key the gateway made, in a scope no client key reaches, marked as its first copy', () => {
-    const key = operationKeyOf(route('POST', '/v1/transactions'), request('POST', '/v1/transactions'), caller)!;
-    expect(key.made).toBe(true);
-    expect(key.ctx.key).toMatch(/^aex-op-[0-9a-f-]{36}$/);
-    expect(key.ctx.scope).toBe('operation:agent:a1');
-    expect(key.ctx.firstCopy).toBe(true);
-  });
-
-  it('a client key stays in the agent\'s scope; a client repeating with a key the gateway made lands in the operation scope, as a repeat', () => {
+  it('a write sent with an Idempotency-Key carries it in the agent\'s scope; one sent without carries none', () => {
     const own = operationKeyOf(route('POST', '/v1/transactions'), request('POST', '/v1/transactions', { 'idempotency-key': 'mine' }), caller)!;
-    expect(own).toMatchObject({ made: false, ctx: { key: 'mine', scope: 'agent:a1' } });
-    const made = 'aex-op-5b0c7e0e-3c1a-4f7e-9d8e-2f6a1b9c4d21';
-    const repeat = operationKeyOf(route('POST', '/v1/transactions'), request('POST', '/v1/transactions', { 'idempotency-key': made }), caller)!;
-    expect(repeat).toMatchObject({ made: false, ctx: { key: made, scope: 'operation:agent:a1' } });
-    expect(repeat.ctx.firstCopy).toBeUndefined();
+    expect(own).toMatchObject({ ctx: { key: 'mine', scope: 'agent:a1' } });
+    expect(operationKeyOf(route('POST', '/v1/transactions'), request('POST', '/v1/transactions'), caller)).toBeUndefined();
   });
 
   it('a read carries none', () => {
@@ -39,14 +28,14 @@ describe('operation keys', () => {
 describe('D5.4: the 202 of an unknown outcome', () => {
   it('gives the key to repeat with, Retry-After, and the resource a write on one acts on', () => {
     const spec = route('POST', '/v1/transactions/:transactionId/deliver');
-    const key = operationKeyOf(spec, request('POST', `/v1/transactions/${txId}/deliver`), caller)!;
+    const key = operationKeyOf(spec, request('POST', `/v1/transactions/${txId}/deliver`, { 'idempotency-key': 'k1' }), caller)!;
     const headers = outcomeUnknownHeaders(spec, request('POST', `/v1/transactions/${txId}/deliver`, {}, { transactionId: txId }), key);
     expect(headers).toEqual({ 'idempotency-key': key.ctx.key, 'retry-after': '1', location: `/v1/transactions/${txId}` });
   });
 
   it('gives no Location for a creation, whose resource is learned by repeating with the key', () => {
     const spec = route('POST', '/v1/transactions');
-    const key = operationKeyOf(spec, request('POST', '/v1/transactions'), caller)!;
+    const key = operationKeyOf(spec, request('POST', '/v1/transactions', { 'idempotency-key': 'k2' }), caller)!;
     expect(outcomeUnknownHeaders(spec, request('POST', '/v1/transactions'), key)).toEqual({ 'idempotency-key': key.ctx.key, 'retry-after': '1' });
   });
 });

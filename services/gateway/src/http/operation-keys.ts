@@ -1,44 +1,36 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { AppError, type IdempotencyContext, type Principal } from '@aex/contracts';
-import { operationScope } from '@aex/platform';
 import { routes, type RouteSpec } from './routes.js';
 
-/** A write's operation key (D5): the client's Idempotency-Key, or one the gateway made for it. */
+/** A write's operation key (D5): the client's Idempotency-Key, in the caller's scope. */
 export interface OperationKey {
   ctx: IdempotencyContext;
-  /** Made by the gateway: not bound across services (D5.6), echoed to the client when the outcome is unknown. */
-  made: boolean;
 }
 
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 /** D5.1: 1–255 printable ASCII characters. */
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-/** The keys the gateway makes; a client repeating its request with one is in the operation scope. */
-const MADE_KEY = /^aex-op-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Every write carries an operation key, so that the gateway can ask the owner again when the first
- * copy is not answered (docs/idempotency.md "When a replica dies"). The client's Idempotency-Key is
+ * A write sent with an Idempotency-Key carries it to its owner, so that the gateway can ask the owner
+ * again when the first copy is not answered (docs/idempotency.md "When a replica dies"). The key is
  * scoped to the agent; for an unauthenticated route (sign-up) to the route and the client's IP, so a
  * stored answer — which holds a new API key — is only ever given again to a repeat from where the
- * first came. A request without one gets a key the gateway makes, in a scope of its own
- * (`operation:<scope>`) that no client key reaches; a client told the outcome is unknown repeats
- * with that key, and lands in the same scope.
+ * first came.
  */
 export function operationKeyOf(spec: RouteSpec, req: FastifyRequest, principal: Principal | null): OperationKey | undefined {
   if (!MUTATING.has(req.method)) return undefined;
   const sent = req.headers['idempotency-key'];
   const key = Array.isArray(sent) ? sent[0] : sent;
-  if (key === undefined && !spec.op?.effect) return undefined;
-  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) {
+  if (key === undefined) return undefined;
+  if (!IDEMPOTENCY_KEY.test(key)) {
     throw new AppError('VALIDATION_ERROR', 'Idempotency-Key must be 1–255 printable ASCII characters.', { field: '/headers/idempotency-key' });
   }
   const clientScope = principal ? `agent:${principal.agentId}` : spec.auth === 'admin' ? 'operator' : `anonymous:${spec.method} ${spec.url}:${req.ip}`;
   const bodyHash = createHash('sha256').update(req.rawBody ?? '').digest('hex');
   const fingerprint = createHash('sha256').update(`${req.method}\n${req.url}\n${bodyHash}`).digest('hex');
-  if (key === undefined) return { ctx: { key: `aex-op-${randomUUID()}`, scope: operationScope(clientScope), fingerprint, firstCopy: true }, made: true };
-  return { ctx: { key, scope: MADE_KEY.test(key) ? operationScope(clientScope) : clientScope, fingerprint }, made: false };
+  return { ctx: { key, scope: clientScope, fingerprint } };
 }
 
 let readable: Set<string> | undefined;

@@ -134,17 +134,20 @@ describe('a keyed withdrawal while Postgres is frozen (SIGSTOP)', () => {
     }
   });
 
-  it('answers 503 while frozen, then the one payout it made, to every retry of the key', async () => {
+  it('answers 202 with the outcome unknown while frozen (D5.4), then the one payout it made, to every retry of the key', async () => {
     const m = await ex.signUp();
     unwrap(await m.client.fund(m.agentId, 10_000));
     const key = randomUUID();
     const pids = postgresPids(dataDir);
     for (const pid of pids) process.kill(pid, 'SIGSTOP');
     try {
+      // Not a 503 that would hide a committed payout: the answer says the outcome is not known yet.
       const first = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });
-      expect(!first.ok && [first.status, first.error.code]).toEqual([503, 'SERVICE_UNAVAILABLE']);
+      expect(!first.ok && [first.status, first.error.code]).toEqual([202, 'IDEMPOTENCY_KEY_IN_USE']);
+      expect(first.headers?.get('idempotency-key')).toBe(key);
       const whileFrozen = await m.client.withdraw(m.agentId, 2500, { idempotencyKey: key });
-      expect(whileFrozen.status).toBe(503);
+      expect(whileFrozen.ok).toBe(false);
+      expect([202, 409]).toContain(whileFrozen.status);
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT');
     }

@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import { AppError, IDEMPOTENCY_KEYS, type IdempotencyContext } from '@aex/contracts';
 import { KvConflictError, type Bus, type KvStore } from '@aex/platform';
+import { StoreUnreachableError, within } from './rate-limit-store.js';
+
+/** One attempt at the bucket; a stream whose leader just died would otherwise hold it for nats.js's 5 s. */
+const ATTEMPT_MS = 750;
+/** Attempts go on this long: a JetStream leader election takes seconds. */
+const BIND_BUDGET_MS = 8_000;
+const RETRY_PAUSE_MS = 100;
 
 /**
  * D5.6: an Idempotency-Key is bound to one request across the whole exchange. Each owning service
@@ -21,18 +28,38 @@ export class IdempotencyKeyBinding {
     return new IdempotencyKeyBinding(await bus.kv(IDEMPOTENCY_KEYS.bucket(bus.namespace), { ttlMs: ttlHours * 3_600_000 }));
   }
 
-  /** Resolves when `ctx`'s key is free or bound to this same request; throws 422 or 503 otherwise. */
+  /**
+   * Resolves when `ctx`'s key is free or bound to this same request; throws 422 or 503 otherwise. The
+   * bucket's leader may be changing (a NATS node lost): each attempt waits `ATTEMPT_MS`, and attempts
+   * go on for `BIND_BUDGET_MS`, so a failover of a few seconds costs a delay, not a 503. An attempt
+   * that timed out may still have bound the key: the next finds it bound to this same fingerprint.
+   */
   async bind(ctx: IdempotencyContext): Promise<void> {
+    const deadline = Date.now() + BIND_BUDGET_MS;
+    for (;;) {
+      try {
+        return await this.bindOnce(ctx);
+      } catch (err) {
+        if (!(err instanceof StoreUnreachableError) || Date.now() + ATTEMPT_MS > deadline) {
+          if (err instanceof StoreUnreachableError) throw unavailable();
+          throw err;
+        }
+        await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
+      }
+    }
+  }
+
+  private async bindOnce(ctx: IdempotencyContext): Promise<void> {
     // KV keys allow a narrow alphabet: the scope and the key, hashed together, name the entry.
     const entry = createHash('sha256').update(`${ctx.scope}\n${ctx.key}`).digest('hex');
     try {
-      await this.kv.create(entry, ctx.fingerprint);
+      await within(this.kv.create(entry, ctx.fingerprint), ATTEMPT_MS);
       return;
     } catch (err) {
-      if (!(err instanceof KvConflictError)) throw unavailable();
+      if (!(err instanceof KvConflictError)) throw new StoreUnreachableError(String(err));
     }
-    const bound = await this.kv.get(entry).catch(() => {
-      throw unavailable();
+    const bound = await within(this.kv.get(entry), ATTEMPT_MS).catch((err: unknown) => {
+      throw new StoreUnreachableError(String(err));
     });
     // Gone between the two calls (expired): the next attempt binds it; the caller retries.
     if (!bound) throw unavailable();

@@ -24,7 +24,7 @@ function kvOf(over: Partial<KvStore> = {}): KvStore {
     ...over,
   };
 }
-const binding = (kv: KvStore) => IdempotencyKeyBinding.create({ namespace: 't', kv: async () => kv } as unknown as Bus, 48);
+const binding = (kv: KvStore, budgetMs?: number) => IdempotencyKeyBinding.create({ namespace: 't', kv: async () => kv } as unknown as Bus, 48, budgetMs);
 const ctx = (fingerprint: string, key = 'k-1', scope = 'agent:a') => ({ key, scope, fingerprint });
 
 describe('binding an Idempotency-Key to its first request (D5.6)', () => {
@@ -51,10 +51,26 @@ describe('binding an Idempotency-Key to its first request (D5.6)', () => {
     await expect(keys.bind(ctx('f1', 'k', 'agent:b'))).rejects.toMatchObject({ status: 422 });
   });
 
-  it('refuses with 503 and Retry-After when the store cannot be reached, binding nothing', async () => {
-    const down = await binding(kvOf({ create: async () => Promise.reject(new Error('no responders')) }));
+  it('refuses with 503 and Retry-After when the store cannot be reached for its whole budget, binding nothing', async () => {
+    let attempts = 0;
+    const down = await binding(kvOf({ create: async () => (attempts++, Promise.reject(new Error('no responders'))) }), 1_000);
     await expect(down.bind(ctx('f1'))).rejects.toMatchObject({ status: 503, entries: [{ code: 'SERVICE_UNAVAILABLE', details: { retryAfterSeconds: 1 } }] });
-    const unreadable = await binding(kvOf({ create: async (k) => Promise.reject(new KvConflictError(k)), get: async () => Promise.reject(new Error('timeout')) }));
+    expect(attempts).toBeGreaterThan(1); // tried again through what may be a leader election
+    const unreadable = await binding(kvOf({ create: async (k) => Promise.reject(new KvConflictError(k)), get: async () => Promise.reject(new Error('timeout')) }), 1_000);
     await expect(unreadable.bind(ctx('f1'))).rejects.toMatchObject({ status: 503 });
+  });
+
+  it('binds through a store that fails for a moment (a leader election), once it answers again', async () => {
+    let failing = 3;
+    const store = new Map<string, string>();
+    const flaky = await binding(kvOf({
+      create: async (k, v) => {
+        if (failing-- > 0) throw new Error('no responders');
+        store.set(k, v);
+        return 1;
+      },
+    }), 5_000);
+    await flaky.bind(ctx('f1'));
+    expect(store.size).toBe(1);
   });
 });

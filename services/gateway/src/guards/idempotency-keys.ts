@@ -22,10 +22,11 @@ const RETRY_PAUSE_MS = 100;
  * under the key (D5.4): binding a key must not be skipped, or a reuse could run.
  */
 export class IdempotencyKeyBinding {
-  private constructor(private readonly kv: KvStore) {}
+  private constructor(private readonly kv: KvStore, private readonly budgetMs: number) {}
 
-  static async create(bus: Bus, ttlHours: number): Promise<IdempotencyKeyBinding> {
-    return new IdempotencyKeyBinding(await bus.kv(IDEMPOTENCY_KEYS.bucket(bus.namespace), { ttlMs: ttlHours * 3_600_000 }));
+  /** `budgetMs`: how long attempts go on before the store counts as unreachable (503). */
+  static async create(bus: Bus, ttlHours: number, budgetMs = BIND_BUDGET_MS): Promise<IdempotencyKeyBinding> {
+    return new IdempotencyKeyBinding(await bus.kv(IDEMPOTENCY_KEYS.bucket(bus.namespace), { ttlMs: ttlHours * 3_600_000 }), budgetMs);
   }
 
   /**
@@ -35,7 +36,7 @@ export class IdempotencyKeyBinding {
    * that timed out may still have bound the key: the next finds it bound to this same fingerprint.
    */
   async bind(ctx: IdempotencyContext): Promise<void> {
-    const deadline = Date.now() + BIND_BUDGET_MS;
+    const deadline = Date.now() + this.budgetMs;
     for (;;) {
       try {
         return await this.bindOnce(ctx);

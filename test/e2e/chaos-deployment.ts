@@ -22,6 +22,8 @@ export const SERVICES = ['identity', 'wallet', 'catalog', 'transactions', 'webho
 export type ServiceName = (typeof SERVICES)[number];
 export const REPLICAS = 2;
 const START_MS = 240_000;
+/** How many times a replica whose start fails is started (Kubernetes would go on restarting it). */
+const START_ATTEMPTS = 3;
 
 const READY: Record<ServiceName, RegExp> = {
   identity: /identity service started/,
@@ -137,13 +139,27 @@ export class Deployment {
     return this.replicas.find((r) => r.service === service && r.index === index)!;
   }
 
+  /**
+   * Starts a replica; one whose start fails (a JetStream request timing out on a cold cluster while a
+   * dozen processes start on two cores) is started again, as Kubernetes restarts a pod that exited —
+   * at most `START_ATTEMPTS` times, each failed run kept in the log.
+   */
   private async startReplica(r: Replica): Promise<void> {
     const main = `services/${r.service}/src/main.ts`;
-    // A loaded machine (a dozen Node processes on two cores) starts a replica slowly.
-    const proc = await spawnMain(main, r.env, READY[r.service], START_MS);
-    r.proc = proc;
-    const head = `--- ${r.service}#${r.index}, run ${r.runs.length + 1}, started ${new Date().toISOString()} ---`;
-    r.runs.push(() => `${head}\n${proc.output()}`);
+    for (let attempt = 1; ; attempt++) {
+      const head = `--- ${r.service}#${r.index}, run ${r.runs.length + 1}, started ${new Date().toISOString()} ---`;
+      try {
+        // A loaded machine (a dozen Node processes on two cores) starts a replica slowly.
+        const proc = await spawnMain(main, r.env, READY[r.service], START_MS);
+        r.proc = proc;
+        r.runs.push(() => `${head}\n${proc.output()}`);
+        return;
+      } catch (err) {
+        r.runs.push(() => `${head}\n${String((err as Error).message)}`);
+        if (attempt === START_ATTEMPTS || !/ exited with /.test(String((err as Error).message))) throw err;
+        await sleep(1_000);
+      }
+    }
   }
 
   private async killReplica(r: Replica): Promise<void> {

@@ -15,6 +15,8 @@ export interface Sent {
   status: number;
   start: number;
   end: number;
+  /** A 5xx's error code and message: what a failure is reported with. */
+  error?: string;
 }
 
 /** The routes' owners: the service whose operation answers each route (the gateway's own otherwise). */
@@ -47,7 +49,7 @@ export function judge(s: Sent, faults: readonly Fault[]): Verdict {
   const own = during.find((f) => f.kind === 'postgres'
     || (f.kind === 'service' && f.service === owner)
     || (f.kind === 'replica' && f.service === 'gateway' && f.replica === s.gateway));
-  const what = `${s.status === 0 ? 'no answer' : s.status} ${s.method} ${s.path.replace(/[0-9a-f-]{36}/g, ':id')} (${owner}) via gateway#${s.gateway}`;
+  const what = `${s.status === 0 ? 'no answer' : s.status} ${s.method} ${s.path.replace(/[0-9a-f-]{36}/g, ':id')} (${owner}) via gateway#${s.gateway}${s.error ? ` [${s.error}]` : ''}`;
   if (own) return { ok: false, excused: `${what} during ${own.label}` };
   return { ok: false, failure: `${what}${during.length ? ` during ${during.map((f) => f.label).join(' + ')}` : ' with no fault'}` };
 }
@@ -76,6 +78,9 @@ export class Traffic {
       try {
         const res = await fetch(input, init);
         s.status = res.status;
+        if (res.status >= 500) {
+          s.error = (await res.clone().text().catch(() => '')).slice(0, 300);
+        }
         return res;
       } finally {
         s.end = Date.now();

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Deployment, sleep } from './chaos-deployment.js';
@@ -92,7 +93,10 @@ describe('the deployed shape (two replicas per service, three NATS nodes, its ow
 
   beforeEach((ctx) => {
     ctx.onTestFailed(() => {
-      if (dep) process.stderr.write(`the replicas' logs (the end):\n${dep.log().slice(-30_000)}\n`);
+      if (!dep) return;
+      // CHAOS_LOG_FILE keeps every line; the test's own output shows the end.
+      if (process.env.CHAOS_LOG_FILE) writeFileSync(process.env.CHAOS_LOG_FILE, dep.log());
+      process.stderr.write(`the replicas' logs (the end):\n${dep.log().slice(-30_000)}\n`);
     });
   });
 

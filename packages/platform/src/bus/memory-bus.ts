@@ -1,6 +1,6 @@
 import {
   BusUnavailableError, NO_RESPONDERS, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, KvConflictError, Semaphore, encodeMessage, subjectMatches,
-  type Bus, type ConsumerSpec, type KvEntry, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
+  type Bus, type ConsumerSpec, type KvEntry, type KvOptions, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import { injectTrace, withMessageSpan } from './tracing.js';
 import { exchangeMetrics, metrics } from '../metrics.js';
@@ -161,7 +161,7 @@ export class MemoryBus implements Bus {
     };
   }
 
-  async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
+  async kv(bucket: string, opts: KvOptions = {}): Promise<KvStore> {
     let b = this.buckets.get(bucket);
     if (!b) {
       b = { ttlMs: opts.ttlMs, revision: 0, entries: new Map() };

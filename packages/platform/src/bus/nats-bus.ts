@@ -7,7 +7,7 @@ import { Kvm } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
 import {
   BusUnavailableError, DEFAULT_ACK_WAIT_MS, DEFAULT_MAX_PAYLOAD, STREAM_MAX_AGE_MS, encodeMessage,
-  type Bus, type BusMessage, type ConsumerSpec, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
+  type Bus, type BusMessage, type ConsumerSpec, type KvOptions, type KvStore, type MsgHeaders, type Stoppable, type StreamKind,
 } from './types.js';
 import type { Logger } from '../logger.js';
 import { exchangeMetrics, metrics } from '../metrics.js';
@@ -312,7 +312,7 @@ export class NatsBus implements Bus {
     return stoppable;
   }
 
-  async kv(bucket: string, opts: { ttlMs?: number } = {}): Promise<KvStore> {
+  async kv(bucket: string, opts: KvOptions = {}): Promise<KvStore> {
     return natsKvStore(this.kvm, this.jsm, bucket, { ...opts, replication: this.replication });
   }
 

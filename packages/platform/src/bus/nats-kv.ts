@@ -1,6 +1,6 @@
 import { JetStreamApiCodes, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV, Kvm } from '@nats-io/kv';
-import { KvConflictError, type KvStore } from './types.js';
+import { KvConflictError, type KvOptions, type KvStore } from './types.js';
 import { isApiError } from './nats-messages.js';
 import type { StreamReplicas } from './nats-replicas.js';
 
@@ -17,10 +17,18 @@ import type { StreamReplicas } from './nats-replicas.js';
  * (`packages/platform/test/nats-kv-replicated.int.test.ts`). A revision is a stream sequence, used
  * once; only the create of a key that never held a value (`@0`) repeats, and the bucket's duplicate
  * window is never longer than its TTL, after which such a key is gone.
+ *
+ * Reads go to the bucket's leader unless `reads: 'any'`, not "direct" to any copy: a follower answers
+ * from what it has applied, which trails the leader by a few writes in steady state and by everything
+ * it missed while it was down. A stale read of the API-key cache would let a replaced signing key or a
+ * revoked key stand (D2.5); the test reads through a node catching up after a restart. The rate
+ * limiter's buckets take any copy: their reads go on through a leader election, and a stale one only
+ * makes a compare-and-set fail.
  */
-export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: { ttlMs?: number; replication: StreamReplicas }): Promise<KvStore> {
+export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: string, opts: KvOptions & { replication: StreamReplicas }): Promise<KvStore> {
   const { replication } = opts;
-  const kv: KV = await kvm.create(bucket, { history: 1, replicas: replication.count, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) })
+  const direct = opts.reads === 'any';
+  const kv: KV = await kvm.create(bucket, { history: 1, replicas: replication.count, allow_direct: direct, ...(opts.ttlMs ? { ttl: opts.ttlMs } : {}) })
     .catch((err: unknown) => {
       throw replication.refusal(err);
     });

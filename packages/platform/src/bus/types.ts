@@ -84,10 +84,23 @@ export interface Bus {
   notify(subject: string, data: unknown): void;
   /** Listens for notices on `subject` (NATS wildcards `*` and `>`); each listener gets every one. */
   listen(subject: string, handler: (data: unknown, subject: string) => void): Promise<Stoppable>;
-  kv(bucket: string, opts?: { ttlMs?: number }): Promise<KvStore>;
+  kv(bucket: string, opts?: KvOptions): Promise<KvStore>;
   /** True while the bus can reach its backend. */
   healthy(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** How a KV bucket is opened. */
+export interface KvOptions {
+  /** Entries older than this are removed (none: kept until deleted). */
+  ttlMs?: number;
+  /**
+   * `leader` (the default): a read sees every write acknowledged before it, and fails while the
+   * bucket elects a leader. `any`: any copy answers, possibly a few writes behind, and reads go on
+   * through an election — only for a bucket whose readers decide nothing on a stale value (each write
+   * is a compare-and-set that a stale read merely makes fail and retry).
+   */
+  reads?: 'leader' | 'any';
 }
 
 export class KvConflictError extends Error {

@@ -87,8 +87,10 @@ export class RateLimiter {
   }
 
   static async create(bus: Bus, limits: Record<RateGroup, number>, clock: () => number = Date.now): Promise<RateLimiter> {
-    // An entry untouched for 2 minutes is a full bucket again, so the TTL loses nothing.
-    return new RateLimiter(await bus.kv(names.bucket(bus.namespace, 'rate_limits'), { ttlMs: 120_000 }), limits, clock);
+    // An entry untouched for 2 minutes is a full bucket again, so the TTL loses nothing. Any copy
+    // answers a read: reads go on through a leader election (what keeps a stand-in serving instead of
+    // failing closed), and a copy a few writes behind only makes the next compare-and-set fail.
+    return new RateLimiter(await bus.kv(names.bucket(bus.namespace, 'rate_limits'), { ttlMs: 120_000, reads: 'any' }), limits, clock);
   }
 
   /** Gives every unspent leased token back to the store. */

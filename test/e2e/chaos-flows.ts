@@ -141,8 +141,10 @@ export async function spawnChild(w: Worker): Promise<void> {
   if (!child) return;
   const keys = generateSigningKey();
   // Its key works once its budget has moved (the spawn's saga): read until it does.
-  // (401 until then: read as "not yet", for as long as a fault may hold the saga up.)
-  const registered = await w.t.read((via) => via({ apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }).then((o) => (o.status === 401 ? { ...o, status: 0 } as Outcome<unknown> : o)), 90_000);
+  // (401 until then: read as "not yet", for as long as a fault may hold the saga up. A 202 whose
+  // outcome is unknown is sent again too: setting the same key twice is setting it once.)
+  const again = (o: Outcome<unknown>) => o.status === 401 || (!o.ok && o.status === 202);
+  const registered = await w.t.read((via) => via({ apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }).then((o) => (again(o) ? { ...o, status: 0 } as Outcome<unknown> : o)), 90_000);
   if (!must(w.t, registered, `signing key of child ${child.id}`)) return;
   const kid: Member = { id: child.id, accountId: w.consumer.accountId, apiKey: child.apiKey, secretKey: keys.secretKey, owner: w.consumer.owner };
   const id = await buy(w, kid);

@@ -144,8 +144,8 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
  * Calls an operation. A read is hedged across the service's replicas; a write with an operation key
  * (`ctx.idempotency`) is asked again under its key before the timeout; "no responders" is asked again
  * for a moment (rpc-attempts.ts). A service that never took the request, or a read nobody answered,
- * becomes 503 SERVICE_UNAVAILABLE; a keyed write delivered but not answered becomes 202 with
- * `OUTCOME_UNKNOWN_STATUS` (its effect may have committed: a 503 would hide it).
+ * becomes 503 SERVICE_UNAVAILABLE; a write delivered but not answered becomes 202 with
+ * `OUTCOME_UNKNOWN_STATUS` (its effect may have committed: a 503 would hide it) — with or without a key.
  */
 export async function callOperation<O extends Operation>(
   bus: Bus,
@@ -160,7 +160,13 @@ export async function callOperation<O extends Operation>(
     if (!op.effect) return (await askHedged(send, opts.timeoutMs)) as RpcReply<OpOutput<O>>;
     if (!req.ctx.idempotency) {
       const start = Date.now();
-      return (await askDelivered(send, start + opts.timeoutMs, start + Math.min(1_000, opts.timeoutMs))) as RpcReply<OpOutput<O>>;
+      try {
+        return (await askDelivered(send, start + opts.timeoutMs, start + Math.min(1_000, opts.timeoutMs))) as RpcReply<OpOutput<O>>;
+      } catch (err) {
+        // Taken and not answered: it may have committed, and without a key it cannot be asked again.
+        if (err instanceof BusUnavailableError && !err.noResponders) return outcomeUnknownWithoutKey(op);
+        throw err;
+      }
     }
     const { firstCopy: _first, ...repeat } = req.ctx.idempotency;
     const sendAgain = (timeoutMs: number) => bus.request(subject, { ...req, ctx: { ...req.ctx, idempotency: repeat } }, { timeoutMs, headers });
@@ -187,7 +193,7 @@ export async function callOperation<O extends Operation>(
   }
 }
 
-/** The status of a keyed write whose outcome is not known yet (D5.4, docs/idempotency.md). */
+/** The status of a write whose outcome is not known yet (D5.4, D9.9, docs/idempotency.md). */
 export const OUTCOME_UNKNOWN_STATUS = 202;
 
 const isInUse = (reply: unknown) => {
@@ -208,6 +214,23 @@ function outcomeUnknown(op: Operation): RpcReply {
       code: 'IDEMPOTENCY_KEY_IN_USE',
       message: `The outcome is not known yet: the ${op.service} service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.`,
       details: { outcome: 'unknown', retryAfterSeconds: 1 },
+    }],
+  };
+}
+
+/**
+ * D9.9 applied to a write sent without an Idempotency-Key that its service took and did not answer:
+ * 202 saying the outcome is not known, instead of a 503 that would read as "not applied" and invite a
+ * second copy. Nothing can be asked again under a key; the gateway adds where the resource can be read.
+ */
+function outcomeUnknownWithoutKey(op: Operation): RpcReply {
+  return {
+    ok: false,
+    status: OUTCOME_UNKNOWN_STATUS,
+    errors: [{
+      code: 'SERVICE_UNAVAILABLE',
+      message: `The outcome is not known: the ${op.service} service took the request but did not answer in time, and it may have been applied. Read the resource before sending it again; a write sent with an Idempotency-Key can be repeated safely instead.`,
+      details: { outcome: 'unknown' },
     }],
   };
 }

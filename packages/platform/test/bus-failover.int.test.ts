@@ -17,7 +17,7 @@ import { messagingTest, pinged } from './messaging-kit.js';
 
 /**
  * The longest a command may wait for its reply while a node is killed: leaders of the streams and
- * consumers elected again (NATS 2.9: 4–7 s, longer on a loaded machine) and found.
+ * consumers elected again (NATS 2.9: 4–9 s, longer on a loaded machine) and found.
  */
 const KILLED_WITHIN_MS = 14_000;
 /**

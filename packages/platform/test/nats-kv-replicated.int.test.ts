@@ -76,7 +76,7 @@ describe('KV reads on a replicated bucket', () => {
       buses.push(bus);
       return bus.kv(`${namespace}_reads`);
     })();
-    // Puts go on through the bucket's leader election after a kill (4–7 s on nats-server 2.9).
+    // Puts go on through the bucket's leader election after a kill (4–9 s on nats-server 2.9).
     const put = (key: string, value: string) => connectSoon(() => writer.put(key, value), 80);
     await put('k', '0');
     await cluster.kill(n3.name);

@@ -189,6 +189,19 @@ describe('a replica that dies with requests in it', { timeout: 120_000 }, () => 
     expect(await effects(503)).toEqual([{ replica: 'alive' }]);
   });
 
+  it('D9.9: a write without a key whose effect the dying replica committed is answered 202 with the outcome unknown, never 503', async () => {
+    await freshBus();
+    const dying = await dyingReplica('hangs-after-effect', 'probe,record');
+    const pending = callOperation(bus, ops.record, { ctx: { requestId: randomUUID(), principal: null }, input: { path: {}, query: {}, body: { value: 507 } } }, { timeoutMs: TIMEOUT_MS });
+    await eventually(async () => dying.events.includes('committed'), 10_000);
+    await killed(dying.child);
+    const reply = await pending;
+    expect(reply.status).toBe(202);
+    expect(reply).toMatchObject({ ok: false, errors: [{ code: 'SERVICE_UNAVAILABLE', details: { outcome: 'unknown' } }] });
+    // What the answer would not hide: the effect is there.
+    expect(await effects(507)).toEqual([{ replica: 'dying' }]);
+  });
+
   it('a service with no replica answers 503 after a moment of asking again, not after the RPC timeout', async () => {
     await freshBus();
     const { value: readReply, ms: readMs } = await timed(() => read(bus));

@@ -38,4 +38,10 @@ describe('D5.4: the 202 of an unknown outcome', () => {
     const key = operationKeyOf(spec, request('POST', '/v1/transactions', { 'idempotency-key': 'k2' }), caller)!;
     expect(outcomeUnknownHeaders(spec, request('POST', '/v1/transactions'), key)).toEqual({ 'idempotency-key': key.ctx.key, 'retry-after': '1' });
   });
+
+  it('D9.9: for a write sent without a key, gives only where the resource can be read: no key and no Retry-After, for it must not be sent again blindly', () => {
+    const spec = route('POST', '/v1/transactions/:transactionId/deliver');
+    expect(outcomeUnknownHeaders(spec, request('POST', `/v1/transactions/${txId}/deliver`, {}, { transactionId: txId }), undefined)).toEqual({ location: `/v1/transactions/${txId}` });
+    expect(outcomeUnknownHeaders(route('POST', '/v1/transactions'), request('POST', '/v1/transactions'), undefined)).toEqual({});
+  });
 });

@@ -28,7 +28,7 @@ const PUBLISH_ATTEMPT_MS = 2_000;
 /**
  * A publish not acknowledged is sent again, under the same `Nats-Msg-Id` (JetStream stores it once),
  * until this much time has passed since its first attempt failed: a replicated stream whose leader
- * was lost takes NATS 2.9 about 4–7 s to elect another, and answers "no responders" meanwhile.
+ * was lost takes NATS 2.9 about 4–9 s to elect another, and answers "no responders" meanwhile.
  */
 const PUBLISH_BUDGET_MS = 10_000;
 /** Pauses between the attempts of a publish. */

@@ -36,12 +36,12 @@ export function operationKeyOf(spec: RouteSpec, req: FastifyRequest, principal: 
 let readable: Set<string> | undefined;
 
 /**
- * The headers of a 202 whose outcome is unknown: the key to repeat the request with (the client's
- * own, or the one the gateway made), and where the resource can be read when the route acts on one
- * (the path up to its last parameter, when a GET route serves it).
+ * The headers of a 202 whose outcome is unknown: the key to repeat the request with and when (only
+ * for a keyed write: one without a key must not be sent again blindly), and where the resource can be
+ * read when the route acts on one (the path up to its last parameter, when a GET route serves it).
  */
-export function outcomeUnknownHeaders(spec: RouteSpec, req: FastifyRequest, key: OperationKey): Record<string, string> {
-  const headers: Record<string, string> = { 'idempotency-key': key.ctx.key, 'retry-after': '1' };
+export function outcomeUnknownHeaders(spec: RouteSpec, req: FastifyRequest, key: OperationKey | undefined): Record<string, string> {
+  const headers: Record<string, string> = key ? { 'idempotency-key': key.ctx.key, 'retry-after': '1' } : {};
   const parts = spec.url.split('/');
   let last = -1;
   parts.forEach((p, i) => p.startsWith(':') && (last = i));

@@ -158,7 +158,7 @@ async function execute(
   if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;
   const replayed: Record<string, string> = reply.replayed ? { 'idempotent-replayed': 'true' } : {};
-  if (!reply.ok && reply.status === OUTCOME_UNKNOWN_STATUS && idempotency) {
+  if (!reply.ok && reply.status === OUTCOME_UNKNOWN_STATUS) {
     const res = errorResponse(reply.status, reply.errors, meta);
     return { ...res, headers: { ...res.headers, ...outcomeUnknownHeaders(spec, req, idempotency) } };
   }

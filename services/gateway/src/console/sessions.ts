@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError, names } from '@aex/contracts';
-import { sameSecret, type Bus, type KvStore } from '@aex/platform';
+import { sameSecret, withinBudget, type Bus, type KvStore } from '@aex/platform';
 
 /**
  * Sessions of the web console (docs/console.md). The browser holds only an unguessable session id,
@@ -18,6 +18,9 @@ export const SESSION_IDLE_MS = 30 * 60_000;
 /** And none outlives this, used or not. */
 export const SESSION_MAX_MS = 12 * 60 * 60_000;
 const RENEW_AFTER_MS = 60_000;
+/** A read of the bucket is tried for this long (a leader election after a NATS node is lost), each try at most `READ_ATTEMPT_MS`. */
+const READ_BUDGET_MS = 10_000;
+const READ_ATTEMPT_MS = 750;
 
 export interface ConsoleSession {
   kind: 'owner' | 'operator';
@@ -58,7 +61,9 @@ export class ConsoleSessions {
   /** The session of a cookie's id, renewed; null when there is none or it ended. */
   async find(id: string | undefined): Promise<ConsoleSession | null> {
     if (!id || !/^[A-Za-z0-9_-]{43}$/.test(id)) return null;
-    const entry = await this.kv.get(sha256(id));
+    const entry = await withinBudget(() => this.kv.get(sha256(id)), { attemptMs: READ_ATTEMPT_MS, budgetMs: READ_BUDGET_MS, store: 'the console sessions' }).catch(() => {
+      throw new AppError('SERVICE_UNAVAILABLE', 'The console sessions cannot be read just now; retry in a moment.', { details: { retryAfterSeconds: 1 } });
+    });
     if (!entry) return null;
     const session = JSON.parse(entry.value) as ConsoleSession;
     const now = Date.now();
@@ -66,7 +71,8 @@ export class ConsoleSessions {
       await this.close(id);
       return null;
     }
-    if (now - session.seenAt > RENEW_AFTER_MS) await this.kv.put(sha256(id), JSON.stringify({ ...session, seenAt: now })).catch(() => undefined);
+    // Not waited for: a renewal that fails (the bucket electing its leader) is made by a later request.
+    if (now - session.seenAt > RENEW_AFTER_MS) void this.kv.put(sha256(id), JSON.stringify({ ...session, seenAt: now })).catch(() => undefined);
     return session;
   }
 

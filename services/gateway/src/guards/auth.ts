@@ -1,5 +1,5 @@
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
-import { agentTag, callOperation, keyTag, LocalCache, sameSecret, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
+import { agentTag, callOperation, keyTag, LocalCache, sameSecret, within, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
 import { RateLimitedError, type RateLimiter } from './rate-limit.js';
 
 const principalCheck = validator(Principal);
@@ -10,6 +10,11 @@ const NEGATIVE_CACHE_SIZE = 10_000;
 const NEGATIVE_CACHE_TTL_MS = 10 * 60_000;
 /** Principals held in the replica's own memory (docs/gateway-caches.md). */
 const LOCAL_PRINCIPALS = { maxEntries: 100_000, ttlMs: AUTH_CACHE.ttlMs };
+/**
+ * Longest a request waits for the shared cache: past it, identity is asked (a bucket electing its
+ * leader would otherwise hold every uncached key for nats.js's 5 s).
+ */
+const SHARED_CACHE_MS = 1_000;
 
 /**
  * API-key authentication (D2) with two caches (D2.5). The replica's own memory answers without a
@@ -64,7 +69,7 @@ export class ApiKeyAuthenticator {
     if (known) return unexpired(known);
     const fill = this.local.begin();
     const remember = (p: PrincipalT) => fill(hash, [keyTag(hash), agentTag(p.agentId)], p);
-    const entry = await this.cache.get(hash).catch(() => undefined);
+    const entry = await within(this.cache.get(hash), SHARED_CACHE_MS, 'the API-key cache').catch(() => undefined);
     if (entry && entry.value !== AUTH_CACHE.staleMarker) {
       const cached = principalCheck.check(JSON.parse(entry.value));
       if (cached.ok) {
@@ -89,7 +94,7 @@ export class ApiKeyAuthenticator {
     const store = entry ? this.cache.update(hash, json, entry.revision) : this.cache.create(hash, json);
     // A lost compare-and-set means identity marked the key meanwhile; a cache that cannot be written
     // only costs a lookup next time. Either way this request is answered with what identity said.
-    await store.catch(() => undefined);
+    await within(store, SHARED_CACHE_MS, 'the API-key cache').catch(() => undefined);
     remember(principal.value);
     return unexpired(principal.value);
   }

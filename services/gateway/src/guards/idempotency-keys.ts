@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AppError, IDEMPOTENCY_KEYS, type IdempotencyContext } from '@aex/contracts';
-import { KvConflictError, type Bus, type KvStore } from '@aex/platform';
-import { StoreUnreachableError, within } from './rate-limit-store.js';
+import { KvConflictError, StoreUnreachableError, within, type Bus, type KvStore } from '@aex/platform';
 
 /** One attempt at the bucket; a stream whose leader just died would otherwise hold it for nats.js's 5 s. */
 const ATTEMPT_MS = 750;
@@ -54,12 +53,12 @@ export class IdempotencyKeyBinding {
     // KV keys allow a narrow alphabet: the scope and the key, hashed together, name the entry.
     const entry = createHash('sha256').update(`${ctx.scope}\n${ctx.key}`).digest('hex');
     try {
-      await within(this.kv.create(entry, ctx.fingerprint), ATTEMPT_MS);
+      await within(this.kv.create(entry, ctx.fingerprint), ATTEMPT_MS, 'the Idempotency-Key store');
       return;
     } catch (err) {
       if (!(err instanceof KvConflictError)) throw new StoreUnreachableError(String(err));
     }
-    const bound = await within(this.kv.get(entry), ATTEMPT_MS).catch((err: unknown) => {
+    const bound = await within(this.kv.get(entry), ATTEMPT_MS, 'the Idempotency-Key store').catch((err: unknown) => {
       throw new StoreUnreachableError(String(err));
     });
     // Gone between the two calls (expired): the next attempt binds it; the caller retries.

@@ -1,4 +1,4 @@
-import type { KvEntry, KvStore } from '@aex/platform';
+import { StoreUnreachableError, within, type KvEntry, type KvStore } from '@aex/platform';
 import { takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
 
 /**
@@ -15,22 +15,13 @@ const STAND_IN_READ_MS = 1_000;
  */
 const STAND_IN_MAX_MS = 30_000;
 
-/** The store did not answer in time (a node down, a stream without a leader, no connection). */
-export class StoreUnreachableError extends Error {}
 
 /**
- * `op`, or a `StoreUnreachableError` after `ms`. The operation may still complete later: a
- * compare-and-set that took tokens then took them without serving anyone — the store only ever
- * holds fewer tokens than it should, never more.
+ * One operation on the shared buckets, or a `StoreUnreachableError` after `KV_TIMEOUT_MS`. A
+ * compare-and-set that lands after it was given up on took tokens without serving anyone — the store
+ * only ever holds fewer tokens than it should, never more.
  */
-export function within<T>(op: Promise<T>, ms = KV_TIMEOUT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new StoreUnreachableError(`no answer from the rate-limit store within ${ms} ms`)), ms);
-  });
-  op.catch(() => undefined); // a late failure of an operation no longer waited for is not unhandled
-  return Promise.race([op, timeout]).finally(() => clearTimeout(timer));
-}
+export const withinTimeout = <T>(op: Promise<T>, ms = KV_TIMEOUT_MS): Promise<T> => within(op, ms, 'the rate-limit store');
 
 /** The bucket an entry holds at `now` (no entry: full — an entry untouched long enough has expired). */
 export const storedTokens = (entry: KvEntry | null, limit: number, now: number): number =>
@@ -78,7 +69,7 @@ export class StandInBuckets {
     if (s && performance.now() - s.since >= STAND_IN_MAX_MS) throw new StoreUnreachableError('the rate-limit store has taken no write for 30 s');
     if (!s || performance.now() - s.readAt >= STAND_IN_READ_MS) {
       const readAt = performance.now();
-      const entry = await within(this.kv.get(key));
+      const entry = await withinTimeout(this.kv.get(key));
       const now = this.clock();
       s = this.buckets.get(key) ?? { limit, state: { tokens: 0, atMs: now }, owed: 0, readAt, since: readAt };
       s.state = { tokens: storedTokens(entry, limit, now) - s.owed, atMs: now };
@@ -105,10 +96,10 @@ export class StandInBuckets {
   private async settleOne(key: string, s: StandIn): Promise<void> {
     const owed = s.owed;
     try {
-      const entry = await within(this.kv.get(key));
+      const entry = await withinTimeout(this.kv.get(key));
       const now = this.clock();
       const value = JSON.stringify({ tokens: storedTokens(entry, s.limit, now) - owed, atMs: now });
-      await within(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
+      await withinTimeout(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
     } catch {
       return; // still no writes (or another replica wrote in between): the next round tries again
     }

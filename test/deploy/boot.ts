@@ -101,7 +101,7 @@ export async function containersOf(objects: KubeObject[], kind: 'Deployment' | '
       }
       const ports: Record<string, number> = {};
       for (const p of c.ports ?? []) {
-        const local = await freePort();
+        const local = await distinctPort();
         ports[p.name] = local;
         for (const [k, v] of Object.entries(env)) if (v === String(p.containerPort) && /PORT$/.test(k)) env[k] = String(local);
       }
@@ -185,4 +185,16 @@ export async function terminate(c: RunningContainer): Promise<number | null> {
     throw new Error(`${c.run.workload} did not stop within its grace period of ${c.run.gracePeriodSeconds} s`);
   }
   return code;
+}
+
+/** Ports handed out by this process: a port freed by one draw can be drawn again by the next, and two containers would share it. */
+const handedOut = new Set<number>();
+async function distinctPort(): Promise<number> {
+  for (;;) {
+    const port = await freePort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }

@@ -108,6 +108,9 @@ export class Deployment {
       ADMIN_TOKEN,
       PAYMENTS_PROVIDER: 'sandbox',
       DISCOVERY_MEANING: 'false',
+      // A long run spawns a child per spawn flow, each active for its lifetime: more than D6.4's 20 per
+      // account, which the children tests check on their own.
+      MAX_AGENTS_PER_ACCOUNT: '1000',
       // info: the line each main prints once it is ready (what the start waits for).
       LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? 'info',
       LOG_FORMAT: 'json',

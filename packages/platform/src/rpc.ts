@@ -164,7 +164,7 @@ export async function callOperation<O extends Operation>(
         return (await askDelivered(send, start + opts.timeoutMs, start + Math.min(1_000, opts.timeoutMs))) as RpcReply<OpOutput<O>>;
       } catch (err) {
         // Taken and not answered: it may have committed, and without a key it cannot be asked again.
-        if (err instanceof BusUnavailableError && !err.noResponders) return outcomeUnknownWithoutKey(op);
+        if (err instanceof BusUnavailableError && !err.noResponders) return outcomeUnknown(op, false);
         throw err;
       }
     }
@@ -202,37 +202,25 @@ const isInUse = (reply: unknown) => {
 };
 
 /**
- * D5.4: the write reached its service, which neither answered nor let a repeat under its key learn
- * the outcome (its first copy still holds the key, or the service's database does not answer). The
- * effect may have committed; the client learns which by repeating the request with the same key.
+ * The 202 of a write that reached its service and got no answer: its effect may have committed.
+ * Keyed (D5.4): the service neither answered nor let a repeat under the key learn the outcome; the
+ * client learns it by repeating the request with the same key. Unkeyed (D9.9's style): nothing can be
+ * asked again, so the answer says the outcome is unknown instead of a 503 that would read as "not
+ * applied" and invite a second copy; the gateway adds where the resource can be read.
  */
-function outcomeUnknown(op: Operation): RpcReply {
-  return {
-    ok: false,
-    status: OUTCOME_UNKNOWN_STATUS,
-    errors: [{
-      code: 'IDEMPOTENCY_KEY_IN_USE',
+function outcomeUnknown(op: Operation, keyed = true): RpcReply {
+  const error = keyed
+    ? {
+      code: 'IDEMPOTENCY_KEY_IN_USE' as const,
       message: `The outcome is not known yet: the ${op.service} service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.`,
       details: { outcome: 'unknown', retryAfterSeconds: 1 },
-    }],
-  };
-}
-
-/**
- * D9.9 applied to a write sent without an Idempotency-Key that its service took and did not answer:
- * 202 saying the outcome is not known, instead of a 503 that would read as "not applied" and invite a
- * second copy. Nothing can be asked again under a key; the gateway adds where the resource can be read.
- */
-function outcomeUnknownWithoutKey(op: Operation): RpcReply {
-  return {
-    ok: false,
-    status: OUTCOME_UNKNOWN_STATUS,
-    errors: [{
-      code: 'SERVICE_UNAVAILABLE',
+    }
+    : {
+      code: 'SERVICE_UNAVAILABLE' as const,
       message: `The outcome is not known: the ${op.service} service took the request but did not answer in time, and it may have been applied. Read the resource before sending it again; a write sent with an Idempotency-Key can be repeated safely instead.`,
       details: { outcome: 'unknown' },
-    }],
-  };
+    };
+  return { ok: false, status: OUTCOME_UNKNOWN_STATUS, errors: [error] };
 }
 
 /** Calls an operation and returns its data, throwing the reply's errors as an AppError. */

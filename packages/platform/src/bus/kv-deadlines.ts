@@ -5,6 +5,8 @@
  * goes on without the store (docs/messaging.md "When a NATS node is lost").
  */
 
+const RETRY_PAUSE_MS = 100;
+
 /** The store did not answer in time (a node down, a bucket without a leader, no connection). */
 export class StoreUnreachableError extends Error {}
 
@@ -22,18 +24,17 @@ export function within<T>(op: Promise<T>, ms: number, store = 'the store'): Prom
 }
 
 /**
- * `attempt()`, each try bounded by `attemptMs`, tried again after any failure but a conflict until
- * `budgetMs` has passed (a leader election); then the last error. `isFinal` names failures that
- * trying again cannot change.
+ * `attempt()`, each try bounded by `attemptMs`, tried again after any failure until `budgetMs` has
+ * passed (a leader election); then the last error.
  */
-export async function withinBudget<T>(attempt: () => Promise<T>, opts: { attemptMs: number; budgetMs: number; pauseMs?: number; store?: string; isFinal?: (err: unknown) => boolean }): Promise<T> {
+export async function withinBudget<T>(attempt: () => Promise<T>, opts: { attemptMs: number; budgetMs: number; store?: string }): Promise<T> {
   const deadline = Date.now() + opts.budgetMs;
   for (;;) {
     try {
       return await within(attempt(), opts.attemptMs, opts.store);
     } catch (err) {
-      if (opts.isFinal?.(err) || Date.now() + opts.attemptMs > deadline) throw err;
-      await new Promise((r) => setTimeout(r, opts.pauseMs ?? 100));
+      if (Date.now() + opts.attemptMs > deadline) throw err;
+      await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS));
     }
   }
 }

@@ -12,6 +12,7 @@ export * from './caches/local-cache.js';
 export * from './caches/replica-caches.js';
 export * from './idempotency/records.js';
 export { idempotencyKeyHash, operationKeyOf } from './idempotency/reply-cipher.js';
+export type { OperationKeyRow, OperationRecord } from './idempotency/first-copy.js';
 export * from './net/address-policy.js';
 export * from './net/free-port.js';
 export * from './health.js';

@@ -6,6 +6,8 @@ import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, t
 import type { ExchangeConfig } from './config.js';
 import type { ServiceDb } from './db/connect.js';
 import type { Transactor } from './messaging/transaction-runner.js';
+import { isUniqueViolation } from './db/errors.js';
+import type { OperationRecord } from './idempotency/first-copy.js';
 import { IdempotencyRecords } from './idempotency/records.js';
 import { operationKeyOf } from './idempotency/reply-cipher.js';
 import type { Logger } from './logger.js';
@@ -24,8 +26,13 @@ export interface HandlerContext {
   logger: Logger;
   /** The one way a handler changes state (D5.5): see `EffectRunner`. */
   effect: EffectRunner;
-  /** Whether the request carries an Idempotency-Key (then its effect must be made by `effect`). */
+  /** Whether the request carries an Idempotency-Key the owner claimed (then its effect must be made by `effect`). */
   keyed: boolean;
+  /**
+   * The first copy of a write under an operation key the gateway made (not `keyed`): an effect made
+   * without `effect` (a step at commit, a group commit) writes the key's row with it through this.
+   */
+  operationRecord?: OperationRecord;
   /**
    * For a keyed request: a name every retry under the same key shares (`operationKeyOf` the key in
    * its scope), from which a call to another system derives its own idempotency key, so a retry after a
@@ -74,6 +81,10 @@ const internalError = (): RpcReply => ({ ok: false, status: 500, errors: [{ code
 
 function errorReply(err: unknown, log: Logger): RpcReply {
   if (isAppError(err)) return { ok: false, status: err.status, errors: err.entries };
+  // The first copy of a write found its operation key taken: a repeat holds it and answers for the request.
+  if (isUniqueViolation(err, 'idempotency_keys_pkey')) {
+    return { ok: false, status: 409, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'A repeat of this request holds its operation key.', details: { retryAfterSeconds: 1 } }] };
+  }
   log.error({ err }, 'operation failed');
   return internalError();
 }
@@ -110,12 +121,13 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
         const input = check.check(req.input);
         if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, keyed: req.ctx.idempotency !== undefined, ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
-        if (op.auth === 'agent') requireAgent(base as HandlerContext);
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
+        if (op.auth === 'agent') requireAgent(base as unknown as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
-        return await records.run(req.ctx.idempotency, requestId, async (effect) => {
+        return await records.run(req.ctx.idempotency, requestId, async (effect, operationRecord) => {
+          const keyed = req.ctx.idempotency !== undefined && operationRecord === undefined;
           try {
-            return toRpcReply(await handler(input.value, { ...base, effect }));
+            return toRpcReply(await handler(input.value, { ...base, keyed, effect, ...(operationRecord && { operationRecord }) }));
           } catch (err) {
             return errorReply(err, log);
           }
@@ -212,7 +224,7 @@ function outcomeUnknown(op: Operation, keyed = true): RpcReply {
   const error = keyed
     ? {
       code: 'IDEMPOTENCY_KEY_IN_USE' as const,
-      message: `The outcome is not known yet: the ${op.service} service took the request but has not answered, and it may have been applied. Repeat the request with the same Idempotency-Key to learn its outcome.`,
+      message: `The outcome is not known yet: the ${op.service} service took the request but has not answered, and it may have been applied. Repeat the request with the Idempotency-Key of this answer's header (your own, or the one the exchange made for it) to learn its outcome.`,
       details: { outcome: 'unknown', retryAfterSeconds: 1 },
     }
     : {

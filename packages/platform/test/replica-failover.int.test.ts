@@ -238,3 +238,72 @@ describe('operation keys the gateway makes', () => {
     expect(subjects.rpc(namespace, 'wallet', 'record')).toContain(namespace);
   });
 });
+
+const writeAtCommit = (b: Bus, value: number, idempotency: IdempotencyContext) =>
+  callOperation(b, ops.recordAtCommit, { ctx: { requestId: randomUUID(), principal: null, idempotency }, input: { path: {}, query: {}, body: { value } } }, { timeoutMs: TIMEOUT_MS });
+/** The key of a made key's repeat: the gateway's own, or the client's with the key it was given. */
+const repeatOf = (key: IdempotencyContext): IdempotencyContext => {
+  const { firstCopy: _first, ...repeat } = key;
+  return repeat;
+};
+
+// An effect made without ctx.effect — a step written at commit, a group commit — writes the made
+// key's row in its own statement, without the answer, which follows when the request ends.
+describe('a made key written with an effect made at commit', { timeout: 120_000 }, () => {
+  it('D5.5: holds the request\'s answer once it ends: a repeat under the key gets it, applied once', async () => {
+    await freshBus();
+    stoppables.push(await serveReplica(bus, service, 'alive', 'answers', ['recordAtCommit']));
+    const made = madeKey();
+    const first = await writeAtCommit(bus, 601, made);
+    expect(first).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' } });
+    const again = await writeAtCommit(bus, 601, repeatOf(made));
+    expect(again).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' }, replayed: true });
+    expect(again.meta).toEqual(first.meta);
+    expect(await effects(601)).toEqual([{ replica: 'alive' }]);
+  });
+
+  it('D5.3: a refusal decided once the effect committed is the answer a repeat gets', async () => {
+    await freshBus();
+    stoppables.push(await serveReplica(bus, service, 'alive', 'refuses-after-effect', ['recordAtCommit']));
+    const made = madeKey();
+    expect(await writeAtCommit(bus, 602, made)).toMatchObject({ ok: false, status: 402, errors: [{ code: 'INSUFFICIENT_FUNDS' }] });
+    expect(await writeAtCommit(bus, 602, repeatOf(made))).toMatchObject({ ok: false, status: 402, errors: [{ code: 'INSUFFICIENT_FUNDS' }], replayed: true });
+    expect(await effects(602)).toEqual([{ replica: 'alive' }]);
+  });
+
+  it('D5.4: the replica died between the commit and its answer: 202 unknown at first, then "applied" to a repeat, applied once', async () => {
+    await freshBus();
+    const dying = await dyingReplica('hangs-after-effect', 'probe,recordAtCommit');
+    const made = madeKey();
+    const pending = writeAtCommit(bus, 603, made);
+    await eventually(async () => dying.events.includes('committed'), 10_000);
+    // The live replica waits for an answer 3 × its RPC timeout (6 s, past the caller's 4 s) after the key's row was written.
+    stoppables.push(await serveReplica(bus, service, 'alive', 'answers', ['recordAtCommit'], () => undefined, 2_000));
+    await killed(dying.child);
+    const reply = await pending;
+    expect(reply).toMatchObject({ ok: false, status: 202, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', details: { outcome: 'unknown' } }] });
+    await eventually(async () => {
+      const again = await writeAtCommit(bus, 603, repeatOf(made));
+      return again.status === 202 && !again.ok && again.errors[0]!.code === 'SERVICE_UNAVAILABLE' && (again.errors[0]!.details as { outcome?: string }).outcome === 'applied';
+    }, 15_000);
+    expect(await effects(603)).toEqual([{ replica: 'dying' }]);
+  });
+
+  it('D5.5: a first copy stalled past the timeout fails on the key the repeat holds: applied once, by the repeat', async () => {
+    await freshBus();
+    const events: string[] = [];
+    const stalledBus = await NatsBus.connect(TEST_NATS_URL, namespace, 'stalled-replica');
+    const stalledDb = await connectServiceDb<Db>({ url: database.url, schema: SCHEMA, migrations });
+    const stalled = await serveReplica(stalledBus, stalledDb, 'stalled', 'late-effect', ['recordAtCommit'], (e) => events.push(e));
+    const pending = writeAtCommit(bus, 604, madeKey());
+    await eventually(async () => events.includes('write'), 10_000);
+    await stalled.stop();
+    stoppables.push(await serveReplica(bus, service, 'alive', 'answers', ['recordAtCommit']));
+    expect(await pending).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' } });
+    await eventually(async () => events.includes('effect-refused:IDEMPOTENCY_KEY_IN_USE'), 15_000);
+    expect(events).not.toContain('committed');
+    await stalledBus.close();
+    await stalledDb.close();
+    expect(await effects(604)).toEqual([{ replica: 'alive' }]);
+  });
+});

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { childSaga, walletOps, type Principal } from '@aex/contracts';
-import { callOperation } from '@aex/platform';
+import { callOperation, idempotencyKeyHash, operationScope } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
 import { checkLedgerInvariants } from '../src/wallets/check.js';
 import { agentWith, balances, send, startSagaKit, walletOf, type SagaKit } from './saga-kit.js';
@@ -79,6 +79,48 @@ describe('fundings by group commit', () => {
     expect(sessions.map((s) => s.id).sort()).toEqual(fundings.filter((_, i) => i !== 3).map((f) => f.sessionId).sort());
     expect(await balances(kit, child)).toEqual({ balanceCents: 0, heldCents: 0 });
     expect(await balances(kit, parent)).toEqual({ balanceCents: 3000, heldCents: 0 });
+    expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
+  });
+});
+
+// A funding sent without an Idempotency-Key carries a key the gateway made (docs/idempotency.md
+// "Operation keys"): the batch writes its row with the funding, and the answer follows.
+describe('fundings under operation keys the gateway made', () => {
+  const keyRow = () => ({ keyHash: randomUUID(), fingerprint: 'fp', expiresAt: new Date(Date.now() + 3_600_000) });
+  const keyRows = (hashes: string[]) => kit.wallet.deps.db.selectFrom('idempotencyKeys').select(['keyHash', 'reply']).where('keyHash', 'in', hashes).execute();
+
+  it('D5.5: a batch writes each key with its funding; a key a repeat already holds fails that funding alone, which applied nothing', async () => {
+    const [a, b] = [await agentWith(kit, 0), await agentWith(kit, 0)];
+    const keys = [keyRow(), keyRow(), keyRow()];
+    // The repeat of the second funding holds its key (committed): that first copy must not apply.
+    await kit.wallet.deps.db.insertInto('idempotencyKeys').values({ ...keys[1]!, reply: null }).execute();
+    const fundings = await Promise.all([a, b, a].map((agent) => funding(agent, 400)));
+    const answers = await Promise.allSettled(fundings.map((f, i) => kit.wallet.deps.fundings.submit({ ...f, key: keys[i]! })));
+    expect(answers.map((x) => x.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((answers[1] as PromiseRejectedResult).reason).toMatchObject({ code: '23505', constraint: 'idempotency_keys_pkey' });
+    expect((await entriesOf(fundings.map((f) => f.sessionId))).map((e) => e.operationId).sort()).toEqual([fundings[0]!.sessionId, fundings[2]!.sessionId].sort());
+    expect((await keyRows(keys.map((k) => k.keyHash))).length).toBe(3);
+    expect(await balances(kit, b)).toEqual({ balanceCents: 0, heldCents: 0 });
+    expect(await balances(kit, a)).toEqual({ balanceCents: 800, heldCents: 0 });
+  });
+
+  it('D5.3: the answer is kept under the key once the request ends: the gateway\'s repeat gets it, funded once', async () => {
+    const agent = await agentWith(kit, 0);
+    const { accountId } = await kit.wallet.deps.db.selectFrom('wallets').select('accountId').where('agentId', '=', agent).executeTakeFirstOrThrow();
+    const principal: Principal = { agentId: agent, accountId: accountId!, isOwner: true, status: 'active', parentAgentId: null, signingKeyPublic: null };
+    const key = { key: `aex-op-${randomUUID()}`, scope: operationScope(`agent:${agent}`), fingerprint: randomUUID() };
+    const fund = (idempotency: typeof key & { firstCopy?: true }) => callOperation(kit.bus, walletOps.fund, {
+      ctx: { requestId: randomUUID(), principal, idempotency }, input: { path: { agentId: agent }, query: {}, body: { amountCents: 500 } },
+    }, { timeoutMs: 5000 });
+    // Twice, so that the second goes by group commit on the wallet this replica now knows.
+    expect(await fund({ key: `aex-op-${randomUUID()}`, scope: key.scope, fingerprint: key.fingerprint, firstCopy: true })).toMatchObject({ ok: true, data: { newBalanceCents: 500 } });
+    const first = await fund({ ...key, firstCopy: true });
+    expect(first).toMatchObject({ ok: true, data: { funded: true, newBalanceCents: 1000 } });
+    const [row] = await keyRows([idempotencyKeyHash(key.scope, key.key)]);
+    expect(row?.reply).not.toBeNull();
+    const again = await fund(key);
+    expect(again).toMatchObject({ ok: true, replayed: true, data: first.ok ? first.data : {} });
+    expect(await balances(kit, agent)).toEqual({ balanceCents: 1000, heldCents: 0 });
     expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
   });
 });

@@ -169,13 +169,21 @@ export class AggregateRunner<T extends AggregateTypes> {
     return done.kind === 'none' ? undefined : this.stepped(done);
   }
 
-  /** A request's step: at commit when it can be (no Idempotency-Key), else in the key's transaction. */
+  /**
+   * A request's step: at commit when it can be (no Idempotency-Key claimed; an operation key the
+   * gateway made is written with the step), else in the key's transaction.
+   */
   private async requestStep(ctx: HandlerContext, id: string, command: T['command'], first: { state: T['known'] | undefined; origin: Origin }): Promise<Stepped<T>> {
     if (this.aggregate.alwaysLocked) first = { state: undefined, origin: 'locked' };
     if (!ctx.keyed && first.origin !== 'locked') {
-      const atCommit = await this.atCommit(id, command, first, () => {}, true);
+      const record = ctx.operationRecord;
+      const atCommit = await this.atCommit(id, command, first, (work) => record?.atCommit(work), true);
       if (atCommit) return atCommit;
-      return this.opts.tx.run(async (trx, work) => this.finish(await this.lockedOrNone(trx as AnyTrx, work, id, command), work, true));
+      return this.opts.tx.run(async (trx, work) => {
+        // The key first: a repeat holding it is waited for before the aggregate is locked.
+        await record?.insert(trx as AnyTrx, work);
+        return this.finish(await this.lockedOrNone(trx as AnyTrx, work, id, command), work, true);
+      });
     }
     let stepped: Stepped<T> | undefined;
     await ctx.effect(this.opts.tx, async (trx, work) => {

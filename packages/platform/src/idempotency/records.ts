@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
 import type { Transactor } from '../messaging/transaction-runner.js';
-import { FirstCopy } from './first-copy.js';
+import { FirstCopy, type OperationRecord } from './first-copy.js';
 import { KeyedRun } from './keyed-run.js';
 import { idempotencyKeyHash, openReply } from './reply-cipher.js';
 
@@ -60,6 +60,21 @@ const reused = (): RpcReply => ({
   errors: [{ code: 'IDEMPOTENCY_KEY_REUSED', message: 'This Idempotency-Key was used for a different request.' }],
 });
 
+/**
+ * A repeat under a key whose first copy committed its effect but died before writing the answer: the
+ * request was applied; what it answered is lost. 202 in the style of an unknown outcome (the gateway
+ * adds where the resource can be read), saying that it was applied.
+ */
+const appliedAnswerLost = (): RpcReply => ({
+  ok: false,
+  status: 202,
+  errors: [{
+    code: 'SERVICE_UNAVAILABLE',
+    message: 'The request was applied, but the replica that applied it stopped before its answer was kept: read the resource for its state. Do not send it again.',
+    details: { outcome: 'applied' },
+  }],
+});
+
 const databaseDown = (): RpcReply => ({
   ok: false,
   status: 503,
@@ -86,14 +101,17 @@ export class IdempotencyRecords {
     this.now = opts.now ?? (() => new Date());
   }
 
-  /** Runs one request. Without a key, `handle` runs with plain transactions. */
-  async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner) => Promise<RpcReply>): Promise<RpcReply> {
+  /**
+   * Runs one request. Without a key, `handle` runs with plain transactions. The first copy of a
+   * request under a key the gateway made is given the `OperationRecord` its effects record the key by.
+   */
+  async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner, operationRecord?: OperationRecord) => Promise<RpcReply>): Promise<RpcReply> {
     if (!key) return handle(plainEffect);
     const keyHash = idempotencyKeyHash(key.scope, key.key);
     const ttlMs = key.scope.startsWith(operationScope('')) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
     if (key.firstCopy && key.scope.startsWith(operationScope(''))) {
-      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db);
-      return first.finish(await handle(first.effect));
+      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db, this.opts.logger);
+      return first.finish(await handle(first.effect, first));
     }
     let claim: Claim;
     try {
@@ -105,7 +123,11 @@ export class IdempotencyRecords {
     if (claim.kind === 'busy') return inUse();
     if (claim.kind === 'stored') {
       if (claim.fingerprint !== key.fingerprint) return reused();
-      const plaintext = claim.reply ? openReply(key.scope, key.key, claim.reply) : null;
+      // A first copy's effect committed the key without its answer (a step written at commit): the
+      // answer follows while its handler runs; once that is long over, it died before writing it.
+      if (claim.reply === null && claim.expiresAt.getTime() - ttlMs > this.now().getTime() - this.opts.abandonAfterMs) return inUse();
+      if (claim.reply === null) return appliedAnswerLost();
+      const plaintext = openReply(key.scope, key.key, claim.reply);
       if (plaintext === null) {
         this.opts.logger.error({ keyHash }, 'stored Idempotency-Key answer cannot be read');
         return inUse();
@@ -131,7 +153,7 @@ export class IdempotencyRecords {
         const row = await (trx as unknown as Tables).selectFrom('idempotencyKeys').select(['fingerprint', 'reply', 'expiresAt']).where('keyHash', '=', keyHash).executeTakeFirst();
         if (row && row.expiresAt.getTime() > this.now().getTime()) {
           await trx.rollback().execute();
-          return { kind: 'stored', fingerprint: row.fingerprint, reply: row.reply };
+          return { kind: 'stored', fingerprint: row.fingerprint, reply: row.reply, expiresAt: row.expiresAt };
         }
         // D5.2: an answer older than the retention is forgotten; the key is free again.
         await (trx as unknown as Tables).deleteFrom('idempotencyKeys').where('keyHash', '=', keyHash).execute();
@@ -185,7 +207,7 @@ export class IdempotencyRecords {
 
 type Claim =
   | { kind: 'claimed'; trx: ControlledTransaction<unknown> }
-  | { kind: 'stored'; fingerprint: string; reply: Buffer | null }
+  | { kind: 'stored'; fingerprint: string; reply: Buffer | null; expiresAt: Date }
   | { kind: 'busy' };
 
 const plainEffect: EffectRunner = async (tx, fn) => (await tx.run(fn)) as EffectReply<never>;

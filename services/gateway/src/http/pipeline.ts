@@ -145,7 +145,8 @@ async function execute(
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
   // Bound only once the request is valid: what the gateway refuses is never stored under a key (D5.4).
-  if (idempotency) await guards.keys.bind(idempotency.ctx);
+  // A key the gateway made is new: nothing else can have used it.
+  if (idempotency && !idempotency.made) await guards.keys.bind(idempotency.ctx);
   const views = guards.views;
   const cached = spec.localCache && principal ? spec.localCache(input as { path: Record<string, string> }, principal) : undefined;
   if (cached) {

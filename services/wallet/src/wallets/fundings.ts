@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import { events } from '@aex/contracts';
-import { GroupCommit, type Transactor, type UnitOfWork } from '@aex/platform';
+import { GroupCommit, type OperationKeyRow, type Transactor, type UnitOfWork } from '@aex/platform';
 import type { Database } from '../db/schema.js';
 import { moneyWrite, moveMoney, type Movement } from './movements.js';
 
@@ -12,6 +12,8 @@ export interface Funding {
   amountCents: number;
   sessionId: string;
   provider: string;
+  /** The operation key the gateway made for the request, written with the funding (rpc.ts `operationRecord`). */
+  key?: OperationKeyRow;
 }
 
 /** A funding's `fund` entry: its operation is its session, so it is written once however the funding is confirmed. */
@@ -64,6 +66,15 @@ export function fundingWriter(tx: Transactor<Database>, now: () => Date): GroupC
       for (let writes = 1; batch.length > 0; writes++) {
         const result = await tx.runWriting(async (trx, work) => {
           work.enqueueMany(events.walletFunded, batch.map(fundedEvent), { now: at });
+          const keys = batch.flatMap((f) => (f.key ? [f.key] : []));
+          // A key a repeat holds fails the batch, whose fundings are then written one by one (GroupCommit):
+          // only that one fails (409 IDEMPOTENCY_KEY_IN_USE), having applied nothing.
+          if (keys.length > 0) {
+            work.write((written) => sql`insert into idempotency_keys (key_hash, fingerprint, reply, expires_at)
+              select k.key_hash, k.fingerprint, null, k.expires_at
+              from unnest(${keys.map((k) => k.keyHash)}::text[], ${keys.map((k) => k.fingerprint)}::text[], ${keys.map((k) => k.expiresAt)}::timestamptz[]) as k(key_hash, fingerprint, expires_at)
+              where ${written}`);
+          }
           return { value: undefined, write: batchWrite(trx, batch, at) };
         });
         if (result.written) {

@@ -112,8 +112,10 @@ export const fund = (deps: WalletDeps): OperationHandler<Ops['fund']> => async (
   const checkoutUrl = session.url ?? `${deps.config.PUBLIC_BASE_URL}/sandbox/checkout/${session.sessionId}`;
   if (known && session.confirmed) {
     // No key to record with the effect: written with the fundings arriving alongside (fundings.ts).
-    const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: known.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name });
+    const key = ctx.operationRecord?.row();
+    const newBalanceCents = await deps.fundings.submit({ agentId: path.agentId, walletId: known.id, amountCents: body.amountCents, sessionId: session.sessionId, provider: payments.name, ...(key && { key }) });
     if (newBalanceCents === null) throw closedWallet();
+    ctx.operationRecord?.recorded();
     return groupCommitted(ctx, { data: { checkoutUrl, sessionId: session.sessionId, funded: true, amountCents: body.amountCents, newBalanceCents } });
   }
   // A session the processor has yet to confirm is recorded on the wallet as it is now.
@@ -150,7 +152,7 @@ export const withdraw = (deps: WalletDeps): OperationHandler<Ops['withdraw']> =>
   const payments = requirePayments(deps);
   let destination: string | undefined;
   if (payments.linkPayoutAccount) {
-    if (!ctx.operationKey) {
+    if (!ctx.keyed) {
       throw new AppError('VALIDATION_ERROR', `A withdrawal through ${payments.name} needs an Idempotency-Key header: a retry with the same key after a failure then pays once.`, { field: '/headers/idempotency-key' });
     }
     const linked = await deps.db.selectFrom('payoutAccounts').select('externalId').where('accountId', '=', wallet.accountId!).where('provider', '=', payments.name).executeTakeFirst();

@@ -212,8 +212,10 @@ export class RateLimiter {
         return outcome;
       }
     }
-    // Sixty-four rounds lost to other replicas: the store is not keeping up, which is an outage.
-    throw new Error('the rate-limit store lost every compare-and-set');
+    // Sixty-four rounds lost to other replicas (or to a copy of the store that lags behind its
+    // leader, whose reads keep giving an old revision): the bucket is served by a stand-in, charged
+    // to the store once a write gets through, rather than refused while the store still answers.
+    throw new StoreUnreachableError('the rate-limit store lost every compare-and-set');
   }
 
   /**

@@ -7,7 +7,7 @@ import { RateLimiter } from '../src/guards/rate-limit.js';
 // old revision — is not an outage: the bucket is served by a stand-in, as through a leader election,
 // and charged to the store once a write gets through. Only a store that cannot be read fails closed.
 
-const limits = { read: 100, write: 100, discovery: 100, accounts_ip: 100, auth_failures_ip: 100 } as const;
+const limits = { read: 100, write: 100, discovery: 100, accounts_ip: 100, auth_failures_ip: 100, key_rotation: 100, public_ip: 100 };
 
 function fakeStore(opts: { readable: boolean }): { kv: KvStore; writes: () => number } {
   let entry: KvEntry | null = { value: JSON.stringify({ tokens: 100, atMs: Date.now() }), revision: 1 };

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
-import type { ErrorEntry, IdempotencyContext, RpcReply } from '@aex/contracts';
+import { AppError, type ErrorEntry, type IdempotencyContext, type RpcReply } from '@aex/contracts';
+import { isUniqueViolation } from '../db/errors.js';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { toRpcReply, type EffectReply, type EffectRunner, type Reply } from '../replies.js';
@@ -77,6 +78,10 @@ export class FirstCopy implements OperationRecord {
       if (this.rowWritten) await (trx as unknown as Tables).updateTable('idempotencyKeys').set({ reply }).where('keyHash', '=', this.keyHash).execute();
       else await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ keyHash: this.keyHash, fingerprint: this.key.fingerprint, reply, expiresAt: this.expiresAt }).execute();
       return made;
+    }).catch((err: unknown) => {
+      // A repeat holds or committed the key: it answers for the request; this copy applied nothing.
+      if (isUniqueViolation(err, 'idempotency_keys_pkey')) throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A repeat of this request holds its operation key.', { details: { retryAfterSeconds: 1 } });
+      throw err;
     });
     this.rowWritten = true;
     this.stored = answer;

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { jetstreamManager } from '@nats-io/jetstream';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { freePort } from '../net/free-port.js';
 
 /** One node of a test cluster: its client port, and whether it runs now. */
@@ -33,9 +33,36 @@ export class NatsCluster {
     return this.nodes.map((n) => n.url).join(',');
   }
 
+  /**
+   * Starts `size` nodes and waits until the cluster can place a stream on every one of them. A start
+   * that does not get there (a node whose port was taken meanwhile) is stopped and made again on
+   * other ports.
+   */
   static async start(size = 3): Promise<NatsCluster> {
+    for (let attempt = 1; ; attempt++) {
+      const cluster = await NatsCluster.startOnce(size);
+      try {
+        await cluster.ready();
+        return cluster;
+      } catch (err) {
+        await cluster.stop();
+        if (attempt === 3) throw err;
+      }
+    }
+  }
+
+  private static async startOnce(size: number): Promise<NatsCluster> {
     const dir = mkdtempSync(join(tmpdir(), 'aex-nats-cluster-'));
-    const ports = await Promise.all(Array.from({ length: size }, async () => ({ client: await freePort(), route: await freePort() })));
+    const drawn = new Set<number>();
+    // One at a time, each distinct: ports drawn at once may be handed out twice.
+    const distinct = async () => {
+      for (;;) {
+        const port = await freePort();
+        if (!drawn.has(port)) return drawn.add(port), port;
+      }
+    };
+    const ports: Array<{ client: number; route: number }> = [];
+    for (let i = 0; i < size; i++) ports.push({ client: await distinct(), route: await distinct() });
     const configs = new Map<string, string>();
     const nodes: ClusterNode[] = [];
     const cluster: NatsCluster = new NatsCluster(nodes, dir, configs);
@@ -53,7 +80,6 @@ export class NatsCluster {
       nodes.push({ name, port: p.client, url: `nats://127.0.0.1:${p.client}`, running: () => cluster.isRunning(name) });
     });
     for (const n of nodes) cluster.startNode(n.name);
-    await cluster.ready();
     return cluster;
   }
 
@@ -73,7 +99,10 @@ export class NatsCluster {
     return node;
   }
 
-  /** Resolves once JetStream answers with a meta leader and every running node is in the cluster. */
+  /**
+   * Resolves once JetStream answers with a meta leader and every running node is in the cluster: a
+   * stream with one copy on each running node can be made (and is deleted again).
+   */
   async ready(timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     let last: unknown;
@@ -84,9 +113,12 @@ export class NatsCluster {
       });
       if (nc) {
         try {
-          const jsm = await jetstreamManager(nc, { timeout: 1_000 });
-          const info = await jsm.getAccountInfo();
-          if (info) return;
+          const jsm = await jetstreamManager(nc, { timeout: 2_000 });
+          await jsm.getAccountInfo();
+          const probe = `READY_${Math.random().toString(36).slice(2)}`;
+          await jsm.streams.add({ name: probe, subjects: [`ready.${probe}`], num_replicas: this.nodes.filter((n) => n.running()).length, storage: StorageType.Memory });
+          await jsm.streams.delete(probe).catch(() => undefined);
+          return;
         } catch (err) {
           last = err;
         } finally {

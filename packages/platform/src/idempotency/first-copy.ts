@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, type ErrorEntry, type IdempotencyContext, type RpcReply } from '@aex/contracts';
 import { isUniqueViolation } from '../db/errors.js';
 import type { PlatformTables } from '../db/platform-tables.js';
@@ -125,7 +125,8 @@ export class FirstCopy implements OperationRecord {
     if (stored && sameAnswer(reply, stored)) return stored;
     const answer = this.stamp(reply);
     try {
-      await (this.serviceDb as Tables).updateTable('idempotencyKeys').set({ reply: this.seal(answer) }).where('keyHash', '=', this.keyHash).execute();
+      // A statement of fixed text, not built by Kysely: it runs once for most writes.
+      await (this.serviceDb as Tables).executeQuery(CompiledQuery.raw('update idempotency_keys set reply = $1 where key_hash = $2', [this.seal(answer), this.keyHash]));
     } catch (err) {
       this.logger.warn({ err, requestId: this.requestId }, 'answer could not be stored under the operation key; a repeat is told the request was applied');
     }

@@ -7,7 +7,7 @@ import type { EffectReply, EffectRunner } from '../replies.js';
 import type { Transactor } from '../messaging/transaction-runner.js';
 import { FirstCopy, type OperationRecord } from './first-copy.js';
 import { KeyedRun } from './keyed-run.js';
-import { idempotencyKeyHash, openReply } from './reply-cipher.js';
+import { idempotencyKeyHash, openReply, OPERATION_SCOPE_PREFIX } from './reply-cipher.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyDb = Kysely<any>;
@@ -32,7 +32,7 @@ export interface IdempotencyRecordsOptions {
  * from every client scope (`agent:…`, `operator`, `anonymous:…`), so neither key finds the other's
  * record (docs/idempotency.md "Operation keys").
  */
-export const operationScope = (clientScope: string) => `operation:${clientScope}`;
+export const operationScope = (clientScope: string) => `${OPERATION_SCOPE_PREFIX}${clientScope}`;
 
 /**
  * How long the answer under a gateway-made key is kept: for the gateway's own repeat, and for a client
@@ -108,8 +108,8 @@ export class IdempotencyRecords {
   async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner, operationRecord?: OperationRecord) => Promise<RpcReply>): Promise<RpcReply> {
     if (!key) return handle(plainEffect);
     const keyHash = idempotencyKeyHash(key.scope, key.key);
-    const ttlMs = key.scope.startsWith(operationScope('')) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
-    if (key.firstCopy && key.scope.startsWith(operationScope(''))) {
+    const ttlMs = key.scope.startsWith(OPERATION_SCOPE_PREFIX) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
+    if (key.firstCopy && key.scope.startsWith(OPERATION_SCOPE_PREFIX)) {
       const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db, this.opts.logger);
       return first.finish(await handle(first.effect, first));
     }

@@ -120,7 +120,7 @@ export function moneyWrite(write: MoneyWrite): GuardedWrite<WrittenEntry> {
       where w.id = v.id and ${moves} ${withAlongside}
       returning w.id, w.balance_cents, w.held_cents`],
     ...(write.opens && opened ? [['opened', openedWallet(write.opens, write.now, sql`${moves} ${withAlongside}`, opened)] as Part] : []),
-    ['entries', entriesOf(write, write.opens ? sql`select id, balance_cents, held_cents from balances union all select id, balance_cents, held_cents from opened` : sql`select id, balance_cents, held_cents from balances`)],
+    ['entries', entriesOf(write, write.opens ? sql`select id, balance_cents, held_cents from balances union all select id, balance_cents, held_cents from opened` : sql`select id, balance_cents, held_cents from balances`, v.ids.length)],
   ];
   return { parts, guard: 'entries' };
 }
@@ -140,7 +140,7 @@ export function openedWallet(w: OpenedWallet, now: Date, condition: RawBuilder<u
  * The entries in the order of the movements (their `seq`), each with the balances its wallet has
  * right after it: the wallet's balances as the update left them, less what its later entries changed.
  */
-function entriesOf(write: MoneyWrite, moved: RawBuilder<unknown>) {
+function entriesOf(write: MoneyWrite, moved: RawBuilder<unknown>, wallets: number) {
   const later = write.movements.map(() => ({ balance: 0, held: 0 }));
   const running = new Map<string, { balance: number; held: number }>();
   for (let i = write.movements.length - 1; i >= 0; i--) {
@@ -159,6 +159,10 @@ function entriesOf(write: MoneyWrite, moved: RawBuilder<unknown>) {
       ${column((_, i) => later[i]!.balance)}::bigint[], ${column((_, i) => later[i]!.held)}::bigint[])
       with ordinality as e(id, wallet_id, operation_id, transaction_id, tx_type, amount_cents, description, balance_later, held_later, n)
     join (${moved}) as b on b.id = e.wallet_id
+    -- Every wallet of the write updated, or none: a wallet the update left out (its row not updated
+    -- though locked) would lose its entries and its money in silence. Raises instead (AX001): the
+    -- statement fails, nothing of it commits, and the step is decided again.
+    where require_written(((select count(*) from balances) in (0, ${wallets}))::int, 'every wallet of a write of money') > 0
     order by e.n
     returning operation_id, wallet_id, tx_type, amount_cents, balance_after_cents, available_after_cents`;
 }

@@ -156,6 +156,31 @@ describe('the one write of money with what goes with it', () => {
     expect(await booksOf([walletId!])).toEqual({ balances: { [walletId!]: { balanceCents: 500, heldCents: 0 } }, entries: [] });
   });
 
+  it('commits nothing when its update leaves out a wallet it locked: raised at once, answered { written: false } at commit', async () => {
+    // Under contention on one wallet (the platform's, credited by every settlement) Postgres's update
+    // of the locked wallets was seen to leave that one out, its entries with it; here the update is
+    // made to leave it out.
+    const [payer, payee] = await walletsFor([{ balanceCents: 1000, heldCents: 0, parent: null, closed: false }, { balanceCents: 0, heldCents: 0, parent: null, closed: false }]);
+    const movements: Movement[] = [
+      { walletId: payer!, txType: 'settlement_out', amountCents: -300, description: 'paid' },
+      { walletId: payee!, txType: 'settlement_in', amountCents: 300, description: 'paid' },
+    ];
+    const leavingOut = () => {
+      const write = moneyWrite({ operationId: `pay:${randomUUID()}`, movements, now: new Date() });
+      const parts = write.parts.map(([name, query]): typeof write.parts[number] => (name === 'balances'
+        ? [name, sql`update wallets as w set balance_cents = w.balance_cents + v.balance from unnest(${[payer, payee]}::uuid[], ${[-300, 300]}::bigint[]) as v(id, balance)
+            where w.id = v.id and w.id <> ${payee}::uuid and exists (select 1 from allowed) returning w.id, w.balance_cents, w.held_cents`]
+        : [name, query]));
+      return { ...write, parts };
+    };
+    await expect(service.db.transaction().execute((trx) => executeWrite(trx, leavingOut()))).rejects.toMatchObject({ code: 'AX001' });
+    expect(await tx.runWriting(async () => ({ value: null, write: leavingOut() }))).toEqual({ written: false });
+    expect(await booksOf([payer!, payee!])).toEqual({ balances: { [payer!]: { balanceCents: 1000, heldCents: 0 }, [payee!]: { balanceCents: 0, heldCents: 0 } }, entries: [] });
+    // The same write, whole, moves both.
+    expect(await tx.runWriting(async () => ({ value: null, write: moneyWrite({ operationId: `pay:${randomUUID()}`, movements, now: new Date() }) }))).toMatchObject({ written: true });
+    expect((await booksOf([payer!, payee!])).balances).toEqual({ [payer!]: { balanceCents: 700, heldCents: 0 }, [payee!]: { balanceCents: 300, heldCents: 0 } });
+  });
+
   it('moves an operation made once by the ledger once: a repeat writes nothing and answers null', async () => {
     const [walletId] = await walletsFor([{ balanceCents: 5000, heldCents: 0, parent: null, closed: false }]);
     const payout = { operationId: `payout:${randomUUID()}`, movements: [{ walletId: walletId!, txType: 'payout' as const, amountCents: -2500, description: 'Payout requested' }], once: true };

@@ -3,6 +3,12 @@ import { GuardFoundNothing, UnitOfWork, type GuardedWrite, type HandOffTarget } 
 
 /** Postgres's SQLSTATE for a deadlock victim. */
 const DEADLOCK_DETECTED = '40P01';
+/**
+ * `require_written` (platform-tables.ts): a write at commit found part of what it must write left
+ * out (a write of money whose update skipped a wallet it had locked), so the statement failed and
+ * nothing of it committed.
+ */
+const WRITE_INCOMPLETE = 'AX001';
 const MAX_DEADLOCK_RETRIES = 3;
 
 /** A transaction's work with its unit of work (`UnitOfWork`). */
@@ -54,7 +60,8 @@ export class Transactor<DB> {
    * write `fn` gives: one round trip for a step whose other writes are messages and timers. When the
    * write's guard wrote nothing, so did that statement (`GuardedWrite`: `fn` writes nothing before
    * it), and the transaction kept nothing: the answer is `{ written: false }`, and the caller decides
-   * again on what it reads now. A deadlock's victim, undone, is answered so too.
+   * again on what it reads now. A deadlock's victim, undone, is answered so too, and so is a write
+   * that found part of itself left out (`WRITE_INCOMPLETE`), undone.
    */
   async runWriting<T, R>(fn: TransactionWork<DB, WorkWithWrite<T, R>>): Promise<Written<T, R>> {
     try {
@@ -64,7 +71,8 @@ export class Transactor<DB> {
         return { written: true as const, value, rows };
       });
     } catch (err) {
-      if (err instanceof GuardFoundNothing || (err as { code?: string }).code === DEADLOCK_DETECTED) return { written: false };
+      const code = (err as { code?: string }).code;
+      if (err instanceof GuardFoundNothing || code === DEADLOCK_DETECTED || code === WRITE_INCOMPLETE) return { written: false };
       throw err;
     }
   }

@@ -64,18 +64,21 @@ describe('KV reads on a replicated bucket', () => {
     await cluster?.stop();
   });
 
-  it('see every acknowledged write, through a node that is catching up after a restart', async () => {
+  for (const [how, reads] of [['read', 'leader'], ['read from the leader (getLatest) of a bucket read from any copy', 'any']] as const) it(`see every acknowledged write, ${how}, through a node that is catching up after a restart`, async () => {
+    for (const b of buses.splice(0)) await b.close().catch(() => undefined);
+    await cluster?.stop();
     cluster = await NatsCluster.start(3);
     const namespace = testNamespace();
     const [n1, n2, n3] = cluster.nodes as [ClusterNode, ClusterNode, ClusterNode];
     const writerBus = await connectSoon(() => NatsBus.connect(`${n1.url},${n2.url}`, namespace, 'kv-writer', undefined, { replicas: 3 }));
     buses.push(writerBus);
-    const writer = await writerBus.kv(`${namespace}_reads`);
+    const writer = await writerBus.kv(`${namespace}_reads`, { reads });
     const reader = await (async () => {
       const bus = await connectSoon(() => NatsBus.connect(n3.url, namespace, 'kv-reader', undefined, { replicas: 3 }));
       buses.push(bus);
-      return bus.kv(`${namespace}_reads`);
+      return bus.kv(`${namespace}_reads`, { reads });
     })();
+    const readLatest = (key: string) => (reads === 'any' ? reader.getLatest(key) : reader.get(key));
     // Puts go on through the bucket's leader election after a kill (4–9 s on nats-server 2.9).
     const put = (key: string, value: string) => connectSoon(() => writer.put(key, value), 80);
     await put('k', '0');
@@ -90,7 +93,7 @@ describe('KV reads on a replicated bucket', () => {
     const until = Date.now() + 4_000;
     while (Date.now() < until) {
       const acknowledged = written;
-      const read = await reader.get('k').catch(() => undefined);
+      const read = await readLatest('k').catch(() => undefined);
       if (read && Number(read.value) < acknowledged) stale.push(`${read.value} < ${acknowledged}`);
       await put('k', String(++written));
     }

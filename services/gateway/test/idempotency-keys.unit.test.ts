@@ -7,11 +7,13 @@ import { IdempotencyKeyBinding } from '../src/guards/idempotency-keys.js';
 
 function kvOf(over: Partial<KvStore> = {}): KvStore {
   const entries = new Map<string, string>();
+  const get = async (key: string) => {
+    const value = entries.get(key);
+    return value === undefined ? null : ({ key, value, revision: 1 } as unknown as KvEntry);
+  };
   return {
-    async get(key) {
-      const value = entries.get(key);
-      return value === undefined ? null : ({ key, value, revision: 1 } as unknown as KvEntry);
-    },
+    get,
+    getLatest: get,
     async create(key, value) {
       if (entries.has(key)) throw new KvConflictError(key);
       entries.set(key, value);

@@ -13,11 +13,13 @@ function fakeStore(opts: { readable: boolean }): { kv: KvStore; writes: () => nu
   let entry: KvEntry | null = { value: JSON.stringify({ tokens: 100, atMs: Date.now() }), revision: 1 };
   let writesAccepted = 0;
   let losing = true;
+  const get = async () => {
+    if (!opts.readable) throw new Error('no responders');
+    return entry;
+  };
   const kv = {
-    get: async () => {
-      if (!opts.readable) throw new Error('no responders');
-      return entry;
-    },
+    get,
+    getLatest: get,
     create: async () => {
       throw new KvConflictError('exists');
     },

@@ -184,12 +184,15 @@ export class MemoryBus implements Bus {
     const guard = () => {
       if (this.closed) throw new BusUnavailableError(bucket, 'bus closed');
     };
+    const get = async (key: string) => {
+      guard();
+      const e = live(key);
+      return e ? { value: e.value, revision: e.revision } : null;
+    };
     return {
-      async get(key) {
-        guard();
-        const e = live(key);
-        return e ? { value: e.value, revision: e.revision } : null;
-      },
+      get,
+      // One copy: what it holds is the latest.
+      getLatest: get,
       async create(key, value) {
         guard();
         if (live(key)) throw new KvConflictError(key);

@@ -52,6 +52,16 @@ export async function natsKvStore(kvm: Kvm, jsm: JetStreamManager, bucket: strin
       if (!e || e.operation !== 'PUT') return null;
       return { value: e.string(), revision: e.revision };
     },
+    async getLatest(key) {
+      // Through the stream's API, which its leader answers, not a direct get.
+      const m = await jsm.streams.getMessage(`KV_${bucket}`, { last_by_subj: `$KV.${bucket}.${key}` }).catch((err: unknown) => {
+        if (isApiError(err, JetStreamApiCodes.NoMessageFound) || /no message found/i.test(String((err as Error)?.message))) return null;
+        throw err;
+      });
+      const operation = m?.header?.get('KV-Operation');
+      if (!m || operation === 'DEL' || operation === 'PURGE') return null;
+      return { value: m.string(), revision: m.seq };
+    },
     async create(key, value) {
       try {
         return await writeOn(key, value, 0);

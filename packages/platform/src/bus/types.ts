@@ -50,6 +50,11 @@ export interface KvEntry {
 
 export interface KvStore {
   get(key: string): Promise<KvEntry | null>;
+  /**
+   * The key's last value as the bucket's leader has it, whatever the bucket's `reads`: for a reader
+   * of a bucket read from any copy whose compare-and-set keeps failing on a copy that lags behind.
+   */
+  getLatest(key: string): Promise<KvEntry | null>;
   /** Creates the key; KvConflictError when it already holds a value. */
   create(key: string, value: string): Promise<number>;
   /** Compare-and-set on the revision; KvConflictError when the key changed since. */

@@ -96,7 +96,8 @@ export class StandInBuckets {
   private async settleOne(key: string, s: StandIn): Promise<void> {
     const owed = s.owed;
     try {
-      const entry = await withinTimeout(this.kv.get(key));
+      // From the leader: a charge written on a copy's old revision would never get through.
+      const entry = await withinTimeout(this.kv.getLatest(key));
       const now = this.clock();
       const value = JSON.stringify({ tokens: storedTokens(entry, s.limit, now) - owed, atMs: now });
       await withinTimeout(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));

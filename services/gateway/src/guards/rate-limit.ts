@@ -267,12 +267,16 @@ export class RateLimiter {
   }
 
   /**
-   * The bucket as the first round of a compare-and-set starts from: what this replica last wrote,
-   * when it remembers it (the write then proves it current or fails), else the store's entry.
+   * The bucket as a round of a compare-and-set starts from: what this replica last wrote, when it
+   * remembers it (the write then proves it current or fails), else the store's entry — from any copy
+   * at first, and from the leader once a round was lost on it (a copy lagging behind gives an old
+   * revision every time), any copy again while the leader does not answer (an election).
    */
   private async read(key: string, round: number): Promise<{ entry: KvEntry | null; known: boolean }> {
     const written = round === 0 ? this.written.get(key) : undefined;
-    return written ? { entry: written, known: true } : { entry: await withinTimeout(this.kv.get(key)), known: false };
+    if (written) return { entry: written, known: true };
+    if (round < 2) return { entry: await withinTimeout(this.kv.get(key)), known: false };
+    return { entry: await withinTimeout(this.kv.getLatest(key)).catch(() => withinTimeout(this.kv.get(key))), known: false };
   }
 
   /** Compare-and-set of the bucket on `entry` (create when there is none), remembered when it succeeds. */

@@ -73,7 +73,8 @@ export async function negotiation(w: Worker): Promise<void> {
  * D10.3 / D9.14: a purchase awaiting its owner's approval; the owner's approve races the owner's deny
  * or the buyer's cancel. Exactly one of approve and deny wins, the other answers 409 INVALID_STATE; a
  * cancel wins over an approve that comes later (409), or cancels what the approve held. An approve
- * that answers success has held the price: it never answers with a cancelled purchase.
+ * that answers success has held the price: it never answers with a cancelled purchase; one answered
+ * 202 while its hold is on its way has claimed nothing yet.
  */
 export async function approvalRace(w: Worker): Promise<void> {
   const buyer = w.approving;
@@ -86,12 +87,16 @@ export async function approvalRace(w: Worker): Promise<void> {
     w.t.keyed('approve', (via, key) => via(buyer.owner).approve(made.id, { idempotencyKey: key })),
     denying ? w.t.keyed('deny', (via, key) => via(buyer.owner).deny(made.id, { reason: 'chaos' }, { idempotencyKey: key })) : cancel(w, buyer, made.id),
   ]);
-  const approved = won(a) && a.ok && a.data.status !== 'cancelled';
-  const fine = (lost(a) && won(other)) || (approved && (denying ? lost(other) : won(other)));
+  // An approve answered 202 while its hold is still on its way (the wallet slower than SAGA_WAIT_MS
+  // in a fault, D9.9) claims no move yet: a deny or cancel decided after that answer may still end
+  // the purchase, sending the hold back, or lose to the approval.
+  const pending = a.ok && a.status === 202 && a.data.status === 'awaiting_approval';
+  const approved = won(a) && a.ok && a.data.status !== 'cancelled' && !pending;
+  const fine = (lost(a) && won(other)) || (approved && (denying ? lost(other) : won(other))) || (pending && (won(other) || lost(other)));
   if (!fine) w.t.violation(`approve racing ${denying ? 'deny' : 'cancel'}: approve ${said(a)}, ${denying ? 'deny' : 'cancel'} ${said(other)}`);
   w.ledger.expected.set(made.id, ['funds_held', 'cancelled']);
   if (won(other)) w.ledger.expected.set(made.id, ['cancelled']);
-  else if (approved && (await waitFor(w, buyer, made.id, ['funds_held']))) {
+  else if ((approved || pending) && (await waitFor(w, buyer, made.id, ['funds_held']))) {
     if (must(w.t, await cancel(w, buyer, made.id), `cancel approved ${made.id}`)) w.ledger.expected.set(made.id, ['cancelled']);
   }
 }

@@ -6,8 +6,7 @@ import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, t
 import type { ExchangeConfig } from './config.js';
 import type { ServiceDb } from './db/connect.js';
 import type { Transactor } from './messaging/transaction-runner.js';
-import { isUniqueViolation } from './db/errors.js';
-import type { OperationRecord } from './idempotency/first-copy.js';
+import { isOperationKeyTaken, operationKeyTaken, type OperationRecord } from './idempotency/first-copy.js';
 import { IdempotencyRecords } from './idempotency/records.js';
 import { operationKeyOf } from './idempotency/reply-cipher.js';
 import type { Logger } from './logger.js';
@@ -81,10 +80,8 @@ const internalError = (): RpcReply => ({ ok: false, status: 500, errors: [{ code
 
 function errorReply(err: unknown, log: Logger): RpcReply {
   if (isAppError(err)) return { ok: false, status: err.status, errors: err.entries };
-  // The first copy of a write found its operation key taken: a repeat holds it and answers for the request.
-  if (isUniqueViolation(err, 'idempotency_keys_pkey')) {
-    return { ok: false, status: 409, errors: [{ code: 'IDEMPOTENCY_KEY_IN_USE', message: 'A repeat of this request holds its operation key.', details: { retryAfterSeconds: 1 } }] };
-  }
+  // A first copy's effect made at commit found its operation key taken (first-copy.ts).
+  if (isOperationKeyTaken(err)) return errorReply(operationKeyTaken(), log);
   log.error({ err }, 'operation failed');
   return internalError();
 }

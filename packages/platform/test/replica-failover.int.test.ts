@@ -150,26 +150,28 @@ describe('a replica that dies with requests in it', { timeout: 120_000 }, () => 
     expect(await effects(502)).toEqual([{ replica: 'alive' }]);
   });
 
-  it('D5.5: the first copy of a write stalled past the timeout fails when it comes: the repeat ran it, once', async () => {
-    await freshBus();
-    // In this process, on a connection and a pool of its own: its subscription is ended once it took
-    // the write (cut off from NATS), its handler still running and its database still reachable.
-    const events: string[] = [];
-    const stalledBus = await NatsBus.connect(TEST_NATS_URL, namespace, 'stalled-replica');
-    const stalledDb = await connectServiceDb<Db>({ url: database.url, schema: SCHEMA, migrations });
-    const stalled = await serveReplica(stalledBus, stalledDb, 'stalled', 'late-effect', ['record'], (e) => events.push(e));
-    const pending = write(bus, 506, madeKey());
-    await eventually(async () => events.includes('write'), 10_000);
-    await stalled.stop();
-    stoppables.push(await serveReplica(bus, service, 'alive', 'answers', ['record']));
-    expect(await pending).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' } });
-    // Refused on the key's row, which the repeat holds: its effect rolled back.
-    await eventually(async () => events.includes('effect-refused:IDEMPOTENCY_KEY_IN_USE'), 15_000);
-    expect(events).not.toContain('committed');
-    await stalledBus.close();
-    await stalledDb.close();
-    expect(await effects(506)).toEqual([{ replica: 'alive' }]);
-  });
+  // In this process, on a connection and a pool of its own: its subscription is ended once it took
+  // the write (cut off from NATS), its handler still running and its database still reachable.
+  for (const [how, op, value] of [['through ctx.effect', 'record', 506], ['at commit', 'recordAtCommit', 604]] as const) {
+    it(`D5.5: the first copy of a write stalled past the timeout fails on the key the repeat holds, its effect made ${how}: applied once, by the repeat`, async () => {
+      await freshBus();
+      const events: string[] = [];
+      const stalledBus = await NatsBus.connect(TEST_NATS_URL, namespace, 'stalled-replica');
+      const stalledDb = await connectServiceDb<Db>({ url: database.url, schema: SCHEMA, migrations });
+      const stalled = await serveReplica(stalledBus, stalledDb, 'stalled', 'late-effect', [op], (e) => events.push(e));
+      const pending = callOperation(bus, ops[op], { ctx: { requestId: randomUUID(), principal: null, idempotency: madeKey() }, input: { path: {}, query: {}, body: { value } } }, { timeoutMs: TIMEOUT_MS });
+      await eventually(async () => events.includes('write'), 10_000);
+      await stalled.stop();
+      stoppables.push(await serveReplica(bus, service, 'alive', 'answers', [op]));
+      expect(await pending).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' } });
+      // Refused on the key's row, which the repeat holds: its effect rolled back.
+      await eventually(async () => events.includes('effect-refused:IDEMPOTENCY_KEY_IN_USE'), 15_000);
+      expect(events).not.toContain('committed');
+      await stalledBus.close();
+      await stalledDb.close();
+      expect(await effects(value)).toEqual([{ replica: 'alive' }]);
+    });
+  }
 
   it('D5.4: a keyed write whose outcome cannot be learned in time is answered 202 saying so, and a repeat under its key later gives the one outcome', async () => {
     await freshBus();
@@ -287,23 +289,5 @@ describe('a made key written with an effect made at commit', { timeout: 120_000 
       return again.status === 202 && !again.ok && again.errors[0]!.code === 'SERVICE_UNAVAILABLE' && (again.errors[0]!.details as { outcome?: string }).outcome === 'applied';
     }, 15_000);
     expect(await effects(603)).toEqual([{ replica: 'dying' }]);
-  });
-
-  it('D5.5: a first copy stalled past the timeout fails on the key the repeat holds: applied once, by the repeat', async () => {
-    await freshBus();
-    const events: string[] = [];
-    const stalledBus = await NatsBus.connect(TEST_NATS_URL, namespace, 'stalled-replica');
-    const stalledDb = await connectServiceDb<Db>({ url: database.url, schema: SCHEMA, migrations });
-    const stalled = await serveReplica(stalledBus, stalledDb, 'stalled', 'late-effect', ['recordAtCommit'], (e) => events.push(e));
-    const pending = writeAtCommit(bus, 604, madeKey());
-    await eventually(async () => events.includes('write'), 10_000);
-    await stalled.stop();
-    stoppables.push(await serveReplica(bus, service, 'alive', 'answers', ['recordAtCommit']));
-    expect(await pending).toMatchObject({ ok: true, status: 201, data: { replica: 'alive' } });
-    await eventually(async () => events.includes('effect-refused:IDEMPOTENCY_KEY_IN_USE'), 15_000);
-    expect(events).not.toContain('committed');
-    await stalledBus.close();
-    await stalledDb.close();
-    expect(await effects(604)).toEqual([{ replica: 'alive' }]);
   });
 });

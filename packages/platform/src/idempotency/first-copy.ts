@@ -10,6 +10,13 @@ import { sealReply } from './reply-cipher.js';
 
 type Tables = Kysely<PlatformTables>;
 
+/**
+ * The first copy of a write found its operation key taken (a unique violation of the key's row): a
+ * repeat holds it and answers for the request; this copy applied nothing.
+ */
+export const isOperationKeyTaken = (err: unknown) => isUniqueViolation(err, 'idempotency_keys_pkey');
+export const operationKeyTaken = () => new AppError('IDEMPOTENCY_KEY_IN_USE', 'A repeat of this request holds its operation key.', { details: { retryAfterSeconds: 1 } });
+
 /** The row of an operation key, as a transaction that makes the effect without `ctx.effect` writes it. */
 export interface OperationKeyRow {
   keyHash: string;
@@ -76,11 +83,11 @@ export class FirstCopy implements OperationRecord {
       const reply = this.seal(answer);
       // A second effect of the request replaces the answer its first committed.
       if (this.rowWritten) await (trx as unknown as Tables).updateTable('idempotencyKeys').set({ reply }).where('keyHash', '=', this.keyHash).execute();
-      else await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ keyHash: this.keyHash, fingerprint: this.key.fingerprint, reply, expiresAt: this.expiresAt }).execute();
+      else await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ ...this.keyRow(), reply }).execute();
       return made;
     }).catch((err: unknown) => {
       // A repeat holds or committed the key: it answers for the request; this copy applied nothing.
-      if (isUniqueViolation(err, 'idempotency_keys_pkey')) throw new AppError('IDEMPOTENCY_KEY_IN_USE', 'A repeat of this request holds its operation key.', { details: { retryAfterSeconds: 1 } });
+      if (isOperationKeyTaken(err)) throw operationKeyTaken();
       throw err;
     });
     this.rowWritten = true;
@@ -88,8 +95,12 @@ export class FirstCopy implements OperationRecord {
     return reply as EffectReply<T>;
   };
 
+  private keyRow(): OperationKeyRow {
+    return { keyHash: this.keyHash, fingerprint: this.key.fingerprint, expiresAt: this.expiresAt };
+  }
+
   row(): OperationKeyRow | undefined {
-    return this.rowWritten ? undefined : { keyHash: this.keyHash, fingerprint: this.key.fingerprint, expiresAt: this.expiresAt };
+    return this.rowWritten ? undefined : this.keyRow();
   }
 
   recorded(): void {
@@ -98,7 +109,7 @@ export class FirstCopy implements OperationRecord {
 
   async insert(trx: Transaction<unknown>, work: UnitOfWork): Promise<void> {
     if (this.rowWritten) return;
-    await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ keyHash: this.keyHash, fingerprint: this.key.fingerprint, reply: null, expiresAt: this.expiresAt }).execute();
+    await (trx as unknown as Tables).insertInto('idempotencyKeys').values({ ...this.keyRow(), reply: null }).execute();
     work.afterCommit(() => this.recorded());
   }
 

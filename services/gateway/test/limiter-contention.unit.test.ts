@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { KvConflictError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import { KvConflictError, StoreUnreachableError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
 import { RateLimiter } from '../src/guards/rate-limit.js';
+import { StandInBuckets } from '../src/guards/rate-limit-store.js';
 
 // D4: a store that answers every read but whose every compare-and-set is lost — other gateways
 // writing the same bucket, or a copy of the replicated bucket that lags its leader and keeps giving an
@@ -64,4 +65,42 @@ describe('D4: the rate limiter when every compare-and-set is lost', () => {
       await limiter.stop();
     }
   }, 30_000);
+});
+
+describe('D4.4: a stand-in bucket under steady traffic', () => {
+  it('hands the bucket back to the store at its first charge written, charging what it served meanwhile', async () => {
+    let entry: KvEntry | null = { value: JSON.stringify({ tokens: 100, atMs: Date.now() }), revision: 1 };
+    let writable = false;
+    const get = async () => entry;
+    // Every write takes a few milliseconds, during which requests keep being served.
+    const update = async (_key: string, value: string, revision: number) => {
+      await new Promise((r) => setTimeout(r, 5));
+      if (!writable) throw new StoreUnreachableError('no leader');
+      if (revision !== entry!.revision) throw new KvConflictError('wrong last sequence');
+      entry = { value, revision: revision + 1 };
+      return entry.revision;
+    };
+    const kv = { get, getLatest: get, update } as unknown as KvStore;
+    const frozen = Date.now();
+    const standIns = new StandInBuckets(kv, () => frozen);
+    let served = 0;
+    const takeSome = async (n: number) => {
+      served += (await standIns.take('write.a', 100, n)).filter((r) => r.allowed).length;
+    };
+    await takeSome(10);
+    await standIns.settle(); // no writes yet: the stand-in keeps the bucket
+    expect(standIns.has('write.a')).toBe(true);
+
+    writable = true;
+    // Requests keep coming while the charge is on its way.
+    const settling = standIns.settle();
+    await takeSome(3);
+    await new Promise((r) => setTimeout(r, 2));
+    await takeSome(2);
+    await settling;
+    expect(standIns.has('write.a')).toBe(false);
+    expect(served).toBe(15);
+    // Everything served is charged: the store never holds more than it should.
+    expect((JSON.parse(entry!.value) as { tokens: number }).tokens).toBe(85);
+  });
 });

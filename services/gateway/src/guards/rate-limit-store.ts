@@ -93,18 +93,49 @@ export class StandInBuckets {
     return this.settling;
   }
 
+  /**
+   * Charges the store what the stand-in served. The first charge written hands the bucket back to
+   * the store at once — under steady traffic the stand-in serves more during every charge's round
+   * trip, so waiting for it to owe nothing would keep it serving until it fails closed. What it
+   * served during that charge is charged next; when that charge cannot be written, the stand-in
+   * takes the bucket again, owing it, so the store never holds more than it should.
+   */
   private async settleOne(key: string, s: StandIn): Promise<void> {
-    const owed = s.owed;
-    try {
-      // From the leader: a charge written on a copy's old revision would never get through.
-      const entry = await withinTimeout(this.kv.getLatest(key));
-      const now = this.clock();
-      const value = JSON.stringify({ tokens: storedTokens(entry, s.limit, now) - owed, atMs: now });
-      await withinTimeout(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
-    } catch {
-      return; // still no writes (or another replica wrote in between): the next round tries again
+    const charged = s.owed;
+    // Still no writes (or another replica wrote in between): the next round tries again.
+    if (!(await this.charge(key, s.limit, charged).then(() => true, () => false))) return;
+    this.buckets.delete(key);
+    let leftover = s.owed - charged;
+    for (let attempt = 0; leftover > 0 && attempt < 3; attempt++) {
+      try {
+        await this.charge(key, s.limit, leftover);
+        leftover = 0;
+      } catch {
+        // Another replica wrote in between: read and try again.
+      }
     }
-    s.owed -= owed;
-    if (s.owed === 0) this.buckets.delete(key);
+    if (leftover > 0) this.owe(key, s.limit, leftover);
+  }
+
+  /** One compare-and-set taking `owed` tokens from the stored bucket, on the leader's entry. */
+  private async charge(key: string, limit: number, owed: number): Promise<void> {
+    // From the leader: a charge written on a copy's old revision would never get through.
+    const entry = await withinTimeout(this.kv.getLatest(key));
+    const now = this.clock();
+    const value = JSON.stringify({ tokens: storedTokens(entry, limit, now) - owed, atMs: now });
+    await withinTimeout(entry ? this.kv.update(key, value, entry.revision) : this.kv.create(key, value));
+  }
+
+  /** Puts a charge that could not be written back on the bucket's stand-in (a new one when none serves it). */
+  private owe(key: string, limit: number, owed: number): void {
+    const s = this.buckets.get(key);
+    if (s) {
+      s.owed += owed;
+      s.state = { tokens: s.state.tokens - owed, atMs: s.state.atMs };
+      return;
+    }
+    const now = performance.now();
+    // Read again before it serves (readAt 0): the store took a write just now.
+    this.buckets.set(key, { limit, state: { tokens: 0, atMs: this.clock() }, owed, readAt: 0, since: now });
   }
 }

@@ -38,16 +38,18 @@ export type Verdict = { ok: true } | { ok: false; excused: string } | { ok: fals
 
 /**
  * Judges one answer against the faults: fine below 500; a 5xx or no answer is excused when, during the
- * request, its route's own service had no replica left, Postgres (every service's store) was frozen,
- * or the gateway it was sent to was killed. A NATS node or one replica of a service down excuses
- * nothing: the other nodes and the other replica are there to answer.
+ * request, its route's own service had no replica left — or the service its 503 names as the one
+ * that did not answer (identity authenticating a key no cache holds) — Postgres (every service's
+ * store) was frozen, or the gateway it was sent to was killed. A NATS node or one replica of a
+ * service down excuses nothing: the other nodes and the other replica are there to answer.
  */
 export function judge(s: Sent, faults: readonly Fault[]): Verdict {
   if (s.status > 0 && s.status < 500) return { ok: true };
   const during = faults.filter((f) => f.from <= s.end && (f.to === null || f.to + GRACE_MS >= s.start));
   const owner = ownerOf(s.method, s.path);
+  const silent = /The (\w+) service did not answer in time/.exec(s.error ?? '')?.[1];
   const own = during.find((f) => f.kind === 'postgres'
-    || (f.kind === 'service' && f.service === owner)
+    || (f.kind === 'service' && (f.service === owner || f.service === silent))
     || (f.kind === 'replica' && f.service === 'gateway' && f.replica === s.gateway));
   const what = `${s.status === 0 ? 'no answer' : s.status} ${s.method} ${s.path.replace(/[0-9a-f-]{36}/g, ':id')} (${owner}) via gateway#${s.gateway}${s.error ? ` [${s.error}]` : ''}`;
   if (own) return { ok: false, excused: `${what} during ${own.label}` };

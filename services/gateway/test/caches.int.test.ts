@@ -81,6 +81,27 @@ describe('a replica’s own memory (D2.5)', () => {
     expect(m.usable()).toBe(true);
   });
 
+  it('empties its memory when a renewal is accepted after its lease ran out (a fence it missed may not have been written)', async () => {
+    const b = await bus();
+    let now = 1_000_000;
+    const m = await member(b, () => now);
+    const cache = new LocalCache<string>(m, { maxEntries: 100, ttlMs: 600_000 }, () => now);
+    cache.begin()('k', [keyTag('h')], 'v');
+    const renewed = await b.kv(GATEWAY_CACHES.registry(b.namespace), { ttlMs: GATEWAY_CACHES.registryTtlMs });
+    const revision = async () => (await renewed.get(m.replicaId))!.revision;
+    // The entry is still the replica's (nothing fenced it), but its lease lapsed: no renewal was accepted in time.
+    now += GATEWAY_CACHES.leaseMs;
+    const before = await revision();
+    await expect.poll(revision, { timeout: 3 * GATEWAY_CACHES.heartbeatMs, interval: 50 }).toBeGreaterThan(before);
+    expect(m.usable()).toBe(true);
+    expect(cache.size).toBe(0);
+    // Renewals within the lease keep memory.
+    cache.begin()('k', [keyTag('h')], 'v again');
+    const next = await revision();
+    await expect.poll(revision, { timeout: 3 * GATEWAY_CACHES.heartbeatMs, interval: 50 }).toBeGreaterThan(next);
+    expect(cache.get('k')).toBe('v again');
+  });
+
   it('bounds its memory: entries expire, and the oldest go first when full', async () => {
     const b = await bus();
     let now = 0;

@@ -23,7 +23,9 @@ export const serviceTag = (serviceId: string) => `service:${serviceId}`;
  *   was *sent* (`usable()`): a replica cut off from NATS stops answering from memory within the lease.
  * - The owner asks it to forget what changed and waits for the answer (`ReplicaCaches`). A replica
  *   that did not answer is fenced: the owner deletes its entry, waits out the lease, then answers. The fenced replica's
- *   next renewal then fails; it empties its caches before it lists itself again.
+ *   next renewal then fails; it empties its caches before it lists itself again. A replica whose
+ *   lease ran out empties them too when a renewal is accepted again: a fence that could not be
+ *   written while the registry had no leader leaves no trace it could see.
  * - `epoch` changes whenever anything is forgotten: a cache fill that began before it is not stored,
  *   so a lookup that raced a change cannot put the old answer back (local-cache.ts).
  */
@@ -111,8 +113,13 @@ export class CacheMembership {
     if (this.renewing || this.stopped) return;
     this.renewing = true;
     const sentAt = this.clock();
+    // A lease that ran out may hide a missed change: a forget sent while this replica could not be
+    // reached fences it, and a fence the owner could not write (the registry electing a leader) is
+    // never seen here. So memory kept across a lapse is emptied before it is used again.
+    const lapsed = sentAt >= this.leaseUntil;
     try {
       this.revision = await this.registry.update(this.replicaId, this.entry(), this.revision);
+      if (lapsed) this.forget('all');
       this.leaseUntil = sentAt + GATEWAY_CACHES.leaseMs;
     } catch (err) {
       // Stopping: the entry was deleted on purpose, and nothing is listed again.

@@ -73,9 +73,30 @@ export class ReplicaCaches {
     if (fenced.length === 0) return;
     // Deleted after the silence: a renewal accepted before the delete was sent before it, so one
     // lease from now every such replica has stopped answering from memory.
-    await Promise.all(fenced.map((id) => this.registry.delete(id).catch((err: unknown) => this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica'))));
+    await Promise.all(fenced.map((id) => this.fence(id)));
     this.logger.warn({ replicas: fenced }, 'gateway replicas did not confirm a cache invalidation; fenced, waiting out their lease');
     await sleep(GATEWAY_CACHES.leaseMs);
+  }
+
+  /**
+   * Deletes a silent replica's entry, tried again for one lease. A delete that never lands is
+   * covered all the same: the registry then takes no renewal either, and a replica whose lease ran
+   * out empties its memory before it uses it again (membership.ts).
+   */
+  private async fence(id: string): Promise<void> {
+    const giveUpAt = performance.now() + GATEWAY_CACHES.leaseMs;
+    for (;;) {
+      try {
+        await this.registry.delete(id);
+        return;
+      } catch (err) {
+        if (performance.now() >= giveUpAt) {
+          this.logger.error({ err, replicaId: id }, 'could not fence a gateway replica');
+          return;
+        }
+        await sleep(100);
+      }
+    }
   }
 
   /** Whether the replica's entry says it left; an unreadable entry counts as not (it is fenced). */

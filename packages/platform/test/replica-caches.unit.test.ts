@@ -66,4 +66,20 @@ describe('replica caches: listing the replicas', () => {
     await caches.forget({ keyHashes: [], agentIds: ['y'] });
     expect(fake.listings).toHaveLength(2);
   });
+
+  it('asks for the listing again when one fails, and tells the replicas it lists (a failed listing proves nothing)', async () => {
+    let failures = 2;
+    const told: string[] = [];
+    const registry = {
+      keys: async () => {
+        if (failures-- > 0) throw new Error('timeout');
+        return ['a', 'b'];
+      },
+    } as unknown as KvStore;
+    const bus = { namespace: 'gc', kv: async () => registry, request: async (subject: string) => void told.push(subject) } as unknown as Bus;
+    const caches = await ReplicaCaches.open(bus, testLogger());
+    await caches.forget({ keyHashes: ['h'], agentIds: [] });
+    expect(failures).toBe(-1);
+    expect(told.sort()).toEqual(['gc.gateway.a.forget', 'gc.gateway.b.forget']);
+  });
 });

@@ -1,4 +1,5 @@
 import { GATEWAY_CACHES, type CacheInvalidation, type GatewayRegistryEntry } from '@aex/contracts';
+import { within } from '../bus/kv-deadlines.js';
 import type { Bus, KvStore } from '../bus/types.js';
 import type { Logger } from '../logger.js';
 
@@ -35,11 +36,29 @@ export class ReplicaCaches {
   private listedFromNow(): Promise<string[]> {
     this.nextListing ??= this.listing.then(() => {
       this.nextListing = null;
-      const keys = this.registry.keys();
+      const keys = this.list();
       this.listing = keys.catch(() => undefined);
       return keys;
     });
     return this.nextListing;
+  }
+
+  /**
+   * The registry's keys, asked again until a listing answers or `LISTING_PATIENCE_MS` pass. A
+   * listing that fails proves nothing about the replicas: one slow answer (a loaded server, a
+   * bucket electing a leader) may come while they still renew their leases, so giving up at once
+   * would leave them answering from memory a change they were never told of.
+   */
+  private async list(): Promise<string[]> {
+    const giveUpAt = performance.now() + LISTING_PATIENCE_MS;
+    for (;;) {
+      try {
+        return await within(this.registry.keys(), LISTING_TRY_MS, 'the gateway registry');
+      } catch (err) {
+        if (performance.now() >= giveUpAt) throw err;
+        await sleep(100);
+      }
+    }
   }
 
   /** Tells every replica to forget what is named (any part may be left out) and waits for each. */
@@ -51,7 +70,8 @@ export class ReplicaCaches {
     try {
       replicas = await this.listedFromNow();
     } catch (err) {
-      // The registry is out of reach, so no replica can renew its lease either: wait one out.
+      // Out of reach for longer than an election: the replicas' renewals go to the same registry, so
+      // their leases lapse too. Wait one out; each empties its memory when renewed again (membership.ts).
       this.logger.error({ err }, 'gateway registry unreachable; waiting out the gateways’ lease');
       await sleep(GATEWAY_CACHES.leaseMs);
       return;
@@ -109,5 +129,10 @@ export class ReplicaCaches {
     }
   }
 }
+
+/** How long one listing of the registry may take before it is asked again. */
+const LISTING_TRY_MS = 2_000;
+/** How long a change keeps asking for the listing: longer than a NATS leader election (docs/messaging.md). */
+const LISTING_PATIENCE_MS = 15_000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

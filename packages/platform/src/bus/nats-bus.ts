@@ -15,6 +15,7 @@ import { connectCoalescing } from './coalescing-transport.js';
 import { natsKvStore } from './nats-kv.js';
 import { fromNatsHeaders, isApiError, nanos, parse, toNatsHeaders } from './nats-messages.js';
 import { runPullConsumer } from './nats-consumer.js';
+import { LANE_AFTER_MS, LaneConsumer, LaneCopy, laneSubject } from './nats-lane.js';
 import { StreamReplicas } from './nats-replicas.js';
 import { ReplyMux } from './nats-reply-mux.js';
 import { natsServers } from './nats-servers.js';
@@ -171,12 +172,21 @@ export class NatsBus implements Bus {
 
   async publish(subject: string, data: unknown, opts: { msgId: string; headers?: MsgHeaders }): Promise<void> {
     await withOutgoingSpan(`publish ${subject}`, 'producer', async () => {
-      const headers = toNatsHeaders(injectTrace({ ...opts.headers, 'Nats-Msg-Id': opts.msgId }))!;
+      const sent = injectTrace({ ...opts.headers, 'Nats-Msg-Id': opts.msgId });
+      const headers = toNatsHeaders(sent)!;
       const payload = encodeMessage(subject, data, this.maxPayload);
+      // Its copy on the lane (nats-lane.ts): unstored once the stream is slow to take it, else stored.
+      const lane = new LaneCopy(this.nc, laneSubject(this.namespace, subject), payload, sent);
+      const slow = setTimeout(() => lane.send('unstored'), LANE_AFTER_MS);
       let deadline = 0;
       for (let attempt = 0; ; attempt++) {
         const failure = await this.publishOnce(subject, payload, headers);
-        if (failure === undefined) return;
+        if (failure === undefined) {
+          clearTimeout(slow);
+          lane.send('stored');
+          return;
+        }
+        lane.send('unstored');
         deadline ||= Date.now() + PUBLISH_BUDGET_MS;
         const pause = PUBLISH_PAUSES_MS[Math.min(attempt, PUBLISH_PAUSES_MS.length - 1)]!;
         if (!failure.again || Date.now() + pause >= deadline) throw new BusUnavailableError(subject, `not stored: ${failure.reason}`);
@@ -237,8 +247,14 @@ export class NatsBus implements Bus {
     entry.count++;
     this.consuming.set(key, entry);
     this.uncollect ??= metrics.collect(() => this.collectLag());
+    const lane = LaneConsumer.start(
+      this.nc, { namespace: this.namespace, filter: spec.filter, durable: spec.durable },
+      { concurrency: spec.concurrency ?? 4, logger: this.logger },
+      (msg) => withMessageSpan(`consume ${msg.subject} (lane)`, 'consumer', msg.headers, () => spec.handler(msg)),
+    );
     const handle = async (m: JsMsg) => {
       const headers = fromNatsHeaders(m.headers);
+      lane.delivered(headers['nats-msg-id']);
       let data: unknown;
       try {
         data = parse(m.data);
@@ -260,10 +276,11 @@ export class NatsBus implements Bus {
     };
     const running = runPullConsumer(
       this.js, { stream, durable: spec.durable },
-      { concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false) }, handle, this.logger,
+      { concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false), pull: (alive) => lane.pull(alive) }, handle, this.logger,
     );
     const stoppable: Stoppable = {
       stop: async () => {
+        await lane.stop();
         await running.stop();
         this.stoppables.delete(stoppable);
         if (--entry.count === 0) this.consuming.delete(key);

@@ -22,8 +22,12 @@ export const IDLE_HEARTBEAT_MS = 1_000;
  * NATS 2.9 server also answers "consumer deleted" to the pulls a consumer's leader holds when it
  * stops leading: the loop started again pulls at once, where nats.js would wait for missed heartbeats.
  */
-async function endWhenGone(messages: ConsumerMessages): Promise<void> {
+async function endWhenGone(messages: ConsumerMessages, pull: (alive: boolean) => void, busy: () => boolean): Promise<void> {
   for await (const s of messages.status()) {
+    if (s.type === 'heartbeat') pull(true);
+    // Missed while waiting for messages: the leader is gone. (A consumer working at full
+    // concurrency pulls nothing and hears no heartbeat: that is load, not a stall.)
+    else if (s.type === 'heartbeats_missed' && !busy()) pull(false);
     if (s.type === 'consumer_deleted' || (s.type === 'consumer_not_found' && s.count >= 2)) {
       messages.stop();
       return;
@@ -45,11 +49,17 @@ const RESTART_PAUSES_MS = [250, 500, 1_000, 2_000];
 export function runPullConsumer(
   js: JetStreamClient,
   where: { stream: string; durable: string },
-  opts: { concurrency: number; ensure: () => Promise<void> },
+  opts: {
+    concurrency: number;
+    ensure: () => Promise<void>;
+    /** Told whether the pull is alive (a message or a heartbeat came) or stalled (heartbeats missed, its loop ended). */
+    pull?: (alive: boolean) => void;
+  },
   handle: (m: JsMsg) => Promise<void>,
   logger: Logger | undefined,
 ): Stoppable {
   const { concurrency } = opts;
+  const pull = opts.pull ?? (() => undefined);
   const gate = new Semaphore(concurrency);
   let stopped = false;
   let messages: ConsumerMessages | undefined;
@@ -59,11 +69,12 @@ export function runPullConsumer(
     const consumer = await js.consumers.get(where.stream, where.durable);
     const current = await consumer.consume({ max_messages: concurrency * 2, expires: PULL_EXPIRES_MS, idle_heartbeat: IDLE_HEARTBEAT_MS });
     messages = current;
-    void endWhenGone(current);
+    void endWhenGone(current, pull, () => gate.saturated);
     // `stop` may have come while the consumer was looked up. Not awaited: nats.js's `close` resolves
     // once the iteration below has ended, which it then does at once.
     if (stopped) void messages.close();
     for await (const m of messages) {
+      pull(true);
       await gate.acquire();
       void handle(m).finally(() => gate.release());
     }
@@ -74,6 +85,7 @@ export function runPullConsumer(
       const started = Date.now();
       const err = await consumeOnce(!first).then(() => undefined, (e: unknown) => e);
       if (stopped) break;
+      pull(false);
       // A loop that ran a while ended for a new reason: the pauses start over.
       failures = Date.now() - started > RESTART_PAUSES_MS.at(-1)! ? 0 : failures + 1;
       logger?.warn({ err, ...where }, 'consumer stopped taking messages; consuming again');

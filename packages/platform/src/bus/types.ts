@@ -172,6 +172,10 @@ export class Semaphore {
     }
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
+  /** Whether every place is taken: work is under way at full concurrency. */
+  get saturated(): boolean {
+    return this.active >= this.limit;
+  }
   release(): void {
     const next = this.waiting.shift();
     if (next) next();

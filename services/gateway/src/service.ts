@@ -38,7 +38,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstance> {
   const { bus, config } = opts;
   const membership = await CacheMembership.start(bus, opts.logger.child({ service: 'gateway' }));
-  const guards = await createGuards(bus, config, membership);
+  const guards = await createGuards(bus, config, membership, opts.logger.child({ service: 'gateway' }));
   const sendError = errorSender(config.BODY_LIMIT_BYTES);
 
   const app = Fastify({
@@ -97,7 +97,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
 /** Agent views kept per replica (docs/gateway-caches.md); short-lived, as a bound on what a lost invalidation costs. */
 const LOCAL_VIEWS = { maxEntries: 50_000, ttlMs: 30_000 };
 
-async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheMembership): Promise<Guards> {
+async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheMembership, logger: Logger): Promise<Guards> {
   const limiter = await RateLimiter.create(bus, {
     read: config.RATE_LIMIT_READ_PER_MIN,
     write: config.RATE_LIMIT_WRITE_PER_MIN,
@@ -106,7 +106,7 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
     accounts_ip: config.RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP,
     public_ip: config.RATE_LIMIT_PUBLIC_PER_MIN_PER_IP,
     auth_failures_ip: config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP,
-  });
+  }, Date.now, logger);
   const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
   const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
   return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };

@@ -15,7 +15,7 @@ import { connectCoalescing } from './coalescing-transport.js';
 import { natsKvStore } from './nats-kv.js';
 import { fromNatsHeaders, isApiError, nanos, parse, toNatsHeaders } from './nats-messages.js';
 import { runPullConsumer } from './nats-consumer.js';
-import { LANE_AFTER_MS, LaneConsumer, LaneCopy, laneSubject } from './nats-lane.js';
+import { LaneConsumer, LaneCopy, laneSubject } from './nats-lane.js';
 import { StreamReplicas } from './nats-replicas.js';
 import { ReplyMux } from './nats-reply-mux.js';
 import { natsServers } from './nats-servers.js';
@@ -175,18 +175,16 @@ export class NatsBus implements Bus {
       const sent = injectTrace({ ...opts.headers, 'Nats-Msg-Id': opts.msgId });
       const headers = toNatsHeaders(sent)!;
       const payload = encodeMessage(subject, data, this.maxPayload);
-      // Its copy on the lane (nats-lane.ts): unstored once the stream is slow to take it, else stored.
+      // Its copy on the lane (nats-lane.ts): stored once the stream took it, unstored once it did not.
       const lane = new LaneCopy(this.nc, laneSubject(this.namespace, subject), payload, sent);
-      const slow = setTimeout(() => lane.send('unstored'), LANE_AFTER_MS);
       let deadline = 0;
       for (let attempt = 0; ; attempt++) {
         const failure = await this.publishOnce(subject, payload, headers);
         if (failure === undefined) {
-          clearTimeout(slow);
           lane.send('stored');
           return;
         }
-        lane.send('unstored');
+        if (failure.again) lane.send('unstored');
         deadline ||= Date.now() + PUBLISH_BUDGET_MS;
         const pause = PUBLISH_PAUSES_MS[Math.min(attempt, PUBLISH_PAUSES_MS.length - 1)]!;
         if (!failure.again || Date.now() + pause >= deadline) throw new BusUnavailableError(subject, `not stored: ${failure.reason}`);

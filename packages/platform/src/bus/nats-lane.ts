@@ -10,8 +10,10 @@ import { Semaphore, type BusMessage, type MsgHeaders } from './types.js';
  * lane subject, to a queue group per durable consumer — a copy the consumer applies only when
  * JetStream cannot bring it now:
  *
- * - `unstored`: the stream did not acknowledge the publish within `LANE_AFTER_MS` (no leader, or
- *   none answering). Applied at once.
+ * - `unstored`: an attempt of the publish failed in a way another may not (no stream leader
+ *   answered: "no responders" at once while one is elected, or no acknowledgement within the
+ *   attempt's 2 s). Applied at once. Not sent on a mere slow acknowledgement: under load that
+ *   would have consumers apply copies JetStream is about to deliver, more work when there is least room.
  * - `stored`: the stream took it. Held for `HOLD_MS`, dropped when JetStream delivers it here, and
  *   applied only if the consumer's pull stalls meanwhile (its leader's heartbeats missed) — the copy
  *   then reaches its consumer while the consumer's next leader is elected.
@@ -22,8 +24,6 @@ import { Semaphore, type BusMessage, type MsgHeaders } from './types.js';
  * nothing. Its subjects are outside every stream's.
  */
 export const LANE_HEADER = 'Aex-Lane';
-/** A publish its stream has not acknowledged within this long goes on the lane as unstored. */
-export const LANE_AFTER_MS = 300;
 /** How long a stored copy waits for its consumer's pull to stall before it is dropped. */
 const HOLD_MS = 5_000;
 

@@ -1,4 +1,4 @@
-import { StoreUnreachableError, within, type KvEntry, type KvStore } from '@aex/platform';
+import { StoreUnreachableError, within, type KvEntry, type KvStore, type Logger } from '@aex/platform';
 import { takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
 
 /**
@@ -37,7 +37,12 @@ interface StandIn {
   readAt: number;
   /** Real time (ms) the stand-in began. */
   since: number;
+  /** Why its last charge was not written: what a refusal past `STAND_IN_MAX_MS` reports. */
+  lastFailure?: string;
 }
+
+/** Fewest milliseconds between two warnings that a stand-in bucket refused a request. */
+const WARN_EVERY_MS = 5_000;
 
 /**
  * D4.4 through a failover: buckets this replica serves alone while the store answers reads but takes
@@ -52,8 +57,9 @@ interface StandIn {
 export class StandInBuckets {
   private readonly buckets = new Map<string, StandIn>();
   private settling: Promise<void> | undefined;
+  private warnedAt = -Infinity;
 
-  constructor(private readonly kv: KvStore, private readonly clock: () => number) {}
+  constructor(private readonly kv: KvStore, private readonly clock: () => number, private readonly logger?: Logger) {}
 
   has(key: string): boolean {
     return this.buckets.has(key);
@@ -66,11 +72,14 @@ export class StandInBuckets {
   /** `n` takes of the bucket, served here; rejects when the store cannot even be read. */
   async take(key: string, limit: number, n: number): Promise<TakeResult[]> {
     let s = this.buckets.get(key);
-    if (s && performance.now() - s.since >= STAND_IN_MAX_MS) throw new StoreUnreachableError('the rate-limit store has taken no write for 30 s');
+    if (s && performance.now() - s.since >= STAND_IN_MAX_MS) throw this.refusal(key, `no charge written for ${STAND_IN_MAX_MS / 1000} s (last: ${s.lastFailure ?? 'none tried'})`);
     if (!s || performance.now() - s.readAt >= STAND_IN_READ_MS) {
       const readAt = performance.now();
-      const entry = await withinTimeout(this.kv.get(key));
+      const entry = await withinTimeout(this.kv.get(key)).catch((err: unknown) => {
+        throw this.refusal(key, `the store cannot be read (${String((err as Error)?.message ?? err)})`);
+      });
       const now = this.clock();
+      if (this.buckets.size === 0) this.logger?.warn('the rate-limit store takes no writes from this replica (a leader being elected, or every compare-and-set lost): buckets are served by stand-ins, charged to it once it does');
       s = this.buckets.get(key) ?? { limit, state: { tokens: 0, atMs: now }, owed: 0, readAt, since: readAt };
       s.state = { tokens: storedTokens(entry, limit, now) - s.owed, atMs: now };
       s.readAt = readAt;
@@ -80,6 +89,15 @@ export class StandInBuckets {
     s.state = batch.state;
     s.owed += batch.granted;
     return batch.results;
+  }
+
+  /** A request refused because the bucket's stand-in cannot serve it (503); warned of now and then. */
+  private refusal(key: string, why: string): StoreUnreachableError {
+    if (performance.now() - this.warnedAt >= WARN_EVERY_MS) {
+      this.warnedAt = performance.now();
+      this.logger?.warn({ bucket: key, why }, 'rate limiter failing closed: 503 RATE_LIMITER_UNAVAILABLE');
+    }
+    return new StoreUnreachableError(why);
   }
 
   /**
@@ -102,9 +120,14 @@ export class StandInBuckets {
    */
   private async settleOne(key: string, s: StandIn): Promise<void> {
     const charged = s.owed;
-    // Still no writes (or another replica wrote in between): the next round tries again.
-    if (!(await this.charge(key, s.limit, charged).then(() => true, () => false))) return;
+    const failure = await this.charge(key, s.limit, charged).then(() => undefined, (err: unknown) => String((err as Error)?.message ?? err));
+    if (failure !== undefined) {
+      // Still no writes (or another replica wrote in between): the next round tries again.
+      s.lastFailure = failure;
+      return;
+    }
     this.buckets.delete(key);
+    if (this.buckets.size === 0) this.logger?.info('the rate-limit store takes writes again: every stand-in bucket is charged and handed back');
     let leftover = s.owed - charged;
     for (let attempt = 0; leftover > 0 && attempt < 3; attempt++) {
       try {

@@ -1,5 +1,5 @@
 import { AppError, names } from '@aex/contracts';
-import { KvConflictError, RecentMap, StoreUnreachableError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import { KvConflictError, RecentMap, StoreUnreachableError, type Bus, type KvEntry, type KvStore, type Logger } from '@aex/platform';
 import { spareTokens, takeResult, takeTokens, tokensAt, type BucketState, type TakeResult } from '../domain/token-bucket.js';
 import { StandInBuckets, withinTimeout } from './rate-limit-store.js';
 
@@ -80,17 +80,17 @@ export class RateLimiter {
   private readonly standIns: StandInBuckets;
   private readonly sweeper: NodeJS.Timeout;
 
-  private constructor(private readonly kv: KvStore, private readonly limits: Record<RateGroup, number>, private readonly clock: () => number) {
-    this.standIns = new StandInBuckets(kv, clock);
+  private constructor(private readonly kv: KvStore, private readonly limits: Record<RateGroup, number>, private readonly clock: () => number, logger?: Logger) {
+    this.standIns = new StandInBuckets(kv, clock, logger);
     this.sweeper = setInterval(() => this.sweep(), LEASE_MS);
     this.sweeper.unref();
   }
 
-  static async create(bus: Bus, limits: Record<RateGroup, number>, clock: () => number = Date.now): Promise<RateLimiter> {
+  static async create(bus: Bus, limits: Record<RateGroup, number>, clock: () => number = Date.now, logger?: Logger): Promise<RateLimiter> {
     // An entry untouched for 2 minutes is a full bucket again, so the TTL loses nothing. Any copy
     // answers a read: reads go on through a leader election (what keeps a stand-in serving instead of
     // failing closed), and a copy a few writes behind only makes the next compare-and-set fail.
-    return new RateLimiter(await bus.kv(names.bucket(bus.namespace, 'rate_limits'), { ttlMs: 120_000, reads: 'any' }), limits, clock);
+    return new RateLimiter(await bus.kv(names.bucket(bus.namespace, 'rate_limits'), { ttlMs: 120_000, reads: 'any' }), limits, clock, logger);
   }
 
   /** Gives every unspent leased token back to the store. */

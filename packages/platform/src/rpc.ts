@@ -63,6 +63,12 @@ export interface ServeOptions<Ops extends Record<string, Operation>> {
   config: Pick<ExchangeConfig, 'IDEMPOTENCY_TTL_HOURS' | 'RPC_TIMEOUT_MS'>;
   /** The service's clock: when a stored answer expires (D5.2). */
   now?: () => Date;
+  /**
+   * What a write does after its effect commits, done again when a repeat under its key finds the
+   * effect committed and answers without running the handler: the replica that committed it may
+   * have died before doing it (identity telling the replicas' caches of a change, D2.5).
+   */
+  replayed?: (operation: keyof Ops & string, input: unknown, logger: Logger) => Promise<void>;
 }
 
 /** The caller as an authenticated agent, or 401 (the gateway authenticates; services re-check). */
@@ -121,6 +127,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
         if (op.auth === 'agent') requireAgent(base as unknown as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
+        const replayed = opts.replayed && (() => opts.replayed!(key, input.value, log));
         return await records.run(req.ctx.idempotency, requestId, async (effect, operationRecord) => {
           const keyed = req.ctx.idempotency !== undefined && operationRecord === undefined;
           try {
@@ -128,7 +135,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
           } catch (err) {
             return errorReply(err, log);
           }
-        });
+        }, replayed);
       } catch (err) {
         return errorReply(err, log);
       }

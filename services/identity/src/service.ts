@@ -14,6 +14,7 @@ import { effectiveDelegation } from './agents/effective-delegation.js';
 import { getTrust, recordTrustOutcomes } from './trust/outcomes.js';
 import { collectOperatorActions, listOperatorActions } from './operator/audit.js';
 import { expireDueChildren, recordChildFunding, spawnAgent } from './agents/children.js';
+import { forgetReplayed } from './agents/key-cache.js';
 
 export interface IdentityService extends Component {
   deps: IdentityDeps;
@@ -59,6 +60,8 @@ export async function startIdentityService(opts: {
     service: 'identity',
     ops: identityOps,
     handlers: operationHandlers(deps),
+    // A write whose replica died between its commit and telling the caches: told again (D2.5).
+    replayed: (_operation, input, log) => forgetReplayed(deps, input, log),
     logger,
     tx,
     claims: serviceDb.claims,

@@ -107,6 +107,20 @@ describe('keys and the gateway cache (D2.5)', () => {
     expect(announced.data).toEqual({ agentId: principal.agentId, keyPrefix: rotated.keyPrefix });
   });
 
+  it('marks the key stale again when a change is answered from its key (the replica that committed it may have died before telling the caches)', async () => {
+    const { reply, principal } = await signUp();
+    const cache = await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs });
+    const keyHash = hash(reply.data.apiKey);
+    const idempotency = { key: randomUUID(), scope: `agent:${principal.agentId}`, fingerprint: 'patch-description' };
+    const patch = () => callOperation(bus, identityOps.updateAgent, { ctx: { ...ctx(principal), idempotency }, input: { path: { agentId: principal.agentId }, query: {}, body: { description: 'changed' } } }, { timeoutMs: 5000 });
+    expect(await patch()).toMatchObject({ ok: true, status: 200 });
+    // As if the replica had died between its commit and the marker: the principal from before is cached.
+    await cache.put(keyHash, JSON.stringify(principal));
+    const again = await patch();
+    expect(again).toMatchObject({ ok: true, status: 200, data: { description: 'changed' } });
+    expect((await cache.get(keyHash))?.value).toBe(AUTH_CACHE.staleMarker);
+  });
+
   it('refuses to run an operation that needs an agent without one', async () => {
     const r = await callOperation(bus, identityOps.getAccount, { ctx: ctx(), input: { path: { accountId: randomUUID() }, query: {}, body: {} } }, { timeoutMs: 5000 });
     expect(!r.ok && r.status).toBe(401);

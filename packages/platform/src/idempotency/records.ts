@@ -105,7 +105,10 @@ export class IdempotencyRecords {
    * Runs one request. Without a key, `handle` runs with plain transactions. The first copy of a
    * request under a key the gateway made is given the `OperationRecord` its effects record the key by.
    */
-  async run(key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner, operationRecord?: OperationRecord) => Promise<RpcReply>): Promise<RpcReply> {
+  async run(
+    key: IdempotencyContext | undefined, requestId: string, handle: (effect: EffectRunner, operationRecord?: OperationRecord) => Promise<RpcReply>,
+    replayed?: () => Promise<void>,
+  ): Promise<RpcReply> {
     if (!key) return handle(plainEffect);
     const keyHash = idempotencyKeyHash(key.scope, key.key);
     const ttlMs = key.scope.startsWith(OPERATION_SCOPE_PREFIX) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
@@ -126,6 +129,9 @@ export class IdempotencyRecords {
       // A first copy's effect committed the key without its answer (a step written at commit): the
       // answer follows while its handler runs; once that is long over, it died before writing it.
       if (claim.reply === null && claim.expiresAt.getTime() - ttlMs > this.now().getTime() - this.opts.abandonAfterMs) return inUse();
+      // The effect committed, but what its handler did after the commit may not have happened (the
+      // replica died between): the service does it again before the answer goes out.
+      await replayed?.().catch((err: unknown) => this.opts.logger.error({ err, keyHash }, 'what follows a replayed write’s commit failed'));
       if (claim.reply === null) return appliedAnswerLost();
       const plaintext = openReply(key.scope, key.key, claim.reply);
       if (plaintext === null) {

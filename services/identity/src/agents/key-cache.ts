@@ -22,6 +22,25 @@ export async function forgetAfterCommit(deps: Pick<IdentityDeps, 'authCache' | '
   await deps.replicas.forget(what);
 }
 
+/**
+ * A write answered again under its key without its handler running (`replayed`, rpc.ts): the
+ * replica that committed it may have died before telling the caches, so what the write's path names
+ * is forgotten again — the agent, with every key of it a cache may still hold (revoked within the
+ * cache's TTL: a rotation's old key), or the account.
+ */
+export async function forgetReplayed(deps: Pick<IdentityDeps, 'authCache' | 'replicas' | 'db' | 'now'>, input: unknown, logger: Logger): Promise<void> {
+  const path = (input as { path?: Record<string, unknown> } | null)?.path ?? {};
+  const agentId = typeof path.agentId === 'string' ? path.agentId : undefined;
+  const accountId = typeof path.accountId === 'string' ? path.accountId : undefined;
+  if (!agentId && !accountId) return;
+  const cachedSince = new Date(deps.now().getTime() - AUTH_CACHE.ttlMs);
+  const keys = agentId
+    ? await deps.db.selectFrom('apiKeys').select('keyHash').where('agentId', '=', agentId)
+      .where((eb) => eb.or([eb('revokedAt', 'is', null), eb('revokedAt', '>', cachedSince)])).execute()
+    : [];
+  await forgetAfterCommit(deps, { keyHashes: keys.map((k) => k.keyHash), agentIds: agentId ? [agentId] : [], ...(accountId && { accountIds: [accountId] }) }, logger);
+}
+
 /** After a commit: retried until it lands, because a missed marker keeps a principal cached up to the TTL. */
 async function markStaleAfterCommit(cache: KvStore, hashes: string[], logger: Logger): Promise<void> {
   for (let attempt = 0; attempt < 8; attempt++) {

@@ -29,7 +29,8 @@ export interface Ledger {
   fundedCents: number;
   paidOutCents: number;
   /** Direct purchases: when the request was sent and when its price was seen held. */
-  holds: Array<{ id: string; sent: number; held: number }>;
+  /** Purchases held: when sent, when held, and whether sent with an Idempotency-Key (bound in a replicated bucket first, D5.6). */
+  holds: Array<{ id: string; sent: number; held: number; keyed: boolean }>;
   /** The flows run, by kind. */
   flows: string[];
 }

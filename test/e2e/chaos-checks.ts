@@ -110,6 +110,6 @@ export async function nothingStuck(db: pg.Client, ledgers: Ledger[], boundMs: nu
 }
 
 /** The milliseconds each purchase sent at a moment `when` picks took to have its price held, slowest first. */
-export function holdLatencies(ledgers: Ledger[], when: (sent: number) => boolean): number[] {
-  return ledgers.flatMap((l) => l.holds).filter((h) => when(h.sent)).map((h) => h.held - h.sent).sort((a, b) => b - a);
+export function holdLatencies(ledgers: Ledger[], when: (sent: number) => boolean, keyed?: boolean): number[] {
+  return ledgers.flatMap((l) => l.holds).filter((h) => when(h.sent) && (keyed === undefined || h.keyed === keyed)).map((h) => h.held - h.sent).sort((a, b) => b - a);
 }

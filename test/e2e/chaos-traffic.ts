@@ -124,6 +124,11 @@ export class Traffic {
     }
   }
 
+  /** A request sent once, to either gateway: a write without a key, whose client learns an unknown outcome itself. */
+  async once<T>(send: (via: Via) => Promise<Outcome<T>>): Promise<Outcome<T>> {
+    return send((creds) => this.client(Math.floor(Math.random() * this.gateways.length), creds));
+  }
+
   /** A read repeated (on the other gateway) until it answers below 500, or `boundMs` passes. */
   async read<T>(read: (via: Via) => Promise<Outcome<T>>, boundMs = 60_000): Promise<Outcome<T>> {
     const deadline = Date.now() + boundMs;

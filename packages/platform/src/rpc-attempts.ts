@@ -83,24 +83,29 @@ export const OUTCOME_UNKNOWN = Symbol('outcome unknown');
 
 /**
  * A write that carries an operation key (an Idempotency-Key, the client's or the gateway's): the
- * first copy waits the whole timeout; when a fifth of it is left without an answer, the request is
- * asked again under the same key, which the owner answers with the stored outcome if the first
+ * first copy waits the whole timeout; when a fifth of it is left without an answer — or at once
+ * when a NATS server is lost meanwhile (`serverLost`) — the request is asked again under the same key, which the owner answers with the stored outcome if the first
  * copy committed, or runs if it did not (never both: records.ts). `inUse` recognises the owner's
  * "that key is still being processed" (the first copy holds its claim), asked again until the
  * deadline; `sendAgain` sends the repeats (without the first copy's mark). Resolves with the first answer, whichever copy gives it (`again` says the repeat did),
  * or `OUTCOME_UNKNOWN`; rejects only when no replica ever took the request.
  */
-export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unknown) => boolean, sendAgain: Send = send): Promise<{ reply: unknown; again: boolean } | typeof OUTCOME_UNKNOWN> {
+export function askKeyedWrite(
+  send: Send, timeoutMs: number, inUse: (reply: unknown) => boolean, sendAgain: Send = send,
+  serverLost?: (listener: () => void) => () => void,
+): Promise<{ reply: unknown; again: boolean } | typeof OUTCOME_UNKNOWN> {
   const start = Date.now();
   const deadline = start + timeoutMs;
   return new Promise((resolve, reject) => {
     let settled = false;
     let firstLost = false;
     let againLost = false;
+    let asking = false;
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      stopListening?.();
       fn();
     };
     const askAgain = async (): Promise<unknown> => {
@@ -128,7 +133,10 @@ export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unkn
         lost();
       },
     );
-    const timer = setTimeout(() => {
+    const again = () => {
+      if (asking || settled) return;
+      asking = true;
+      clearTimeout(timer);
       askAgain().then(
         (reply) => {
           if (reply !== OUTCOME_UNKNOWN) return settle(() => resolve({ reply, again: true }));
@@ -137,6 +145,10 @@ export function askKeyedWrite(send: Send, timeoutMs: number, inUse: (reply: unkn
         },
         (err: unknown) => settle(() => reject(err)),
       );
-    }, Math.round(timeoutMs * (1 - WRITE_AGAIN_SHARE)));
+    };
+    const timer = setTimeout(again, Math.round(timeoutMs * (1 - WRITE_AGAIN_SHARE)));
+    // A NATS server lost (this connection's, or the one the replica holding the request was on):
+    // the first copy or its answer may be gone with it, so the repeat is not left to the timer.
+    const stopListening = serverLost?.(again);
   });
 }

@@ -186,7 +186,7 @@ export async function callOperation<O extends Operation>(
     }
     const { firstCopy: _first, ...repeat } = req.ctx.idempotency;
     const sendAgain = (timeoutMs: number) => bus.request(subject, { ...req, ctx: { ...req.ctx, idempotency: repeat } }, { timeoutMs, headers });
-    const answered = await askKeyedWrite(send, opts.timeoutMs, isInUse, sendAgain);
+    const answered = await askKeyedWrite(send, opts.timeoutMs, isInUse, sendAgain, (listener) => bus.onServerLost(listener));
     if (answered === OUTCOME_UNKNOWN) return outcomeUnknown(op);
     const reply = answered.reply as RpcReply<OpOutput<O>>;
     if (!answered.again || !reply.replayed) return reply;

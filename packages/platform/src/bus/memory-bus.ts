@@ -241,6 +241,11 @@ export class MemoryBus implements Bus {
     return { stop: async () => void this.listeners.delete(entry) };
   }
 
+  /** One process, no servers: nothing is ever lost. */
+  onServerLost(): () => void {
+    return () => undefined;
+  }
+
   async healthy(): Promise<boolean> {
     return !this.closed;
   }

@@ -58,6 +58,7 @@ export class NatsBus implements Bus {
   private uncollect: (() => void) | undefined;
   private readonly replies: ReplyMux;
   private readonly replication: StreamReplicas;
+  private readonly serverLost = new Set<() => void>();
 
   private constructor(
     readonly namespace: string,
@@ -71,6 +72,21 @@ export class NatsBus implements Bus {
     this.kvm = new Kvm(nc);
     this.replies = new ReplyMux(nc);
     this.replication = new StreamReplicas(nc, jsm, replicas, logger);
+    void this.watchServers();
+  }
+
+  /** Tells `onServerLost` listeners of this connection's server lost, or a node gone from the cluster. */
+  private async watchServers(): Promise<void> {
+    for await (const s of this.nc.status()) {
+      if (s.type === 'disconnect' || (s.type === 'update' && (s.deleted?.length ?? 0) > 0)) {
+        for (const listener of this.serverLost) listener();
+      }
+    }
+  }
+
+  onServerLost(listener: () => void): () => void {
+    this.serverLost.add(listener);
+    return () => this.serverLost.delete(listener);
   }
 
   /** What the server announced (its `max_payload`). */

@@ -92,6 +92,13 @@ export interface Bus {
   kv(bucket: string, opts?: KvOptions): Promise<KvStore>;
   /** True while the bus can reach its backend. */
   healthy(): Promise<boolean>;
+  /**
+   * Calls `listener` whenever a server was lost — this connection's own, or another node of the
+   * cluster: requests in flight through it may be gone, and a write waiting for its answer is
+   * better asked again now (rpc-attempts.ts). Returns the way to stop listening. (A bus without
+   * servers never calls it.)
+   */
+  onServerLost(listener: () => void): () => void;
   close(): Promise<void>;
 }
 

@@ -80,19 +80,11 @@ describe('D5.5 exactly-once effects at the owner', () => {
     expect(await count(101)).toBe(1);
   });
 
-  it('does what follows the commit again before a repeat is answered from the key, never on the first run', async () => {
-    const r = records();
-    const key = keyOf();
-    let followed = 0;
-    const replayed = async () => void followed++;
-    await r.run(key, 'req-1', inserting(130), replayed);
-    expect(followed).toBe(0);
-    expect(await r.run(key, 'req-2', inserting(130), replayed)).toMatchObject({ status: 201, replayed: true });
-    expect(followed).toBe(1);
-    // Another request under the key is refused: nothing of the first one's is done again for it.
-    await r.run({ ...key, fingerprint: 'other' }, 'req-3', inserting(130), replayed);
-    expect(followed).toBe(1);
-    expect(await count(130)).toBe(1);
+  it('does what follows the commit again before a repeat is answered from the key, never on the first run or another request', async () => {
+    const [r, key, calls] = [records(), keyOf(), [] as string[]];
+    const run = (requestId: string, fingerprint = key.fingerprint) => r.run({ ...key, fingerprint }, requestId, inserting(130), async () => void calls.push(requestId));
+    expect([await run('first'), await run('repeat'), await run('other', 'fp-other')]).toMatchObject([{ status: 201 }, { status: 201, replayed: true }, { status: 422 }]);
+    expect([calls, await count(130)]).toEqual([['repeat'], 1]);
   });
 
   it('runs a request without a key every time', async () => {

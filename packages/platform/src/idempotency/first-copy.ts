@@ -1,4 +1,4 @@
-import { CompiledQuery, sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import { AppError, type ErrorEntry, type IdempotencyContext, type RpcReply } from '@aex/contracts';
 import { isUniqueViolation } from '../db/errors.js';
 import type { PlatformTables } from '../db/platform-tables.js';
@@ -64,6 +64,8 @@ export class FirstCopy implements OperationRecord {
     private readonly expiresAt: Date,
     private readonly serviceDb: unknown,
     private readonly logger: Logger,
+    /** Writes the answer over the key's row (`records.ts`: the answers arriving together share one statement). */
+    private readonly storeAnswer: (keyHash: string, sealed: Buffer) => Promise<void>,
   ) {}
 
   private stamp(reply: RpcReply): RpcReply {
@@ -137,7 +139,7 @@ export class FirstCopy implements OperationRecord {
     const answer = this.stamp(reply);
     try {
       // A statement of fixed text, not built by Kysely: it runs once for most writes.
-      await (this.serviceDb as Tables).executeQuery(CompiledQuery.raw('update idempotency_keys set reply = $1 where key_hash = $2', [this.seal(answer), this.keyHash]));
+      await this.storeAnswer(this.keyHash, this.seal(answer));
     } catch (err) {
       this.logger.warn({ err, requestId: this.requestId }, 'answer could not be stored under the operation key; a repeat is told the request was applied');
     }

@@ -1,8 +1,9 @@
-import { sql, type ControlledTransaction, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type ControlledTransaction, type Kysely } from 'kysely';
 import type { IdempotencyContext, RpcReply } from '@aex/contracts';
 import type { PlatformTables } from '../db/platform-tables.js';
 import type { Logger } from '../logger.js';
 import { outsideTrace } from '../bus/tracing.js';
+import { GroupCommit } from '../db/group-commit.js';
 import type { EffectReply, EffectRunner } from '../replies.js';
 import type { Transactor } from '../messaging/transaction-runner.js';
 import { FirstCopy, type OperationRecord } from './first-copy.js';
@@ -96,9 +97,23 @@ export class IdempotencyRecords {
   private pruneTimer: NodeJS.Timeout | undefined;
 
   private readonly now: () => Date;
+  /**
+   * The answers of first copies whose key's row their effect wrote without one (a step written at
+   * commit, a group commit of fundings): those arriving together are written by one statement, a
+   * fixed text, so a write costs no round trip of its own for its answer.
+   */
+  private readonly answers: GroupCommit<{ keyHash: string; sealed: Buffer }, undefined>;
 
   constructor(private readonly opts: IdempotencyRecordsOptions) {
     this.now = opts.now ?? (() => new Date());
+    const db = opts.tx.db as Kysely<PlatformTables>;
+    this.answers = new GroupCommit<{ keyHash: string; sealed: Buffer }, undefined>(async (items) => {
+      await db.executeQuery(CompiledQuery.raw(
+        'update idempotency_keys k set reply = a.reply from unnest($1::text[], $2::bytea[]) as a(key_hash, reply) where k.key_hash = a.key_hash',
+        [items.map((i) => i.keyHash), items.map((i) => i.sealed)],
+      ));
+      return items.map(() => undefined);
+    }, { maxBatch: 256, maxInFlight: 2 });
   }
 
   /**
@@ -113,7 +128,7 @@ export class IdempotencyRecords {
     const keyHash = idempotencyKeyHash(key.scope, key.key);
     const ttlMs = key.scope.startsWith(OPERATION_SCOPE_PREFIX) ? Math.min(OPERATION_KEY_TTL_MS, this.opts.ttlMs) : this.opts.ttlMs;
     if (key.firstCopy && key.scope.startsWith(OPERATION_SCOPE_PREFIX)) {
-      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db, this.opts.logger);
+      const first = new FirstCopy(keyHash, key, requestId, new Date(this.now().getTime() + ttlMs), this.opts.tx.db, this.opts.logger, (hash, sealed) => this.answers.submit({ keyHash: hash, sealed }));
       return first.finish(await handle(first.effect, first));
     }
     let claim: Claim;

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -67,5 +67,26 @@ describe('stopping pnpm start with a request held up in Postgres', () => {
     expect(alive(natsPid)).toBe(false);
     // The check was answered (refused, stopped in Postgres) or cut with the connection; never left hanging.
     expect([503, 'connection closed']).toContain(await check);
+  }, 60_000);
+});
+
+describe('a pnpm start that fails after starting its servers', () => {
+  it('stops the Postgres and nats-server it started before it exits (a refused configuration)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'aex-failed-start-'));
+    chmodSync(dir, 0o755);
+    try {
+      // Refused once both servers run: one nats-server cannot keep three copies of each stream.
+      const failed = await spawnMain('services/stack/src/main.ts', { AEX_DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info', LOG_FORMAT: 'json', ADMIN_TOKEN: TOKEN, DATABASE_URL: '', NATS_URL: '', NATS_REPLICAS: '3' }, /listening on/)
+        .then(() => 'started', (err: Error) => err.message);
+      expect(failed).toMatch(/exited with 1/);
+      expect(failed).toMatch(/NATS_REPLICAS 3 needs a JetStream cluster/);
+      expect(failed).toMatch(/embedded Postgres started/);
+      expect(failed).toMatch(/nats-server with JetStream started/);
+      for (const file of [join(dir, 'postgres', 'postmaster.pid'), join(dir, 'nats-server.pid')]) {
+        if (existsSync(file)) expect(alive(pidOf(file)), file).toBe(false);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });

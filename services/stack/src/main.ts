@@ -25,26 +25,46 @@ await runMain(async () => {
   const usesDataDir = !config.DATABASE_URL || !config.NATS_URL;
   const lock = usesDataDir ? await lockDataDir(dataDir, () => ({ pid: process.pid, url })) : null;
 
-  let databaseUrl = config.DATABASE_URL;
-  if (!databaseUrl) {
-    const pg = await startEmbeddedPostgres(dataDir, logger);
-    owned.push(pg);
-    databaseUrl = pg.url;
-    logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
+  // A start that fails (a refused configuration, a port taken) leaves nothing running: the servers
+  // it started are in process groups of their own and would outlive it.
+  const started = await startUp().catch(async (err: unknown) => {
+    await stopStack(logger, { services: async () => undefined, servers: owned, release: async () => lock?.release() });
+    throw err;
+  });
+  const { bus, stack } = started;
+  url = started.url;
+
+  async function startUp() {
+    let databaseUrl = config.DATABASE_URL;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres(dataDir, logger);
+      owned.push(pg);
+      databaseUrl = pg.url;
+      logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
+    }
+
+    // NATS_URL, else a nats-server from PATH, else the in-process bus.
+    const nats = config.NATS_URL ? null : await startLocalNats(dataDir, logger);
+    if (nats) {
+      owned.push(nats);
+      logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
+    } else if (!config.NATS_URL) {
+      logger.warn('nats-server not found on PATH: using the in-process bus');
+    }
+    const bus = await connectBus({ ...config, NATS_URL: config.NATS_URL ?? nats?.url }, 'aex-stack', { allowMemory: true, logger });
+
+    const stack = await startStack({ bus, databaseUrl, config, logger }).catch(async (err: unknown) => {
+      await bus.close();
+      throw err;
+    });
+    const listening = await listen(stack.gateway, config.HOST, config.PORT).catch(async (err: unknown) => {
+      await stack.stop();
+      await bus.close();
+      throw err;
+    });
+    return { bus, stack, url: listening };
   }
 
-  // NATS_URL, else a nats-server from PATH, else the in-process bus.
-  const nats = config.NATS_URL ? null : await startLocalNats(dataDir, logger);
-  if (nats) {
-    owned.push(nats);
-    logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
-  } else if (!config.NATS_URL) {
-    logger.warn('nats-server not found on PATH: using the in-process bus');
-  }
-  const bus = await connectBus({ ...config, NATS_URL: config.NATS_URL ?? nats?.url }, 'aex-stack', { allowMemory: true, logger });
-
-  const stack = await startStack({ bus, databaseUrl, config, logger });
-  url = await listen(stack.gateway, config.HOST, config.PORT);
   console.log(
     [
       '',

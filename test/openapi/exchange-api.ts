@@ -1779,7 +1779,9 @@ export interface components {
              */
             updatedAt: string;
             serviceVersion: string;
-            units: number;
+            units: number | null;
+            metered: boolean;
+            maxUnits: number | null;
             output: {
                 [key: string]: unknown;
             } | null;
@@ -1835,6 +1837,8 @@ export interface components {
             maxPriceCents?: number;
             /** @description Units bought, for per_unit and tiered pricing (default 1) */
             units?: number;
+            /** @description EXT (D17.1): a metered purchase of per_unit or tiered pricing: the price of maxUnits is held, the price of the units the provider reports at delivery is paid, the rest returned. Not with units. */
+            maxUnits?: number;
             /** @description Arbitrary key-value pairs, at most 16 KiB as JSON */
             metadata?: {
                 [key: string]: unknown;
@@ -1891,6 +1895,10 @@ export interface components {
             /** @description Must pass the service outputSchema; at most 256 KiB as JSON */
             output: {
                 [key: string]: unknown;
+            };
+            usage?: {
+                /** @description Units used: at most the purchase's maxUnits */
+                units: number;
             };
         };
         VerifyBody: {
@@ -1953,7 +1961,9 @@ export interface components {
                  */
                 updatedAt: string;
                 serviceVersion: string;
-                units: number;
+                units: number | null;
+                metered: boolean;
+                maxUnits: number | null;
                 output: {
                     [key: string]: unknown;
                 } | null;
@@ -2048,7 +2058,7 @@ export interface components {
                  * @description UUID
                  */
                 providerAgentId: string;
-                reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "other";
+                reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "usage_overstated" | "other";
                 description: string;
                 evidence: {
                     [key: string]: unknown;
@@ -2119,7 +2129,7 @@ export interface components {
              * @description UUID
              */
             providerAgentId: string;
-            reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "other";
+            reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "usage_overstated" | "other";
             description: string;
             evidence: {
                 [key: string]: unknown;
@@ -2160,7 +2170,7 @@ export interface components {
             }[];
         };
         OpenDisputeBody: {
-            reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "other";
+            reason: "output_quality" | "output_incomplete" | "schema_compliant_but_wrong" | "sla_violated" | "usage_overstated" | "other";
             description: string;
             /** @description At most 16 KiB as JSON */
             evidence?: {

@@ -222,8 +222,11 @@ export class ExchangeClient {
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/negotiate`, { body, ...o });
   negotiations = (transactionId: string) => this.request<NegotiationView[]>('GET', `/v1/transactions/${enc(transactionId)}/negotiations`);
   startWork = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/start`, { body: {}, ...o });
-  deliver = (transactionId: string, output: Record<string, unknown>, o: Keyed = {}) =>
-    this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body: { output }, ...o });
+  /** Delivers `output`; a metered purchase (bought with `maxUnits`) says what it used with `usage` (D17.2), signed with the body. */
+  deliver = (transactionId: string, output: Record<string, unknown>, o: Keyed & { usage?: { units: number } } = {}) => {
+    const { usage, ...keyed } = o;
+    return this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body: usage ? { output, usage } : { output }, ...keyed });
+  };
   verify = (transactionId: string, body: { qualityScore?: number; notes?: string } = {}, o: Keyed = {}) =>
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/verify`, { body, ...o });
   openDispute = (transactionId: string, body: OpenDisputeBody, o: Keyed = {}) => this.request<DisputeView>('POST', `/v1/transactions/${enc(transactionId)}/dispute`, { body, ...o });

@@ -27,6 +27,10 @@ export const CreateTransactionBody = Strict({
   input: FreeObjectOf(256 * 1024, 'Must pass the service inputSchema; at most 256 KiB as JSON'),
   maxPriceCents: Type.Optional(PriceCents),
   units: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_UNITS, description: 'Units bought, for per_unit and tiered pricing (default 1)' })),
+  maxUnits: Type.Optional(Type.Integer({
+    minimum: 1, maximum: MAX_UNITS,
+    description: 'EXT (D17.1): a metered purchase of per_unit or tiered pricing: the price of maxUnits is held, the price of the units the provider reports at delivery is paid, the rest returned. Not with units.',
+  })),
   metadata: Type.Optional(Metadata),
 });
 export type CreateTransactionBody = Static<typeof CreateTransactionBody>;
@@ -82,7 +86,11 @@ export const TransactionView = Type.Object({
   createdAt: Timestamp,
   updatedAt: Timestamp,
   serviceVersion: Type.String(),
-  units: Type.Integer(),
+  /** Units bought; for a metered purchase (D17.2) null until the delivery reports its usage. */
+  units: NullableInt,
+  /** EXT (D17.1): a metered purchase holds the price of `maxUnits` and pays for the units used. */
+  metered: Type.Boolean(),
+  maxUnits: NullableInt,
   output: Type.Union([FreeObject, Type.Null()]),
   deliveredAt: NullableTimestamp,
   settledAt: NullableTimestamp,
@@ -183,8 +191,12 @@ export const NegotiationView = Type.Object({
 });
 export type NegotiationView = Static<typeof NegotiationView>;
 
+/** EXT (D17.2): what a metered purchase used, reported with (and signed with) its delivery. */
+export const Usage = Strict({ units: Type.Integer({ minimum: 0, maximum: MAX_UNITS, description: 'Units used: at most the purchase\'s maxUnits' }) });
+
 export const DeliverBody = Strict({
   output: FreeObjectOf(256 * 1024, 'Must pass the service outputSchema; at most 256 KiB as JSON'),
+  usage: Type.Optional(Usage),
 });
 export const VerifyBody = Strict({
   qualityScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
@@ -195,7 +207,8 @@ export const CancelBody = Strict({});
 
 // --- Disputes (spec "Dispute", D12; the routes after opening are EXT)
 
-export const DISPUTE_REASONS = ['output_quality', 'output_incomplete', 'schema_compliant_but_wrong', 'sla_violated', 'other'] as const;
+/** Spec reasons, and EXT `usage_overstated` (D17.3): a metered delivery reported more units than it used. */
+export const DISPUTE_REASONS = ['output_quality', 'output_incomplete', 'schema_compliant_but_wrong', 'sla_violated', 'usage_overstated', 'other'] as const;
 export const DISPUTE_STATUSES = ['open', 'proposed', 'escalated', 'resolved'] as const;
 export type DisputeStatus = (typeof DISPUTE_STATUSES)[number];
 export const DISPUTE_OUTCOMES = ['consumer_wins', 'provider_wins', 'partial_refund', 'provider_redo'] as const;

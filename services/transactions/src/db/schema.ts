@@ -42,7 +42,10 @@ export interface TransactionRow {
   statusReason: string | null;
   input: Record<string, unknown>;
   output: Record<string, unknown> | null;
-  units: number;
+  /** Units bought; null for a metered purchase until its delivery reports its usage (D17.2). */
+  units: number | null;
+  /** D17.1: a metered purchase's most units, whose price is held (`listPriceCents`); null otherwise. */
+  maxUnits: number | null;
   listPriceCents: number;
   maxPriceCents: number | null;
   agreedPriceCents: number | null;

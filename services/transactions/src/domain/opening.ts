@@ -52,10 +52,15 @@ export function openPurchase(caller: Caller, order: Order, facts: PurchaseFacts,
     return refused(new AppError('SERVICE_NOT_ACTIVE', 'The service or its provider is not active.', { details: { serviceStatus: contract.status, providerStatus: contract.providerStatus } }));
   }
   if (order.inputErrors.length > 0) return refused(AppError.many(order.inputErrors.slice(0, 20)));
-  const units = order.units ?? 1;
+  const metered = meteredRefusal(contract.pricing.model, order);
+  if (metered) return refused(metered);
+  const units = order.maxUnits ?? order.units ?? 1;
   const price = listPrice(contract.pricing, units, policy.maxTransactionCents);
-  if (!price.ok) return refused(new AppError('VALIDATION_ERROR', price.message, { field: '/body/units' }));
+  if (!price.ok) return refused(new AppError('VALIDATION_ERROR', price.message, { field: order.maxUnits !== undefined ? '/body/maxUnits' : '/body/units' }));
   // D9.4: negotiation when the service is negotiable or the consumer names another price.
+  if (order.maxUnits !== undefined && order.maxPriceCents !== undefined && order.maxPriceCents !== price.cents) {
+    return refused(new AppError('VALIDATION_ERROR', `A metered purchase is bought at the price of its maxUnits (${price.cents} cents); it is not negotiated.`, { field: '/body/maxPriceCents', details: { heldCents: price.cents } }));
+  }
   const negotiating = contract.pricing.model === 'negotiable' || (order.maxPriceCents !== undefined && order.maxPriceCents !== price.cents);
   const offered = negotiating ? order.maxPriceCents ?? price.cents : price.cents;
   const outside = negotiating ? offerRefusal(contract.pricing, offered, policy.maxTransactionCents) : null;
@@ -67,13 +72,27 @@ export function openPurchase(caller: Caller, order: Order, facts: PurchaseFacts,
   return { kind: 'changed', changes: { ...opened.state, input: order.input, output: null, metadata: order.metadata }, effects: opened.effects };
 }
 
+/**
+ * D17.1: a metered purchase (`maxUnits`) is of a service priced per unit or in tiers, names no
+ * `units`, and is bought at the price of its most units: a `maxPriceCents` other than that would
+ * open a negotiation (D9.4), which a price known only after the work does not have.
+ */
+function meteredRefusal(model: Order['contract']['pricing']['model'], order: Order): AppError | null {
+  if (order.maxUnits === undefined) return null;
+  if (order.units !== undefined) return new AppError('VALIDATION_ERROR', 'Give units (a purchase of a known size) or maxUnits (a metered purchase), not both.', { field: '/body/maxUnits' });
+  if (model !== 'per_unit' && model !== 'tiered') {
+    return new AppError('VALIDATION_ERROR', `maxUnits applies to per_unit and tiered pricing; this service's pricing is ${model}.`, { field: '/body/maxUnits', details: { pricingModel: model } });
+  }
+  return null;
+}
+
 /** The purchase as it is created, before anything happens to it. */
 function initiated(caller: Caller, order: Order, units: number, listPriceCents: number, negotiating: boolean, now: Date): Purchase {
   const { contract } = order;
   return {
     id: order.id, consumerAgentId: caller.agentId, providerAgentId: contract.agentId, consumerAccountId: caller.accountId, providerAccountId: contract.providerAccountId,
     serviceId: contract.serviceId, serviceRevision: contract.revision, serviceVersion: contract.version, category: contract.category, pricing: contract.pricing, sla: contract.sla,
-    status: 'initiated', statusReason: null, units, listPriceCents, maxPriceCents: order.maxPriceCents ?? null,
+    status: 'initiated', statusReason: null, units: order.maxUnits !== undefined ? null : units, maxUnits: order.maxUnits ?? null, listPriceCents, maxPriceCents: order.maxPriceCents ?? null,
     agreedPriceCents: negotiating ? null : listPriceCents, platformFeeCents: negotiating ? null : platformFee(listPriceCents),
     hold: 'none', holdAttempt: 0, pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
     initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null, approval: null,

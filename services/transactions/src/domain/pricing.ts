@@ -1,4 +1,4 @@
-import { PLATFORM_FEE_TIERS } from '@aex/contracts';
+import { listPrice, PLATFORM_FEE_TIERS, type Pricing } from '@aex/contracts';
 
 // The list price is defined with the contracts, where agents' tools compute it too.
 export { listPrice, type PriceResult } from '@aex/contracts';
@@ -28,3 +28,15 @@ export function platformFee(priceCents: number): number {
   }
   return Math.floor((exact + 50_000) / 100_000);
 }
+
+/** D17.2: the price of the units a metered delivery used (none: nothing), within the price held. */
+export function usedPrice(pricing: Pricing, units: number): number {
+  if (units === 0) return 0;
+  const price = listPrice(pricing, units, Number.MAX_SAFE_INTEGER);
+  if (!price.ok) throw new Error(`no price for ${units} units: ${price.message}`);
+  return price.cents;
+}
+
+/** What the wallet holds for a purchase: the agreed price, or a metered purchase's price of its most units (D17.1). */
+export const heldCents = (t: { maxUnits: number | null; listPriceCents: number; agreedPriceCents: number | null }): number =>
+  t.maxUnits !== null ? t.listPriceCents : t.agreedPriceCents!;

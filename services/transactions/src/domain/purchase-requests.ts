@@ -3,8 +3,8 @@ import type { Approval } from '../db/schema.js';
 import { refused, type Draft } from './draft.js';
 import { decideNegotiationMessage } from './negotiation.js';
 import { approvalAsked, limitRefusal } from './opening.js';
-import { platformFee } from './pricing.js';
-import type { Purchase, PurchaseCommand, PurchaseDecision, PurchaseFacts, PurchasePolicy } from './purchase.js';
+import { platformFee, usedPrice } from './pricing.js';
+import type { Purchase, PurchaseChanges, PurchaseCommand, PurchaseDecision, PurchaseFacts, PurchasePolicy } from './purchase.js';
 import { settle } from './settling.js';
 import { actionRefusal } from './state-machine.js';
 
@@ -25,9 +25,35 @@ export function deliver(t: Purchase, c: Command<'deliver'>, d: Draft, policy: Pu
   }
   const reviewEndsAt = new Date(d.now.getTime() + policy.reviewWindowMs);
   return d
-    .move('delivered', { output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt })
+    .move('delivered', { output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt, ...usageCharged(t, c.usage) })
     .effect({ kind: 'schedule', timer: 'reviewWindow', at: reviewEndsAt })
     .decision();
+}
+
+/**
+ * D17.2: a metered delivery's units and their price with its fee (what a settlement pays); nothing
+ * for a purchase of a known size. The usage was checked before the step (`usageRefusal`).
+ */
+function usageCharged(t: Purchase, usage: { units: number } | undefined): PurchaseChanges {
+  if (t.maxUnits === null) return {};
+  if (!usage || usage.units > t.maxUnits) throw new Error(`a metered delivery of transaction ${t.id} decided without its usage checked`);
+  const price = usedPrice(t.pricing, usage.units);
+  return { units: usage.units, agreedPriceCents: price, platformFeeCents: platformFee(price) };
+}
+
+/**
+ * D17.2, before the step: a metered purchase's delivery says what it used (0 ≤ units ≤ maxUnits), a
+ * purchase of a known size's does not; either refusal uses no delivery attempt.
+ */
+export function usageRefusal(t: Pick<Purchase, 'maxUnits'>, usage: { units: number } | undefined): AppError | null {
+  if (t.maxUnits === null) {
+    return usage ? new AppError('VALIDATION_ERROR', 'usage is reported for a metered purchase (bought with maxUnits) only.', { field: '/body/usage' }) : null;
+  }
+  if (!usage) return new AppError('VALIDATION_ERROR', `This purchase is metered: say what was used with usage: { units } (0 to ${t.maxUnits}).`, { field: '/body/usage', details: { maxUnits: t.maxUnits } });
+  if (usage.units > t.maxUnits) {
+    return new AppError('VALIDATION_ERROR', `usage.units is at most the purchase's maxUnits (${t.maxUnits}).`, { field: '/body/usage/units', details: { maxUnits: t.maxUnits } });
+  }
+  return null;
 }
 
 /** D9.7, D9.12: the consumer accepts the output; the wallet is asked to settle. */

@@ -88,6 +88,8 @@ export interface Order {
   inputErrors: readonly ErrorEntry[];
   input: Record<string, unknown>;
   units: number | undefined;
+  /** D17.1: a metered purchase's most units. */
+  maxUnits?: number | undefined;
   maxPriceCents: number | undefined;
   metadata: Record<string, unknown>;
 }
@@ -96,7 +98,7 @@ export type PurchaseCommand =
   | { kind: 'open'; caller: Caller; order: Order }
   | { kind: 'start'; caller: Caller }
   /** `outputErrors`: the output's violations of the pinned contract's outputSchema, once checked (empty: valid). */
-  | { kind: 'deliver'; caller: Caller; output: Record<string, unknown>; outputErrors?: readonly ErrorEntry[] }
+  | { kind: 'deliver'; caller: Caller; output: Record<string, unknown>; usage?: { units: number } | undefined; outputErrors?: readonly ErrorEntry[] }
   | { kind: 'verify'; caller: Caller; qualityScore: number | null; notes: string | null }
   | { kind: 'cancel'; caller: Caller }
   /** A negotiation message (D11); an accept is decided with the consumer's delegation (D10.2). */

@@ -1,14 +1,29 @@
-import { platformFee } from './pricing.js';
+import { heldCents, platformFee } from './pricing.js';
 import type { Draft } from './draft.js';
 import type { Purchase, PurchaseChanges, PurchaseCommand, PurchaseDecision } from './purchase.js';
 
 /** The settlement asked of the wallet: the agreed price to the provider minus the fee (D13.3). */
 export function settle(d: Draft, changes: PurchaseChanges): PurchaseDecision {
+  return settlement(d, changes, 0);
+}
+
+/**
+ * The settlement of the price held (D13.3): the agreed price less `refundCents` (D12.8) paid, with
+ * the fee on what is paid; what is not paid — the refund, and a metered purchase's unused part of
+ * its hold (D17.3) — returned to the consumer in the same settlement. When nothing is paid (a metered
+ * delivery of no units) the whole hold is returned and the purchase ends `settled` once it is.
+ */
+function settlement(d: Draft, changes: PurchaseChanges, refundCents: number): PurchaseDecision {
   const t = d.state;
   if (t.hold !== 'held') throw new Error(`transaction ${t.id} in ${t.status} settled with hold ${t.hold}`);
+  const held = heldCents(t);
+  const paid = t.agreedPriceCents! - refundCents;
+  if (paid < 0 || paid > held) throw new Error(`transaction ${t.id}: a settlement paying ${paid} of ${held} cents held`);
+  const feeCents = refundCents === 0 ? t.platformFeeCents ?? 0 : platformFee(paid);
+  if (paid === 0) return d.move('settled', { ...changes, platformFeeCents: 0, settledAt: d.now }).decision();
   return d
-    .set({ ...changes, hold: 'settling' })
-    .effect({ kind: 'settle', amountCents: t.agreedPriceCents!, feeCents: t.platformFeeCents ?? 0, refundCents: 0 })
+    .set({ ...changes, hold: 'settling', platformFeeCents: feeCents })
+    .effect({ kind: 'settle', amountCents: held, feeCents, refundCents: held - paid })
     .decision();
 }
 
@@ -26,16 +41,14 @@ export function resolveDispute(t: Purchase, c: Extract<PurchaseCommand, { kind: 
     case 'consumer_wins':
       return d.move('failed', { statusReason }).decision();
     case 'provider_wins':
-    case 'partial_refund': {
-      const feeCents = platformFee(t.agreedPriceCents! - c.refundCents);
-      return d.set({ hold: 'settling', platformFeeCents: feeCents, statusReason })
-        .effect({ kind: 'settle', amountCents: t.agreedPriceCents!, feeCents, refundCents: c.refundCents })
-        .decision();
-    }
+    case 'partial_refund':
+      return settlement(d, { statusReason }, c.refundCents);
     case 'provider_redo': {
       const expiresAt = new Date(d.now.getTime() + t.sla.timeoutMs);
+      // A metered purchase's usage goes with the delivery it came with: the redo reports its own.
+      const metered = t.maxUnits !== null ? { units: null, agreedPriceCents: t.listPriceCents, platformFeeCents: platformFee(t.listPriceCents) } : {};
       return d.effect({ kind: 'schedule', timer: 'transactionExpiry', at: expiresAt })
-        .move('executing', { statusReason, expiresAt, output: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0 })
+        .move('executing', { statusReason, expiresAt, output: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0, ...metered })
         .decision();
     }
   }

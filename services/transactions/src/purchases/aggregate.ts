@@ -5,6 +5,7 @@ import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import type { LastMessage } from '../domain/negotiation.js';
 import { accessRefusal } from '../domain/purchase-access.js';
+import { usageRefusal } from '../domain/purchase-requests.js';
 import { isTerminal } from '../domain/state-machine.js';
 import { decidePurchase, factsNeeded, moneyInFlight, type Purchase, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect, type PurchaseFacts, type PurchasePolicy } from '../domain/purchase.js';
 import { delegationOf } from './delegations.js';
@@ -73,6 +74,9 @@ async function preparePurchase(deps: Deps, t: KnownRow | undefined, c: PurchaseC
   if (!t) return c;
   switch (c.kind) {
     case 'deliver': {
+      // D17.2: a delivery that misreports its usage uses no attempt.
+      const wrongUsage = usageRefusal(t, c.usage);
+      if (wrongUsage) throw wrongUsage;
       const contract = await deps.contracts.revision(t.serviceId, t.serviceRevision, ctx.requestId);
       const checked = deps.contracts.check(contract, 'output', c.output, '/output');
       return { ...c, outputErrors: checked.ok ? [] : checked.errors };

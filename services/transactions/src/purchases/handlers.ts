@@ -35,7 +35,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     caller,
     order: {
       id, contract, delegation: { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId }, inputErrors: checked.ok ? [] : checked.errors,
-      input: body.input, units: body.units, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
+      input: body.input, units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
     },
   });
 };
@@ -76,7 +76,7 @@ export const start = (deps: TransactionDeps): OperationHandler<Ops['start']> => 
  * OUTPUT_VALIDATION_FAILED.
  */
 export const deliver = (deps: TransactionDeps): OperationHandler<Ops['deliver']> => async ({ path, body }, ctx) =>
-  deps.purchases.request(ctx, path.transactionId, { kind: 'deliver', caller: requireAgent(ctx), output: body.output });
+  deps.purchases.request(ctx, path.transactionId, { kind: 'deliver', caller: requireAgent(ctx), output: body.output, usage: body.usage });
 
 /**
  * POST /v1/transactions/{id}/verify (D9.7, D9.12): the consumer accepts the output; the wallet

@@ -36,6 +36,8 @@ export function transactionView(t: TransactionRow, viewerAccountId: string): Tra
     updatedAt: t.updatedAt.toISOString(),
     serviceVersion: t.serviceVersion,
     units: t.units,
+    metered: t.maxUnits !== null,
+    maxUnits: t.maxUnits,
     output: t.output,
     deliveredAt: iso(t.deliveredAt),
     settledAt: iso(t.settledAt),

@@ -102,7 +102,11 @@ describe('the Helm chart', () => {
     expect(config!.data).toMatchObject({ PUBLIC_BASE_URL: 'https://exchange.example.com', HOST: '0.0.0.0', PORT: '8080', PAYMENTS_PROVIDER: 'none', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
     expect(JSON.stringify(config)).not.toMatch(/postgres:\/\/|nats:\/\//);
     const secrets = ofKind<KubeObject & { stringData: Record<string, string> }>(minimal, 'Secret').filter((s) => !s.metadata.annotations?.['helm.sh/hook']);
-    expect(secrets.map((s) => Object.keys(s.stringData).sort())).toEqual([['DATABASE_URL', 'NATS_URL']]);
+    expect(secrets.map((s) => Object.keys(s.stringData).sort())).toEqual([['DATABASE_URL', 'NATS_URL', 'RECEIPT_SIGNING_KEY']]);
+    // D18.1: a receipt key the chart made (32 bytes), seen by the transactions service only.
+    expect(Buffer.from(secrets[0]!.stringData.RECEIPT_SIGNING_KEY!, 'base64')).toHaveLength(32);
+    const holders = ofKind<Workload>(minimal, 'Deployment').filter((d) => d.spec.template.spec.containers[0]!.env?.some((e) => e.name === 'RECEIPT_SIGNING_KEY'));
+    expect(holders.map((d) => d.metadata.name)).toEqual([expect.stringMatching(/transactions$/)]);
 
     const production = await render('production-values.yaml');
     expect(ofKind(production, 'Secret')).toEqual([]); // all of them are the platform team's
@@ -190,7 +194,7 @@ describe('the Helm chart', () => {
     const chartConfig = schema.properties.config.properties;
     // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets). TLS is
     // the ingress's in a cluster, so the gateway's own certificate files are not offered.
-    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+    const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'RECEIPT_SIGNING_KEY', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
     const settable = Object.keys(ConfigSchema.properties).filter((n) => !managed.includes(n));
     expect(Object.keys(chartConfig).sort()).toEqual(settable.sort());
     for (const name of settable) {

@@ -110,6 +110,7 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
       RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
       PUBLIC_BASE_URL: 'http://exchange.test:8080',
       BUS_NAMESPACE: bus.namespace,
+      RECEIPT_SIGNING_KEY: randomBytes(32).toString('base64'),
       ...overrides,
     },
   );

@@ -1,5 +1,6 @@
 import { describe, expect } from 'vitest';
-import { unwrap, type Pricing } from '@agent-exchange/client';
+import { unwrap } from '@agent-exchange/client';
+import type { Pricing } from '@aex/contracts';
 import { exchangeTest } from './fixtures.js';
 import { expectError } from './harness.js';
 import { funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus, type Party } from './transaction-kit.js';

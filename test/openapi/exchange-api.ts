@@ -521,6 +521,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/transactions/{transactionId}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The ended purchase’s signed receipt: a JWS anyone verifies with /.well-known/jwks.json */
+        get: operations["getReceipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The exchange’s receipt keys as a JWK set, current and retired */
+        get: operations["receiptKeysRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/did.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The exchange’s own DID document, listing its receipt keys */
+        get: operations["exchangeDidDocumentRaw"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/transactions/{transactionId}/dispute": {
         parameters: {
             query?: never;
@@ -975,6 +1026,23 @@ export interface paths {
         get: operations["reconcilePayments"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/v1/receipt-keys/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new receipt key signs from now on; receipts of the retired keys keep verifying */
+        post: operations["rotateReceiptKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2107,6 +2175,92 @@ export interface components {
                 settledCents: number;
                 heldCents: number;
             }[];
+        };
+        ReceiptView: {
+            /** @description Compact JWS (EdDSA), verifiable with /.well-known/jwks.json */
+            receipt: string;
+            claims: {
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                transactionId: string;
+                status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
+                outcome: string | null;
+                /**
+                 * Format: uuid
+                 * @description UUID
+                 */
+                serviceId: string;
+                serviceRevision: number;
+                serviceVersion: string;
+                /** @description The consumer agent's did:web */
+                consumer: string;
+                /** @description The provider agent's did:web */
+                provider: string;
+                inputDigest: string | null;
+                outputDigest: string | null;
+                units: number | null;
+                priceCents: number | null;
+                platformFeeCents: number;
+                refundedCents: number;
+                /** @constant */
+                currency: "USD";
+                sessionId: string | null;
+                deliveredAt: string | null;
+                settledAt: string | null;
+                delivery: {
+                    signature: string;
+                    signatureTimestamp: string;
+                } | null;
+            };
+        };
+        ReceiptKeysView: {
+            keys: {
+                /** @constant */
+                kty: "OKP";
+                /** @constant */
+                crv: "Ed25519";
+                /** @constant */
+                alg: "EdDSA";
+                /** @constant */
+                use: "sig";
+                kid: string;
+                x: string;
+            }[];
+            /** @description kid of the key signing new receipts */
+            current: string;
+            retired: {
+                kid: string;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601 UTC timestamp
+                 */
+                retiredAt: string;
+            }[];
+        };
+        ExchangeDidDocument: {
+            "@context": string[];
+            id: string;
+            verificationMethod: {
+                id: string;
+                /** @constant */
+                type: "JsonWebKey2020";
+                controller: string;
+                publicKeyJwk: {
+                    /** @constant */
+                    kty: "OKP";
+                    /** @constant */
+                    crv: "Ed25519";
+                    /** @constant */
+                    alg: "EdDSA";
+                    /** @constant */
+                    use: "sig";
+                    kid: string;
+                    x: string;
+                };
+            }[];
+            assertionMethod: string[];
         };
         DisputeView: {
             /**
@@ -4487,6 +4641,8 @@ export interface operations {
                      *         "updatedAt": "2026-01-31T12:00:00.000Z",
                      *         "serviceVersion": "1.0.0",
                      *         "units": 1,
+                     *         "metered": false,
+                     *         "maxUnits": null,
                      *         "output": null,
                      *         "deliveredAt": null,
                      *         "settledAt": null,
@@ -5460,6 +5616,124 @@ export interface operations {
             403: components["responses"]["Error403"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    getReceipt: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                transactionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReceiptView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: INVALID_STATE */
+            409: components["responses"]["Error409"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    receiptKeysRaw: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jwk-set+json": components["schemas"]["ReceiptKeysView"];
+                };
+            };
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    exchangeDidDocumentRaw: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/did+json": components["schemas"]["ExchangeDidDocument"];
+                };
+            };
             /** @description Rate limited: RATE_LIMITED */
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
@@ -7098,6 +7372,50 @@ export interface operations {
             500: components["responses"]["Error500"];
             /** @description Not configured on this exchange: PAYMENTS_NOT_CONFIGURED */
             501: components["responses"]["Error501"];
+            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    rotateReceiptKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReceiptKeysView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            202: components["responses"]["OutcomeUnknown"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
             /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };

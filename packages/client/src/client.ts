@@ -1,4 +1,6 @@
 import type {
+  ReceiptKeysView,
+  ReceiptView,
   AccountView,
   CreateAccountBody,
   CreateAgentBody,
@@ -296,6 +298,18 @@ export class ExchangeClient {
   retryWebhookDelivery = (agentId: string, webhookId: string, o: Keyed = {}) =>
     this.request<WebhookDeliveryView>('POST', `/v1/agents/${enc(agentId)}/webhook/deliveries/${enc(webhookId)}/retry`, o);
   testWebhook = (agentId: string, o: Keyed = {}) => this.request<WebhookTestView>('POST', `/v1/agents/${enc(agentId)}/webhook/test`, o);
+
+  // --- receipts (D18)
+  /** The signed receipt of an ended purchase (parties only): the compact JWS and its claims; check it with `verifyReceipt`. */
+  receipt = (transactionId: string) => this.request<ReceiptView>('GET', `/v1/transactions/${enc(transactionId)}/receipt`);
+  /** The exchange's receipt keys as a JWK set (public; current and retired), for `verifyReceipt` offline. */
+  receiptKeys = async (): Promise<ReceiptKeysView> => {
+    const res = await (this.opts.fetch ?? fetch)(`${this.opts.baseUrl}/.well-known/jwks.json`, { signal: AbortSignal.timeout(this.opts.timeoutMs ?? 30_000) });
+    if (!res.ok) throw new Error(`The exchange answered ${res.status} for its JWK set`);
+    return (await res.json()) as ReceiptKeysView;
+  };
+  /** Operator (D18.4): a new receipt key signs from now on; receipts of the retired ones keep verifying. */
+  rotateReceiptKey = (o: Keyed = {}) => this.request<ReceiptKeysView>('POST', '/admin/v1/receipt-keys/rotate', o);
 
   // --- operator (D15.3)
   webhookDeadLetters = (query: { limit?: number; offset?: number } = {}) => this.request<WebhookDeliveryView[]>('GET', '/admin/v1/webhooks/dead-letters', { query });

@@ -12,6 +12,7 @@ export * from './api/identity.js';
 export * from './api/wallet.js';
 export * from './api/catalog.js';
 export * from './api/transactions.js';
+export * from './api/receipts.js';
 export * from './api/webhooks.js';
 export * from './api/protocol.js';
 export * from './pricing.js';

@@ -88,6 +88,8 @@ export const TransactionEventData = Type.Object({
    * Internal: the webhook dispatcher delivers to it and leaves the field out of the payload.
    */
   ownerAgentId: Type.Optional(Uuid),
+  /** D18.3: on the event that ended a purchase whose money was held, its receipt (compact JWS). */
+  receipt: Type.Optional(Type.String()),
 });
 
 /** The event of a transaction entering `status` (subject `<ns>.evt.transactions.transaction.<status>`). */

@@ -7,6 +7,7 @@ import type { ServiceName } from './subjects.js';
 import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
 import * as C from './api/catalog.js';
+import * as R from './api/receipts.js';
 import * as T from './api/transactions.js';
 import * as H from './api/webhooks.js';
 import { MessageEnvelope } from './messages.js';
@@ -152,6 +153,14 @@ export const transactionOps = {
   resolveDispute: effect('transactions', 'resolveDispute', 'admin', parts(T.DisputePath, Empty, T.ResolveDisputeBody), T.DisputeView),
   /** Operator (D15.3): disputes by status, the oldest deadline first — `escalated` ones wait for the operator. */
   listDisputes: operation('transactions', 'listDisputes', 'admin', parts(Empty, T.ListDisputesQuery, Type.Any()), Type.Array(T.DisputeView)),
+  /** D18.3: an ended purchase's receipt (parties only). */
+  getReceipt: operation('transactions', 'getReceipt', 'agent', TxParts(Type.Any()), R.ReceiptView),
+  /** D18.1 (public): the exchange's receipt keys, current and retired. */
+  receiptKeys: operation('transactions', 'receiptKeys', 'none', parts(Empty, Empty, Type.Any()), R.ReceiptKeysView),
+  /** D18.1 (public): the exchange's DID document, listing the same keys. */
+  exchangeDidDocument: operation('transactions', 'exchangeDidDocument', 'none', parts(Empty, Empty, Type.Any()), R.ExchangeDidDocument),
+  /** D18.4 (operator): a new receipt key signs from now on; the retired ones keep verifying. */
+  rotateReceiptKey: effect('transactions', 'rotateReceiptKey', 'admin', parts(Empty, Empty, Type.Any()), R.ReceiptKeysView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;
@@ -185,9 +194,15 @@ export const webhooksOps = {
   retryDeadLetter: effect('webhooks', 'retryDeadLetter', 'admin', parts(H.WebhookIdPath, Empty, Type.Any()), H.WebhookDeliveryView),
 };
 
+/** The X-AE-Signature of a signed request and its timestamp, as the gateway verified them (D3; a receipt records a delivery's, D18.2). */
+export interface RequestSignature {
+  signature: string;
+  timestamp: string;
+}
+
 export interface RpcRequest<In = unknown> {
   /** `signed`: the gateway verified an X-AE-Signature by the principal's current signing key (D3). */
-  ctx: { requestId: string; principal: Principal | null; admin?: boolean; signed?: boolean; idempotency?: IdempotencyContext };
+  ctx: { requestId: string; principal: Principal | null; admin?: boolean; signed?: boolean; signature?: RequestSignature; idempotency?: IdempotencyContext };
   input: In;
 }
 

@@ -32,6 +32,12 @@ export const ConfigSchema = Type.Object({
   /** Another address for Stripe's API (a local stand-in or stripe-mock); unset: Stripe's own. */
   STRIPE_API_URL: Type.Optional(Type.String({ format: 'uri', pattern: '^https?://' })),
   ADMIN_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  /**
+   * D18.1: the seed of the exchange's Ed25519 receipt key (base64 of 32 bytes; secret). Unset: each
+   * transactions process makes one of its own at start (receipts still verify, but the key changes
+   * with every start), so deployments set it; `pnpm start` keeps one in its data directory.
+   */
+  RECEIPT_SIGNING_KEY: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9+/]{43}=$' })),
   /** When set, `/metrics` (gateway and health ports) answers only `Authorization: Bearer <token>`; unset, it is open. */
   METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
   /**

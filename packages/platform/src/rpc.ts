@@ -1,6 +1,6 @@
 import {
   AppError, isAppError, subjects, validator,
-  type Operation, type OpInput, type OpOutput, type Principal, type RpcReply, type RpcRequest, type ServiceName,
+  type Operation, type OpInput, type OpOutput, type Principal, type RequestSignature, type RpcReply, type RpcRequest, type ServiceName,
 } from '@aex/contracts';
 import { BusUnavailableError, PayloadTooLargeError, type Bus, type MsgHeaders, type Stoppable } from './bus/types.js';
 import type { ExchangeConfig } from './config.js';
@@ -22,6 +22,8 @@ export interface HandlerContext {
   admin: boolean;
   /** The gateway verified an X-AE-Signature by the principal's current signing key (D3.5 `signed` mode). */
   signed: boolean;
+  /** A signed request's X-AE-Signature and timestamp, as the gateway verified them (a delivery's go into its receipt, D18.2). */
+  signature?: RequestSignature;
   logger: Logger;
   /** The one way a handler changes state (D5.5): see `EffectRunner`. */
   effect: EffectRunner;
@@ -124,7 +126,7 @@ export async function serveOperations<Ops extends Record<string, Operation>>(opt
         if (!req || typeof req !== 'object' || !req.ctx) throw new AppError('VALIDATION_ERROR', 'Malformed request.');
         const input = check.check(req.input);
         if (!input.ok) return { ok: false, status: 400, errors: input.errors };
-        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
+        const base = { requestId, principal: req.ctx.principal ?? null, admin: req.ctx.admin === true, signed: req.ctx.signed === true, ...(req.ctx.signed && req.ctx.signature && { signature: req.ctx.signature }), ...(req.ctx.idempotency && { operationKey: operationKeyOf(req.ctx.idempotency.scope, req.ctx.idempotency.key) }), logger: log, replyBudgetBytes: budget };
         if (op.auth === 'agent') requireAgent(base as unknown as HandlerContext);
         if (op.auth === 'admin' && !base.admin) throw new AppError('UNAUTHENTICATED', 'This operation needs the operator token.');
         const replayed = opts.replayed && (() => opts.replayed!(key, input.value, log));

@@ -4,12 +4,12 @@ import { connectBus, createLogger, loadConfig, runMain, stopOnSignals } from '@a
 import { startEmbeddedPostgres, startLocalNats, type Started } from './infra/local-infra.js';
 import { startStack } from './service.js';
 import { lockDataDir } from './infra/data-dir-lock.js';
-import { localOperatorToken } from './infra/operator-token.js';
+import { localOperatorToken, localReceiptKey } from './infra/operator-token.js';
 import { stopStack } from './infra/shutdown.js';
 
 // `pnpm start`: the whole exchange in one process (README "Run it, test it"). Local defaults: the
-// sandbox payment processor, private webhook targets allowed (D16) and an operator token of the data
-// directory's; everything else as configured.
+// sandbox payment processor, private webhook targets allowed (D16), an operator token and a receipt
+// key of the data directory's; everything else as configured.
 await runMain(async () => {
   const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
   const operator = process.env.ADMIN_TOKEN ? null : localOperatorToken(dataDir);
@@ -17,6 +17,7 @@ await runMain(async () => {
     PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
     ...(operator ? { ADMIN_TOKEN: operator.token } : {}),
+    RECEIPT_SIGNING_KEY: process.env.RECEIPT_SIGNING_KEY ?? localReceiptKey(dataDir),
   });
   const logger = createLogger('stack', config.LOG_LEVEL, config.LOG_FORMAT);
   const owned: Started[] = [];

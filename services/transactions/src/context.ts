@@ -5,6 +5,8 @@ import type { Database } from './db/schema.js';
 import type { DisputeTypes } from './disputes/aggregate.js';
 import type { PurchaseTypes } from './purchases/aggregate.js';
 import type { PinnedContracts } from './purchases/pinned-contracts.js';
+import type { ReceiptIssuer } from './purchases/repository.js';
+import type { ReceiptKeyRing } from './receipts/key-ring.js';
 
 /**
  * An agent's rules in force with what they depend on (its account's defaults, its parent's rules),
@@ -34,5 +36,8 @@ export interface TransactionDeps {
   purchases: AggregateRunner<PurchaseTypes>;
   /** The disputes' steps (`disputes/aggregate.ts`). */
   disputes: AggregateRunner<DisputeTypes>;
+  /** D18: the exchange's receipt keys, and what signs a receipt with them. */
+  keyRing: ReceiptKeyRing;
+  receipts: ReceiptIssuer;
   now: () => Date;
 }

@@ -15,6 +15,8 @@ import * as negotiation from './purchases/negotiation.js';
 import { rpcTimeout } from './purchases/delegations.js';
 import { serveSaga } from './purchases/saga.js';
 import { purchaseTimers } from './purchases/timers.js';
+import { ReceiptKeyRing } from './receipts/key-ring.js';
+import * as receiptHandlers from './receipts/handlers.js';
 
 /** Rules in force and current contracts kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
 const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
@@ -45,9 +47,11 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const delegations = new LocalCache<KeptDelegation>(membership, KEPT);
   const contracts = new PinnedContracts(opts.bus, rpcTimeout(opts.config), new LocalCache<ContractView>(membership, KEPT));
   const runnerOptions = { tx, now, sagaWaitMs: opts.config.SAGA_WAIT_MS };
-  const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now }), { ...runnerOptions, signals });
+  const keyRing = await ReceiptKeyRing.start(db, { seed: opts.config.RECEIPT_SIGNING_KEY, publicBaseUrl: opts.config.PUBLIC_BASE_URL, logger });
+  const receipts = keyRing.issuer(opts.config.PUBLIC_BASE_URL);
+  const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now, receipts }), { ...runnerOptions, signals });
   const disputeRunner = new AggregateRunner(disputeAggregate({ purchases, policy: purchasePolicy(opts.config), sagaWaitMs: opts.config.SAGA_WAIT_MS }), runnerOptions);
-  const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, now };
+  const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, keyRing, receipts, now };
   relay.start();
   const saga = await serveSaga(deps);
   // Durable timers (docs/messaging.md "Durable timers"): rows claimed with SKIP LOCKED and fired in the database
@@ -59,32 +63,7 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
     now,
     service: 'transactions',
     ops: transactionOps,
-    handlers: {
-      createTransaction: transactions.createTransaction(deps),
-      getTransaction: transactions.getTransaction(deps),
-      listTransactions: transactions.listTransactions(deps),
-      negotiate: negotiation.negotiate(deps),
-      listNegotiations: negotiation.listNegotiations(deps),
-      start: transactions.start(deps),
-      deliver: transactions.deliver(deps),
-      verify: transactions.verify(deps),
-      cancel: transactions.cancel(deps),
-      approve: approvals.approve(deps),
-      deny: approvals.deny(deps),
-      listApprovals: approvals.listApprovals(deps),
-      listAccountTransactions: account.listAccountTransactions(deps),
-      getAccountTransaction: account.getAccountTransaction(deps),
-      spending: account.spending(deps),
-      figures: account.figures(deps),
-      openDispute: disputes.openDispute(deps),
-      getTransactionDispute: disputes.getTransactionDispute(deps),
-      getDispute: disputes.getDispute(deps),
-      respondDispute: disputes.respondDispute(deps),
-      decideDispute: disputes.decideDispute(deps),
-      withdrawDispute: disputes.withdrawDispute(deps),
-      resolveDispute: disputes.resolveDispute(deps),
-      listDisputes: disputes.listDisputes(deps),
-    },
+    handlers: operationHandlers(deps),
     logger,
     tx,
     claims: serviceDb.claims,
@@ -103,5 +82,39 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       await relay.stop();
       await close();
     },
+  };
+}
+
+/** The service's operations (`transactionOps`), each its handler. */
+function operationHandlers(deps: TransactionDeps) {
+  return {
+    createTransaction: transactions.createTransaction(deps),
+    getTransaction: transactions.getTransaction(deps),
+    listTransactions: transactions.listTransactions(deps),
+    negotiate: negotiation.negotiate(deps),
+    listNegotiations: negotiation.listNegotiations(deps),
+    start: transactions.start(deps),
+    deliver: transactions.deliver(deps),
+    verify: transactions.verify(deps),
+    cancel: transactions.cancel(deps),
+    approve: approvals.approve(deps),
+    deny: approvals.deny(deps),
+    listApprovals: approvals.listApprovals(deps),
+    listAccountTransactions: account.listAccountTransactions(deps),
+    getAccountTransaction: account.getAccountTransaction(deps),
+    spending: account.spending(deps),
+    figures: account.figures(deps),
+    openDispute: disputes.openDispute(deps),
+    getTransactionDispute: disputes.getTransactionDispute(deps),
+    getDispute: disputes.getDispute(deps),
+    respondDispute: disputes.respondDispute(deps),
+    decideDispute: disputes.decideDispute(deps),
+    withdrawDispute: disputes.withdrawDispute(deps),
+    resolveDispute: disputes.resolveDispute(deps),
+    listDisputes: disputes.listDisputes(deps),
+    getReceipt: receiptHandlers.getReceipt(deps),
+    receiptKeys: receiptHandlers.receiptKeys(deps),
+    exchangeDidDocument: receiptHandlers.exchangeDidDocument(deps),
+    rotateReceiptKey: receiptHandlers.rotateReceiptKey(deps),
   };
 }

@@ -140,7 +140,7 @@ function routeOperation(r: RouteSpec, registry: SchemaRegistry): Record<string, 
           errors: { type: 'null' },
         },
       };
-  const success = { description: 'Success', headers: successHeaders(r), content: { [r.raw ? 'application/did+json' : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
+  const success = { description: 'Success', headers: successHeaders(r), content: { [r.raw ? `application/${r.raw}` : 'application/json']: { schema: data, ...(examples?.response ? { example: examples.response } : {}) } } };
   const responses: Record<string, unknown> = { [String(r.successStatus)]: success };
   if (r.accepted) responses['202'] = { description: r.op === contracts.transactionOps.createTransaction
     ? 'Accepted: the purchase awaits its owner’s approval (`awaiting_approval`, D10.3), or the saga that holds its price had not answered within SAGA_WAIT_MS; the body shows the current state and webhooks tell the outcome'
@@ -180,6 +180,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   transactions: 'Buying: creation, negotiation, delivery, verification, cancellation',
   approvals: 'Purchases awaiting the account owner’s approval: the inbox, approve, deny (D10.3)',
   disputes: 'Disputes of delivered transactions',
+  receipts: 'Signed receipts of ended purchases, and the exchange’s keys that verify them: JWK set and DID document (D18)',
   wallets: 'Wallets, funding, payouts and the ledger',
   webhooks: 'An agent\'s webhook endpoint, secret and deliveries',
   operator: 'The operator API (bearer ADMIN_TOKEN)',

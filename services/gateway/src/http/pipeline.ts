@@ -154,7 +154,7 @@ async function execute(
     if (hit !== undefined) return { status: spec.successStatus, body: successBodyOfJson(hit, req.id) };
   }
   const fill = cached ? views.begin() : undefined;
-  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed } : {}), ...(idempotency ? { idempotency: idempotency.ctx } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed, signature: { signature: header(req, 'x-ae-signature')!, timestamp: header(req, 'x-ae-signature-timestamp')! } } : {}), ...(idempotency ? { idempotency: idempotency.ctx } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
   // Only a plain answer is kept: no stored replay, no pagination, no meta of its own.
   if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;

@@ -24,8 +24,8 @@ export interface RouteSpec {
   body: boolean | 'optional';
   /** For routes the gateway answers itself: the schema of `data`. */
   output?: TSchema;
-  /** D6.7: the raw DID document, not the envelope. */
-  raw?: 'did+json';
+  /** D6.7, D18.1: the raw document (a DID document, a JWK set), not the envelope. */
+  raw?: 'did+json' | 'jwk-set+json';
   /**
    * D13.7: the body is a Stripe event, handed to the operation as its exact bytes with its
    * `Stripe-Signature` header (`{ payload, signature }`), which the wallet verifies.
@@ -99,6 +99,9 @@ export const routes: RouteSpec[] = [
   agent('GET', '/v1/accounts/:accountId/transactions/:transactionId', transactionOps.getAccountTransaction, 'One purchase of the account’s agents with its negotiation and dispute (owner agent)', 'accounts', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
   agent('GET', '/v1/accounts/:accountId/spending', transactionOps.spending, 'What the account’s agents spent in the last days, by category (owner agent)', 'accounts', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
   agent('GET', '/v1/accounts/:accountId/approvals', transactionOps.listApprovals, 'The account’s purchases that needed an approval, newest first: pending, decided or all (owner agent; D10.3)', 'approvals', { errors: ['FORBIDDEN', 'NOT_FOUND'] }),
+  agent('GET', '/v1/transactions/:transactionId/receipt', transactionOps.getReceipt, 'The ended purchase’s signed receipt: a JWS anyone verifies with /.well-known/jwks.json (parties only; D18.3)', 'receipts', { errors: ['NOT_FOUND', 'INVALID_STATE'] }),
+  { method: 'GET', url: '/.well-known/jwks.json', op: transactionOps.receiptKeys, summary: 'The exchange’s receipt keys as a JWK set, current and retired (D18.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'jwk-set+json', tag: 'receipts' },
+  { method: 'GET', url: '/.well-known/did.json', op: transactionOps.exchangeDidDocument, summary: 'The exchange’s own DID document, listing its receipt keys (D18.1)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'did+json', tag: 'receipts' },
   agent('POST', '/v1/transactions/:transactionId/dispute', transactionOps.openDispute, 'Dispute a delivered transaction; the hold stays (consumer; D12.1)', 'disputes', { successStatus: 201 , errors: ['FORBIDDEN', 'NOT_FOUND', 'INVALID_STATE'] }),
   agent('GET', '/v1/transactions/:transactionId/dispute', transactionOps.getTransactionDispute, 'The transaction’s dispute (parties only; D12.9)', 'disputes', { errors: ['NOT_FOUND'] }),
   agent('GET', '/v1/disputes/:disputeId', transactionOps.getDispute, 'Read a dispute (parties only; D12.9)', 'disputes', { errors: ['NOT_FOUND'] }),
@@ -127,6 +130,7 @@ export const routes: RouteSpec[] = [
   { method: 'GET', url: '/admin/v1/webhooks/dead-letters', op: webhooksOps.listDeadLetters, summary: 'Every dead-lettered webhook delivery, most recently failed first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'POST', url: '/admin/v1/webhooks/dead-letters/:webhookId/retry', op: webhooksOps.retryDeadLetter, summary: 'Attempt a dead-lettered delivery again, same webhook-id (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['NOT_FOUND', 'INVALID_STATE'] },
   { method: 'GET', url: '/admin/v1/payments/reconciliation', op: walletOps.reconcilePayments, summary: 'Compare, for a period, what the payment processor says was paid in and out with the ledger’s fundings and payouts (operator, D13.7)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] },
+  { method: 'POST', url: '/admin/v1/receipt-keys/rotate', op: transactionOps.rotateReceiptKey, summary: 'A new receipt key signs from now on; receipts of the retired keys keep verifying (operator, D18.4)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
 ];
 

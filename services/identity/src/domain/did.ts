@@ -31,10 +31,7 @@ export function ed25519Multibase(rawKey: Uint8Array): string {
 }
 
 /** D6.6: the configured public host is the domain; a port is written `%3A<port>`. */
-export function didWebFor(publicBaseUrl: string, agentId: string): string {
-  const host = new URL(publicBaseUrl).host.replace(':', '%3A');
-  return `did:web:${host}:agents:${agentId}`;
-}
+export { didWebFor } from '@aex/contracts';
 
 export interface SigningKeyRecord {
   publicKey: string;

@@ -1,4 +1,4 @@
-import type { ApprovalRule, DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
+import type { ReceiptClaims, ApprovalRule, DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
 import type { PlatformTables } from '@aex/platform';
 
 /**
@@ -76,6 +76,14 @@ export interface TransactionRow {
   endingReason: string | null;
   deliveryAttempts: number;
   maxDeliveryAttempts: number;
+  /** D18.2: `sha-256=:…:` of the RFC 8785 form of the input, and of the output delivered. */
+  inputDigest: string | null;
+  outputDigest: string | null;
+  /** D18.2: the provider's X-AE-Signature of its delivery, and its timestamp. */
+  deliverySignature: string | null;
+  deliverySignatureTimestamp: string | null;
+  /** D12.8: what a dispute's partial refund gave back of the price charged. */
+  refundedCents: number;
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
@@ -123,9 +131,29 @@ export interface AgentActivityRow {
   n: string;
 }
 
+/** D18: a receipt, made once when its purchase ended. */
+export interface ReceiptRow {
+  transactionId: string;
+  kid: string;
+  jws: string;
+  claims: ReceiptClaims;
+  issuedAt: Date;
+}
+
+/** D18.1: a receipt key by generation: its public part, and when it stopped signing. */
+export interface ReceiptKeyRow {
+  generation: number;
+  kid: string;
+  x: string;
+  createdAt: Date;
+  retiredAt: Date | null;
+}
+
 export interface Database extends PlatformTables {
   transactions: TransactionRow;
   negotiationMessages: NegotiationRow;
   disputes: DisputeRow;
   agentActivity: AgentActivityRow;
+  receipts: ReceiptRow;
+  receiptKeys: ReceiptKeyRow;
 }

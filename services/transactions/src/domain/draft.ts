@@ -49,6 +49,8 @@ export class Draft {
     if (isTerminal(to) && (hold === 'requested' || hold === 'held')) return this.endOnceReturned(to, patch);
     this.set({ statusReason: null, ...patch, status: to });
     if (isTerminal(to)) this.effect({ kind: 'cancelTimers', timers: ALL_TIMERS });
+    // D18.2: a purchase that ends after its money was held has a receipt, announced with its end.
+    if (isTerminal(to) && this.state.fundsHeldAt !== null) this.effect({ kind: 'receipt' });
     this.effect({ kind: 'announce', event: announcement(this.state, from) });
     const outcome = trustOutcome(this.state);
     if (outcome) this.effect(outcome);

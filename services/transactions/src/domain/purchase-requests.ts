@@ -25,7 +25,10 @@ export function deliver(t: Purchase, c: Command<'deliver'>, d: Draft, policy: Pu
   }
   const reviewEndsAt = new Date(d.now.getTime() + policy.reviewWindowMs);
   return d
-    .move('delivered', { output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt, ...usageCharged(t, c.usage) })
+    .move('delivered', {
+      output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt, ...usageCharged(t, c.usage),
+      outputDigest: c.outputDigest ?? null, deliverySignature: c.signature?.signature ?? null, deliverySignatureTimestamp: c.signature?.timestamp ?? null,
+    })
     .effect({ kind: 'schedule', timer: 'reviewWindow', at: reviewEndsAt })
     .decision();
 }

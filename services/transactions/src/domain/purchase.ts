@@ -1,4 +1,4 @@
-import { AppError, type AgentStatus, type ContractView, type DelegationRules, type DisputeOutcome, type ErrorEntry, type NegotiateBody, type Static, type TransactionEventData, type TrustOutcome } from '@aex/contracts';
+import { AppError, type RequestSignature, type AgentStatus, type ContractView, type DelegationRules, type DisputeOutcome, type ErrorEntry, type NegotiateBody, type Static, type TransactionEventData, type TrustOutcome } from '@aex/contracts';
 import type { Decision } from '@aex/platform';
 import type { TransactionRow } from '../db/schema.js';
 import { accessRefusal, requestOf } from './purchase-access.js';
@@ -44,6 +44,8 @@ export type PurchaseEffect =
   | { kind: 'recordAccept'; fromAgentId: string; message: string | null }
   /** `transaction.<status>` for both parties (D14.1). */
   | { kind: 'announce'; event: Static<typeof TransactionEventData> }
+  /** D18.2: the receipt of a purchase that ended after its money was held, made with the step. */
+  | { kind: 'receipt' }
   /** What the provider's trust counts (D15.2). */
   | { kind: 'trustOutcome'; outcome: TrustOutcome; qualityScore: number | null; late: boolean };
 
@@ -87,6 +89,8 @@ export interface Order {
   /** The input's violations of the contract's inputSchema (D9.2); empty when it passes. */
   inputErrors: readonly ErrorEntry[];
   input: Record<string, unknown>;
+  /** D18.2: the input's digest (`jsonDigest`). */
+  inputDigest?: string;
   units: number | undefined;
   /** D17.1: a metered purchase's most units. */
   maxUnits?: number | undefined;
@@ -98,7 +102,11 @@ export type PurchaseCommand =
   | { kind: 'open'; caller: Caller; order: Order }
   | { kind: 'start'; caller: Caller }
   /** `outputErrors`: the output's violations of the pinned contract's outputSchema, once checked (empty: valid). */
-  | { kind: 'deliver'; caller: Caller; output: Record<string, unknown>; usage?: { units: number } | undefined; outputErrors?: readonly ErrorEntry[] }
+  | {
+    kind: 'deliver'; caller: Caller; output: Record<string, unknown>; usage?: { units: number } | undefined; outputErrors?: readonly ErrorEntry[];
+    /** D18.2: the output's digest, and the provider's signature of the request, for the receipt. */
+    outputDigest?: string; signature?: RequestSignature | undefined;
+  }
   | { kind: 'verify'; caller: Caller; qualityScore: number | null; notes: string | null }
   | { kind: 'cancel'; caller: Caller }
   /** A negotiation message (D11); an accept is decided with the consumer's delegation (D10.2). */

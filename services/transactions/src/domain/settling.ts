@@ -22,7 +22,7 @@ function settlement(d: Draft, changes: PurchaseChanges, refundCents: number): Pu
   const feeCents = refundCents === 0 ? t.platformFeeCents ?? 0 : platformFee(paid);
   if (paid === 0) return d.move('settled', { ...changes, platformFeeCents: 0, settledAt: d.now }).decision();
   return d
-    .set({ ...changes, hold: 'settling', platformFeeCents: feeCents })
+    .set({ ...changes, hold: 'settling', platformFeeCents: feeCents, ...(refundCents > 0 ? { refundedCents: refundCents } : {}) })
     .effect({ kind: 'settle', amountCents: held, feeCents, refundCents: held - paid })
     .decision();
 }
@@ -48,7 +48,7 @@ export function resolveDispute(t: Purchase, c: Extract<PurchaseCommand, { kind: 
       // A metered purchase's usage goes with the delivery it came with: the redo reports its own.
       const metered = t.maxUnits !== null ? { units: null, agreedPriceCents: t.listPriceCents, platformFeeCents: platformFee(t.listPriceCents) } : {};
       return d.effect({ kind: 'schedule', timer: 'transactionExpiry', at: expiresAt })
-        .move('executing', { statusReason, expiresAt, output: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0, ...metered })
+        .move('executing', { statusReason, expiresAt, output: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0, ...metered })
         .decision();
     }
   }

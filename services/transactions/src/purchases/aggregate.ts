@@ -5,6 +5,7 @@ import type { TransactionDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import type { LastMessage } from '../domain/negotiation.js';
 import { accessRefusal } from '../domain/purchase-access.js';
+import { jsonDigest } from '../domain/digest.js';
 import { usageRefusal } from '../domain/purchase-requests.js';
 import { isTerminal } from '../domain/state-machine.js';
 import { decidePurchase, factsNeeded, moneyInFlight, type Purchase, type PurchaseChanges, type PurchaseCommand, type PurchaseEffect, type PurchaseFacts, type PurchasePolicy } from '../domain/purchase.js';
@@ -33,7 +34,7 @@ export function purchasePolicy(config: TransactionDeps['config']): PurchasePolic
   };
 }
 
-type Deps = Pick<TransactionDeps, 'config' | 'contracts' | 'delegations' | 'bus' | 'now'>;
+type Deps = Pick<TransactionDeps, 'config' | 'contracts' | 'delegations' | 'bus' | 'now' | 'receipts'>;
 
 /**
  * The purchase (D9–D12), as the aggregate runner runs it: read and locked by its row and version,
@@ -53,7 +54,7 @@ export function purchaseAggregate(deps: Deps): Aggregate<PurchaseTypes> {
     facts: (trx, t, c) => readFacts(trx as Transaction<Database>, t, c, deps.now()),
     decide: (t, c, facts, now) => decidePurchase(t, c, facts, policy, now),
     write: (trx, t, changes, guarded) => (t === undefined ? insertTransaction(trx as Transaction<Database>, changes) : updateTransaction(trx as Transaction<Database>, t, changes, guarded)),
-    apply: (trx, work, t, effects, now) => applyEffects(trx as Transaction<Database>, work, t, effects, now),
+    apply: (trx, work, t, effects, now) => applyEffects(trx as Transaction<Database>, work, t, effects, now, deps.receipts),
     remember: knownOf,
     idOf: (t) => t.id,
     inFlight: moneyInFlight,
@@ -79,7 +80,7 @@ async function preparePurchase(deps: Deps, t: KnownRow | undefined, c: PurchaseC
       if (wrongUsage) throw wrongUsage;
       const contract = await deps.contracts.revision(t.serviceId, t.serviceRevision, ctx.requestId);
       const checked = deps.contracts.check(contract, 'output', c.output, '/output');
-      return { ...c, outputErrors: checked.ok ? [] : checked.errors };
+      return { ...c, outputErrors: checked.ok ? [] : checked.errors, ...(checked.ok && { outputDigest: jsonDigest(c.output) }), signature: ctx.signature };
     }
     case 'negotiate':
       return c.body.type === 'accept' ? { ...c, delegation: await delegationOf(deps, t.consumerAgentId, ctx.requestId) } : c;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AppError, isAppError, type ContractView, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
+import { jsonDigest } from '../domain/digest.js';
 import { isParty } from '../domain/purchase-access.js';
 import { delegationOf } from './delegations.js';
 import { readTransaction, transactionsPage, type VersionedRow } from './repository.js';
@@ -35,7 +36,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     caller,
     order: {
       id, contract, delegation: { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId }, inputErrors: checked.ok ? [] : checked.errors,
-      input: body.input, units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
+      input: body.input, inputDigest: jsonDigest(body.input), units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
     },
   });
 };

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { pagination, transactionEvent, transactionOutcome, walletSaga } from '@aex/contracts';
 import { precompiled, type GuardedWrite, type Precompiled, type Slots, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
-import type { Database, NegotiationRow, TransactionRow } from '../db/schema.js';
+import type { ReceiptClaims } from '@aex/contracts';
+import type { Database, NegotiationRow, ReceiptRow, TransactionRow } from '../db/schema.js';
+import { receiptClaims } from '../domain/receipts.js';
 import { TIMERS, type Purchase, type PurchaseChanges, type PurchaseEffect } from '../domain/purchase.js';
 import { transactionView } from './views.js';
 
@@ -39,7 +41,7 @@ const COLUMNS = [
   'status', 'statusReason', 'input', 'output', 'units', 'maxUnits', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'endingStatus', 'endingReason', 'deliveryAttempts', 'maxDeliveryAttempts',
-  'metadata', 'createdAt', 'updatedAt',
+  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'refundedCents', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /** JSON columns, written as text: node-postgres would write an array as a Postgres array. */
@@ -86,8 +88,15 @@ export function updateTransaction(trx: Trx, t: Pick<KnownRow, 'id' | 'version'>,
   return { parts: [['row', update.bind(trx, values)]], guard: 'row' };
 }
 
-/** Makes a decision's effects in `trx`, in order: messages through the outbox, timers, negotiation messages. */
-export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase, 'id' | 'consumerAgentId' | 'providerAgentId'>, effects: readonly PurchaseEffect[], now: Date): Promise<void> {
+/** What makes a purchase's receipt (D18.2): the exchange's key, and its agents' DIDs. */
+export interface ReceiptIssuer {
+  sign(claims: ReceiptClaims, now: Date): Promise<{ jws: string; kid: string }>;
+  agentDid(agentId: string): string;
+}
+
+/** Makes a decision's effects in `trx`, in order: messages through the outbox, timers, negotiation messages, the receipt. */
+export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effects: readonly PurchaseEffect[], now: Date, issuer: ReceiptIssuer): Promise<void> {
+  let receipt: string | undefined;
   for (const e of effects) {
     switch (e.kind) {
       case 'holdFunds':
@@ -118,8 +127,16 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Pick<Purchase,
         work.write(insertMessage(t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now));
         break;
       }
+      case 'receipt': {
+        const claims = receiptClaims(t, (id) => issuer.agentDid(id));
+        const signed = await issuer.sign(claims, now);
+        receipt = signed.jws;
+        work.write(insertReceipt({ transactionId: t.id, kid: signed.kid, jws: signed.jws, claims, issuedAt: now }));
+        break;
+      }
       case 'announce':
-        work.enqueue(transactionEvent(e.event.status), e.event, { now });
+        // The event that ends the purchase carries its receipt (D18.3).
+        work.enqueue(transactionEvent(e.event.status), receipt ? { ...e.event, receipt } : e.event, { now });
         break;
       case 'trustOutcome':
         work.enqueue(transactionOutcome, { transactionId: t.id, providerAgentId: t.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString() }, { now });
@@ -137,6 +154,13 @@ const insertMessage = (transactionId: string, m: Omit<NegotiationRow, 'id' | 'tr
     select ${randomUUID()}::uuid, ${transactionId}::uuid, ${m.fromAgentId}::uuid, ${m.messageType}::text, ${m.round}::integer, ${JSON.stringify(m.terms)}::jsonb,
       ${m.message}::text, ${m.expiresAt}::timestamptz, ${now}::timestamptz
     where ${written}`;
+
+/** D18.3: the receipt, written with the step's row on the condition that the row was written; made once. */
+const insertReceipt = (r: ReceiptRow) => (written: RawBuilder<boolean>) =>
+  sql`insert into receipts (transaction_id, kid, jws, claims, issued_at)
+    select ${r.transactionId}::uuid, ${r.kid}::text, ${r.jws}::text, ${JSON.stringify(r.claims)}::jsonb, ${r.issuedAt}::timestamptz
+    where ${written}
+    on conflict (transaction_id) do nothing`;
 
 /** The negotiation's latest message (every negotiation has its opening offer). */
 export const lastMessage = (db: Kysely<Database>, id: string): Promise<NegotiationRow | undefined> =>

@@ -1,0 +1,33 @@
+import { AppError, exchangeDidDocument as didDocumentOf, type transactionOps } from '@aex/contracts';
+import { requireAgent, type OperationHandler } from '@aex/platform';
+import type { TransactionDeps } from '../context.js';
+import { isTerminal } from '../domain/state-machine.js';
+import { visibleTransaction } from '../purchases/handlers.js';
+
+type Ops = typeof transactionOps;
+
+/**
+ * GET /v1/transactions/{id}/receipt (D18.3): the parties only (404 to anyone else); 409 while the
+ * purchase has not ended; 404 for one that ended before any money was held (it moved nothing).
+ */
+export const getReceipt = (deps: TransactionDeps): OperationHandler<Ops['getReceipt']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const t = await visibleTransaction(deps, caller.agentId, path.transactionId);
+  const r = await deps.db.selectFrom('receipts').select(['jws', 'claims']).where('transactionId', '=', t.id).executeTakeFirst();
+  if (r) return { data: { receipt: r.jws, claims: r.claims } };
+  if (!isTerminal(t.status) || t.endingStatus !== null) {
+    throw new AppError('INVALID_STATE', 'This purchase has not ended yet: its receipt is made when it does.', { details: { status: t.status, ...(t.endingStatus ? { ending: t.endingStatus } : {}) } });
+  }
+  throw new AppError('NOT_FOUND', 'This purchase ended before any money was held for it, so it has no receipt.', { details: { status: t.status } });
+};
+
+/** D18.1: the exchange's receipt keys (public), the current one first. */
+export const receiptKeys = (deps: TransactionDeps): OperationHandler<Ops['receiptKeys']> => async () => ({ data: await deps.keyRing.keys() });
+
+/** D18.1: the exchange's DID document (`did:web:{domain}`), listing the same keys. */
+export const exchangeDidDocument = (deps: TransactionDeps): OperationHandler<Ops['exchangeDidDocument']> => async () =>
+  ({ data: didDocumentOf(deps.config.PUBLIC_BASE_URL, (await deps.keyRing.keys()).keys) });
+
+/** D18.4 (operator): a new receipt key from now on; receipts signed with the retired ones keep verifying. */
+export const rotateReceiptKey = (deps: TransactionDeps): OperationHandler<Ops['rotateReceiptKey']> => async (_input, ctx) =>
+  ctx.effect(deps.tx, async (trx, work) => ({ data: await deps.keyRing.rotate(trx, work, deps.now()) }));

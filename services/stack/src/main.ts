@@ -13,12 +13,7 @@ import { stopStack } from './infra/shutdown.js';
 await runMain(async () => {
   const dataDir = resolve(process.env.AEX_DATA_DIR ?? '.data');
   const operator = process.env.ADMIN_TOKEN ? null : localOperatorToken(dataDir);
-  const config = loadConfig(process.env, {
-    PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
-    ...(operator ? { ADMIN_TOKEN: operator.token } : {}),
-    RECEIPT_SIGNING_KEY: process.env.RECEIPT_SIGNING_KEY ?? localReceiptKey(dataDir),
-  });
+  const config = loadConfig(process.env, localDefaults(dataDir, operator));
   const logger = createLogger('stack', config.LOG_LEVEL, config.LOG_FORMAT);
   const owned: Started[] = [];
   let url: string | null = null;
@@ -91,3 +86,13 @@ await runMain(async () => {
     release: async () => lock?.release(),
   }));
 });
+
+/** What `pnpm start` sets unless the environment does: the local stack's defaults and its data directory's secrets. */
+function localDefaults(dataDir: string, operator: { token: string } | null): Record<string, string> {
+  return {
+    PAYMENTS_PROVIDER: process.env.PAYMENTS_PROVIDER ?? 'sandbox',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: process.env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ?? 'true',
+    ...(operator ? { ADMIN_TOKEN: operator.token } : {}),
+    RECEIPT_SIGNING_KEY: process.env.RECEIPT_SIGNING_KEY ?? localReceiptKey(dataDir),
+  };
+}

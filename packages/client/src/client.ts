@@ -1,4 +1,7 @@
 import type {
+  ListSessionsQuery,
+  OpenSessionBody,
+  SessionView,
   ReceiptKeysView,
   ReceiptView,
   AccountView,
@@ -298,6 +301,21 @@ export class ExchangeClient {
   retryWebhookDelivery = (agentId: string, webhookId: string, o: Keyed = {}) =>
     this.request<WebhookDeliveryView>('POST', `/v1/agents/${enc(agentId)}/webhook/deliveries/${enc(webhookId)}/retry`, o);
   testWebhook = (agentId: string, o: Keyed = {}) => this.request<WebhookTestView>('POST', `/v1/agents/${enc(agentId)}/webhook/test`, o);
+
+  // --- prepaid sessions (D17.4–D17.7): one hold of a budget, many calls reserved from it
+  /** Opens a session (signed): its budget is held once; 201 `open`, or 202 while held or awaiting the owner's approval. */
+  openSession = (body: OpenSessionBody, o: Keyed = {}) => this.request<SessionView>('POST', '/v1/sessions', { body, ...o });
+  /** A call in an open session (signed): its price reserved from the budget, `funds_held` at once; 402 with `remainingCents` when the budget is short. */
+  callInSession = (sessionId: string, input: Record<string, unknown>, o: Keyed & { maxUnits?: number; units?: number; metadata?: Record<string, unknown> } = {}) => {
+    const { idempotencyKey, ...rest } = o;
+    return this.request<TransactionView>('POST', '/v1/transactions', { body: { sessionId, input, ...rest }, ...(idempotencyKey ? { idempotencyKey } : {}) });
+  };
+  getSession = (sessionId: string) => this.request<SessionView>('GET', `/v1/sessions/${enc(sessionId)}`);
+  listSessions = (query: ListSessionsQuery = {}) => this.request<SessionView[]>('GET', '/v1/sessions', { query });
+  /** No new calls; the unspent budget is returned once every call has ended (either party). */
+  closeSession = (sessionId: string, o: Keyed = {}) => this.request<SessionView>('POST', `/v1/sessions/${enc(sessionId)}/close`, { body: {}, ...o });
+  approveSession = (sessionId: string, o: Keyed = {}) => this.request<SessionView>('POST', `/v1/sessions/${enc(sessionId)}/approve`, { body: {}, ...o });
+  denySession = (sessionId: string, reason?: string, o: Keyed = {}) => this.request<SessionView>('POST', `/v1/sessions/${enc(sessionId)}/deny`, { body: reason ? { reason } : {}, ...o });
 
   // --- receipts (D18)
   /** The signed receipt of an ended purchase (parties only): the compact JWS and its claims; check it with `verifyReceipt`. */

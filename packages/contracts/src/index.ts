@@ -13,6 +13,7 @@ export * from './api/wallet.js';
 export * from './api/catalog.js';
 export * from './api/transactions.js';
 export * from './api/receipts.js';
+export * from './api/sessions.js';
 export * from './api/webhooks.js';
 export * from './api/protocol.js';
 export * from './pricing.js';

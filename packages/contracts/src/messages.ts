@@ -125,6 +125,23 @@ export const walletOperatorAction = event('wallet', 'wallet.operator.action', Op
 export const transactionsOperatorAction = event('transactions', 'transactions.operator.action', OperatorActionData);
 export const webhooksOperatorAction = event('webhooks', 'webhooks.operator.action', OperatorActionData);
 
+/** D17.6: `session.opened` and `session.closed`, for both parties' webhooks. */
+export const SessionEventData = Type.Object({
+  sessionId: Uuid,
+  status: Type.String(),
+  statusReason: Type.Union([Type.String(), Type.Null()]),
+  consumerAgentId: Uuid,
+  providerAgentId: Uuid,
+  serviceId: Uuid,
+  budgetCents: Type.Integer(),
+  spentCents: Type.Integer(),
+  returnedCents: Type.Integer(),
+  calls: Type.Integer(),
+});
+export const sessionEvent = (name: 'opened' | 'closed') => event('transactions', `transactions.session.${name}`, SessionEventData);
+/** Every session event at once, for the webhook dispatcher. */
+export const SESSION_EVENTS_FILTER = 'transactions.session.>';
+
 /** Every transaction event at once, for consumers (the webhook dispatcher). */
 export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
 
@@ -135,14 +152,21 @@ export const TRANSACTION_EVENTS_FILTER = 'transactions.transaction.>';
  */
 export const walletSaga = {
   /** `attempt` grows with each hold asked for one transaction: one refused for funds may be asked again (a later accept). */
-  holdFunds: command('wallet', 'wallet.holdFunds', Type.Object({ transactionId: Uuid, consumerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), attempt: Type.Integer({ minimum: 1 }) })),
+  /** `session`: the hold of a prepaid session's budget (D17.4), keyed by the session's id; its answers say so too. */
+  holdFunds: command('wallet', 'wallet.holdFunds', Type.Object({ transactionId: Uuid, consumerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), attempt: Type.Integer({ minimum: 1 }), session: Type.Optional(Type.Boolean()) })),
   returnHold: command('wallet', 'wallet.returnHold', Type.Object({ transactionId: Uuid })),
   /**
    * `refundCents` (D12.8 partial refund): that part of the hold goes back to the consumer and only the
    * rest is paid, `feeCents` being the fee on the rest; 0 or absent for a whole settlement.
    */
   settle: command('wallet', 'wallet.settle', Type.Object({ transactionId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents, refundCents: Type.Optional(Cents) })),
-  holdPlaced: event('wallet', 'wallet.hold.placed', Type.Object({ transactionId: Uuid, attempt: Type.Integer(), amountCents: Type.Integer(), at: Timestamp })),
+  /**
+   * D17.5, D17.7: a session call's price paid out of its session's hold (`holdId`): released and paid
+   * to the provider, the fee to the platform; keyed by the call's transaction id, done once.
+   */
+  capture: command('wallet', 'wallet.capture', Type.Object({ transactionId: Uuid, holdId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents })),
+  captured: event('wallet', 'wallet.hold.captured', Type.Object({ transactionId: Uuid, holdId: Uuid, amountCents: Type.Integer(), feeCents: Cents, at: Timestamp })),
+  holdPlaced: event('wallet', 'wallet.hold.placed', Type.Object({ transactionId: Uuid, attempt: Type.Integer(), amountCents: Type.Integer(), at: Timestamp, session: Type.Optional(Type.Boolean()) })),
   /** `insufficient_funds` (available below the price), `no_wallet`, or `closed` (returned before it was placed). */
   holdRefused: event('wallet', 'wallet.hold.refused', Type.Object({
     transactionId: Uuid,
@@ -150,8 +174,9 @@ export const walletSaga = {
     reason: Type.Union([Type.Literal('insufficient_funds'), Type.Literal('no_wallet'), Type.Literal('closed')]),
     availableCents: Type.Integer(),
     requiredCents: Type.Integer(),
+    session: Type.Optional(Type.Boolean()),
   })),
-  holdReturned: event('wallet', 'wallet.hold.returned', Type.Object({ transactionId: Uuid, amountCents: Cents, at: Timestamp })),
+  holdReturned: event('wallet', 'wallet.hold.returned', Type.Object({ transactionId: Uuid, amountCents: Cents, at: Timestamp, session: Type.Optional(Type.Boolean()) })),
   holdSettled: event('wallet', 'wallet.hold.settled', Type.Object({ transactionId: Uuid, amountCents: Type.Integer(), feeCents: Cents, refundCents: Type.Optional(Cents), at: Timestamp })),
 };
 

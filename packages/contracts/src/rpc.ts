@@ -8,6 +8,7 @@ import * as I from './api/identity.js';
 import * as W from './api/wallet.js';
 import * as C from './api/catalog.js';
 import * as R from './api/receipts.js';
+import * as S from './api/sessions.js';
 import * as T from './api/transactions.js';
 import * as H from './api/webhooks.js';
 import { MessageEnvelope } from './messages.js';
@@ -153,6 +154,13 @@ export const transactionOps = {
   resolveDispute: effect('transactions', 'resolveDispute', 'admin', parts(T.DisputePath, Empty, T.ResolveDisputeBody), T.DisputeView),
   /** Operator (D15.3): disputes by status, the oldest deadline first — `escalated` ones wait for the operator. */
   listDisputes: operation('transactions', 'listDisputes', 'admin', parts(Empty, T.ListDisputesQuery, Type.Any()), Type.Array(T.DisputeView)),
+  /** D17.4–D17.6: prepaid sessions. */
+  openSession: effect('transactions', 'openSession', 'agent', parts(Empty, Empty, S.OpenSessionBody), S.SessionView),
+  getSession: operation('transactions', 'getSession', 'agent', parts(S.SessionPath, Empty, Type.Any()), S.SessionView),
+  listSessions: operation('transactions', 'listSessions', 'agent', parts(Empty, S.ListSessionsQuery, Type.Any()), Type.Array(S.SessionView)),
+  closeSession: effect('transactions', 'closeSession', 'agent', parts(S.SessionPath, Empty, S.CloseSessionBody), S.SessionView),
+  approveSession: effect('transactions', 'approveSession', 'agent', parts(S.SessionPath, Empty, T.ApproveBody), S.SessionView),
+  denySession: effect('transactions', 'denySession', 'agent', parts(S.SessionPath, Empty, T.DenyBody), S.SessionView),
   /** D18.3: an ended purchase's receipt (parties only). */
   getReceipt: operation('transactions', 'getReceipt', 'agent', TxParts(Type.Any()), R.ReceiptView),
   /** D18.1 (public): the exchange's receipt keys, current and retired. */

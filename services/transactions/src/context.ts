@@ -4,6 +4,7 @@ import type { AggregateRunner, Bus, ExchangeConfig, LocalCache, Logger, Transact
 import type { Database } from './db/schema.js';
 import type { DisputeTypes } from './disputes/aggregate.js';
 import type { PurchaseTypes } from './purchases/aggregate.js';
+import type { SessionTypes } from './sessions/aggregate.js';
 import type { PinnedContracts } from './purchases/pinned-contracts.js';
 import type { ReceiptIssuer } from './purchases/repository.js';
 import type { ReceiptKeyRing } from './receipts/key-ring.js';
@@ -36,6 +37,8 @@ export interface TransactionDeps {
   purchases: AggregateRunner<PurchaseTypes>;
   /** The disputes' steps (`disputes/aggregate.ts`). */
   disputes: AggregateRunner<DisputeTypes>;
+  /** D17.4–D17.7: prepaid sessions' steps (`sessions/aggregate.ts`). */
+  sessions: AggregateRunner<SessionTypes>;
   /** D18: the exchange's receipt keys, and what signs a receipt with them. */
   keyRing: ReceiptKeyRing;
   receipts: ReceiptIssuer;

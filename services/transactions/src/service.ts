@@ -1,6 +1,6 @@
 import { subjects, transactionOps } from '@aex/contracts';
 import type { ContractView } from '@aex/contracts';
-import { AggregateRunner, CacheMembership, LocalCache, OutboxRelay, SagaSignals, TimerRunner, Transactor, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type ExchangeConfig, type Logger } from '@aex/platform';
+import { AggregateRunner, CacheMembership, LocalCache, OutboxRelay, SagaSignals, TimerRunner, Transactor, connectServiceDb, databaseCheck, serveOperations, type Bus, type Component, type Stoppable, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { KeptDelegation, TransactionDeps } from './context.js';
 import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
@@ -17,6 +17,9 @@ import { serveSaga } from './purchases/saga.js';
 import { purchaseTimers } from './purchases/timers.js';
 import { ReceiptKeyRing } from './receipts/key-ring.js';
 import * as receiptHandlers from './receipts/handlers.js';
+import { sessionAggregate, type SessionTypes } from './sessions/aggregate.js';
+import * as sessionHandlers from './sessions/handlers.js';
+import { sessionTimers } from './sessions/timers.js';
 
 /** Rules in force and current contracts kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
 const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
@@ -40,8 +43,8 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const tx = new Transactor(db, relay);
   const now = opts.now ?? (() => new Date());
   // A saga step done here for a request waiting on another replica reaches it as a notice.
-  const signals = new SagaSignals<PurchaseTypes['state']>(1_000, (id) => opts.bus.notify(subjects.notice(opts.bus.namespace, 'transactions', 'saga', id), null));
-  const notices = await opts.bus.listen(subjects.notices(opts.bus.namespace, 'transactions', 'saga'), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
+  const [signals, notices] = await sagaSignals<PurchaseTypes['state']>(opts.bus, 'saga');
+  const [sessionSignals, sessionNotices] = await sagaSignals<SessionTypes['state']>(opts.bus, 'session');
   // Listed with the gateways among the replicas identity and the catalog tell of every change (docs/gateway-caches.md).
   const membership = await CacheMembership.start(opts.bus, logger, undefined, 'transactions');
   const delegations = new LocalCache<KeptDelegation>(membership, KEPT);
@@ -49,14 +52,15 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   const runnerOptions = { tx, now, sagaWaitMs: opts.config.SAGA_WAIT_MS };
   const keyRing = await ReceiptKeyRing.start(db, { seed: opts.config.RECEIPT_SIGNING_KEY, publicBaseUrl: opts.config.PUBLIC_BASE_URL, logger });
   const receipts = keyRing.issuer(opts.config.PUBLIC_BASE_URL);
-  const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now, receipts }), { ...runnerOptions, signals });
+  const sessions = new AggregateRunner(sessionAggregate({ config: opts.config, delegations, bus: opts.bus, now }), { ...runnerOptions, signals: sessionSignals });
+  const purchases = new AggregateRunner(purchaseAggregate({ config: opts.config, contracts, delegations, bus: opts.bus, now, receipts, sessions }), { ...runnerOptions, signals });
   const disputeRunner = new AggregateRunner(disputeAggregate({ purchases, policy: purchasePolicy(opts.config), sagaWaitMs: opts.config.SAGA_WAIT_MS }), runnerOptions);
-  const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, keyRing, receipts, now };
+  const deps: TransactionDeps = { db, tx, bus: opts.bus, config: opts.config, logger, contracts, delegations, purchases, disputes: disputeRunner, sessions, keyRing, receipts, now };
   relay.start();
   const saga = await serveSaga(deps);
   // Durable timers (docs/messaging.md "Durable timers"): rows claimed with SKIP LOCKED and fired in the database
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
-  const timers = new TimerRunner<Database>(tx, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps) }, logger, { pollMs: opts.timerPollMs ?? 250, now });
+  const timers = new TimerRunner<Database>(tx, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps), ...sessionTimers(deps) }, logger, { pollMs: opts.timerPollMs ?? 250, now });
   timers.start();
   const server = await serveOperations({
     bus: opts.bus,
@@ -79,10 +83,21 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
       await timers.stop();
       await saga.stop();
       await notices.stop();
+      await sessionNotices.stop();
       await relay.stop();
       await close();
     },
   };
+}
+
+/**
+ * Where requests waiting on an aggregate (`name`) hear of its saga's steps: directly in this replica,
+ * by a notice over NATS core from another.
+ */
+async function sagaSignals<S>(bus: Bus, name: string): Promise<[SagaSignals<S>, Stoppable]> {
+  const signals = new SagaSignals<S>(1_000, (id) => bus.notify(subjects.notice(bus.namespace, 'transactions', name, id), null));
+  const listening = await bus.listen(subjects.notices(bus.namespace, 'transactions', name), (_, subject) => signals.noticed(subject.slice(subject.lastIndexOf('.') + 1)));
+  return [signals, listening];
 }
 
 /** The service's operations (`transactionOps`), each its handler. */
@@ -112,6 +127,12 @@ function operationHandlers(deps: TransactionDeps) {
     withdrawDispute: disputes.withdrawDispute(deps),
     resolveDispute: disputes.resolveDispute(deps),
     listDisputes: disputes.listDisputes(deps),
+    openSession: sessionHandlers.openSession(deps),
+    getSession: sessionHandlers.getSession(deps),
+    listSessions: sessionHandlers.listSessions(deps),
+    closeSession: sessionHandlers.closeSession(deps),
+    approveSession: sessionHandlers.approveSession(deps),
+    denySession: sessionHandlers.denySession(deps),
     getReceipt: receiptHandlers.getReceipt(deps),
     receiptKeys: receiptHandlers.receiptKeys(deps),
     exchangeDidDocument: receiptHandlers.exchangeDidDocument(deps),

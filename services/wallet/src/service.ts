@@ -13,6 +13,7 @@ import * as wallets from './wallets/handlers.js';
 import { checkLedger } from './wallets/check.js';
 import { serveOpenWallet } from './wallets/open-wallet.js';
 import { serveHolds } from './wallets/holds.js';
+import { serveCaptures } from './wallets/captures.js';
 import { serveChildren } from './wallets/children.js';
 
 export interface WalletService extends Component {
@@ -31,6 +32,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
   relay.start();
   const openWallet = await serveOpenWallet(deps);
   const holds = await serveHolds(deps);
+  const captures = await serveCaptures(deps);
   const children = await serveChildren(deps);
   // D13.7: a Stripe funding whose webhook was lost is credited all the same.
   const reconciliation = deps.payments instanceof StripeProcessor ? startStripeReconciliation(deps, deps.payments) : undefined;
@@ -66,6 +68,7 @@ export async function startWalletService(opts: { bus: Bus; databaseUrl: string; 
       await server.stop();
       await openWallet.stop();
       await holds.stop();
+      await captures.stop();
       await children.stop();
       await reconciliation?.stop();
       await relay.stop();

@@ -9,7 +9,7 @@ import type { LockedWallet } from '../src/wallets/movements.js';
 
 const now = new Date('2026-11-28T00:00:00Z');
 const t = '00000000-0000-4000-8000-000000000001';
-const held: HoldRow = { transactionId: t, walletId: 'child', amountCents: 300, attempt: 1, status: 'held', refusal: null, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now, closedAt: null };
+const held: HoldRow = { transactionId: t, walletId: 'child', amountCents: 300, attempt: 1, status: 'held', refusal: null, providerWalletId: null, feeCents: null, refundCents: 0, session: false, capturedCents: 0, capturedFeeCents: 0, createdAt: now, closedAt: null };
 const wallet = (id: string, over: Partial<LockedWallet> = {}): LockedWallet => ({ id, agentId: `agent-${id}`, balanceCents: 1000, heldCents: 0, closed: false, parentWalletId: null, ...over });
 
 describe('the hold’s step (decideHoldStep)', () => {

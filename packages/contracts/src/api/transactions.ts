@@ -22,7 +22,10 @@ export const MAX_UNITS = 1_000_000;
 
 /** POST /v1/transactions (spec, plus EXT `units` of D9.3 and `metadata`). */
 export const CreateTransactionBody = Strict({
-  serviceId: Uuid,
+  /** Required, unless `sessionId` names the session whose service is bought (then it must be that one). */
+  serviceId: Type.Optional(Uuid),
+  /** EXT (D17.5): a call in an open prepaid session: its price is reserved from the session's budget, no hold of its own. */
+  sessionId: Type.Optional(Uuid),
   // The input travels inside the transaction on the bus and in every answer: at most 256 KiB (EXT).
   input: FreeObjectOf(256 * 1024, 'Must pass the service inputSchema; at most 256 KiB as JSON'),
   maxPriceCents: Type.Optional(PriceCents),
@@ -88,6 +91,8 @@ export const TransactionView = Type.Object({
   serviceVersion: Type.String(),
   /** Units bought; for a metered purchase (D17.2) null until the delivery reports its usage. */
   units: NullableInt,
+  /** EXT (D17.5): the prepaid session whose budget pays for this call; null for a purchase of its own. */
+  sessionId: Type.Union([Uuid, Type.Null()]),
   /** EXT (D17.1): a metered purchase holds the price of `maxUnits` and pays for the units used. */
   metered: Type.Boolean(),
   maxUnits: NullableInt,

@@ -140,12 +140,14 @@ export class AggregateRunner<T extends AggregateTypes> {
    * A durable consumer whose messages are commands of the aggregate (a saga's answers): each applied
    * once (its id recorded with the step), decided first on the state remembered.
    */
-  consume<M extends MessageDef>(opts: { bus: Bus; logger: Logger; durable: string; def: M; concurrency?: number; command: (data: Static<M['data']>) => { id: string; command: T['command'] } }): Promise<Stoppable> {
+  consume<M extends MessageDef>(opts: { bus: Bus; logger: Logger; durable: string; def: M; concurrency?: number; command: (data: Static<M['data']>) => { id: string; command: T['command'] } | null }): Promise<Stoppable> {
     return consumeMessages({
       bus: opts.bus, logger: opts.logger, durable: opts.durable, def: opts.def, ...(opts.concurrency !== undefined && { concurrency: opts.concurrency }),
-      apply: (envelope, data) => {
-        const { id, command } = opts.command(data);
-        return appliedOnce(this.opts.tx.db, opts.durable, envelope, () => this.step(id, command, (work) => work.consumed(opts.durable, envelope.id)));
+      apply: async (envelope, data) => {
+        // null: a message of the subject for another aggregate (another consumer applies it).
+        const step = opts.command(data);
+        if (!step) return false;
+        return appliedOnce(this.opts.tx.db, opts.durable, envelope, () => this.step(step.id, step.command, (work) => work.consumed(opts.durable, envelope.id)));
       },
     });
   }

@@ -1,4 +1,4 @@
-import type { ReceiptClaims, ApprovalRule, DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
+import type { ReceiptClaims, SessionStatus, ApprovalRule, DisputeMessageView, DisputeOutcome, DisputeStatus, DisputeView, NegotiationMessageType, Pricing, Sla, TransactionStatus } from '@aex/contracts';
 import type { PlatformTables } from '@aex/platform';
 
 /**
@@ -84,6 +84,10 @@ export interface TransactionRow {
   deliverySignatureTimestamp: string | null;
   /** D12.8: what a dispute's partial refund gave back of the price charged. */
   refundedCents: number;
+  /** D17.5: the prepaid session whose budget pays for this call (its money is the session's hold); null otherwise. */
+  sessionId: string | null;
+  /** D17.5: a session call that settles on a valid delivery (its session's `autoVerify`). */
+  autoVerify: boolean;
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
@@ -131,6 +135,32 @@ export interface AgentActivityRow {
   n: string;
 }
 
+/** D17.4: a prepaid session; `hold` is its budget's hold in the wallet (keyed by the session id). */
+export interface SessionRow {
+  id: string;
+  consumerAgentId: string;
+  providerAgentId: string;
+  consumerAccountId: string;
+  providerAccountId: string | null;
+  serviceId: string;
+  serviceRevision: number;
+  category: string;
+  status: SessionStatus;
+  statusReason: string | null;
+  budgetCents: number;
+  spentCents: number;
+  reservedCents: number;
+  returnedCents: number;
+  calls: number;
+  autoVerify: boolean;
+  hold: HoldState;
+  approval: Approval | null;
+  expiresAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  closedAt: Date | null;
+}
+
 /** D18: a receipt, made once when its purchase ended. */
 export interface ReceiptRow {
   transactionId: string;
@@ -155,5 +185,6 @@ export interface Database extends PlatformTables {
   disputes: DisputeRow;
   agentActivity: AgentActivityRow;
   receipts: ReceiptRow;
+  sessions: SessionRow;
   receiptKeys: ReceiptKeyRow;
 }

@@ -1,7 +1,7 @@
 import type { AppError, Static, TransactionEventData, TransactionStatus } from '@aex/contracts';
 import type { Approval } from '../db/schema.js';
 import { canMoveHold } from './hold-moves.js';
-import { platformFee } from './pricing.js';
+import { heldCents, platformFee } from './pricing.js';
 import type { Purchase, PurchaseChanges, PurchaseDecision, PurchaseEffect, PurchaseTimer } from './purchase.js';
 import { canMove, isTerminal } from './state-machine.js';
 
@@ -46,6 +46,7 @@ export class Draft {
     const from = this.state.status;
     if (!canMove(from, to)) throw new Error(`transaction ${this.state.id}: no move from ${from} to ${to}`);
     const hold = patch.hold ?? this.state.hold;
+    if (isTerminal(to) && hold === 'held' && this.state.sessionId) return this.releasedToSession(to, patch);
     if (isTerminal(to) && (hold === 'requested' || hold === 'held')) return this.endOnceReturned(to, patch);
     this.set({ statusReason: null, ...patch, status: to });
     if (isTerminal(to)) this.effect({ kind: 'cancelTimers', timers: ALL_TIMERS });
@@ -55,6 +56,16 @@ export class Draft {
     const outcome = trustOutcome(this.state);
     if (outcome) this.effect(outcome);
     return this;
+  }
+
+  /**
+   * D17.5: a session call ending unpaid gives its reservation back to its session in the same step —
+   * the money never left the session's hold, so nothing waits for the wallet.
+   */
+  private releasedToSession(to: TransactionStatus, patch: PurchaseChanges): this {
+    const t = this.state;
+    this.effect({ kind: 'sessionCallEnded', sessionId: t.sessionId!, reservedCents: heldCents(t), paidCents: 0 });
+    return this.move(to, { ...patch, hold: 'returned' });
   }
 
   /** The wallet confirmed the price returned: a transaction ending (`endingStatus`) ends now. */

@@ -9,7 +9,8 @@ export const HOLD_MOVES: Readonly<Record<HoldState, readonly HoldState[]>> = {
   none: ['requested'],
   // Placed; refused; or the transaction ended before the answer (returned once placed, or refused).
   requested: ['held', 'refused', 'returning'],
-  held: ['settling', 'returning'],
+  // A session call's reservation goes back to its session without the wallet (D17.5): `returned` at once.
+  held: ['settling', 'returning', 'returned'],
   // Refused for funds: a later accept asks again.
   refused: ['requested'],
   // The wallet returned it; or refused a hold it had not placed, so nothing was held.

@@ -57,10 +57,11 @@ export function openPurchase(caller: Caller, order: Order, facts: PurchaseFacts,
   const units = order.maxUnits ?? order.units ?? 1;
   const price = listPrice(contract.pricing, units, policy.maxTransactionCents);
   if (!price.ok) return refused(new AppError('VALIDATION_ERROR', price.message, { field: order.maxUnits !== undefined ? '/body/maxUnits' : '/body/units' }));
-  // D9.4: negotiation when the service is negotiable or the consumer names another price.
   if (order.maxUnits !== undefined && order.maxPriceCents !== undefined && order.maxPriceCents !== price.cents) {
     return refused(new AppError('VALIDATION_ERROR', `A metered purchase is bought at the price of its maxUnits (${price.cents} cents); it is not negotiated.`, { field: '/body/maxPriceCents', details: { heldCents: price.cents } }));
   }
+  if (order.session) return sessionCall(caller, order, units, price.cents, now);
+  // D9.4: negotiation when the service is negotiable or the consumer names another price.
   const negotiating = contract.pricing.model === 'negotiable' || (order.maxPriceCents !== undefined && order.maxPriceCents !== price.cents);
   const offered = negotiating ? order.maxPriceCents ?? price.cents : price.cents;
   const outside = negotiating ? offerRefusal(contract.pricing, offered, policy.maxTransactionCents) : null;
@@ -86,6 +87,28 @@ function meteredRefusal(model: Order['contract']['pricing']['model'], order: Ord
   return null;
 }
 
+/**
+ * D17.5: a call in an open session, held at once with no saga of its own — its price (a metered
+ * call's, of its maxUnits) reserved from the session's budget in the same step, which refuses it
+ * (402, 409) when the session cannot pay. It is not negotiated, and the session's opening was judged
+ * against the buyer's rules: a call inside it needs no approval and counts against no other limit.
+ */
+function sessionCall(caller: Caller, order: Order, units: number, priceCents: number, now: Date): PurchaseDecision {
+  if (order.maxPriceCents !== undefined && order.maxPriceCents !== priceCents) {
+    return refused(new AppError('VALIDATION_ERROR', `A session call is bought at the list price (${priceCents} cents); it is not negotiated.`, { field: '/body/maxPriceCents' }));
+  }
+  const t = initiated(caller, order, units, priceCents, false, now);
+  const expiresAt = new Date(now.getTime() + t.sla.timeoutMs);
+  const held: Purchase = { ...t, status: 'funds_held', hold: 'held', fundsHeldAt: now, expiresAt, sessionId: order.session!.id, autoVerify: order.session!.autoVerify };
+  const effects: PurchaseEffect[] = [
+    { kind: 'reserve', sessionId: held.sessionId!, amountCents: priceCents },
+    { kind: 'announce', event: announcement(t, null) },
+    { kind: 'announce', event: announcement(held, 'initiated') },
+    { kind: 'schedule', timer: 'transactionExpiry', at: expiresAt },
+  ];
+  return { kind: 'changed', changes: { ...held, input: order.input, output: null, metadata: order.metadata }, effects };
+}
+
 /** The purchase as it is created, before anything happens to it. */
 function initiated(caller: Caller, order: Order, units: number, listPriceCents: number, negotiating: boolean, now: Date): Purchase {
   const { contract } = order;
@@ -97,7 +120,8 @@ function initiated(caller: Caller, order: Order, units: number, listPriceCents: 
     hold: 'none', holdAttempt: 0, pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
     initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null, approval: null,
     qualityScore: null, notes: null, endingStatus: null, endingReason: null, deliveryAttempts: 0, maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
-    inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, refundedCents: 0, createdAt: now, updatedAt: now,
+    inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, refundedCents: 0,
+    sessionId: null, autoVerify: false, createdAt: now, updatedAt: now,
   };
 }
 

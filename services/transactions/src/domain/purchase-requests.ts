@@ -24,14 +24,20 @@ export function deliver(t: Purchase, c: Command<'deliver'>, d: Draft, policy: Pu
     return d.move(attempts >= t.maxDeliveryAttempts ? 'failed' : 'validation_failed', { deliveryAttempts: attempts, statusReason: 'output_validation_failed' }).decision();
   }
   const reviewEndsAt = new Date(d.now.getTime() + policy.reviewWindowMs);
+  // D17.5: a call of a session with autoVerify settles on a valid delivery, no review window.
+  if (t.autoVerify) return settle(d.move('delivered', { output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, ...usageCharged(t, c.usage), ...delivery(c) }), {});
   return d
     .move('delivered', {
-      output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt, ...usageCharged(t, c.usage),
-      outputDigest: c.outputDigest ?? null, deliverySignature: c.signature?.signature ?? null, deliverySignatureTimestamp: c.signature?.timestamp ?? null,
+      output: c.output, deliveredAt: d.now, deliveryAttempts: attempts, reviewEndsAt, ...usageCharged(t, c.usage), ...delivery(c),
     })
     .effect({ kind: 'schedule', timer: 'reviewWindow', at: reviewEndsAt })
     .decision();
 }
+
+/** D18.2: what the receipt keeps of a valid delivery: its output's digest and the provider's signature of it. */
+const delivery = (c: Command<'deliver'>): PurchaseChanges => ({
+  outputDigest: c.outputDigest ?? null, deliverySignature: c.signature?.signature ?? null, deliverySignatureTimestamp: c.signature?.timestamp ?? null,
+});
 
 /**
  * D17.2: a metered delivery's units and their price with its fee (what a settlement pays); nothing

@@ -5,6 +5,7 @@ import { accessRefusal, requestOf } from './purchase-access.js';
 import { Draft, refused, unchanged } from './draft.js';
 import type { LastMessage } from './negotiation.js';
 import { openPurchase } from './opening.js';
+import { heldCents } from './pricing.js';
 import { approve, deliver, deny, negotiate, openDispute, verify } from './purchase-requests.js';
 import { resolveDispute, settle } from './settling.js';
 import { actionRefusal, isAllowed } from './state-machine.js';
@@ -44,6 +45,10 @@ export type PurchaseEffect =
   | { kind: 'recordAccept'; fromAgentId: string; message: string | null }
   /** `transaction.<status>` for both parties (D14.1). */
   | { kind: 'announce'; event: Static<typeof TransactionEventData> }
+  /** D17.5: a session call's price reserved from its session's budget (refused there: the call is not made). */
+  | { kind: 'reserve'; sessionId: string; amountCents: number }
+  /** D17.5: a session call settled (`paidCents` of its reservation paid) or ended unpaid (`paidCents` 0). */
+  | { kind: 'sessionCallEnded'; sessionId: string; reservedCents: number; paidCents: number }
   /** D18.2: the receipt of a purchase that ended after its money was held, made with the step. */
   | { kind: 'receipt' }
   /** What the provider's trust counts (D15.2). */
@@ -96,6 +101,8 @@ export interface Order {
   maxUnits?: number | undefined;
   maxPriceCents: number | undefined;
   metadata: Record<string, unknown>;
+  /** D17.5: a call in this open session, paid from its budget (the session's rules were checked when it opened). */
+  session?: { id: string; autoVerify: boolean };
 }
 
 export type PurchaseCommand =
@@ -142,6 +149,8 @@ export type PurchaseDecision = Decision<PurchaseChanges, PurchaseEffect>;
 export function factsNeeded(t: Purchase | undefined, c: PurchaseCommand): { last: boolean; lockTotals: string[] | null; spend: boolean } {
   switch (c.kind) {
     case 'open':
+      // A session call is bounded by its session's budget, checked against the rules when it opened.
+      if (c.order.session) return { last: false, lockTotals: null, spend: false };
       return { last: false, lockTotals: [c.caller.agentId, c.order.contract.agentId], spend: c.order.delegation.rules.maxDailySpendCents !== undefined };
     case 'negotiate': {
       const accepting = c.body.type === 'accept' && t !== undefined;
@@ -182,7 +191,10 @@ export function decidePurchase(t: Purchase | undefined, c: PurchaseCommand, fact
       return t.hold === 'returning' ? d.returned().decision() : unchanged;
     case 'holdSettled':
       // The reason the settlement was asked for (`review_window_ended`, a dispute's outcome, none for a verify) stays.
-      return t.hold === 'settling' ? d.move('settled', { hold: 'settled', settledAt: c.at, statusReason: t.statusReason }).decision() : unchanged;
+      if (t.hold !== 'settling') return unchanged;
+      // D17.5: a session call's price is paid out of its session's budget; the rest of its reservation is free again.
+      if (t.sessionId) d.effect({ kind: 'sessionCallEnded', sessionId: t.sessionId, reservedCents: heldCents(t), paidCents: t.agreedPriceCents! - t.refundedCents });
+      return d.move('settled', { hold: 'settled', settledAt: c.at, statusReason: t.statusReason }).decision();
     case 'start': {
       const no = actionRefusal('start', t.status);
       return no ? refused(no) : d.move('executing').decision();

@@ -27,7 +27,7 @@ export function receiptClaims(t: Purchase, agentDid: (agentId: string) => string
     platformFeeCents: settled ? t.platformFeeCents ?? 0 : 0,
     refundedCents: settled ? t.refundedCents : t.agreedPriceCents === null ? 0 : heldCents(t),
     currency: 'USD',
-    sessionId: null,
+    sessionId: t.sessionId,
     deliveredAt: iso(t.deliveredAt),
     settledAt: settled ? iso(t.settledAt) : null,
     delivery: t.deliverySignature && t.deliverySignatureTimestamp ? { signature: t.deliverySignature, signatureTimestamp: t.deliverySignatureTimestamp } : null,

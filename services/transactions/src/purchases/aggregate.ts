@@ -34,7 +34,7 @@ export function purchasePolicy(config: TransactionDeps['config']): PurchasePolic
   };
 }
 
-type Deps = Pick<TransactionDeps, 'config' | 'contracts' | 'delegations' | 'bus' | 'now' | 'receipts'>;
+type Deps = Pick<TransactionDeps, 'config' | 'contracts' | 'delegations' | 'bus' | 'now' | 'receipts' | 'sessions'>;
 
 /**
  * The purchase (D9–D12), as the aggregate runner runs it: read and locked by its row and version,
@@ -54,7 +54,7 @@ export function purchaseAggregate(deps: Deps): Aggregate<PurchaseTypes> {
     facts: (trx, t, c) => readFacts(trx as Transaction<Database>, t, c, deps.now()),
     decide: (t, c, facts, now) => decidePurchase(t, c, facts, policy, now),
     write: (trx, t, changes, guarded) => (t === undefined ? insertTransaction(trx as Transaction<Database>, changes) : updateTransaction(trx as Transaction<Database>, t, changes, guarded)),
-    apply: (trx, work, t, effects, now) => applyEffects(trx as Transaction<Database>, work, t, effects, now, deps.receipts),
+    apply: (trx, work, t, effects, now) => applyEffects(trx as Transaction<Database>, work, t, effects, now, { issuer: deps.receipts, sessions: deps.sessions }),
     remember: knownOf,
     idOf: (t) => t.id,
     inFlight: moneyInFlight,

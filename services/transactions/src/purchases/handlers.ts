@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, isAppError, type ContractView, type transactionOps } from '@aex/contracts';
-import { requireAgent, type OperationHandler } from '@aex/platform';
+import { AppError, isAppError, type ContractView, type Static, type transactionOps } from '@aex/contracts';
+import { requireAgent, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { jsonDigest } from '../domain/digest.js';
 import { isParty } from '../domain/purchase-access.js';
+import { isSessionParty } from '../domain/session.js';
 import { delegationOf } from './delegations.js';
 import { readTransaction, transactionsPage, type VersionedRow } from './repository.js';
 import { transactionView } from './views.js';
@@ -11,7 +12,7 @@ import { transactionView } from './views.js';
 type Ops = typeof transactionOps;
 
 /** The service's current contract; an unknown service is 404 naming the field. */
-async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
+export async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
   try {
     return await deps.contracts.current(serviceId, requestId);
   } catch (err) {
@@ -28,6 +29,8 @@ async function contractFor(deps: TransactionDeps, serviceId: string, requestId: 
  */
 export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['createTransaction']> => async ({ body }, ctx) => {
   const caller = requireAgent(ctx);
+  if (body.sessionId) return sessionCall(deps, body, ctx);
+  if (!body.serviceId) throw new AppError('VALIDATION_ERROR', 'serviceId is required (or sessionId, for a call in a prepaid session).', { field: '/body/serviceId' });
   const [contract, delegation] = await Promise.all([contractFor(deps, body.serviceId, ctx.requestId), delegationOf(deps, caller.agentId, ctx.requestId)]);
   const checked = deps.contracts.check(contract, 'input', body.input, '/input');
   const id = randomUUID();
@@ -40,6 +43,34 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
     },
   });
 };
+
+/**
+ * POST /v1/transactions with `sessionId` (D17.5): a call in the caller's open session, bought under
+ * the contract revision the session was opened with; its price reserved from the budget in the step
+ * that makes it — `funds_held` at once, with no saga. The session must be the caller's (anyone
+ * else's does not exist for it) and of the service named, when one is.
+ */
+async function sessionCall(deps: TransactionDeps, body: Static<Ops['createTransaction']['input']>['body'], ctx: HandlerContext) {
+  const caller = requireAgent(ctx);
+  const session = await deps.sessions.read(body.sessionId!);
+  if (!session || !isSessionParty(session, caller.agentId)) throw new AppError('NOT_FOUND', 'No such session.', { field: '/body/sessionId' });
+  if (session.consumerAgentId !== caller.agentId) throw new AppError('FORBIDDEN', 'Only the session\'s consumer makes calls in it.', { field: '/body/sessionId' });
+  if (body.serviceId && body.serviceId !== session.serviceId) {
+    throw new AppError('VALIDATION_ERROR', 'serviceId must be the session\'s service (or left out).', { field: '/body/serviceId', details: { sessionServiceId: session.serviceId } });
+  }
+  const contract = await deps.contracts.revision(session.serviceId, session.serviceRevision, ctx.requestId);
+  const checked = deps.contracts.check(contract, 'input', body.input, '/input');
+  const id = randomUUID();
+  return deps.purchases.request(ctx, id, {
+    kind: 'open',
+    caller,
+    order: {
+      id, contract, delegation: { rules: {}, ownerAgentId: caller.agentId }, inputErrors: checked.ok ? [] : checked.errors,
+      input: body.input, inputDigest: jsonDigest(body.input), units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
+      session: { id: session.id, autoVerify: session.autoVerify },
+    },
+  });
+}
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */
 export async function visibleTransaction(deps: TransactionDeps, agentId: string, id: string): Promise<VersionedRow> {

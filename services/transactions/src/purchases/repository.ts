@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { pagination, transactionEvent, transactionOutcome, walletSaga } from '@aex/contracts';
-import { precompiled, type GuardedWrite, type Precompiled, type Slots, type UnitOfWork } from '@aex/platform';
+import { precompiled, type AggregateRunner, type GuardedWrite, type Precompiled, type Slots, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type RawBuilder, type SelectQueryBuilder, type Transaction, type Updateable } from 'kysely';
 import type { ReceiptClaims } from '@aex/contracts';
 import type { Database, NegotiationRow, ReceiptRow, TransactionRow } from '../db/schema.js';
 import { receiptClaims } from '../domain/receipts.js';
+import type { SessionTypes } from '../sessions/aggregate.js';
 import { TIMERS, type Purchase, type PurchaseChanges, type PurchaseEffect } from '../domain/purchase.js';
 import { transactionView } from './views.js';
 
@@ -41,7 +42,7 @@ const COLUMNS = [
   'status', 'statusReason', 'input', 'output', 'units', 'maxUnits', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'endingStatus', 'endingReason', 'deliveryAttempts', 'maxDeliveryAttempts',
-  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'refundedCents', 'metadata', 'createdAt', 'updatedAt',
+  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'refundedCents', 'sessionId', 'autoVerify', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /** JSON columns, written as text: node-postgres would write an array as a Postgres array. */
@@ -94,8 +95,14 @@ export interface ReceiptIssuer {
   agentDid(agentId: string): string;
 }
 
+/** What a purchase's effects reach besides its own rows: the receipt key, and its session's steps (D17.5). */
+export interface EffectMakers {
+  issuer: ReceiptIssuer;
+  sessions: Pick<AggregateRunner<SessionTypes>, 'within'>;
+}
+
 /** Makes a decision's effects in `trx`, in order: messages through the outbox, timers, negotiation messages, the receipt. */
-export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effects: readonly PurchaseEffect[], now: Date, issuer: ReceiptIssuer): Promise<void> {
+export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effects: readonly PurchaseEffect[], now: Date, { issuer, sessions }: EffectMakers): Promise<void> {
   let receipt: string | undefined;
   for (const e of effects) {
     switch (e.kind) {
@@ -106,6 +113,11 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effe
         work.enqueue(walletSaga.returnHold, { transactionId: t.id }, { now });
         break;
       case 'settle':
+        // D17.5: a session call's price is paid out of its session's hold, the rest of its reservation left there.
+        if (t.sessionId) {
+          work.enqueue(walletSaga.capture, { transactionId: t.id, holdId: t.sessionId, providerAgentId: t.providerAgentId, amountCents: e.amountCents - e.refundCents, feeCents: e.feeCents }, { now });
+          break;
+        }
         work.enqueue(walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents, ...(e.refundCents > 0 ? { refundCents: e.refundCents } : {}) }, { now });
         break;
       case 'schedule':
@@ -127,6 +139,13 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effe
         work.write(insertMessage(t.id, { fromAgentId: e.fromAgentId, messageType: 'accept', round: last.round + 1, terms: {}, message: e.message, expiresAt: null }, now));
         break;
       }
+      case 'reserve':
+        // Refused by the session (402, 409): the call is not made, nothing of this step commits.
+        await sessions.within(trx, work, e.sessionId, { kind: 'reserve', amountCents: e.amountCents });
+        break;
+      case 'sessionCallEnded':
+        await sessions.within(trx, work, e.sessionId, e.paidCents > 0 ? { kind: 'callPaid', reservedCents: e.reservedCents, paidCents: e.paidCents } : { kind: 'callReleased', reservedCents: e.reservedCents });
+        break;
       case 'receipt': {
         const claims = receiptClaims(t, (id) => issuer.agentDid(id));
         const signed = await issuer.sign(claims, now);

@@ -36,6 +36,7 @@ export function transactionView(t: TransactionRow, viewerAccountId: string): Tra
     updatedAt: t.updatedAt.toISOString(),
     serviceVersion: t.serviceVersion,
     units: t.units,
+    sessionId: t.sessionId,
     metered: t.maxUnits !== null,
     maxUnits: t.maxUnits,
     output: t.output,

@@ -44,6 +44,10 @@ export interface HoldRow {
   feeCents: number | null;
   /** The part returned to the consumer by a settlement with a partial refund (D12.8); else 0. */
   refundCents: number;
+  /** D17.4: a prepaid session's budget, paid out call by call (`capturedCents`, their fees `capturedFeeCents`). */
+  session: boolean;
+  capturedCents: number;
+  capturedFeeCents: number;
   createdAt: Date;
   closedAt: Date | null;
 }
@@ -62,6 +66,7 @@ export interface ChildAllocationRow {
 export interface Database extends PlatformTables {
   childAllocations: ChildAllocationRow;
   holds: HoldRow;
+  holdCaptures: { transactionId: string; holdId: string; amountCents: number; feeCents: number; createdAt: Date };
   wallets: WalletRow;
   ledgerEntries: LedgerEntryRow;
   fundingSessions: { id: string; walletId: string; provider: string; amountCents: number; status: 'pending' | 'paid' | 'expired'; createdAt: Date; paidAt: Date | null };

@@ -222,6 +222,9 @@ export interface HoldTotals {
   feeCents: number | null;
   /** The part a settlement returned to the consumer (D12.8 partial refund), else 0. */
   refundCents: number;
+  /** D17.5: what a session's calls took of its hold, and their fees (0 for a transaction's own hold). */
+  capturedCents: number;
+  capturedFeeCents: number;
   /** Σ amountCents per txType of the entries carrying this transaction id, across wallets. */
   sums: Partial<Record<LedgerTxType, number>>;
   /** Σ |amountCents| of its platform_fee entries: 2F when the fee left the provider and reached the platform. */
@@ -235,13 +238,16 @@ export interface HoldTotals {
  */
 function expectedSums(h: HoldTotals): Partial<Record<LedgerTxType, number>> | undefined {
   const X = h.amountCents;
+  // D17.5: a session's hold with its calls' captures, each entry carrying its call's id (summed here per session).
+  const C = h.capturedCents;
+  const captured: Partial<Record<LedgerTxType, number>> = C > 0 ? { fund_release: C, settlement_out: -C, settlement_in: C, ...(h.capturedFeeCents > 0 ? { platform_fee: 0 } : {}) } : {};
   switch (h.status) {
     case 'refused':
       return {};
     case 'held':
-      return { fund_hold: -X };
+      return { fund_hold: -X, ...captured };
     case 'returned':
-      return { fund_hold: -X, fund_return: X };
+      return { fund_hold: -X, ...(X - C > 0 ? { fund_return: X - C } : {}), ...captured };
     case 'settled': {
       const sums: Partial<Record<LedgerTxType, number>> = { fund_hold: -X };
       try {
@@ -267,7 +273,7 @@ export function holdViolations(holds: HoldTotals[]): Violation[] {
       continue;
     }
     const types = new Set([...Object.keys(want), ...Object.keys(h.sums)] as LedgerTxType[]);
-    const fee = h.status === 'settled' ? h.feeCents ?? 0 : 0;
+    const fee = (h.status === 'settled' ? h.feeCents ?? 0 : 0) + h.capturedFeeCents;
     if (h.feeMovedCents !== 2 * fee) {
       out.push({ invariant: 'hold_entries_match_state', details: { transactionId: h.transactionId, status: h.status, txType: 'platform_fee', expectedMovedCents: 2 * fee, foundMovedCents: h.feeMovedCents } });
     }

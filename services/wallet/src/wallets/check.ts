@@ -15,6 +15,8 @@ interface PerTransaction extends Record<string, unknown> {
   amountCents: number | null;
   feeCents: number | null;
   refundCents: number | null;
+  capturedCents: number | null;
+  capturedFeeCents: number | null;
   feeMovedCents: number | null;
   someWalletId: string | null;
   someTxType: string | null;
@@ -63,13 +65,14 @@ export async function checkLedgerInvariants(deps: WalletDeps, opts: { timeoutMs?
     // the holds. A transaction without its hold is an orphan (a movement the saga never recorded).
     const perTransaction = await sql<PerTransaction>`
       with per_transaction as (
-        select transaction_id,
-               ${sql.join(TX_TYPES.map((t) => sql`(sum(amount_cents) filter (where tx_type = ${t}))::bigint as ${sql.ref(`sum_${t}`)}`))},
-               coalesce(sum(abs(amount_cents)) filter (where tx_type = 'platform_fee'), 0)::bigint as fee_moved_cents,
-               min(wallet_id::text) as some_wallet_id, min(tx_type) as some_tx_type
-        from ledger_entries where transaction_id is not null group by transaction_id
+        select coalesce(c.hold_id, e.transaction_id) as transaction_id,
+               ${sql.join(TX_TYPES.map((t) => sql`(sum(e.amount_cents) filter (where e.tx_type = ${t}))::bigint as ${sql.ref(`sum_${t}`)}`))},
+               coalesce(sum(abs(e.amount_cents)) filter (where e.tx_type = 'platform_fee'), 0)::bigint as fee_moved_cents,
+               min(e.wallet_id::text) as some_wallet_id, min(e.tx_type) as some_tx_type
+        from ledger_entries e left join hold_captures c on c.transaction_id = e.transaction_id
+        where e.transaction_id is not null group by coalesce(c.hold_id, e.transaction_id)
       )
-      select coalesce(h.transaction_id, t.transaction_id) as transaction_id, h.status, h.amount_cents, h.fee_cents, h.refund_cents,
+      select coalesce(h.transaction_id, t.transaction_id) as transaction_id, h.status, h.amount_cents, h.fee_cents, h.refund_cents, h.captured_cents, h.captured_fee_cents,
              ${sql.join(TX_TYPES.map((t) => sql.ref(`t.sum_${t}`)))}, t.fee_moved_cents, t.some_wallet_id, t.some_tx_type, (h.transaction_id is null) as orphan
       from holds h full join per_transaction t on t.transaction_id = h.transaction_id`.execute(trx).then((r) => r.rows);
     const holds: HoldTotals[] = [];
@@ -80,7 +83,7 @@ export async function checkLedgerInvariants(deps: WalletDeps, opts: { timeoutMs?
         continue;
       }
       const sums = Object.fromEntries(TX_TYPES.flatMap((t) => (r[sumKey(t)] === null || r[sumKey(t)] === undefined ? [] : [[t, Number(r[sumKey(t)])]])));
-      holds.push({ transactionId: r.transactionId, status: r.status!, amountCents: r.amountCents!, feeCents: r.feeCents, refundCents: r.refundCents!, sums, feeMovedCents: Number(r.feeMovedCents ?? 0) });
+      holds.push({ transactionId: r.transactionId, status: r.status!, amountCents: r.amountCents!, feeCents: r.feeCents, refundCents: r.refundCents!, capturedCents: r.capturedCents ?? 0, capturedFeeCents: r.capturedFeeCents ?? 0, sums, feeMovedCents: Number(r.feeMovedCents ?? 0) });
     }
     // D6.8: children's wallets, the transfers between parents and children, each spawn's decision.
     const children = await trx.selectFrom('wallets').select(['id', 'closedAt', 'balanceCents', 'heldCents']).where('parentWalletId', 'is not', null).execute();

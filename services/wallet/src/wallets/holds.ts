@@ -21,7 +21,7 @@ export interface HoldState {
 
 /** The saga's commands on a hold (`walletSaga`): hold, return, settle. */
 export type HoldMessage =
-  | { kind: 'hold'; consumerAgentId: string; attempt: number; amountCents: number }
+  | { kind: 'hold'; consumerAgentId: string; attempt: number; amountCents: number; session?: boolean }
   | { kind: 'return' }
   | { kind: 'settle'; providerAgentId: string; amountCents: number; feeCents: number; refundCents: number };
 
@@ -69,7 +69,7 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
   const common = { bus: deps.bus, logger: deps.logger, concurrency: 8 };
   const consumers = await Promise.all([
     runner.consume({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, command: (cmd) => ({
-      id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents },
+      id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents, session: cmd.session === true },
     }) }),
     runner.consume({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, command: (cmd) => ({ id: cmd.transactionId, command: { kind: 'return' } }) }),
     runner.consume({ ...common, durable: 'wallet-settle', def: walletSaga.settle, command: (cmd) => ({
@@ -153,7 +153,7 @@ function changesOf(state: HoldState, command: HoldMessage, facts: HoldFacts, dec
   const held = state.hold;
   const change = (hold: HoldRow, operationId = '', movements: Movement[] = []): HoldChanges => ({ decision: decision.kind, hold, operationId, movements, at: now });
   const asked = command.kind === 'hold'
-    ? { transactionId: t, walletId: facts.consumer?.id ?? null, amountCents: command.amountCents, attempt: command.attempt, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now }
+    ? { transactionId: t, walletId: facts.consumer?.id ?? null, amountCents: command.amountCents, attempt: command.attempt, providerWalletId: null, feeCents: null, refundCents: 0, session: command.session === true, capturedCents: 0, capturedFeeCents: 0, createdAt: now }
     : undefined;
   switch (decision.kind) {
     case 'answer':
@@ -163,11 +163,15 @@ function changesOf(state: HoldState, command: HoldMessage, facts: HoldFacts, dec
     case 'refuse':
       return change({ ...asked!, status: 'refused', refusal: decision.refusal, closedAt: now });
     case 'close': {
-      const none = { transactionId: t, walletId: null, amountCents: 0, attempt: 0, providerWalletId: null, feeCents: null, refundCents: 0, createdAt: now };
+      const none = { transactionId: t, walletId: null, amountCents: 0, attempt: 0, providerWalletId: null, feeCents: null, refundCents: 0, session: false, capturedCents: 0, capturedFeeCents: 0, createdAt: now };
       return change({ ...(held ?? none), status: 'refused', refusal: 'closed', closedAt: now });
     }
-    case 'return':
-      return change({ ...held!, status: 'returned', closedAt: now }, `return:${t}`, [{ walletId: held!.walletId!, txType: 'fund_return', amountCents: held!.amountCents, transactionId: t, description: `Held funds returned for transaction ${t}` }]);
+    case 'return': {
+      // A session's hold returns what its calls did not take (D17.6): nothing moves when they took it all.
+      const rest = held!.amountCents - held!.capturedCents;
+      const what = held!.session ? `Unspent budget returned for session ${t}` : `Held funds returned for transaction ${t}`;
+      return change({ ...held!, status: 'returned', closedAt: now }, `return:${t}`, rest > 0 ? [{ walletId: held!.walletId!, txType: 'fund_return', amountCents: rest, transactionId: t, description: what }] : []);
+    }
     case 'settle': {
       // D13.3 / D12.8: the refund back to the consumer, the rest released and paid, the fee on the rest to the platform.
       const { feeCents, refundCents } = command as Extract<HoldMessage, { kind: 'settle' }>;
@@ -192,12 +196,13 @@ function holdWrite(trx: Trx, before: HoldRow | undefined, changes: HoldChanges, 
 
 function holdRow(trx: Trx, before: HoldRow | undefined, changes: HoldChanges, guarded: boolean, moves: RawBuilder<boolean>) {
   const h = changes.hold;
-  const asBefore = guarded && before ? sql<boolean>`status = ${before.status} and attempt = ${before.attempt} and refusal is not distinct from ${before.refusal}::text` : sql<boolean>`true`;
+  // A session's captures (D17.5) change the hold outside these steps: a guess that missed one decides again.
+  const asBefore = guarded && before ? sql<boolean>`status = ${before.status} and attempt = ${before.attempt} and refusal is not distinct from ${before.refusal}::text and captured_cents = ${before.capturedCents}::bigint` : sql<boolean>`true`;
   if (changes.decision === 'answer') return trx.selectFrom('holds').select('transactionId').where('transactionId', '=', h.transactionId).where(asBefore);
   if (!before) {
-    return sql`insert into holds (transaction_id, wallet_id, amount_cents, attempt, status, refusal, provider_wallet_id, fee_cents, refund_cents, created_at, closed_at)
+    return sql`insert into holds (transaction_id, wallet_id, amount_cents, attempt, status, refusal, provider_wallet_id, fee_cents, refund_cents, session, created_at, closed_at)
       select ${h.transactionId}::uuid, ${h.walletId}::uuid, ${h.amountCents}::bigint, ${h.attempt}::integer, ${h.status}::text, ${h.refusal}::text, ${h.providerWalletId}::uuid,
-        ${h.feeCents}::bigint, ${h.refundCents}::bigint, ${h.createdAt}::timestamptz, ${h.closedAt}::timestamptz
+        ${h.feeCents}::bigint, ${h.refundCents}::bigint, ${h.session}::boolean, ${h.createdAt}::timestamptz, ${h.closedAt}::timestamptz
       where ${moves}
       on conflict (transaction_id) do nothing
       returning transaction_id`;
@@ -206,20 +211,23 @@ function holdRow(trx: Trx, before: HoldRow | undefined, changes: HoldChanges, gu
   return trx.updateTable('holds').set(columns).where('transactionId', '=', transactionId).where(asBefore).where(moves).returning('transactionId');
 }
 
+/** A session's hold says so in every answer: the transaction service hands it to the session (D17.4). */
+const session = (hold: HoldRow) => (hold.session ? { session: true } : {});
+
 /** Tells the transaction service the hold's state as it is now (the answer to any repeated command). */
 async function announce(trx: Trx, work: UnitOfWork, hold: HoldRow, now: Date): Promise<void> {
   const at = (hold.closedAt ?? hold.createdAt).toISOString();
   switch (hold.status) {
     case 'held':
-      return void work.enqueue(walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at }, { now });
+      return void work.enqueue(walletSaga.holdPlaced, { transactionId: hold.transactionId, attempt: hold.attempt, amountCents: hold.amountCents, at, ...session(hold) }, { now });
     case 'refused': {
       const reason = hold.refusal === 'insufficient_funds' || hold.refusal === 'no_wallet' ? hold.refusal : 'closed';
       const wallet = hold.walletId ? await trx.selectFrom('wallets').select(['balanceCents', 'heldCents']).where('id', '=', hold.walletId).executeTakeFirst() : undefined;
       const available = wallet ? wallet.balanceCents - wallet.heldCents : 0;
-      return void work.enqueue(walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents }, { now });
+      return void work.enqueue(walletSaga.holdRefused, { transactionId: hold.transactionId, attempt: hold.attempt, reason, availableCents: available, requiredCents: hold.amountCents, ...session(hold) }, { now });
     }
     case 'returned':
-      return void work.enqueue(walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents, at }, { now });
+      return void work.enqueue(walletSaga.holdReturned, { transactionId: hold.transactionId, amountCents: hold.amountCents - hold.capturedCents, at, ...session(hold) }, { now });
     case 'settled':
       return void work.enqueue(walletSaga.holdSettled, { transactionId: hold.transactionId, amountCents: hold.amountCents, feeCents: hold.feeCents ?? 0, refundCents: Number(hold.refundCents), at }, { now });
   }

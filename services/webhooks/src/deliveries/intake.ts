@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator } from '@aex/contracts';
+import { SESSION_EVENTS_FILTER, SessionEventData, subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator, type Validator } from '@aex/contracts';
 import { ack, readMessage, retryLater, type Stoppable } from '@aex/platform';
 import { TimedBatches } from './timed-batches.js';
 import { sql, type Transaction } from 'kysely';
@@ -11,6 +11,7 @@ import { firstAttemptAt } from '../domain/schedule.js';
 import { webhookIdOf } from '../domain/signing.js';
 
 const dataCheck = validator(TransactionEventData);
+const sessionCheck = validator(SessionEventData);
 const CONSUMER = 'webhooks-transaction-events';
 /**
  * Events written per database transaction at most, and how long the first waits for company (issue
@@ -35,13 +36,13 @@ interface Pending { id: string; type: string; body: string; agents: string[] }
  */
 export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promise<Stoppable> {
   const batches = new TimedBatches<Pending>((batch) => writeBatch(deps, dispatcher, batch), { max: BATCH, waitMs: BATCH_WAIT_MS });
-  const consumer = await deps.bus.consume({
+  const events = <D extends { consumerAgentId: string; providerAgentId: string; ownerAgentId?: string }>(durable: string, filter: string, check: Validator<D>) => deps.bus.consume({
     stream: 'events',
-    durable: CONSUMER,
-    filter: subjects.event(deps.bus.namespace, TRANSACTION_EVENTS_FILTER),
+    durable,
+    filter: subjects.event(deps.bus.namespace, filter),
     concurrency: BATCH * 2,
     handler: async (msg) => {
-      const read = readMessage(msg, dataCheck, deps.logger);
+      const read = readMessage(msg, check, deps.logger);
       if (!read.ok) return read.outcome;
       const { envelope, data } = read;
       const type = envelope.type.replace(/^transactions\./, '');
@@ -59,9 +60,11 @@ export async function startIntake(deps: WebhookDeps, dispatcher: Handoff): Promi
       }
     },
   });
+  // D14.1 `transaction.<status>`; D17.6 `session.opened` and `session.closed`, to both parties alike.
+  const consumers = [await events(CONSUMER, TRANSACTION_EVENTS_FILTER, dataCheck), await events('webhooks-session-events', SESSION_EVENTS_FILTER, sessionCheck)];
   return {
     async stop() {
-      await consumer.stop();
+      await Promise.all(consumers.map((c) => c.stop()));
       await batches.flush();
     },
   };

@@ -4,5 +4,5 @@ import { buildPackage } from '../agent-kit/build-package.mjs';
 
 await buildPackage(new URL('.', import.meta.url).pathname, {
   platform: 'node',
-  external: ['@modelcontextprotocol/sdk', '@noble/*', '@sinclair/typebox', 'ajv', 'ajv-formats'],
+  external: ['@modelcontextprotocol/sdk', '@noble/*', '@sinclair/typebox', 'ajv', 'ajv-formats', 'jose'],
 });

@@ -174,6 +174,47 @@ describe('a whole purchase with --json, as a script runs it', () => {
   });
 });
 
+describe('prepaid sessions and signed receipts (D17.4–D17.6, D18)', () => {
+  cliTest('opens a session, calls in it, shows and closes it; gets a receipt and verifies it online and offline', async ({ cli, serviceId }) => {
+    const opened = await cli.json<{ id: string; status: string; budgetCents: number }>(['--profile', 'buyer', 'session', 'open', serviceId, '--budget-cents', '1000']);
+    expect(opened).toMatchObject({ status: 'open', budgetCents: 1000 });
+    const call = await cli.json<{ id: string; status: string; sessionId: string }>(['--profile', 'buyer', 'session', 'call', opened.id, '--input', join(cli.home, 'input.json')]);
+    expect(call).toMatchObject({ status: 'funds_held', sessionId: opened.id });
+    expect(await cli.json(['--profile', 'seller', 'deliver', call.id, '--output', join(cli.home, 'output.json')])).toMatchObject({ status: 'settled' });
+    const shown = await cli.aex(['--profile', 'buyer', 'session', 'show', opened.id]);
+    expect(shown.stdout).toMatch(/open · budget \$10\.00 · spent \$2\.50 · reserved \$0\.00 · left \$7\.50 · 1 call/);
+    const closed = await cli.json<{ status: string; returnedCents: number }>(['--profile', 'buyer', 'session', 'close', opened.id]);
+    expect(closed.status === 'closed' ? closed.returnedCents : 750).toBe(750);
+
+    const file = join(cli.home, 'receipt.jws');
+    const got = await cli.aex(['--profile', 'buyer', 'receipt', 'get', call.id, '--out', file]);
+    expect(got.code, got.stderr).toBe(0);
+    expect(got.stdout).toMatch(new RegExp(`Transaction ${call.id}: settled · price \\$2\\.50 .* session ${opened.id}`));
+    const valid = await cli.aex(['--profile', 'buyer', 'receipt', 'verify', file]);
+    expect(valid.code, valid.stderr).toBe(0);
+    expect(valid.stdout).toMatch(/^Valid: signed by did:web:/);
+    // Offline: with a JWK set saved earlier, no exchange needed.
+    writeFileSync(join(cli.home, 'jwks.json'), JSON.stringify(await (await fetch(`${ex.url}/.well-known/jwks.json`)).json()));
+    expect((await cli.aex(['receipt', 'verify', file, '--jwks', join(cli.home, 'jwks.json'), '--url', 'http://127.0.0.1:9'])).code).toBe(0);
+    const jws = readFileSync(file, 'utf8').trim().split('.');
+    writeFileSync(file, `${jws[0]}.${Buffer.from('{"receipt":{}}').toString('base64url')}.${jws[2]}`);
+    const forged = await cli.aex(['--json', 'receipt', 'verify', file, '--jwks', join(cli.home, 'jwks.json')]);
+    expect(forged.code).toBe(4);
+    expect(forged.stderr).toMatch(/Not valid/);
+  });
+
+  cliTest('buys metered: holds the price of --max-units, the seller reports --usage-units', async ({ cli }) => {
+    await cli.json(['--profile', 'buyer', 'wallet', 'fund', '5000']);
+    const perPage = { ...SERVICE, name: 'Page reader', pricing: { model: 'per_unit', basePriceCents: 100, unit: 'page' } };
+    const serviceId = (await cli.json<{ id: string }>(['--profile', 'seller', 'services', 'register', cli.file('pages.json', perPage)])).id;
+    const tx = await cli.json<{ id: string; metered: boolean; agreedPriceCents: number }>(['--profile', 'buyer', 'buy', serviceId, '--input', cli.file('input.json', { text: 'one two three' }), '--max-units', '10']);
+    expect(tx).toMatchObject({ metered: true, agreedPriceCents: 1000 });
+    expect(await cli.json(['--profile', 'seller', 'deliver', tx.id, '--output', cli.file('output.json', { words: 3 }), '--usage-units', '3'])).toMatchObject({ units: 3, agreedPriceCents: 300 });
+    expect(await cli.json(['--profile', 'buyer', 'verify', tx.id, '--score', '80'])).toMatchObject({ status: 'settled' });
+    expect(await cli.json(['--profile', 'buyer', 'wallet', 'balance'])).toMatchObject({ balanceCents: 4700, heldCents: 0 });
+  });
+});
+
 describe('a purchase at a terminal, with aex listen receiving the webhooks', () => {
   let forwarded: Array<{ headers: Record<string, string | string[] | undefined>; body: string }>;
   let sink: Server;
@@ -306,7 +347,8 @@ describe('exit codes, help and completion', () => {
   cliTest('has --help on every command', async ({ blank: cli }) => {
     const commands = ['signup', 'login', 'profiles', 'keys generate', 'keys register', 'keys rotate', 'agents show', 'agents create', 'agents deactivate', 'agents spawn', 'delegation show', 'delegation set',
       'wallet balance', 'wallet fund', 'wallet withdraw', 'wallet ledger', 'services register', 'services list', 'services show', 'services pause', 'services resume', 'discover', 'buy',
-      'tx list', 'tx show', 'tx cancel', 'tx negotiate', 'deliver', 'verify', 'disputes open', 'disputes show', 'disputes respond', 'disputes decide', 'disputes withdraw', 'listen', 'did resolve', 'completion'];
+      'tx list', 'tx show', 'tx cancel', 'tx negotiate', 'deliver', 'verify', 'disputes open', 'disputes show', 'disputes respond', 'disputes decide', 'disputes withdraw', 'listen', 'did resolve', 'completion',
+      'session open', 'session call', 'session show', 'session list', 'session close', 'receipt get', 'receipt verify'];
     const results = await Promise.all(commands.map((c) => cli.aex([...c.split(' '), '--help'])));
     results.forEach((r, i) => {
       expect(r.code, commands[i]).toBe(0);

@@ -11,6 +11,8 @@ import { registerDisputeCommands } from './commands/disputes.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerListenCommand } from './commands/listen.js';
 import { registerProfileCommands } from './commands/profiles.js';
+import { registerReceiptCommands } from './commands/receipts.js';
+import { registerSessionCommands } from './commands/sessions.js';
 import { registerServiceCommands } from './commands/services.js';
 import { registerTransactionCommands } from './commands/transactions.js';
 import { registerWalletCommands } from './commands/wallet.js';
@@ -50,6 +52,8 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env, stopp
   registerDeliveryCommands(program, ctx);
   registerApprovalCommands(program, ctx);
   registerDisputeCommands(program, ctx);
+  registerSessionCommands(program, ctx);
+  registerReceiptCommands(program, ctx);
   registerListenCommand(program, ctx);
   registerDidCommands(program, ctx);
   registerCompletionCommand(program, ctx);

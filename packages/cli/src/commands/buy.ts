@@ -16,6 +16,7 @@ import { follow } from '../transaction-follow.js';
 interface BuyOptions {
   input: string;
   units?: number;
+  maxUnits?: number;
   maxPriceCents?: number;
   idempotencyKey?: string;
   wait?: boolean;
@@ -29,6 +30,7 @@ export function registerBuyCommand(program: Command, ctx: Context): void {
     .description('buy a service: the input is checked against its contract, the price held; --wait follows it to the delivery')
     .requiredOption('--input <file>', 'the input, a JSON file (- for standard input)')
     .option('--units <n>', 'for per_unit and tiered pricing', int('--units'))
+    .option('--max-units <n>', 'a metered purchase: holds the price of n units, pays for those the provider reports at delivery', int('--max-units'))
     .option('--max-price-cents <n>', 'your opening offer: opens a negotiation when below the price', cents('--max-price-cents'))
     .option('--idempotency-key <key>', 'makes a retry of this command safe (default: a new one each run)')
     .option('--wait', 'follow the transaction until it is delivered (a live status line at a terminal)')
@@ -43,7 +45,7 @@ async function buy(ctx: Context, cmd: Command, serviceId: string, o: BuyOptions)
   const check = checkAgainstContract(service.inputSchema, input, '/input');
   if (check.ok === false) throw new CliError(`Not sent: the input does not pass the service's inputSchema:\n${describeProblems(check.problems)}`, EXIT.usage, { problems: check.problems });
   const tx = ok(await client.createTransaction(
-    { serviceId, input, ...(o.units ? { units: o.units } : {}), ...(o.maxPriceCents ? { maxPriceCents: o.maxPriceCents } : {}) },
+    { serviceId, input, ...(o.units ? { units: o.units } : {}), ...(o.maxUnits ? { maxUnits: o.maxUnits } : {}), ...(o.maxPriceCents ? { maxPriceCents: o.maxPriceCents } : {}) },
     { idempotencyKey: o.idempotencyKey ?? randomUUID() },
   ));
   if (!o.wait) return show(ctx, cmd, tx, (d) => `Transaction ${d.id}: ${d.status}${d.agreedPriceCents !== null ? `, ${usd(d.agreedPriceCents)}` : ''}.\n${awaitingNote(d)}`);

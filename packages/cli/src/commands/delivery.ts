@@ -14,7 +14,8 @@ export function registerDeliveryCommands(program: Command, ctx: Context): void {
     .command('deliver <transactionId>')
     .description('deliver the output of a transaction you provide (checked against the contract first)')
     .requiredOption('--output <file>', 'the output, a JSON file (- for standard input)')
-    .action((id: string, o: { output: string }, cmd: Command) => deliver(ctx, cmd, id, o.output));
+    .option('--usage-units <n>', 'a metered purchase: the units used (0 to its maxUnits), signed with the delivery', int('--usage-units'))
+    .action((id: string, o: { output: string; usageUnits?: number }, cmd: Command) => deliver(ctx, cmd, id, o.output, o.usageUnits));
 
   program
     .command('verify <transactionId>')
@@ -27,7 +28,7 @@ export function registerDeliveryCommands(program: Command, ctx: Context): void {
     });
 }
 
-async function deliver(ctx: Context, cmd: Command, id: string, file: string): Promise<void> {
+async function deliver(ctx: Context, cmd: Command, id: string, file: string, usageUnits: number | undefined): Promise<void> {
   const { client } = actingAgent(ctx, cmd);
   const output = readJson(file, 'output');
   const tx = ok(await client.getTransaction(id));
@@ -37,5 +38,6 @@ async function deliver(ctx: Context, cmd: Command, id: string, file: string): Pr
     const check = checkAgainstContract(service.outputSchema, output, '/output');
     if (check.ok === false) throw new CliError(`Not sent (no delivery attempt used): the output does not pass the service's outputSchema:\n${describeProblems(check.problems)}`, EXIT.usage, { problems: check.problems });
   }
-  show(ctx, cmd, ok(await client.deliver(id, output)), (d) => `Transaction ${d.id} is ${d.status}.\n`);
+  const usage = usageUnits !== undefined ? { usage: { units: usageUnits } } : {};
+  show(ctx, cmd, ok(await client.deliver(id, output, usage)), (d) => `Transaction ${d.id} is ${d.status}${d.units !== null && usageUnits !== undefined ? ` (${d.units} units, ${d.agreedPriceCents} cents)` : ''}.\n`);
 }

@@ -4,6 +4,7 @@ import { getService, searchServices } from './discovery.js';
 import { decideDispute, getDispute, openDispute, respondDispute } from './disputes.js';
 import { deliver, listPendingDeliveries, pauseService, registerService, updateService } from './selling.js';
 import type { Tool } from './tool.js';
+import { callInSession, closeSession, getReceipt, getSession, openSession } from './sessions.js';
 import { getTransaction, listTransactions } from './transactions.js';
 import { getBalance } from './wallet.js';
 
@@ -11,5 +12,6 @@ import { getBalance } from './wallet.js';
 export const TOOLS: readonly Tool[] = [
   searchServices, getService, getBalance, buyService, negotiate, getTransaction, listTransactions, waitForDelivery, acceptDelivery,
   openDispute, getDispute, decideDispute, cancelTransaction, listApprovals, approvePurchase, denyPurchase,
+  openSession, callInSession, getSession, closeSession, getReceipt,
   registerService, updateService, pauseService, listPendingDeliveries, deliver, respondDispute,
 ];

@@ -335,6 +335,34 @@ async function httpServer(agent: Agent, port: number, args: string[], env: Recor
   return { url: (await said(/listening on (http:\/\/\S+)/))[1]!, said };
 }
 
+describe('prepaid sessions and receipts through MCP (D17.4–D17.6, D18)', () => {
+  mcpTest('open_session commits the budget once within the human\'s limits; calls inside need no approval; the receipt verifies', async ({ buyer, serviceId }) => {
+    // Over the per-call cap of 500 with a client that cannot ask the human: refused before anything is held.
+    expect(await refusal(buyer, 'open_session', { serviceId, budgetCents: 800 })).toMatch(/above the per-call cap of 500 cents/);
+    const opened = await data<{ session: { id: string; status: string; remainingCents: number } }>(buyer, 'open_session', { serviceId, budgetCents: 500 });
+    expect(opened.session).toMatchObject({ status: 'open', remainingCents: 500 });
+    // The call waits for the delivery; the provider delivers meanwhile.
+    const calling = data<Tx>(buyer, 'call_in_session', { sessionId: opened.session.id, input: { text: 'one two' }, waitSeconds: 30 });
+    const pending = await (async () => {
+      for (let i = 0; i < 200; i++) {
+        const list = unwrap(await provider.client.listTransactions({ role: 'provider', status: 'funds_held' })).filter((t) => t.sessionId === opened.session.id);
+        if (list.length > 0) return list[0]!;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error('the call never reached the provider');
+    })();
+    unwrap(await provider.client.deliver(pending.id, { words: 2 }));
+    const called = await calling;
+    expect(called.transaction).toMatchObject({ id: pending.id, status: 'settled', agreedPriceCents: 250 });
+    // A second call inside the session is not another spend of the human's budget: the session was.
+    await expect.poll(async () => (await data<{ session: { spentCents: number } }>(buyer, 'get_session', { sessionId: opened.session.id })).session.spentCents).toBe(250);
+    const closed = await data<{ session: { status: string; returnedCents: number } }>(buyer, 'close_session', { sessionId: opened.session.id });
+    expect(closed.session.status === 'closed' ? closed.session.returnedCents : 250).toBe(250);
+    const receipt = await data<{ verified: boolean; claims: { sessionId: string; priceCents: number } }>(buyer, 'get_receipt', { transactionId: pending.id });
+    expect(receipt).toMatchObject({ verified: true, claims: { sessionId: opened.session.id, priceCents: 250 } });
+  });
+});
+
 describe('the MCP server over Streamable HTTP', () => {
   let url: string;
   let consumer: Agent;

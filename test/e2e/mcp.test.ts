@@ -7,14 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { unwrap } from '@agent-exchange/client';
 import { freePort } from '@aex/platform';
 import { eventually } from '@aex/platform/testing';
 import { signingMember, startTestExchange, type TestExchange } from './harness.js';
+import { mcpKit } from './mcp-kit.js';
 import { binOf, installPacked } from './packed-kit.js';
 
 // The MCP server as an MCP client meets it: the packed package installed outside the workspace, its
@@ -44,39 +44,7 @@ const WORDS = {
   sla: { maxLatencyMs: 60_000, timeoutMs: 120_000 },
 };
 
-/** Starts the installed bin over stdio as `agent`, with the SDK's client; `elicit` answers the human's question when given. */
-async function session(agent: Pick<Agent, 'id' | 'apiKey'> & { secretKey?: string }, args: string[], opts: { elicit?: (message: string) => 'accept' | 'decline'; env?: Record<string, string> } = {}): Promise<Client> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [bin, ...args],
-    env: { PATH: process.env.PATH ?? '', HOME: dir, AEX_URL: ex.url, AEX_AGENT_ID: agent.id, AEX_API_KEY: agent.apiKey, ...(agent.secretKey ? { AEX_SIGNING_KEY: agent.secretKey } : {}), AEX_MCP_POLL_MS: '100', ...opts.env },
-    stderr: 'pipe',
-  });
-  const client = new Client({ name: 'scripted-agent', version: '1.0.0' }, { capabilities: opts.elicit ? { elicitation: {} } : {} });
-  if (opts.elicit) {
-    const answer = opts.elicit;
-    client.setRequestHandler(ElicitRequestSchema, async (req) => (answer(req.params.message) === 'accept' ? { action: 'accept', content: { allow: true } } : { action: 'decline' }));
-  }
-  await client.connect(transport);
-  clients.push(client);
-  return client;
-}
-
-async function call(client: Client, name: string, args: Record<string, unknown>, progress?: string[]): Promise<CallToolResult> {
-  return (await client.callTool({ name, arguments: args }, undefined, progress ? { onprogress: (p) => void progress.push(p.message ?? '') } : undefined)) as CallToolResult;
-}
-/** The structured result of a call that must succeed. */
-async function data<T = Record<string, unknown>>(client: Client, name: string, args: Record<string, unknown>, progress?: string[]): Promise<T> {
-  const r = await call(client, name, args, progress);
-  expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
-  return r.structuredContent as T;
-}
-/** The text of a call that must be refused as a tool error. */
-async function refusal(client: Client, name: string, args: Record<string, unknown>): Promise<string> {
-  const r = await call(client, name, args);
-  expect(r.isError).toBe(true);
-  return (r.content[0] as { text: string }).text;
-}
+const { session, data, refusal } = mcpKit(() => ({ ex, bin, dir, clients }));
 
 /** A buying agent of its own, with 5,000 cents. */
 async function buyingAgent(): Promise<Agent> {
@@ -343,19 +311,13 @@ describe('prepaid sessions and receipts through MCP (D17.4–D17.6, D18)', () =>
     expect(opened.session).toMatchObject({ status: 'open', remainingCents: 500 });
     // The call waits for the delivery; the provider delivers meanwhile.
     const calling = data<Tx>(buyer, 'call_in_session', { sessionId: opened.session.id, input: { text: 'one two' }, waitSeconds: 30 });
-    const pending = await (async () => {
-      for (let i = 0; i < 200; i++) {
-        const list = unwrap(await provider.client.listTransactions({ role: 'provider', status: 'funds_held' })).filter((t) => t.sessionId === opened.session.id);
-        if (list.length > 0) return list[0]!;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error('the call never reached the provider');
-    })();
+    const inSession = async () => unwrap(await provider.client.listTransactions({ role: 'provider', status: 'funds_held' })).find((t) => t.sessionId === opened.session.id);
+    await expect.poll(inSession, { timeout: 10_000 }).toBeDefined();
+    const pending = (await inSession())!;
     unwrap(await provider.client.deliver(pending.id, { words: 2 }));
     const called = await calling;
     expect(called.transaction).toMatchObject({ id: pending.id, status: 'settled', agreedPriceCents: 250 });
-    // A second call inside the session is not another spend of the human's budget: the session was.
-    await expect.poll(async () => (await data<{ session: { spentCents: number } }>(buyer, 'get_session', { sessionId: opened.session.id })).session.spentCents).toBe(250);
+    expect((await data<{ session: { spentCents: number } }>(buyer, 'get_session', { sessionId: opened.session.id })).session.spentCents).toBe(250);
     const closed = await data<{ session: { status: string; returnedCents: number } }>(buyer, 'close_session', { sessionId: opened.session.id });
     expect(closed.session.status === 'closed' ? closed.session.returnedCents : 250).toBe(250);
     const receipt = await data<{ verified: boolean; claims: { sessionId: string; priceCents: number } }>(buyer, 'get_receipt', { transactionId: pending.id });

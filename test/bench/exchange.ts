@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { NatsBus, loadConfig, type Bus, type ExchangeConfig } from '@aex/platform';
 import { NatsCluster, createTestBus, createTestDatabase, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 import { startStack, type Stack } from '@aex/stack';
@@ -31,7 +32,7 @@ export async function withBenchExchange<T>(body: (ex: BenchExchange) => Promise<
   const db = await createTestDatabase();
   const { bus, dispose } = opts.cluster ? await clusterBus() : await createTestBus('jetstream');
   const config = loadConfig({}, {
-    PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent',
+    PAYMENTS_PROVIDER: 'sandbox', BUS_NAMESPACE: bus.namespace, LOG_LEVEL: 'silent', RECEIPT_SIGNING_KEY: randomBytes(32).toString('base64'),
     NATS_REPLICAS: opts.cluster ? '3' : '1', ...LIMITS_OUT_OF_REACH,
   });
   const stack = await startStack({ bus, databaseUrl: db.url, config, logger: testLogger() });

@@ -20,6 +20,7 @@ const root = resolve(here, '../..');
 const BENCHES: Record<string, string> = {
   gateway: 'gateway/gateway.bench.ts',
   lifecycle: 'lifecycle/lifecycle.bench.ts',
+  sessions: 'sessions/sessions.bench.ts',
   webhooks: 'webhooks/webhooks.bench.ts',
   discovery: 'discovery/discovery.bench.ts',
   ledger: 'ledger/ledger-check.bench.ts',

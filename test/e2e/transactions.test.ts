@@ -93,6 +93,8 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
     expect(events.at(-1)!.data).toEqual({
       transactionId: tx.id, status: 'settled', previousStatus: 'delivered', statusReason: null,
       consumerAgentId: consumer.agentId, providerAgentId: provider.agentId, serviceId, agreedPriceCents: 1000, platformFeeCents: 50,
+      // D18.3: the event that ended the purchase carries its receipt.
+      receipt: data(await consumer.client.receipt(tx.id)).receipt,
     });
   });
 

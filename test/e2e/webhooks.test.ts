@@ -89,7 +89,7 @@ describe('webhooks of a purchase (D14.1–D14.3)', () => {
         type: 'transaction.settled', timestamp: expect.any(String),
         data: {
           transactionId: t.id, status: 'settled', previousStatus: 'delivered', statusReason: null, consumerAgentId: consumer.agentId,
-          providerAgentId: provider.agentId, serviceId, agreedPriceCents: 1000, platformFeeCents: 50,
+          providerAgentId: provider.agentId, serviceId, agreedPriceCents: 1000, platformFeeCents: 50, receipt: unwrap(await consumer.client.receipt(t.id)).receipt,
         },
       });
     }

@@ -61,7 +61,8 @@ export function sessionAggregate(deps: Deps): Aggregate<SessionTypes> {
 
 /** Who may ask, on the first state seen; an approval needs the consumer's rules in force (D10.1). */
 async function prepareSession(deps: Deps, s: Session | undefined, c: SessionCommand, ctx: HandlerContext): Promise<SessionCommand> {
-  if (!s || c.kind === 'open') return c;
+  if (c.kind === 'open') return c;
+  if (!s) throw new AppError('NOT_FOUND', 'No such session.');
   if ('caller' in c && c.kind !== 'approve' && c.kind !== 'deny' && !isSessionParty(s, c.caller.agentId)) throw new AppError('NOT_FOUND', 'No such session.');
   if (c.kind === 'approve') return { ...c, delegation: await delegationOf(deps, s.consumerAgentId, ctx.requestId) };
   return c;

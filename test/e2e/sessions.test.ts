@@ -80,8 +80,11 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     expect(await wallet(c)).toMatchObject({ balanceCents: 4700, heldCents: 700 });
     const entries = unwrap(await c.client.ledger(c.agentId, { limit: 100 }));
     expect(entries.filter((e) => e.txType === 'fund_hold')).toHaveLength(1);
-    expect(await wallet(provider)).toMatchObject({ balanceCents: expect.any(Number) });
     await ledgerClean();
+    // The metrics count the calls and what they reserved.
+    const metrics = await (await fetch(`${ex.url}/metrics`)).text();
+    expect(Number(/^aex_session_calls_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
+    expect(Number(/^aex_session_reserved_cents_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(300);
   });
 
   it('D17.5: not enough left is 402 with what remains; the session must be the caller’s and of the service named', async () => {

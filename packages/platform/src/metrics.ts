@@ -239,6 +239,9 @@ export const exchangeMetrics = {
   timersFired: () => metrics.counter('aex_timers_fired_total', 'Durable timers fired, by kind', ['service', 'kind']),
   moneyHeld: () => metrics.gauge('aex_money_held_cents', 'Exchange-wide: cents held in escrow for purchases in progress (read from the ledger\'s wallets; the same on every replica)'),
   moneySettled: () => metrics.counter('aex_money_settled_cents_total', 'Exchange-wide: cents settled to providers, before the platform fee (read from the wallets; the same on every replica)'),
+  sessionCalls: () => metrics.counter('aex_session_calls_total', 'Calls made in prepaid sessions (D17.5), each reserving its price from its session\'s budget'),
+  sessionReserved: () => metrics.counter('aex_session_reserved_cents_total', 'Cents reserved from prepaid sessions\' budgets by their calls (D17.5)'),
+  sessionReturned: () => metrics.counter('aex_session_returned_cents_total', 'Cents of prepaid sessions\' budgets returned unspent when they closed (D17.6)'),
   platformFees: () => metrics.counter('aex_platform_fees_cents_total', 'Exchange-wide: platform fees earned, in cents (the platform wallet; the same on every replica)'),
 };
 

@@ -24,7 +24,9 @@ export type SessionEffect =
   | { kind: 'schedule'; timer: SessionTimer; at: Date }
   | { kind: 'cancelTimers'; timers: readonly SessionTimer[] }
   /** `session.opened` / `session.closed` to both parties (D17.6). */
-  | { kind: 'announce'; event: 'opened' | 'closed' };
+  | { kind: 'announce'; event: 'opened' | 'closed' }
+  /** A call's price reserved (counted in the metrics once committed). */
+  | { kind: 'reserved'; amountCents: number };
 
 /** A session asked for (POST /v1/sessions): the contract as the catalog gave it, the buyer's rules in force. */
 export interface SessionOrder {
@@ -194,7 +196,7 @@ function reserve(s: Session, amountCents: number, d: SessionDraft, now: Date): S
   if (amountCents > remaining) {
     return refused(new AppError('INSUFFICIENT_FUNDS', `This session has ${remaining} cents left; the call needs ${amountCents}.`, { details: { sessionId: s.id, remainingCents: remaining, requiredCents: amountCents } }));
   }
-  return d.set({ reservedCents: s.reservedCents + amountCents, calls: s.calls + 1 }).decision();
+  return d.set({ reservedCents: s.reservedCents + amountCents, calls: s.calls + 1 }).effect({ kind: 'reserved', amountCents }).decision();
 }
 
 /** D17.6: no new calls; the rest is returned once every call has ended. A session closing or closed stays so. */

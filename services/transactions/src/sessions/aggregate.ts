@@ -1,5 +1,5 @@
 import { AppError, SESSION_EXPIRY, sessionEvent, walletSaga, type SessionView } from '@aex/contracts';
-import type { Aggregate, AggregateTypes, Decision, GuardedWrite, HandlerContext, StepOutcome, UnitOfWork } from '@aex/platform';
+import { exchangeMetrics, type Aggregate, type AggregateTypes, type Decision, type GuardedWrite, type HandlerContext, type StepOutcome, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, SessionRow } from '../db/schema.js';
@@ -21,6 +21,9 @@ export interface SessionTypes extends AggregateTypes {
 
 type Trx = Transaction<Database>;
 type Deps = Pick<TransactionDeps, 'config' | 'delegations' | 'bus' | 'now'>;
+
+/** D17.5, D17.6 in the metrics: calls made, cents reserved by them, cents returned unspent. */
+const COUNTERS = { calls: exchangeMetrics.sessionCalls(), reserved: exchangeMetrics.sessionReserved(), returned: exchangeMetrics.sessionReturned() };
 
 /** Every column of a session row, in the order the creation's insert lists them. */
 const COLUMNS = [
@@ -95,6 +98,13 @@ async function applySessionEffects(work: UnitOfWork, s: Session, effects: readon
         break;
       case 'returnHold':
         work.enqueue(walletSaga.returnHold, { transactionId: s.id }, { now });
+        work.afterCommit(() => COUNTERS.returned.inc({}, s.returnedCents));
+        break;
+      case 'reserved':
+        work.afterCommit(() => {
+          COUNTERS.calls.inc();
+          COUNTERS.reserved.inc({}, e.amountCents);
+        });
         break;
       case 'schedule':
         work.schedule({ kind: SESSION_TIMERS[e.timer], key: s.id, fireAt: e.at });

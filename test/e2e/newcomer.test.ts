@@ -61,6 +61,15 @@ describe("the README's first purchase with curl and openssl", () => {
       '{"txType":"platform_fee","amountCents":-13,"balanceAfterCents":237}',
     ]) expect(out).toContain(entry);
     for (const status of ['initiated', 'funds_held', 'delivered', 'settled']) expect(out).toMatch(new RegExp(`verified transaction\\.${status} [0-9a-f-]{36} ${status}`));
+    // 9–11: the receipt, a metered purchase, a session of three calls.
+    expect(out).toMatch(/\{"status":"settled","priceCents":250,"platformFeeCents":13,"inputDigest":"sha-256=:[A-Za-z0-9+\/]+=:"\}/);
+    expect(out).toMatch(/\{"kid":"[\w-]+","kty":"OKP","crv":"Ed25519"\}/);
+    expect(out).toContain('{"status":"delivered","units":3,"agreedPriceCents":60}');
+    expect(out).toContain('{"status":"settled","units":3,"agreedPriceCents":60}');
+    expect(out).toMatch(/\[(\{"txType":"(fund_hold|fund_release|settlement_out|fund_return)","amountCents":-?\d+\},?){4}\]/);
+    expect(out.match(/\{"status":"settled","agreedPriceCents":250\}/g)).toHaveLength(3);
+    expect(out).toContain('{"status":"open","budgetCents":1000,"spentCents":750,"remainingCents":250,"calls":3}');
+    expect(out).toContain('{"status":"closed","spentCents":750,"returnedCents":250}');
     expect(out).not.toContain('refused');
     expect(out).not.toContain('"errors":[');
   }, 120_000);

@@ -315,6 +315,37 @@ describe('the console (owners): disputes, services and sales', () => {
   });
 });
 
+describe('the console (owners): sessions, usage and receipts (D17, D18)', () => {
+  it('an owner sees its agent\'s session with its calls and what is left, a metered call\'s usage and its receipt', async () => {
+    const provider = await party(ex);
+    const perPage = unwrap(await provider.client.createService(serviceBody({ pricing: { model: 'per_unit', basePriceCents: 10, unit: 'page' } }))).id;
+    const buyer = await funded(ex, 5000);
+    const opened = unwrap(await buyer.client.openSession({ serviceId: perPage, budgetCents: 1000 }));
+    const call = unwrap(await buyer.client.callInSession(opened.id, INPUT, { maxUnits: 20 }));
+    unwrap(await provider.client.deliver(call.id, OUTPUT, { usage: { units: 7 } }));
+    await eventually(async () => unwrap(await buyer.client.getTransaction(call.id)).status === 'settled' || null, 10_000, 100);
+
+    const page = await visit();
+    await signInAsOwner(page, buyer.owner.apiKey);
+    await page.getByRole('link', { name: 'Sessions' }).click();
+    const row = page.locator(`tr[data-session="${opened.id}"]`);
+    await row.waitFor();
+    expect(await row.textContent()).toMatch(/open\$10\.00\$0\.70\$0\.00\$9\.30/);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await row.getByRole('link').click();
+    await page.locator('#session-left').getByText('$9.30').waitFor();
+    expect(await page.locator('#session-calls').textContent()).toContain('$0.70');
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await screenshot(page, 'session');
+    await page.locator('#session-calls a').first().click();
+    await page.locator('#purchase-usage').getByText('7 of at most 20 units').waitFor();
+    const receipt = await page.locator('#receipt').textContent();
+    expect(receipt).toContain('settled');
+    expect(receipt).toMatch(/Input digestsha-256=:/);
+    expect(await accessibilityProblems(page)).toEqual([]);
+  });
+});
+
 describe('the console (operators)', () => {
   it('an operator signs in with the token, finds an escalated dispute and resolves it', async () => {
     const { consumer, provider, dispute } = await disputedPurchase('output_quality', 'The digest is not the expected one.');

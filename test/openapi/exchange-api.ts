@@ -539,6 +539,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/accounts/{accountId}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The prepaid sessions of the account’s agents, newest first */
+        get: operations["listAccountSessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{sessionId}": {
         parameters: {
             query?: never;
@@ -2258,6 +2275,12 @@ export interface components {
                      */
                     at: string;
                 }[];
+            } | null;
+            receipt: {
+                receipt: string;
+                claims: {
+                    [key: string]: unknown;
+                };
             } | null;
         };
         SpendingView: {
@@ -5562,6 +5585,8 @@ export interface operations {
                 status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 /** @description UUID */
                 agentId?: string;
+                /** @description UUID */
+                sessionId?: string;
                 limit?: number;
                 offset?: number;
             };
@@ -5907,6 +5932,64 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    listAccountSessions: {
+        parameters: {
+            query?: {
+                status?: "awaiting_approval" | "opening" | "open" | "closing" | "closed" | "failed" | "cancelled";
+                role?: "consumer" | "provider";
+                limit?: number;
+                offset?: number;
+            };
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SessionView"][];
+                        meta: components["schemas"]["Meta"];
+                        pagination?: components["schemas"]["Pagination"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description Rate limited: RATE_LIMITED */
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */

@@ -156,6 +156,8 @@ export const transactionOps = {
   listDisputes: operation('transactions', 'listDisputes', 'admin', parts(Empty, T.ListDisputesQuery, Type.Any()), Type.Array(T.DisputeView)),
   /** D17.4–D17.6: prepaid sessions. */
   openSession: effect('transactions', 'openSession', 'agent', parts(Empty, Empty, S.OpenSessionBody), S.SessionView),
+  /** The sessions of the account's agents, as buyers (or, with `role: provider`, as sellers), for its owner agent. */
+  listAccountSessions: operation('transactions', 'listAccountSessions', 'agent', parts(I.AccountPath, S.ListSessionsQuery, Type.Any()), Type.Array(S.SessionView)),
   getSession: operation('transactions', 'getSession', 'agent', parts(S.SessionPath, Empty, Type.Any()), S.SessionView),
   listSessions: operation('transactions', 'listSessions', 'agent', parts(Empty, S.ListSessionsQuery, Type.Any()), Type.Array(S.SessionView)),
   closeSession: effect('transactions', 'closeSession', 'agent', parts(S.SessionPath, Empty, S.CloseSessionBody), S.SessionView),

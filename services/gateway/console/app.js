@@ -15,12 +15,13 @@ import { approvalsPage } from './pages/approvals.js';
 import { ownerDisputesPage } from './pages/disputes.js';
 import { auditPage, deadLettersPage, escalatedDisputesPage, figuresPage, ledgerPage, suspendPage } from './pages/operator.js';
 import { purchasePage, purchasesPage } from './pages/purchases.js';
+import { sessionPage, sessionsPage } from './pages/sessions.js';
 import { salesPage } from './pages/sales.js';
 import { signInPage, signOut } from './pages/sign-in.js';
 import { walletsPage } from './pages/wallets.js';
 import { webhooksPage } from './pages/webhooks.js';
 
-const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases'], ['#/sales', 'Services and sales'], ['#/disputes', 'Disputes'], ['#/agents', 'Agents and rules'], ['#/wallets', 'Wallets'], ['#/webhooks', 'Webhooks']];
+const OWNER_PAGES = [['#/approvals', 'Approvals'], ['#/purchases', 'Purchases'], ['#/sessions', 'Sessions'], ['#/sales', 'Services and sales'], ['#/disputes', 'Disputes'], ['#/agents', 'Agents and rules'], ['#/wallets', 'Wallets'], ['#/webhooks', 'Webhooks']];
 const OPERATOR_PAGES = [['#/operator/figures', 'Figures'], ['#/operator/disputes', 'Escalated disputes'], ['#/operator/dead-letters', 'Dead letters'], ['#/operator/agents', 'Suspend'], ['#/operator/audit', 'Audit log'], ['#/operator/ledger', 'Ledger check']];
 
 function chrome() {
@@ -46,6 +47,8 @@ async function render() {
     else if (state.session.kind === 'owner' && hash === '#/approvals') main.replaceChildren(await approvalsPage());
     else if (state.session.kind === 'owner' && hash === '#/purchases') main.replaceChildren(await purchasesPage());
     else if (state.session.kind === 'owner' && (m = /^#\/purchases\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await purchasePage(m[1]));
+    else if (state.session.kind === 'owner' && hash === '#/sessions') main.replaceChildren(await sessionsPage());
+    else if (state.session.kind === 'owner' && (m = /^#\/sessions\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await sessionPage(m[1]));
     else if (state.session.kind === 'owner' && hash === '#/sales') main.replaceChildren(await salesPage());
     else if (state.session.kind === 'owner' && hash === '#/disputes') main.replaceChildren(await ownerDisputesPage());
     else if (state.session.kind === 'owner' && hash === '#/agents') main.replaceChildren(await agentsPage());

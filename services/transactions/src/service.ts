@@ -129,6 +129,7 @@ function operationHandlers(deps: TransactionDeps) {
     listDisputes: disputes.listDisputes(deps),
     openSession: sessionHandlers.openSession(deps),
     getSession: sessionHandlers.getSession(deps),
+    listAccountSessions: account.listAccountSessions(deps),
     listSessions: sessionHandlers.listSessions(deps),
     closeSession: sessionHandlers.closeSession(deps),
     approveSession: sessionHandlers.approveSession(deps),

@@ -117,6 +117,8 @@ export const AccountTransactionsQuery = Strict({
   role: Type.Optional(Type.Union([Type.Literal('consumer'), Type.Literal('provider')], { default: 'consumer' })),
   status: Type.Optional(TransactionStatus),
   agentId: Type.Optional(Uuid),
+  /** EXT (D17.5): the calls of one prepaid session. */
+  sessionId: Type.Optional(Uuid),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
 });
@@ -303,5 +305,7 @@ export const TransactionDetailView = Type.Object({
   roles: Type.Array(Type.Union([Type.Literal('consumer'), Type.Literal('provider')])),
   negotiation: Type.Array(NegotiationView),
   dispute: Type.Union([DisputeView, Type.Null()]),
+  /** D18: its receipt, once it ended with money moved. */
+  receipt: Type.Union([Type.Object({ receipt: Type.String(), claims: Type.Record(Type.String(), Type.Unknown()) }), Type.Null()]),
 });
 export type TransactionDetailView = Static<typeof TransactionDetailView>;

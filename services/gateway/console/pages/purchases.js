@@ -37,7 +37,7 @@ export async function purchasePage(id) {
   const account = state.session.accountId;
   const r = await api('GET', `/v1/accounts/${account}/transactions/${id}`);
   if (!r.ok) return h('p', { class: 'error' }, r.error);
-  const { transaction: t, negotiation, dispute, roles } = r.data;
+  const { transaction: t, negotiation, dispute, roles, receipt } = r.data;
   // The account's own agent in it: the buyer of a purchase, the provider of a sale.
   const mine = roles.includes('consumer') ? t.consumerAgentId : t.providerAgentId;
   const [ledger, hooks] = await Promise.all([
@@ -65,11 +65,33 @@ export async function purchasePage(id) {
     h('div', { class: 'card' }, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
       h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)} (fee ${usd(t.platformFeeCents)})`),
+      ...(t.metered ? [h('dt', {}, 'Usage'), h('dd', { id: 'purchase-usage' }, t.units === null ? `metered: up to ${t.maxUnits} units held, usage not reported yet` : `${t.units} of at most ${t.maxUnits} units, as the provider's signed delivery reports`)] : []),
+      ...(t.sessionId ? [h('dt', {}, 'Session'), h('dd', {}, h('a', { href: `#/sessions/${t.sessionId}` }, short(t.sessionId)))] : []),
       h('dt', {}, 'Buying agent'), h('dd', {}, t.consumerAgentId),
       h('dt', {}, 'Provider'), h('dd', {}, t.providerAgentId),
       h('dt', {}, 'Service'), h('dd', {}, `${t.serviceId} (version ${t.serviceVersion})`))),
     dispute ? disputeCard(dispute, roles) : null,
+    receipt ? receiptCard(receipt) : null,
     h('h2', {}, 'Timeline'),
     h('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => h('li', {}, h('time', { datetime: e.at }, when(e.at)), e.text))),
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => render() }, 'Refresh')));
+}
+
+/** D18: the signed receipt's fields, and the JWS anyone verifies with /.well-known/jwks.json. */
+function receiptCard(r) {
+  const c = r.claims;
+  return h('div', { class: 'card', id: 'receipt' },
+    h('h2', {}, 'Receipt'),
+    h('p', {}, 'Signed by the exchange; anyone can check it with its public keys at ', h('a', { href: '/.well-known/jwks.json' }, '/.well-known/jwks.json'), '.'),
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'Status'), h('dd', {}, `${c.status}${c.outcome ? ` (dispute: ${c.outcome})` : ''}`),
+      h('dt', {}, 'Price'), h('dd', {}, usd(c.priceCents)),
+      h('dt', {}, 'Fee'), h('dd', {}, usd(c.platformFeeCents)),
+      h('dt', {}, 'Refunded'), h('dd', {}, usd(c.refundedCents)),
+      ...(c.units !== null ? [h('dt', {}, 'Units'), h('dd', {}, String(c.units))] : []),
+      h('dt', {}, 'Input digest'), h('dd', {}, h('code', {}, c.inputDigest ?? '–')),
+      h('dt', {}, 'Output digest'), h('dd', {}, h('code', {}, c.outputDigest ?? '–')),
+      h('dt', {}, 'Buyer'), h('dd', {}, c.consumer),
+      h('dt', {}, 'Provider'), h('dd', {}, c.provider)),
+    h('details', {}, h('summary', {}, 'The signed receipt (compact JWS)'), h('pre', { class: 'jws' }, r.receipt)));
 }

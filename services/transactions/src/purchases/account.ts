@@ -1,8 +1,9 @@
 import { sql } from 'kysely';
-import { AppError, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, pagination, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { disputeView } from '../disputes/views.js';
+import { sessionView } from '../sessions/aggregate.js';
 import { transactionsPage } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
@@ -28,7 +29,8 @@ export const listAccountTransactions = (deps: TransactionDeps): OperationHandler
   const q = deps.db.selectFrom('transactions')
     .where(selling ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
     .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!))
-    .$if(query.agentId !== undefined, (b) => b.where(selling ? 'providerAgentId' : 'consumerAgentId', '=', query.agentId!));
+    .$if(query.agentId !== undefined, (b) => b.where(selling ? 'providerAgentId' : 'consumerAgentId', '=', query.agentId!))
+    .$if(query.sessionId !== undefined, (b) => b.where('sessionId', '=', query.sessionId!));
   return transactionsPage(q, query, caller.accountId);
 };
 
@@ -39,12 +41,27 @@ export const getAccountTransaction = (deps: TransactionDeps): OperationHandler<O
   const t = await deps.db.selectFrom('transactions').selectAll().where('id', '=', path.transactionId)
     .where((eb) => eb.or([eb('consumerAccountId', '=', path.accountId), eb('providerAccountId', '=', path.accountId)])).executeTakeFirst();
   if (!t) throw new AppError('NOT_FOUND', 'No such purchase or sale of this account.');
-  const [messages, dispute] = await Promise.all([
+  const [messages, dispute, receipt] = await Promise.all([
     deps.db.selectFrom('negotiationMessages').selectAll().where('transactionId', '=', t.id).orderBy('round').execute(),
     t.disputeId ? deps.db.selectFrom('disputes').selectAll().where('id', '=', t.disputeId).executeTakeFirst() : undefined,
+    deps.db.selectFrom('receipts').select(['jws', 'claims']).where('transactionId', '=', t.id).executeTakeFirst(),
   ]);
   const roles = [...(t.consumerAccountId === path.accountId ? ['consumer' as const] : []), ...(t.providerAccountId === path.accountId ? ['provider' as const] : [])];
-  return { data: { transaction: transactionView(t, caller.accountId), roles, negotiation: messages.map(negotiationView), dispute: dispute ? disputeView(dispute) : null } };
+  return { data: { transaction: transactionView(t, caller.accountId), roles, negotiation: messages.map(negotiationView), dispute: dispute ? disputeView(dispute) : null, receipt: receipt ? { receipt: receipt.jws, claims: receipt.claims } : null } };
+};
+
+/** GET /v1/accounts/{id}/sessions: the prepaid sessions of the account's agents (`role: provider`: those they sell in), newest first (owner agent). */
+export const listAccountSessions = (deps: TransactionDeps): OperationHandler<Ops['listAccountSessions']> => async ({ path, query }, ctx) => {
+  requireOwnerOf(requireAgent(ctx), path.accountId);
+  const q = deps.db.selectFrom('sessions').where(query.role === 'provider' ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
+    .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!));
+  const limit = query.limit ?? 20;
+  const offset = query.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(sessionView), pagination: pagination(count.n, limit, offset) };
 };
 
 /** GET /v1/accounts/{id}/spending: the account's purchases of the last `days` days whose price was held, by category (owner agent). */

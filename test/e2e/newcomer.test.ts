@@ -62,7 +62,7 @@ describe("the README's first purchase with curl and openssl", () => {
     ]) expect(out).toContain(entry);
     for (const status of ['initiated', 'funds_held', 'delivered', 'settled']) expect(out).toMatch(new RegExp(`verified transaction\\.${status} [0-9a-f-]{36} ${status}`));
     // 9–11: the receipt, a metered purchase, a session of three calls.
-    expect(out).toMatch(/\{"status":"settled","priceCents":250,"platformFeeCents":13,"inputDigest":"sha-256=:[A-Za-z0-9+\/]+=:"\}/);
+    expect(out).toMatch(/\{"status":"settled","priceCents":250,"platformFeeCents":13,"inputDigest":"sha-256=:[A-Za-z0-9+/]+=:"\}/);
     expect(out).toMatch(/\{"kid":"[\w-]+","kty":"OKP","crv":"Ed25519"\}/);
     expect(out).toContain('{"status":"delivered","units":3,"agreedPriceCents":60}');
     expect(out).toContain('{"status":"settled","units":3,"agreedPriceCents":60}');

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TEST_NATS_URL } from '@aex/platform/testing';
@@ -43,7 +44,7 @@ describe('the services booted from the rendered chart', () => {
     });
     const adminToken = 'platform-team-operator-token';
     const perService = Object.fromEntries(['IDENTITY', 'CATALOG', 'TRANSACTIONS', 'WALLET', 'WEBHOOKS'].map((s) => [`${s}_DATABASE_URL`, db.url]));
-    const booted = await boot(cleanups, objects, { secrets: { 'exchange-secrets': { NATS_URL: TEST_NATS_URL, DATABASE_URL: db.url, ADMIN_TOKEN: adminToken, ...perService } } });
+    const booted = await boot(cleanups, objects, { secrets: { 'exchange-secrets': { NATS_URL: TEST_NATS_URL, DATABASE_URL: db.url, ADMIN_TOKEN: adminToken, RECEIPT_SIGNING_KEY: randomBytes(32).toString('base64'), ...perService } } });
     await smoke(booted.gateway);
     const admin = await fetch(`${booted.gateway}/admin/v1/ledger/check`, { headers: { authorization: `Bearer ${adminToken}` } });
     expect(admin.status).toBe(200);

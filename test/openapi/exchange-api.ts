@@ -4820,6 +4820,7 @@ export interface operations {
                      *         "updatedAt": "2026-01-31T12:00:00.000Z",
                      *         "serviceVersion": "1.0.0",
                      *         "units": 1,
+                     *         "sessionId": null,
                      *         "metered": false,
                      *         "maxUnits": null,
                      *         "output": null,

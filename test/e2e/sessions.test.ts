@@ -180,6 +180,19 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     expect(await paidCall(c, waiting.id)).toMatchObject({ status: 'settled' });
   });
 
+  it('D10.2 with D17.4: a session\'s budget counts in the buyer\'s daily spending, its calls not again', async () => {
+    const c = await funded(ex, 5000);
+    unwrap(await c.owner.client.setAgentDelegation(c.agentId, { maxDailySpendCents: 1000 }));
+    const s = await openSession(c, { serviceId: fixedId, budgetCents: 800 });
+    await paidCall(c, s.id);
+    expectError(await c.client.openSession({ serviceId: fixedId, budgetCents: 300 }), 403, 'DELEGATION_EXCEEDED');
+    expectError(await c.client.createTransaction({ serviceId: meteredId, input: INPUT, maxUnits: 30 }), 403, 'DELEGATION_EXCEEDED');
+    // Closed, what it did not spend no longer counts: 100 of 1,000 spent.
+    unwrap(await c.client.closeSession(s.id));
+    await waitForSession(c.client, s.id, 'closed');
+    expect((await openSession(c, { serviceId: fixedId, budgetCents: 900 })).status).toBe('open');
+  });
+
   it('D17.6: a session closes by itself at expiresAt and returns what it did not spend', async () => {
     const c = await funded(ex, 5000);
     const s = await openSession(c, { serviceId: fixedId, budgetCents: 400, expiresInSeconds: 60 });

@@ -126,7 +126,9 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     const c = await funded(ex, 5000);
     const s = await openSession(c, { serviceId: fixedId, budgetCents: 500 });
     const call = unwrap(await c.client.createTransaction({ sessionId: s.id, input: INPUT }));
-    expect(unwrap(await c.client.closeSession(s.id))).toMatchObject({ status: 'closing', reservedCents: 100 });
+    const closing = unwrap(await c.client.closeSession(s.id));
+    expect(closing).toMatchObject({ status: 'closing', reservedCents: 100, remainingCents: 400, returnedCents: 0 });
+    adds(closing);
     expect(unwrap(await provider.client.deliver(call.id, OUTPUT)).status).toMatch(/settled|delivered/);
     const closed = await waitForSession(c.client, s.id, 'closed');
     expect(closed).toMatchObject({ spentCents: 100, returnedCents: 400, reservedCents: 0 });

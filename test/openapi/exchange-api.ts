@@ -2320,7 +2320,7 @@ export interface components {
             spentCents: number;
             /** @description Reserved by calls in progress */
             reservedCents: number;
-            /** @description What new calls may still reserve (0 once closed) */
+            /** @description Neither spent, reserved nor returned: what new calls may reserve while open, what a closing session returns once its calls end (0 once closed) */
             remainingCents: number;
             /** @description Given back to the consumer when the session closed */
             returnedCents: number;

@@ -68,10 +68,10 @@ export async function listen(client: ExchangeClient, io: Io, opts: ListenOptions
     seen.add(webhookId);
     let forwarded: number | string | undefined;
     if (opts.forwardTo) forwarded = await forward(opts.forwardTo, req, body);
-    const data = event.data as { transactionId?: string; status?: string };
+    const data = event.data as { transactionId?: string; sessionId?: string; status?: string };
     const line = opts.json
       ? JSON.stringify({ webhookId, type: event.type, timestamp: event.timestamp, verified: true, repeat, data: event.data, ...(forwarded !== undefined ? { forwarded } : {}) })
-      : [new Date().toISOString(), 'verified', event.type, data.transactionId ?? '-', data.status ?? '', repeat ? '(repeat)' : '', forwarded !== undefined ? `→ ${forwarded}` : ''].filter(Boolean).join('  ');
+      : [new Date().toISOString(), 'verified', event.type, data.transactionId ?? data.sessionId ?? '-', data.status ?? '', repeat ? '(repeat)' : '', forwarded !== undefined ? `→ ${forwarded}` : ''].filter(Boolean).join('  ');
     // A forward that failed is answered 502, so the exchange delivers the event again later.
     return { status: typeof forwarded === 'number' && forwarded >= 300 ? 502 : typeof forwarded === 'string' ? 502 : 200, line };
   }

@@ -51,4 +51,4 @@ function read(path: string, what: string): string {
 
 const summary = (c: { transactionId: string; status: string; priceCents: number | null; platformFeeCents: number; refundedCents: number; units: number | null; sessionId: string | null; outcome: string | null }) =>
   `Transaction ${c.transactionId}: ${c.status}${c.outcome ? ` (dispute: ${c.outcome})` : ''} · price ${usd(c.priceCents ?? 0)} · fee ${usd(c.platformFeeCents)} · refunded ${usd(c.refundedCents)}`
-  + `${c.units !== null ? ` · ${c.units} units` : ''}${c.sessionId ? ` · session ${c.sessionId}` : ''}\n`;
+  + `${c.units !== null ? ` · ${c.units} unit${c.units === 1 ? '' : 's'}` : ''}${c.sessionId ? ` · session ${c.sessionId}` : ''}\n`;

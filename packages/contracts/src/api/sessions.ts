@@ -45,7 +45,7 @@ export const SessionView = Type.Object({
   budgetCents: Type.Integer(),
   spentCents: Type.Integer({ description: 'Paid to the provider by the calls settled' }),
   reservedCents: Type.Integer({ description: 'Reserved by calls in progress' }),
-  remainingCents: Type.Integer({ description: 'What new calls may still reserve (0 once closed)' }),
+  remainingCents: Type.Integer({ description: 'Neither spent, reserved nor returned: what new calls may reserve while open, what a closing session returns once its calls end (0 once closed)' }),
   returnedCents: Type.Integer({ description: 'Given back to the consumer when the session closed' }),
   calls: Type.Integer(),
   autoVerify: Type.Boolean(),

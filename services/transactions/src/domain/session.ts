@@ -60,9 +60,14 @@ export type SessionDecision = Decision<SessionChanges, SessionEffect>;
 const refused = (error: AppError): SessionDecision => ({ kind: 'refused', error });
 const unchanged: SessionDecision = { kind: 'unchanged' };
 
-/** What new calls may still reserve. */
+/**
+ * What of the budget is neither spent, reserved nor returned: what new calls may reserve while the
+ * session is open, what a closing session will return once its calls end; 0 once closed, and for a
+ * session whose budget was never held (failed, cancelled). budget = spent + reserved + remaining +
+ * returned at every moment the budget is held.
+ */
 export const remainingOf = (s: Pick<Session, 'status' | 'budgetCents' | 'spentCents' | 'reservedCents' | 'returnedCents'>) =>
-  s.status === 'open' ? s.budgetCents - s.spentCents - s.reservedCents : 0;
+  s.status === 'failed' || s.status === 'cancelled' ? 0 : s.budgetCents - s.spentCents - s.reservedCents - s.returnedCents;
 
 /** Whether the session's money is on its way in the wallet (a request that leaves it so waits for the answer). */
 export const sessionInFlight = (s: Pick<Session, 'hold'>) => s.hold === 'requested' || s.hold === 'returning';

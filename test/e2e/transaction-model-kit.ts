@@ -40,7 +40,7 @@ export function rng(seed: number) {
   return { next, int: (n: number) => Math.floor(next() * n), pick: <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)]! };
 }
 
-export interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: string; price: number }; negotiable: string; short: string; ownerApiKey: string }
+export interface Agent { id: string; apiKey: string; secretKey: string; fixed: { id: string; price: number }; negotiable: string; short: string; metered: { id: string; unit: number }; ownerApiKey: string }
 /** Whoever buys: the main agents (indexes 0–5, as `agents`) and the children spawned by agents 0–3 (D6.8). */
 export interface Party { id: string; apiKey: string; secretKey: string; parent: number | null; expired: boolean }
 export interface ModelTx {
@@ -48,6 +48,8 @@ export interface ModelTx {
   offer: number; lastFrom: number; rounds: number; attempts: number; short: boolean;
   /** D12: disputed once at most; the part refunded by a partial refund. */
   dispute: { id: string; status: 'open' | 'escalated' | 'resolved' } | null; refund: number;
+  /** D17.1: a metered purchase: its most units and their unit price (the price of `maxUnits` is held; `price` is the used units' once delivered). */
+  metered?: { maxUnits: number; unit: number };
 }
 
 export const TERMINAL: TransactionStatus[] = ['settled', 'cancelled', 'expired', 'failed'];
@@ -67,7 +69,7 @@ export class Model {
       const paid = t.price! - t.refund;
       if (t.status === 'settled' && t.consumer === i) balance -= paid;
       if (t.status === 'settled' && t.provider === i) balance += paid - platformFee(paid);
-      if (HOLDING.includes(t.status) && t.consumer === i) held += t.price!;
+      if (HOLDING.includes(t.status) && t.consumer === i) held += t.metered ? t.metered.maxUnits * t.metered.unit : t.price!;
     }
     return { balanceCents: balance, heldCents: held };
   }
@@ -104,7 +106,7 @@ export interface Expectation { status: number; apply?: (answer?: { id: string } 
 
 /**
  * The cast, made through the exchange at `url`: agents 0–5, each with an account of its own, a
- * signing key, OPENING cents and three services for sale (fixed-price, negotiable, short-lived); the
+ * signing key, OPENING cents and four services for sale (fixed-price, negotiable, short-lived, metered); the
  * accounts of APPROVING ask their owner to approve prices above APPROVAL_ABOVE. Each joins the model.
  */
 export async function castOf(url: string, model: Model): Promise<Agent[]> {
@@ -121,6 +123,7 @@ export async function castOf(url: string, model: Model): Promise<Agent[]> {
     a.fixed = { id: unwrap(await c.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: price } }))).id, price };
     a.negotiable = unwrap(await c.createService(serviceBody({ pricing: { model: 'negotiable', basePriceCents: 800, minimumCents: 100, maximumCents: 3000 } }))).id;
     a.short = unwrap(await c.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 50 }, sla: { maxLatencyMs: 300, timeoutMs: 600 } }))).id;
+    a.metered = { id: unwrap(await c.createService(serviceBody({ pricing: { model: 'per_unit', basePriceCents: 10 + i, unit: 'page' } }))).id, unit: 10 + i };
     agents.push(a);
     model.parties.push({ id: a.id, apiKey: a.apiKey, secretKey: a.secretKey, parent: null, expired: false });
     model.moved.push(OPENING);
@@ -151,6 +154,8 @@ export function expectCoverage(model: Model, tally: Map<string, number>): void {
   // Purchases waited for their owner's approval, and were approved (D10.3).
   expect([...tally.keys()].filter((k) => k.startsWith('approve 200')).length, seen).toBeGreaterThan(0);
   expect([...tally.keys()].some((k) => k === 'create 202' || k.startsWith('approve ')), seen).toBe(true);
+  // Metered purchases were made (D17.1).
+  expect([...model.txs.values()].filter((t) => t.metered).length, seen).toBeGreaterThan(0);
   // The races ran, of more than one kind (D9.14).
   expect([...tally.keys()].filter((k) => k.startsWith('race ')).length, seen).toBeGreaterThanOrEqual(2);
 }

@@ -8,7 +8,7 @@ import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, type ExchangeProcess } 
 import { INPUT, OUTPUT } from './transaction-kit.js';
 import { AGENT_LIMIT, AGENTS, APPROVING, castOf, expectCoverage, KILLS, Model, OPS, rng, SEED, SHORT_CONSUMER, SHORT_PROVIDER, TERMINAL, type Agent, type Expectation, type ModelTx, type Party } from './transaction-model-kit.js';
 
-// A model-based test. Random operations (create, negotiate, accept,
+// A model-based test. Random operations (create — metered too, D17.1–D17.3 — negotiate, accept,
 // reject, withdraw, start, deliver good and bad, verify, cancel, expire; purchases awaiting their
 // account owner's approval (D10.3) approved, refused for funds, denied and cancelled; disputes opened, contested,
 // conceded, withdrawn and resolved by the operator with a partial refund or a redo; child agents
@@ -104,12 +104,14 @@ describe('transactions, disputes and child agents against a reference model, wit
       const c = kind === 'expire' ? SHORT_CONSUMER : children.length > 0 && r.next() < 0.33 ? r.pick(children) : r.int(AGENTS);
       const p = kind === 'expire' ? SHORT_PROVIDER : c >= AGENTS + 2 ? r.int(AGENTS) : (c + 1 + r.int(AGENTS - 1)) % AGENTS;
       const negotiating = kind === 'create' && r.next() < 0.35;
-      const price = kind === 'expire' ? 50 : negotiating ? 200 + r.int(1500) : agents[p]!.fixed.price;
-      const serviceId = kind === 'expire' ? agents[p]!.short : negotiating ? agents[p]!.negotiable : agents[p]!.fixed.id;
+      // D17.1: a quarter of the other purchases are metered, the price of their most units held.
+      const metered = kind === 'create' && !negotiating && r.next() < 0.25 ? { maxUnits: 1 + r.int(30), unit: agents[p]!.metered.unit } : undefined;
+      const price = kind === 'expire' ? 50 : negotiating ? 200 + r.int(1500) : metered ? metered.maxUnits * metered.unit : agents[p]!.fixed.price;
+      const serviceId = kind === 'expire' ? agents[p]!.short : negotiating ? agents[p]!.negotiable : metered ? agents[p]!.metered.id : agents[p]!.fixed.id;
       const limited = model.active(c) >= 100 || model.active(p) >= 100;
       const add = (status: TransactionStatus) => (tx?: { id: string } | null, details?: Record<string, unknown>) => {
         const id = tx?.id ?? (details?.transactionId as string);
-        model.txs.set(id, { id, consumer: c, provider: p, status, price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: kind === 'expire', dispute: null, refund: 0 });
+        model.txs.set(id, { id, consumer: c, provider: p, status, price: negotiating ? null : price, offer: price, lastFrom: c, rounds: 1, attempts: 0, short: kind === 'expire', dispute: null, refund: 0, ...(metered && { metered }) });
       };
       by = c;
       exp = limited ? { status: 409 }
@@ -118,7 +120,7 @@ describe('transactions, disputes and child agents against a reference model, wit
           : model.needsApproval(c, price) ? { status: 202, apply: add('awaiting_approval') }
             : model.available(c) < price ? { status: 402, apply: add('failed') }
               : { status: 201, apply: add('funds_held') };
-      send = (key) => client(parties[c]!).createTransaction({ serviceId, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}) }, { idempotencyKey: key });
+      send = (key) => client(parties[c]!).createTransaction({ serviceId, input: INPUT, ...(negotiating ? { maxPriceCents: price } : {}), ...(metered ? { maxUnits: metered.maxUnits } : {}) }, { idempotencyKey: key });
     } else {
       // An approval is decided on a purchase that waits for one, when there is such a purchase.
       const waiting = live.filter((x) => x.status === 'awaiting_approval');
@@ -147,10 +149,12 @@ describe('transactions, disputes and child agents against a reference model, wit
         by = t.provider;
         const can = ['funds_held', 'executing', 'validation_failed'].includes(t.status);
         const attempts = t.attempts + 1;
+        // D17.2: a metered delivery reports its usage (0 to maxUnits); the price is then that of the units used.
+        const units = t.metered ? r.int(t.metered.maxUnits + 1) : 0;
         exp = !can ? { status: 409 }
-          : kind === 'deliver' ? { status: 200, apply: set({ status: 'delivered', attempts }) }
+          : kind === 'deliver' ? { status: 200, apply: set({ status: 'delivered', attempts, ...(t.metered && { price: units * t.metered.unit }) }) }
             : { status: 400, apply: set({ status: attempts >= 2 ? 'failed' : 'validation_failed', attempts }) };
-        send = (key) => client(provider).deliver(t.id, kind === 'deliver' ? OUTPUT : { digest: 'nope' }, { idempotencyKey: key });
+        send = (key) => client(provider).deliver(t.id, kind === 'deliver' ? OUTPUT : { digest: 'nope' }, { idempotencyKey: key, ...(t.metered && { usage: { units } }) });
       } else if (kind === 'verify') {
         exp = t.status === 'delivered' ? { status: 200, apply: set({ status: 'settled' }) } : { status: 409 };
         send = (key) => client(consumer).verify(t.id, { qualityScore: 90 }, { idempotencyKey: key });
@@ -182,7 +186,8 @@ describe('transactions, disputes and child agents against a reference model, wit
         const d = t.dispute;
         const open = d.status === 'open';
         const unresolved = d.status !== 'resolved';
-        const step = r.pick(['concede', 'contest', 'withdraw', 'partial', 'redo'] as const);
+        // A partial refund is 1 to the price − 1: a metered delivery of less than 2 cents has none.
+        const step = r.pick(t.price! >= 2 ? ['concede', 'contest', 'withdraw', 'partial', 'redo'] as const : ['concede', 'contest', 'withdraw', 'redo'] as const);
         const refund = 1 + r.int(t.price! - 1);
         by = null;
         if (step === 'concede') {
@@ -201,7 +206,8 @@ describe('transactions, disputes and child agents against a reference model, wit
           exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'settled', refund, dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
           send = (key) => admin().resolveDispute(d.id, { outcome: 'partial_refund', refundCents: refund }, { idempotencyKey: key });
         } else {
-          exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'executing', attempts: 0, dispute: { ...d, status: 'resolved' } }) } : { status: 409 };
+          const held = t.metered ? { price: t.metered.maxUnits * t.metered.unit } : {};
+          exp = unresolved ? { status: 200, apply: () => Object.assign(t, { status: 'executing', attempts: 0, dispute: { ...d, status: 'resolved' }, ...held }) } : { status: 409 };
           send = (key) => admin().resolveDispute(d.id, { outcome: 'provider_redo' }, { idempotencyKey: key });
         }
       } else if (kind === 'disputeStep') {

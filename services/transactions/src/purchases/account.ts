@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { AppError, pagination, type Principal, type transactionOps } from '@aex/contracts';
+import { AppError, type Principal, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { disputeView } from '../disputes/views.js';
-import { sessionView } from '../sessions/aggregate.js';
+import { sessionsPage } from '../sessions/aggregate.js';
 import { transactionsPage } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
@@ -55,13 +55,7 @@ export const listAccountSessions = (deps: TransactionDeps): OperationHandler<Ops
   requireOwnerOf(requireAgent(ctx), path.accountId);
   const q = deps.db.selectFrom('sessions').where(query.role === 'provider' ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
     .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!));
-  const limit = query.limit ?? 20;
-  const offset = query.offset ?? 0;
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { data: rows.map(sessionView), pagination: pagination(count.n, limit, offset) };
+  return sessionsPage(q, query);
 };
 
 /** GET /v1/accounts/{id}/spending: the account's purchases of the last `days` days whose price was held, by category (owner agent). */

@@ -4,12 +4,14 @@ import { requireAgent, type HandlerContext, type OperationHandler } from '@aex/p
 import type { TransactionDeps } from '../context.js';
 import { jsonDigest } from '../domain/digest.js';
 import { isParty } from '../domain/purchase-access.js';
+import type { Order } from '../domain/purchase.js';
 import { isSessionParty } from '../domain/session.js';
 import { delegationOf } from './delegations.js';
 import { readTransaction, transactionsPage, type VersionedRow } from './repository.js';
 import { transactionView } from './views.js';
 
 type Ops = typeof transactionOps;
+type CreateBody = Static<Ops['createTransaction']['input']>['body'];
 
 /** The service's current contract; an unknown service is 404 naming the field. */
 export async function contractFor(deps: TransactionDeps, serviceId: string, requestId: string): Promise<ContractView> {
@@ -32,17 +34,22 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
   if (body.sessionId) return sessionCall(deps, body, ctx);
   if (!body.serviceId) throw new AppError('VALIDATION_ERROR', 'serviceId is required (or sessionId, for a call in a prepaid session).', { field: '/body/serviceId' });
   const [contract, delegation] = await Promise.all([contractFor(deps, body.serviceId, ctx.requestId), delegationOf(deps, caller.agentId, ctx.requestId)]);
+  return open(deps, ctx, body, contract, { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId });
+};
+
+/** A new purchase of `contract` as the body asks for it, its input checked against the contract first. */
+function open(deps: TransactionDeps, ctx: HandlerContext, body: CreateBody, contract: ContractView, delegation: Order['delegation'], session?: Order['session']) {
   const checked = deps.contracts.check(contract, 'input', body.input, '/input');
   const id = randomUUID();
   return deps.purchases.request(ctx, id, {
     kind: 'open',
-    caller,
+    caller: requireAgent(ctx),
     order: {
-      id, contract, delegation: { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId }, inputErrors: checked.ok ? [] : checked.errors,
-      input: body.input, inputDigest: jsonDigest(body.input), units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
+      id, contract, delegation, inputErrors: checked.ok ? [] : checked.errors, input: body.input, inputDigest: jsonDigest(body.input),
+      units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {}, ...(session && { session }),
     },
   });
-};
+}
 
 /**
  * POST /v1/transactions with `sessionId` (D17.5): a call in the caller's open session, bought under
@@ -50,7 +57,7 @@ export const createTransaction = (deps: TransactionDeps): OperationHandler<Ops['
  * that makes it — `funds_held` at once, with no saga. The session must be the caller's (anyone
  * else's does not exist for it) and of the service named, when one is.
  */
-async function sessionCall(deps: TransactionDeps, body: Static<Ops['createTransaction']['input']>['body'], ctx: HandlerContext) {
+async function sessionCall(deps: TransactionDeps, body: CreateBody, ctx: HandlerContext) {
   const caller = requireAgent(ctx);
   const session = await deps.sessions.read(body.sessionId!);
   if (!session || !isSessionParty(session, caller.agentId)) throw new AppError('NOT_FOUND', 'No such session.', { field: '/body/sessionId' });
@@ -59,17 +66,7 @@ async function sessionCall(deps: TransactionDeps, body: Static<Ops['createTransa
     throw new AppError('VALIDATION_ERROR', 'serviceId must be the session\'s service (or left out).', { field: '/body/serviceId', details: { sessionServiceId: session.serviceId } });
   }
   const contract = await deps.contracts.revision(session.serviceId, session.serviceRevision, ctx.requestId);
-  const checked = deps.contracts.check(contract, 'input', body.input, '/input');
-  const id = randomUUID();
-  return deps.purchases.request(ctx, id, {
-    kind: 'open',
-    caller,
-    order: {
-      id, contract, delegation: { rules: {}, ownerAgentId: caller.agentId }, inputErrors: checked.ok ? [] : checked.errors,
-      input: body.input, inputDigest: jsonDigest(body.input), units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {},
-      session: { id: session.id, autoVerify: session.autoVerify },
-    },
-  });
+  return open(deps, ctx, body, contract, { rules: {}, ownerAgentId: caller.agentId }, { id: session.id, autoVerify: session.autoVerify });
 }
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */

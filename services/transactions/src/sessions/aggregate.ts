@@ -1,6 +1,6 @@
-import { AppError, SESSION_EXPIRY, sessionEvent, walletSaga, type SessionView } from '@aex/contracts';
+import { AppError, pagination, SESSION_EXPIRY, sessionEvent, walletSaga, type SessionView } from '@aex/contracts';
 import { exchangeMetrics, type Aggregate, type AggregateTypes, type Decision, type GuardedWrite, type HandlerContext, type StepOutcome, type UnitOfWork } from '@aex/platform';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { TransactionDeps } from '../context.js';
 import type { Database, SessionRow } from '../db/schema.js';
 import { decideSession, isSessionParty, remainingOf, SESSION_TIMERS, sessionFactsNeeded, sessionInFlight, type Session, type SessionChanges, type SessionCommand, type SessionEffect } from '../domain/session.js';
@@ -150,6 +150,17 @@ function sessionAnswer(o: StepOutcome<SessionTypes>): number | AppError {
 
 /** D17.4: how long a session lasts unless the buyer says. */
 export const sessionExpiresAt = (now: Date, seconds: number | undefined) => new Date(now.getTime() + (seconds ?? SESSION_EXPIRY.defaultSeconds) * 1000);
+
+/** One page of the sessions `q` selects, newest first, with the count of them all. */
+export async function sessionsPage(q: SelectQueryBuilder<Database, 'sessions', object>, page: { limit?: number | undefined; offset?: number | undefined }) {
+  const limit = page.limit ?? 20;
+  const offset = page.offset ?? 0;
+  const [rows, count] = await Promise.all([
+    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
+    q.select(sql<number>`count(*)::int`.as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { data: rows.map(sessionView), pagination: pagination(count.n, limit, offset) };
+}
 
 /** The sessions of an agent, as consumer or provider, newest first. */
 export function sessionsOf(db: Kysely<Database>, agentId: string, role: 'consumer' | 'provider' | undefined) {

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { AppError, pagination, type transactionOps } from '@aex/contracts';
+import { AppError, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { isSessionParty } from '../domain/session.js';
 import { delegationOf } from '../purchases/delegations.js';
 import { contractFor } from '../purchases/handlers.js';
-import { sessionExpiresAt, sessionsOf, sessionView } from './aggregate.js';
+import { sessionExpiresAt, sessionsOf, sessionsPage, sessionView } from './aggregate.js';
 
 type Ops = typeof transactionOps;
 
@@ -38,13 +38,7 @@ export const listSessions = (deps: TransactionDeps): OperationHandler<Ops['listS
   const caller = requireAgent(ctx);
   let q = sessionsOf(deps.db, caller.agentId, query.role);
   if (query.status) q = q.where('status', '=', query.status);
-  const limit = query.limit ?? 20;
-  const offset = query.offset ?? 0;
-  const [rows, count] = await Promise.all([
-    q.selectAll().orderBy('createdAt', 'desc').orderBy('id', 'desc').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { data: rows.map(sessionView), pagination: pagination(Number(count.n), limit, offset) };
+  return sessionsPage(q, query);
 };
 
 /** POST /v1/sessions/{id}/close (either party; D17.6): no new calls; the rest returns once every call has ended. */

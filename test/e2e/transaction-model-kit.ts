@@ -1,6 +1,7 @@
 import { expect } from 'vitest';
-import { ExchangeClient, unwrap } from '@agent-exchange/client';
+import { ExchangeClient, generateSigningKey, unwrap } from '@agent-exchange/client';
 import type { TransactionStatus } from '@aex/contracts';
+import { eventually } from '@aex/platform/testing';
 import { platformFee } from '@aex/transactions';
 import { signingMember } from './harness.js';
 import { serviceBody } from './transaction-kit.js';
@@ -50,16 +51,24 @@ export interface ModelTx {
   dispute: { id: string; status: 'open' | 'escalated' | 'resolved' } | null; refund: number;
   /** D17.1: a metered purchase: its most units and their unit price (the price of `maxUnits` is held; `price` is the used units' once delivered). */
   metered?: { maxUnits: number; unit: number };
+  /** D17.5: a call in this prepaid session: nothing held of its own, its reservation in the session's. */
+  session?: string;
 }
+
+/** D17.4: a prepaid session of a main agent's, on a provider's fixed or metered service (`unit`: its unit price). */
+export interface ModelSession { id: string; consumer: number; provider: number; budget: number; closing: boolean; metered?: number }
 
 export const TERMINAL: TransactionStatus[] = ['settled', 'cancelled', 'expired', 'failed'];
 const HOLDING: TransactionStatus[] = ['funds_held', 'executing', 'validation_failed', 'delivered', 'disputed'];
+/** What a purchase holds until it ends (a metered one the price of its most units), or a session call reserves. */
+const reservation = (t: ModelTx) => (t.metered ? t.metered.maxUnits * t.metered.unit : t.price!);
 
 export class Model {
   readonly txs = new Map<string, ModelTx>();
   readonly parties: Party[] = [];
   /** What moved into (+) or out of (−) each party's wallet besides transactions: funding, budgets, returns. */
   readonly moved: number[] = [];
+  readonly sessions = new Map<string, ModelSession>();
 
   wallet(i: number) {
     let balance = this.moved[i]!;
@@ -69,9 +78,21 @@ export class Model {
       const paid = t.price! - t.refund;
       if (t.status === 'settled' && t.consumer === i) balance -= paid;
       if (t.status === 'settled' && t.provider === i) balance += paid - platformFee(paid);
-      if (HOLDING.includes(t.status) && t.consumer === i) held += t.metered ? t.metered.maxUnits * t.metered.unit : t.price!;
+      if (HOLDING.includes(t.status) && t.consumer === i && !t.session) held += reservation(t);
     }
+    // D17.4–D17.7: a session holds its budget less what its calls spent, until it closes and returns the rest.
+    for (const s of this.sessions.values()) if (s.consumer === i && this.session(s).status !== 'closed') held += s.budget - this.session(s).spent;
     return { balanceCents: balance, heldCents: held };
+  }
+
+  /** A session as the exchange should show it: every calls' money accounted for, budget = spent + reserved + remaining + returned. */
+  session(s: ModelSession) {
+    const calls = [...this.txs.values()].filter((t) => t.session === s.id);
+    const spent = calls.filter((t) => t.status === 'settled').reduce((sum, t) => sum + t.price!, 0);
+    const reserved = calls.filter((t) => !TERMINAL.includes(t.status)).reduce((sum, t) => sum + reservation(t), 0);
+    const status = !s.closing ? 'open' : calls.some((t) => !TERMINAL.includes(t.status)) ? 'closing' : 'closed';
+    const returned = status === 'closed' ? s.budget - spent : 0;
+    return { status, spent, reserved, returned, remaining: s.budget - spent - reserved - returned, calls: calls.length };
   }
 
   available = (i: number) => {
@@ -131,6 +152,18 @@ export async function castOf(url: string, model: Model): Promise<Agent[]> {
   return agents;
 }
 
+/** A new child registers a signing key to call the signed routes (its key works once its budget is moved). */
+export async function registerKey(url: string, child: Party): Promise<void> {
+  const keys = generateSigningKey();
+  child.secretKey = keys.secretKey;
+  let lastErr = '';
+  await eventually(async () => {
+    const r = await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey });
+    if (!r.ok) lastErr = JSON.stringify(r.error.errors);
+    return r.ok || null;
+  }, 30_000, 100).catch((e) => { throw new Error(`${e} ${lastErr}`); });
+}
+
 /**
  * What every run covers, whatever its seed: enough transactions, ending in several statuses; disputes
  * opened and resolved; children spawned, buying and expired; approvals; races of more than one kind.
@@ -156,6 +189,10 @@ export function expectCoverage(model: Model, tally: Map<string, number>): void {
   expect([...tally.keys()].some((k) => k === 'create 202' || k.startsWith('approve ')), seen).toBe(true);
   // Metered purchases were made (D17.1).
   expect([...model.txs.values()].filter((t) => t.metered).length, seen).toBeGreaterThan(0);
+  // Sessions were opened, paid calls, and closed with the rest returned (D17.4–D17.7).
+  const sessions = [...model.sessions.values()].map((x) => model.session(x));
+  expect(sessions.filter((x) => x.status === 'closed' && x.spent > 0).length, seen).toBeGreaterThan(0);
+  expect([...model.txs.values()].filter((t) => t.session && t.status === 'settled').length, seen).toBeGreaterThanOrEqual(OPS / 100);
   // The races ran, of more than one kind (D9.14).
   expect([...tally.keys()].filter((k) => k.startsWith('race ')).length, seen).toBeGreaterThanOrEqual(2);
 }

@@ -1,27 +1,30 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ExchangeClient, generateSigningKey, unwrap, type Outcome } from '@agent-exchange/client';
+import { ExchangeClient, unwrap, type Outcome } from '@agent-exchange/client';
 import type { TransactionStatus } from '@aex/contracts';
 import { eventually } from '@aex/platform/testing';
 import { ADMIN_TOKEN, exchangeProcess, showLogOnFailure, type ExchangeProcess } from './harness.js';
 import { INPUT, OUTPUT } from './transaction-kit.js';
-import { AGENT_LIMIT, AGENTS, APPROVING, castOf, expectCoverage, KILLS, Model, OPS, rng, SEED, SHORT_CONSUMER, SHORT_PROVIDER, TERMINAL, type Agent, type Expectation, type ModelTx, type Party } from './transaction-model-kit.js';
+import { compareSessions, isSessionKind, SESSION_KINDS, sessionStep } from './transaction-model-sessions.js';
+import { AGENT_LIMIT, AGENTS, APPROVING, castOf, expectCoverage, KILLS, Model, OPS, registerKey, rng, SEED, SHORT_CONSUMER, SHORT_PROVIDER, TERMINAL, type Agent, type Expectation, type ModelTx } from './transaction-model-kit.js';
 
-// A model-based test. Random operations (create — metered too, D17.1–D17.3 — negotiate, accept,
-// reject, withdraw, start, deliver good and bad, verify, cancel, expire; purchases awaiting their
-// account owner's approval (D10.3) approved, refused for funds, denied and cancelled; disputes opened, contested,
-// conceded, withdrawn and resolved by the operator with a partial refund or a redo; child agents
-// spawned with budgets, buying, and expiring with their purchases in flight) by random agents, one
-// after the other, each predicted by a reference model of the exchange; the whole exchange is killed with
-// SIGKILL at random moments, with a request in flight. Every mutating request carries an
-// Idempotency-Key and is repeated after a kill until its outcome is known (D5.5), which the model
-// then applies. Races (D9.14) send two or three conflicting requests at once — verifies of one
-// delivery, a verify and a dispute, a delivery and a cancellation, an accept and a cancellation — and
-// expect exactly one of them to make its move and the others 409. At every restart and at the end: each transaction's status and agreed price,
-// each wallet's balance and held amount equal the model's, and the ledger check is ok.
-// MODEL_OPS / MODEL_KILLS / MODEL_SEED set the size (`pnpm test:long` runs a longer one).
-// The model, its cast, its random generator and what a run must cover are in transaction-model-kit.ts.
+// A model-based test. Random operations (create — metered too, D17.1–D17.3 — negotiate, accept, reject,
+// withdraw, start, deliver good and bad, verify, cancel, expire; purchases awaiting their account
+// owner's approval (D10.3) approved, refused for funds, denied and cancelled; disputes opened,
+// contested, conceded, withdrawn and resolved by the operator with a partial refund or a redo; child
+// agents spawned with budgets, buying, and expiring with their purchases in flight; prepaid sessions,
+// D17.4–D17.7, opened, called into and closed) by random agents, one after the other, each predicted
+// by a reference model of the exchange; the whole exchange is killed with SIGKILL at random moments,
+// with a request in flight. Every mutating request carries an Idempotency-Key and is repeated after a
+// kill until its outcome is known (D5.5), which the model then applies. Races (D9.14) send two or
+// three conflicting requests at once — verifies of one delivery, a verify and a dispute, a delivery
+// and a cancellation, an accept and a cancellation — and expect exactly one of them to make its move
+// and the others 409. At every restart and at the end: each transaction's status and agreed price,
+// each wallet's balance and held amount, each session's money equal the model's, and the ledger
+// check is ok. MODEL_OPS / MODEL_KILLS / MODEL_SEED set the size (`pnpm test:long` runs a longer
+// one). The model, its cast, its random generator and what a run must cover are in
+// transaction-model-kit.ts; its sessions in transaction-model-sessions.ts.
 
 describe('transactions, disputes and child agents against a reference model, with the whole exchange killed at random', () => {
   let proc: ExchangeProcess;
@@ -64,10 +67,11 @@ describe('transactions, disputes and child agents against a reference model, wit
       await inFlight;
       url = await proc.start();
     }
+    let last: Outcome<T> | undefined;
     return eventually(async () => {
-      const o = await send(key);
+      const o = (last = await send(key));
       return [0, 429, 503].includes(o.status) || (!o.ok && o.error.code === 'IDEMPOTENCY_KEY_IN_USE') ? null : o;
-    }, 60_000, 50);
+    }, 60_000, 50).catch((err: Error) => { throw new Error(`${err.message}; last answer ${last?.status} ${last && !last.ok ? JSON.stringify(last.error.errors) : ''}`); });
   }
 
   /** One random operation: its expectation from the model, the request, and the check of its answer. */
@@ -75,14 +79,15 @@ describe('transactions, disputes and child agents against a reference model, wit
     model.sweep();
     const live = [...model.txs.values()].filter((t) => !TERMINAL.includes(t.status) && !t.short);
     const children = parties.map((c, i) => ({ c, i })).filter(({ c }) => c.parent !== null && !c.expired).map(({ i }) => i);
-    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild', 'race', 'race', 'approve', 'approve', 'deny'] as const);
+    const kind = live.length === 0 ? r.pick(['create', 'spawn'] as const) : r.pick(['create', 'create', 'negotiate', 'start', 'deliver', 'deliver', 'badDeliver', 'verify', 'verify', 'cancel', 'expire', 'wrongRole', 'dispute', 'dispute', 'disputeStep', 'disputeStep', 'spawn', 'expireChild', 'race', 'race', 'approve', 'approve', 'deny', ...SESSION_KINDS] as const);
     if (kind === 'expireChild') return expireChild(children);
     if (kind === 'race') return race(n);
     let exp: Expectation;
     /** Who sends the request (an index of `parties`); null for the operator. */
     let by: number | null;
     let send: (key: string) => Promise<Outcome<{ id: string; status: string }>>;
-    if (kind === 'spawn') {
+    if (isSessionKind(kind)) ({ exp, by, send } = sessionStep(kind, { model, agents, r, client }));
+    else if (kind === 'spawn') {
       // D6.8: the budget moves from the parent's wallet, or 402 and no child; the account's limit counts children.
       const parent = r.int(AGENTS);
       const budget = 100 + r.int(2000);
@@ -124,7 +129,9 @@ describe('transactions, disputes and child agents against a reference model, wit
     } else {
       // An approval is decided on a purchase that waits for one, when there is such a purchase.
       const waiting = live.filter((x) => x.status === 'awaiting_approval');
-      const t = (kind === 'approve' || kind === 'deny') && waiting.length > 0 ? r.pick(waiting) : r.pick(live);
+      // A delivery is often of a session call (D17.5), so that sessions spend and close with calls paid.
+      const calls = live.filter((x) => x.session && x.status === 'funds_held');
+      const t = (kind === 'approve' || kind === 'deny') && waiting.length > 0 ? r.pick(waiting) : kind === 'deliver' && calls.length > 0 && r.next() < 0.3 ? r.pick(calls) : r.pick(live);
       const consumer = parties[t.consumer]!;
       const provider = parties[t.provider]!;
       const set = (patch: Partial<ModelTx>) => () => Object.assign(t, patch);
@@ -152,7 +159,7 @@ describe('transactions, disputes and child agents against a reference model, wit
         // D17.2: a metered delivery reports its usage (0 to maxUnits); the price is then that of the units used.
         const units = t.metered ? r.int(t.metered.maxUnits + 1) : 0;
         exp = !can ? { status: 409 }
-          : kind === 'deliver' ? { status: 200, apply: set({ status: 'delivered', attempts, ...(t.metered && { price: units * t.metered.unit }) }) }
+          : kind === 'deliver' ? { status: 200, apply: set({ status: t.session ? 'settled' : 'delivered', attempts, ...(t.metered && { price: units * t.metered.unit }) }) }
             : { status: 400, apply: set({ status: attempts >= 2 ? 'failed' : 'validation_failed', attempts }) };
         send = (key) => client(provider).deliver(t.id, kind === 'deliver' ? OUTPUT : { digest: 'nope' }, { idempotencyKey: key, ...(t.metered && { usage: { units } }) });
       } else if (kind === 'verify') {
@@ -165,7 +172,6 @@ describe('transactions, disputes and child agents against a reference model, wit
         send = (key) => client(sender).cancel(t.id, { idempotencyKey: key });
       } else if (kind === 'approve' || kind === 'deny') {
         // D10.3: the consumer's account owner decides (the consumer itself is refused, whatever the status).
-        const approver = owner(agents[model.accountOf(t.consumer)]!);
         const byConsumer = r.next() < 0.15;
         by = byConsumer ? t.consumer : null;
         exp = byConsumer ? { status: 403 }
@@ -174,8 +180,9 @@ describe('transactions, disputes and child agents against a reference model, wit
               // 402 leaves it waiting, undecided.
               : model.available(t.consumer) < t.price! ? { status: 402 }
                 : { status: 200, apply: set({ status: 'funds_held' }) };
-        const sender = byConsumer ? client(consumer) : approver;
-        send = (key) => (kind === 'approve' ? sender.approve(t.id, { idempotencyKey: key }) : sender.deny(t.id, { reason: 'model' }, { idempotencyKey: key }));
+        // Made at each send: after a kill the exchange listens at another address.
+        const sender = () => (byConsumer ? client(consumer) : owner(agents[model.accountOf(t.consumer)]!));
+        send = (key) => (kind === 'approve' ? sender().approve(t.id, { idempotencyKey: key }) : sender().deny(t.id, { reason: 'model' }, { idempotencyKey: key }));
       } else if (kind === 'dispute') {
         // D12.1: the consumer, on delivered, once.
         exp = t.status === 'delivered' && !t.dispute
@@ -224,14 +231,14 @@ describe('transactions, disputes and child agents against a reference model, wit
     }
     // D6.8: an expired child's key no longer authenticates, whatever it asks.
     if (by !== null && parties[by]!.expired) exp = { status: 401 };
-    const o = await outcome(send, kill);
+    const o = await outcome(send, kill).catch((err: Error) => { throw new Error(`operation ${n} (${kind}${kill ? ", killed in flight" : ""}): ${err.message}`); });
     // 202: the saga finishes on its own (D9.9) — with the outcome the model predicts, checked later.
     const status = o.status === 202 && [200, 201, 402].includes(exp.status) ? exp.status : o.status;
     const said = o.ok ? o.data.status : o.error.errors.map((e) => `${e.code} ${e.message}`).join('; ');
     expect(status, `operation ${n} (${kind}${kill ? ', killed in flight' : ''}): ${said}`).toBe(exp.status);
     tally.set(`${kind} ${status}`, (tally.get(`${kind} ${status}`) ?? 0) + 1);
     exp.apply?.(o.ok ? o.data : null, o.ok ? undefined : o.error.errors[0]?.details);
-    if (kind === 'spawn' && o.ok) await registerKey(parties.at(-1)!);
+    if (kind === 'spawn' && o.ok) await registerKey(url, parties.at(-1)!);
   }
 
   /**
@@ -303,14 +310,6 @@ describe('transactions, disputes and child agents against a reference model, wit
     await eventually(async () => unwrap(await client(parties[t.provider]!).getTransaction(t.id)).status === status || null, 15_000, 50);
   }
 
-  /** A new child registers a signing key to call the signed routes (its key works once its budget is moved). */
-  async function registerKey(child: Party): Promise<void> {
-    const keys = generateSigningKey();
-    child.secretKey = keys.secretKey;
-    let lastErr = '';
-    await eventually(async () => { const r = await new ExchangeClient({ baseUrl: url, apiKey: child.apiKey }).updateAgent(child.id, { signingKeyPublic: keys.publicKey }); if (!r.ok) lastErr = JSON.stringify(r.error.errors); return r.ok || null; }, 30_000, 100).catch((e) => { throw new Error(`${e} ${lastErr}`); });
-  }
-
   /** A live child's lifetime ends (its hours cannot pass in a test): the sweep expires it and its key stops. */
   async function expireChild(children: number[]): Promise<void> {
     if (children.length === 0) return;
@@ -354,6 +353,7 @@ describe('transactions, disputes and child agents against a reference model, wit
       }, 15_000, 100).catch(async () => unwrap(await reader(i).getWallet(parties[i]!.id)));
       expect([label, i, w.balanceCents, w.heldCents]).toEqual([label, i, want.balanceCents, want.heldCents]);
     }
+    await compareSessions(label, model, client);
     const check = unwrap(await new ExchangeClient({ baseUrl: url, adminToken: ADMIN_TOKEN }).checkLedger());
     expect(check.violations).toEqual([]);
   }

@@ -154,7 +154,11 @@ export const walletSaga = {
   /** `attempt` grows with each hold asked for one transaction: one refused for funds may be asked again (a later accept). */
   /** `session`: the hold of a prepaid session's budget (D17.4), keyed by the session's id; its answers say so too. */
   holdFunds: command('wallet', 'wallet.holdFunds', Type.Object({ transactionId: Uuid, consumerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), attempt: Type.Integer({ minimum: 1 }), session: Type.Optional(Type.Boolean()) })),
-  returnHold: command('wallet', 'wallet.returnHold', Type.Object({ transactionId: Uuid })),
+  /**
+   * `capturedCents`: a session's hold (D17.6) is returned once this much of it was captured by its
+   * calls — every capture sent before the return, applied; the return waits for those still on their way.
+   */
+  returnHold: command('wallet', 'wallet.returnHold', Type.Object({ transactionId: Uuid, capturedCents: Type.Optional(Cents) })),
   /**
    * `refundCents` (D12.8 partial refund): that part of the hold goes back to the consumer and only the
    * rest is paid, `feeCents` being the fee on the rest; 0 or absent for a whole settlement.
@@ -162,10 +166,10 @@ export const walletSaga = {
   settle: command('wallet', 'wallet.settle', Type.Object({ transactionId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents, refundCents: Type.Optional(Cents) })),
   /**
    * D17.5, D17.7: a session call's price paid out of its session's hold (`holdId`): released and paid
-   * to the provider, the fee to the platform; keyed by the call's transaction id, done once.
+   * to the provider, the fee to the platform; keyed by the call's transaction id, done once. It has
+   * no answer: the call settled when it was sent, the session's reservation guaranteeing the money.
    */
   capture: command('wallet', 'wallet.capture', Type.Object({ transactionId: Uuid, holdId: Uuid, providerAgentId: Uuid, amountCents: Type.Integer({ minimum: 1 }), feeCents: Cents })),
-  captured: event('wallet', 'wallet.hold.captured', Type.Object({ transactionId: Uuid, holdId: Uuid, amountCents: Type.Integer(), feeCents: Cents, at: Timestamp })),
   holdPlaced: event('wallet', 'wallet.hold.placed', Type.Object({ transactionId: Uuid, attempt: Type.Integer(), amountCents: Type.Integer(), at: Timestamp, session: Type.Optional(Type.Boolean()) })),
   /** `insufficient_funds` (available below the price), `no_wallet`, or `closed` (returned before it was placed). */
   holdRefused: event('wallet', 'wallet.hold.refused', Type.Object({

@@ -226,6 +226,30 @@ describe('decided on what the replica presumes or remembers, written at commit',
     for (const agent of [a, b, provider]) expect(await entriesChained(kit, agent)).toBe(true);
     expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
   });
+
+  it('D17.6, D17.7: a session’s return waits for the captures its calls sent; each capture is applied once and answered with nothing', async () => {
+    const [consumer, provider] = [await agentWith(kit, 5000), await agentWith(kit, 0)];
+    const session = randomUUID();
+    await send(kit, walletSaga.holdFunds, { transactionId: session, consumerAgentId: consumer, amountCents: 1000, attempt: 1, session: true });
+    await answered(kit, session, walletSaga.holdPlaced.type);
+    const [call1, call2] = [randomUUID(), randomUUID()];
+    // The return arrives first, saying the calls spent 300: it is applied only once both captures are in.
+    await send(kit, walletSaga.returnHold, { transactionId: session, capturedCents: 300 });
+    await send(kit, walletSaga.capture, { transactionId: call1, holdId: session, providerAgentId: provider, amountCents: 100, feeCents: 5 });
+    await eventually(async () => (await balances(kit, provider)).balanceCents === 95 || null);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(kit.answers.filter((a) => a.data.transactionId === session && a.type === walletSaga.holdReturned.type)).toEqual([]);
+    expect(await balances(kit, consumer)).toEqual({ balanceCents: 4900, heldCents: 900 });
+    await send(kit, walletSaga.capture, { transactionId: call2, holdId: session, providerAgentId: provider, amountCents: 200, feeCents: 10 });
+    await send(kit, walletSaga.capture, { transactionId: call2, holdId: session, providerAgentId: provider, amountCents: 200, feeCents: 10 });
+    const [returned] = await answered(kit, session, walletSaga.holdReturned.type);
+    expect(returned!.data).toMatchObject({ amountCents: 700 });
+    expect(await balances(kit, consumer)).toEqual({ balanceCents: 4700, heldCents: 0 });
+    expect(await balances(kit, provider)).toEqual({ balanceCents: 285, heldCents: 0 });
+    expect(kit.answers.filter((a) => a.data.transactionId === call1 || a.data.transactionId === call2)).toEqual([]);
+    expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
+  });
+
   it('leaves every invariant of the ledger holding, holds included', async () => {
     const report = await checkLedgerInvariants(kit.wallet.deps);
     expect(report.violations).toEqual([]);

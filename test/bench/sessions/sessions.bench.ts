@@ -20,6 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExchangeClient, generateSigningKey, unwrap } from '@agent-exchange/client';
+import { platformFee } from '@aex/transactions';
 import { keepAliveFetch } from '../http-fetch.js';
 import { withBenchExchange } from '../exchange.js';
 import { row, writeReport } from '../report.js';
@@ -62,13 +63,19 @@ await withBenchExchange(async ({ url, stack }) => {
   const meteredId = unwrap(await service({ model: 'per_unit', basePriceCents: 10, unit: 'page' })).id;
   const consumers = await Promise.all(Array.from({ length: CONCURRENCY }, (_, i) => agent(100 + i, 100 * 10 * COUNT)));
 
-  /** `n` of `op` by 16 callers: per second, and each op's create latency. */
-  const measure = async (label: string, op: (i: number, create: number[]) => Promise<void>) => {
+  /**
+   * `n` of `op` by 16 callers: per second, and each op's create latency. With `paidOut`, the clock
+   * stops only once it is true: the work an op leaves behind (a session call's capture into the
+   * ledger) is counted in its time.
+   */
+  const measure = async (label: string, op: (i: number, create: number[]) => Promise<void>, paidOut?: () => Promise<boolean>) => {
     await pool(32, CONCURRENCY, (i) => op(i, [])); // warm-up, not counted
+    if (paidOut) while (!(await paidOut())) await sleep(5);
     const create: number[] = [];
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await pool(COUNT, CONCURRENCY, (i) => op(i, create));
+    if (paidOut) while (!(await paidOut())) await sleep(5);
     const seconds = (performance.now() - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const result = { perSecond: COUNT / seconds, create, cpuMsPerOp: (cpu.user + cpu.system) / 1000 / COUNT };
@@ -95,12 +102,18 @@ await withBenchExchange(async ({ url, stack }) => {
     if (t.status !== 'funds_held') throw new Error(`call created as ${t.status}`);
     const d = unwrap(await provider.client.deliver(t.id, OUTPUT));
     if (d.status !== 'settled') throw new Error(`call delivered as ${d.status}`);
+    paidCalls++;
   };
+  let paidCalls = 0;
 
   console.log(`\n${COUNT} of each, ${CONCURRENCY} callers`);
   const plain = await measure('plain lifecycles', lifecycle(false));
   const metered = await measure('metered lifecycles', lifecycle(true));
-  const calls = await measure('session calls', sessionCall);
+  // D17.7: a call settles as it is delivered, its capture into the ledger following: the run ends when the provider has been paid for every call.
+  const providerPaid = async () => unwrap(await provider.client.getWallet(provider.id)).balanceCents;
+  const paidBefore = await providerPaid();
+  const paidOut = async () => (await providerPaid()) - paidBefore >= paidCalls * (100 - platformFee(100));
+  const calls = await measure('session calls', sessionCall, paidOut);
 
   // A call's create when the exchange is busy but not saturated: calls started at half the rate just measured.
   const paced: number[] = [];

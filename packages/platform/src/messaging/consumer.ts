@@ -26,6 +26,19 @@ export function readMessage<T>(msg: BusMessage, dataCheck: Validator<T>, logger:
 /** A message whose handling failed, delivered again later: after 200 ms, doubling with each delivery up to 30 s. */
 export const retryLater = (msg: BusMessage): Outcome => nak(Math.min(30_000, 200 * 2 ** Math.min(msg.deliveryCount, 7)));
 
+/**
+ * Thrown by a handler whose message comes too early — what it waits for is on its way through
+ * another consumer, as a session's return waits for its calls' captures (D17.7): nothing is applied,
+ * and the message is delivered again soon (after 50 ms, doubling with each delivery up to 5 s),
+ * without a warning: nothing failed.
+ */
+export class NotYet extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NotYet';
+  }
+}
+
 export interface IdempotentConsumerOptions<M extends MessageDef, DB, R = void> {
   bus: Bus;
   /** The service's transactions: the effect, the message's record and what it publishes commit together. */
@@ -116,6 +129,11 @@ export async function consumeMessages<M extends MessageDef>(opts: MessageConsume
         (applied ? outcomes.applied : outcomes.repeat).inc();
         return ack();
       } catch (err) {
+        if (err instanceof NotYet) {
+          processed.inc({ consumer: opts.durable, outcome: 'deferred' });
+          opts.logger.debug({ subject: msg.subject, reason: err.message, attempt: msg.deliveryCount }, 'message comes early; delivered again later');
+          return nak(Math.min(5_000, 50 * 2 ** Math.min(msg.deliveryCount, 7)));
+        }
         if (isAppError(err)) {
           processed.inc({ consumer: opts.durable, outcome: 'rejected' });
           opts.logger.error({ err, subject: msg.subject, messageId: read.envelope.id }, 'message rejected by its handler; terminated');

@@ -9,8 +9,9 @@ export const HOLD_MOVES: Readonly<Record<HoldState, readonly HoldState[]>> = {
   none: ['requested'],
   // Placed; refused; or the transaction ended before the answer (returned once placed, or refused).
   requested: ['held', 'refused', 'returning'],
-  // A session call's reservation goes back to its session without the wallet (D17.5): `returned` at once.
-  held: ['settling', 'returning', 'returned'],
+  // A session call's money moves without waiting for the wallet (D17.5): its reservation goes back to
+  // its session (`returned`), or its price is captured out of the session's hold (`settled`), at once.
+  held: ['settling', 'returning', 'returned', 'settled'],
   // Refused for funds: a later accept asks again.
   refused: ['requested'],
   // The wallet returned it; or refused a hold it had not placed, so nothing was held.

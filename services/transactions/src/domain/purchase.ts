@@ -35,6 +35,8 @@ export type PurchaseEffect =
   | { kind: 'returnHold' }
   /** Ask the wallet to pay the held price to the provider, minus the fee, after `refundCents` back to the consumer (D13.3, D12.8). */
   | { kind: 'settle'; amountCents: number; feeCents: number; refundCents: number }
+  /** D17.5: a session call's price (less the fee to the platform) captured out of its session's hold. */
+  | { kind: 'capture'; amountCents: number; feeCents: number }
   | { kind: 'schedule'; timer: PurchaseTimer; at: Date; payload?: { round: number } }
   | { kind: 'cancelTimers'; timers: readonly PurchaseTimer[] }
   /** The latest offer's expiry again (an accept refused for funds leaves the negotiation as it was, D9.7). */
@@ -192,8 +194,6 @@ export function decidePurchase(t: Purchase | undefined, c: PurchaseCommand, fact
     case 'holdSettled':
       // The reason the settlement was asked for (`review_window_ended`, a dispute's outcome, none for a verify) stays.
       if (t.hold !== 'settling') return unchanged;
-      // D17.5: a session call's price is paid out of its session's budget; the rest of its reservation is free again.
-      if (t.sessionId) d.effect({ kind: 'sessionCallEnded', sessionId: t.sessionId, reservedCents: heldCents(t), paidCents: t.agreedPriceCents! - t.refundedCents });
       return d.move('settled', { hold: 'settled', settledAt: c.at, statusReason: t.statusReason }).decision();
     case 'start': {
       const no = actionRefusal('start', t.status);

@@ -20,11 +20,27 @@ function settlement(d: Draft, changes: PurchaseChanges, refundCents: number): Pu
   const paid = t.agreedPriceCents! - refundCents;
   if (paid < 0 || paid > held) throw new Error(`transaction ${t.id}: a settlement paying ${paid} of ${held} cents held`);
   const feeCents = refundCents === 0 ? t.platformFeeCents ?? 0 : platformFee(paid);
+  if (t.sessionId) return sessionCallSettled(d, changes, held, paid, paid === 0 ? 0 : feeCents, refundCents);
   if (paid === 0) return d.move('settled', { ...changes, platformFeeCents: 0, settledAt: d.now }).decision();
   return d
     .set({ ...changes, hold: 'settling', platformFeeCents: feeCents, ...(refundCents > 0 ? { refundedCents: refundCents } : {}) })
     .effect({ kind: 'settle', amountCents: held, feeCents, refundCents: held - paid })
     .decision();
+}
+
+/**
+ * D17.5, D17.7: a session call is settled where its session's money is decided, in this step: its
+ * reservation spent (what it did not pay free again for the session's next calls) and its price's
+ * capture out of the session's hold sent to the wallet with it. The session's hold has the price — it
+ * was reserved when the call was made — so nothing waits for the wallet's answer, and there is none:
+ * the ledger shows the payment once the wallet applies it, the session's hold keeping the money till
+ * then, and the session's return waits for every capture (D17.6).
+ */
+function sessionCallSettled(d: Draft, changes: PurchaseChanges, held: number, paid: number, feeCents: number, refundCents: number): PurchaseDecision {
+  const t = d.state;
+  d.effect({ kind: 'sessionCallEnded', sessionId: t.sessionId!, reservedCents: held, paidCents: paid });
+  if (paid > 0) d.effect({ kind: 'capture', amountCents: paid, feeCents });
+  return d.move('settled', { ...changes, hold: 'settled', platformFeeCents: feeCents, settledAt: d.now, ...(refundCents > 0 ? { refundedCents: refundCents } : {}) }).decision();
 }
 
 /**

@@ -112,12 +112,10 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effe
       case 'returnHold':
         work.enqueue(walletSaga.returnHold, { transactionId: t.id }, { now });
         break;
+      case 'capture':
+        work.enqueue(walletSaga.capture, { transactionId: t.id, holdId: t.sessionId!, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents }, { now });
+        break;
       case 'settle':
-        // D17.5: a session call's price is paid out of its session's hold, the rest of its reservation left there.
-        if (t.sessionId) {
-          work.enqueue(walletSaga.capture, { transactionId: t.id, holdId: t.sessionId, providerAgentId: t.providerAgentId, amountCents: e.amountCents - e.refundCents, feeCents: e.feeCents }, { now });
-          break;
-        }
         work.enqueue(walletSaga.settle, { transactionId: t.id, providerAgentId: t.providerAgentId, amountCents: e.amountCents, feeCents: e.feeCents, ...(e.refundCents > 0 ? { refundCents: e.refundCents } : {}) }, { now });
         break;
       case 'schedule':

@@ -9,7 +9,7 @@ import type { TransactionDeps } from '../context.js';
  * only when it is the answer the aggregate waits for, so late, repeated or stale answers change
  * nothing. The request that asked may already have answered 202: these run whether or not it
  * waits; its waiter hears of the step after the commit, with the row as the commit left it. A
- * session call's price paid out of its session's hold (`captured`) settles the call.
+ * session call's capture has no answer: the call settles as it is sent (D17.5, `settling.ts`).
  */
 export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
   const base = { bus: deps.bus, logger: deps.logger, concurrency: 8 };
@@ -20,7 +20,6 @@ export async function serveSaga(deps: TransactionDeps): Promise<Stoppable> {
     deps.purchases.consume({ ...base, durable: 'transactions-hold-refused', def: walletSaga.holdRefused, command: (e) => purchase(e.session, { id: e.transactionId, command: { kind: 'holdRefused', attempt: e.attempt, reason: e.reason } }) }),
     deps.purchases.consume({ ...base, durable: 'transactions-hold-returned', def: walletSaga.holdReturned, command: (e) => purchase(e.session, { id: e.transactionId, command: { kind: 'holdReturned' } }) }),
     deps.purchases.consume({ ...base, durable: 'transactions-hold-settled', def: walletSaga.holdSettled, command: (e) => ({ id: e.transactionId, command: { kind: 'holdSettled', at: new Date(e.at) } }) }),
-    deps.purchases.consume({ ...base, durable: 'transactions-hold-captured', def: walletSaga.captured, command: (e) => ({ id: e.transactionId, command: { kind: 'holdSettled', at: new Date(e.at) } }) }),
     deps.sessions.consume({ ...base, durable: 'transactions-session-hold-placed', def: walletSaga.holdPlaced, command: (e) => session(e.session, { id: e.transactionId, command: { kind: 'holdPlaced' } }) }),
     deps.sessions.consume({ ...base, durable: 'transactions-session-hold-refused', def: walletSaga.holdRefused, command: (e) => session(e.session, { id: e.transactionId, command: { kind: 'holdRefused', reason: e.reason } }) }),
     deps.sessions.consume({ ...base, durable: 'transactions-session-hold-returned', def: walletSaga.holdReturned, command: (e) => session(e.session, { id: e.transactionId, command: { kind: 'holdReturned' } }) }),

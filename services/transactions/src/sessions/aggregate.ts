@@ -97,7 +97,8 @@ async function applySessionEffects(work: UnitOfWork, s: Session, effects: readon
         work.enqueue(walletSaga.holdFunds, { transactionId: s.id, consumerAgentId: s.consumerAgentId, amountCents: e.amountCents, attempt: 1, session: true }, { now });
         break;
       case 'returnHold':
-        work.enqueue(walletSaga.returnHold, { transactionId: s.id }, { now });
+        // D17.6, D17.7: returned once every capture its calls sent is in (the wallet waits for those on their way).
+        work.enqueue(walletSaga.returnHold, { transactionId: s.id, capturedCents: s.spentCents }, { now });
         work.afterCommit(() => COUNTERS.returned.inc({}, s.returnedCents));
         break;
       case 'reserved':

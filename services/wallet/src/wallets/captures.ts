@@ -10,20 +10,20 @@ import { WalletDirectory } from './wallet-directory.js';
  * locked, its consumer's `fund_release` +P and `settlement_out` −P, the provider's `settlement_in`
  * +P and `platform_fee` −F, the platform's `platform_fee` +F — each entry carrying the call's
  * transaction id — and the capture recorded with the money (`hold_captures`), the hold keeping what
- * its calls took. Every command is answered with `captured`, a repeated one too. The transaction
- * service reserved the price from the session's budget before the call was made, so the hold always
- * has it; a capture it cannot make is a bug, and is retried, never half-applied.
+ * its calls took. The call settled when the transaction service sent the command (it reserved the
+ * price from the session's budget before the call was made, so the hold always has it): nothing is
+ * answered. A capture it cannot make is a bug, and is retried, never half-applied; a session's
+ * return waits for its captures (`holds.ts`).
  */
 export function serveCaptures(deps: WalletDeps): Promise<Stoppable> {
   const directory = new WalletDirectory();
   return consumeIdempotently({
     bus: deps.bus, tx: deps.tx, logger: deps.logger, durable: 'wallet-capture', def: walletSaga.capture, concurrency: 8,
-    handle: async (trx, cmd, work) => {
+    handle: async (trx, cmd) => {
       const now = deps.now();
-      const answer = (at: Date) => work.enqueue(walletSaga.captured, { transactionId: cmd.transactionId, holdId: cmd.holdId, amountCents: cmd.amountCents, feeCents: cmd.feeCents, at: at.toISOString() }, { now });
       const hold = await trx.selectFrom('holds').selectAll().where('transactionId', '=', cmd.holdId).forUpdate().executeTakeFirst();
       const done = await trx.selectFrom('holdCaptures').select('createdAt').where('transactionId', '=', cmd.transactionId).executeTakeFirst();
-      if (done) return answer(done.createdAt);
+      if (done) return;
       if (!hold || !hold.session || hold.status !== 'held' || hold.amountCents - hold.capturedCents < cmd.amountCents) {
         throw new Error(`capture of ${cmd.amountCents} for call ${cmd.transactionId}: session hold ${cmd.holdId} is ${hold ? `${hold.status} with ${hold.amountCents - hold.capturedCents} left` : 'missing'}`);
       }
@@ -46,7 +46,6 @@ export function serveCaptures(deps: WalletDeps): Promise<Stoppable> {
       }));
       if (written.length === 0) throw new Error(`capture of call ${t} from session hold ${cmd.holdId}: the wallets could not make its movements`);
       await trx.updateTable('holds').set((eb) => ({ capturedCents: eb('capturedCents', '+', cmd.amountCents), capturedFeeCents: eb('capturedFeeCents', '+', cmd.feeCents) })).where('transactionId', '=', cmd.holdId).execute();
-      answer(now);
     },
   });
 }

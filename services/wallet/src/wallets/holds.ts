@@ -1,5 +1,5 @@
 import { walletSaga } from '@aex/contracts';
-import { AggregateRunner, type Aggregate, type Decision, type GuardedWrite, type Stoppable, type UnitOfWork } from '@aex/platform';
+import { AggregateRunner, NotYet, type Aggregate, type Decision, type GuardedWrite, type Stoppable, type UnitOfWork } from '@aex/platform';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { WalletDeps } from '../context.js';
 import type { Database, HoldRow } from '../db/schema.js';
@@ -22,7 +22,8 @@ export interface HoldState {
 /** The saga's commands on a hold (`walletSaga`): hold, return, settle. */
 export type HoldMessage =
   | { kind: 'hold'; consumerAgentId: string; attempt: number; amountCents: number; session?: boolean }
-  | { kind: 'return' }
+  /** `capturedCents`: a session's hold returns once its calls' captures came to this (D17.6). */
+  | { kind: 'return'; capturedCents?: number }
   | { kind: 'settle'; providerAgentId: string; amountCents: number; feeCents: number; refundCents: number };
 
 /** What a command needs besides the hold, read in its transaction. */
@@ -71,7 +72,7 @@ export async function serveHolds(deps: WalletDeps): Promise<Stoppable> {
     runner.consume({ ...common, durable: 'wallet-hold-funds', def: walletSaga.holdFunds, command: (cmd) => ({
       id: cmd.transactionId, command: { kind: 'hold', consumerAgentId: cmd.consumerAgentId, attempt: cmd.attempt, amountCents: cmd.amountCents, session: cmd.session === true },
     }) }),
-    runner.consume({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, command: (cmd) => ({ id: cmd.transactionId, command: { kind: 'return' } }) }),
+    runner.consume({ ...common, durable: 'wallet-return-hold', def: walletSaga.returnHold, command: (cmd) => ({ id: cmd.transactionId, command: { kind: 'return', ...(cmd.capturedCents !== undefined && { capturedCents: cmd.capturedCents }) } }) }),
     runner.consume({ ...common, durable: 'wallet-settle', def: walletSaga.settle, command: (cmd) => ({
       id: cmd.transactionId, command: { kind: 'settle', providerAgentId: cmd.providerAgentId, amountCents: cmd.amountCents, feeCents: cmd.feeCents, refundCents: cmd.refundCents ?? 0 },
     }) }),
@@ -116,6 +117,7 @@ async function holdFacts(trx: Trx, directory: WalletDirectory, state: HoldState 
       return row ? { consumer: { id: row.id, availableCents: row.balanceCents - row.heldCents }, wallets: new Map([[row.id, lockedWallet(row)]]) } : { consumer: null };
     }
     case 'return':
+      if (hold?.session && hold.status === 'held' && command.capturedCents !== undefined) await capturesIn(trx, hold, command.capturedCents, locked);
       return locked && hold?.status === 'held' ? { wallets: await lockWallets(trx, [hold.walletId!]) } : {};
     case 'settle': {
       if (hold?.status !== 'held') return {};
@@ -123,6 +125,16 @@ async function holdFacts(trx: Trx, directory: WalletDirectory, state: HoldState 
       return { parties, ...(locked && { wallets: await lockWallets(trx, [...new Set(Object.values(parties))]) }) };
     }
   }
+}
+
+/**
+ * D17.6, D17.7: a session's hold returns after every capture its calls sent (they are applied by
+ * another consumer, `captures.ts`); one still on its way is awaited — the return comes again later.
+ * Read from the row itself: the hold as remembered does not see the captures.
+ */
+async function capturesIn(trx: Trx, hold: HoldRow, capturedCents: number, locked: boolean): Promise<void> {
+  const captured = locked ? hold.capturedCents : (await trx.selectFrom('holds').select('capturedCents').where('transactionId', '=', hold.transactionId).executeTakeFirstOrThrow()).capturedCents;
+  if (Number(captured) < capturedCents) throw new NotYet(`session hold ${hold.transactionId}: ${captured} of the ${capturedCents} cents its calls spent captured so far`);
 }
 
 const asHoldCommand = (command: HoldMessage, facts: HoldFacts): HoldCommand => command.kind === 'hold'

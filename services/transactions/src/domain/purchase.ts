@@ -5,7 +5,6 @@ import { accessRefusal, requestOf } from './purchase-access.js';
 import { Draft, refused, unchanged } from './draft.js';
 import type { LastMessage } from './negotiation.js';
 import { openPurchase } from './opening.js';
-import { heldCents } from './pricing.js';
 import { approve, deliver, deny, negotiate, openDispute, verify } from './purchase-requests.js';
 import { resolveDispute, settle } from './settling.js';
 import { actionRefusal, isAllowed } from './state-machine.js';

@@ -6,7 +6,7 @@
  * - metered lifecycles: the same with `maxUnits` and a delivery's `usage` (target: within noise);
  * - session calls: create in an open session → deliver, settled by the delivery, 16 callers, each on
  *   a session of its own (target: ≥ 3 × the lifecycles), and the p99 of a call's create at half the
- *   saturated rate (target ≤ 25 ms);
+ *   saturated rate (target ≤ 25 ms); a thousand calls by 16 callers on one session, closed exact;
  * - receipts: the CPU of signing one receipt (claims, JCS-free JSON, EdDSA) against the exchange's CPU
  *   per lifecycle measured above (target ≤ 10 %).
  *
@@ -115,6 +115,27 @@ await withBenchExchange(async ({ url, stack }) => {
   const paidOut = async () => (await providerPaid()) - paidBefore >= paidCalls * (100 - platformFee(100));
   const calls = await measure('session calls', sessionCall, paidOut);
 
+  // A thousand calls riding on one hold: all 16 callers in one session, each call taking its row lock
+  // for a moment. Closed at the end: every cent of the budget spent, nothing left to return.
+  const ONE = 1000;
+  const one = unwrap(await consumers[0]!.client.openSession({ serviceId: fixedId, budgetCents: 100 * ONE, expiresInSeconds: 3600 })).id;
+  const oneCall = async () => {
+    const t = unwrap(await consumers[0]!.client.callInSession(one, INPUT));
+    if (unwrap(await provider.client.deliver(t.id, OUTPUT)).status !== 'settled') throw new Error('a call of the one session did not settle');
+    paidCalls++;
+  };
+  const paidBeforeOne = await providerPaid();
+  const callsBeforeOne = paidCalls;
+  const t1 = performance.now();
+  await pool(ONE, CONCURRENCY, oneCall);
+  while ((await providerPaid()) - paidBeforeOne < (paidCalls - callsBeforeOne) * (100 - platformFee(100))) await sleep(5);
+  const onePerSecond = ONE / ((performance.now() - t1) / 1000);
+  unwrap(await consumers[0]!.client.closeSession(one));
+  let closed = unwrap(await consumers[0]!.client.getSession(one));
+  while (closed.status !== 'closed') closed = (await sleep(20), unwrap(await consumers[0]!.client.getSession(one)));
+  if (closed.spentCents !== 100 * ONE || closed.returnedCents !== 0 || closed.calls !== ONE) throw new Error(`the one session does not add up: ${JSON.stringify(closed)}`);
+  console.log(`  ${ONE} calls on one session        ${fmt(onePerSecond)} /s   (closed: ${closed.spentCents} spent, ${closed.returnedCents} returned)`);
+
   // A call's create when the exchange is busy but not saturated: calls started at half the rate just measured.
   const paced: number[] = [];
   const pacedCount = Math.max(100, Math.round(COUNT / 2));
@@ -146,7 +167,8 @@ await withBenchExchange(async ({ url, stack }) => {
   writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'sessions', [
     row({ case: `session calls, ${CONCURRENCY} callers`, value: calls.perSecond, unit: '/s', baseline: plain.perSecond, baselineName: 'plain lifecycles', target: `ratio ≥ ${TARGETS.sessionRatio}`, met: sessionRatio >= TARGETS.sessionRatio }),
     row({ case: 'session call create p99 at half rate', value: pacedP99, unit: 'ms', baseline: quantile(plain.create, 0.5), baselineName: 'lifecycle create p50', lowerIsBetter: true, target: `≤ ${TARGETS.createP99Ms} ms`, met: pacedP99 <= TARGETS.createP99Ms }),
+    row({ case: `${ONE} calls on one session, ${CONCURRENCY} callers`, value: onePerSecond, unit: '/s', baseline: calls.perSecond, baselineName: 'session calls, a session each', target: 'stated', met: null }),
     row({ case: `metered lifecycles, ${CONCURRENCY} callers`, value: metered.perSecond, unit: '/s', baseline: plain.perSecond, baselineName: 'plain lifecycles', target: `within ${100 * TARGETS.meteredWithin} %`, met: meteredRatio >= 1 - TARGETS.meteredWithin }),
     row({ case: 'receipt signature CPU', value: receiptMs, unit: 'ms', baseline: plain.cpuMsPerOp, baselineName: 'CPU per lifecycle', lowerIsBetter: true, target: `≤ ${100 * TARGETS.receiptShare} %`, met: receiptShare <= TARGETS.receiptShare }),
-  ], { count: COUNT, concurrency: CONCURRENCY, plain: plain.perSecond, metered: metered.perSecond, sessionCalls: calls.perSecond, pacedP99, receiptMs });
+  ], { count: COUNT, concurrency: CONCURRENCY, plain: plain.perSecond, metered: metered.perSecond, sessionCalls: calls.perSecond, oneSession: onePerSecond, pacedP99, receiptMs });
 });

@@ -52,7 +52,7 @@ export class ReceiptKeyRing {
 
   /** D18.2: the compact JWS of a receipt, signed by the current key. */
   async sign(claims: ReceiptClaims, now: Date): Promise<{ jws: string; kid: string }> {
-    const key = await this.signingKey();
+    const key = this.signingKey();
     const payload: ReceiptPayload = { iss: this.did, sub: claims.transactionId, iat: Math.floor(now.getTime() / 1000), receipt: claims };
     const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
       .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: 'aex-receipt+jwt' })
@@ -89,13 +89,18 @@ export class ReceiptKeyRing {
     return keysView(await trx.selectFrom('receiptKeys').selectAll().orderBy('generation', 'desc').execute());
   }
 
-  /** The key to sign with: the one known, or — every few seconds — the newest, should another replica have rotated. */
-  private async signingKey(): Promise<SigningKey> {
-    if (Date.now() - this.checkedAt > REFRESH_MS) {
-      this.checking ??= this.lookForNewer().finally(() => {
+  /**
+   * The key to sign with: the one known; every few seconds a look for a newer one (another replica
+   * may have rotated) starts beside it, and the signatures after it finds one use it. Never waited
+   * for: a receipt is signed inside its purchase's database transaction, and a query on another of
+   * the pool's connections, while every other connection waits for a lock that transaction holds
+   * (a busy session's calls), would wait for ever.
+   */
+  private signingKey(): SigningKey {
+    if (Date.now() - this.checkedAt > REFRESH_MS && !this.checking) {
+      this.checking = this.lookForNewer().finally(() => {
         this.checking = null;
       });
-      await this.checking;
     }
     return this.current;
   }

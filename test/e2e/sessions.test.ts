@@ -2,6 +2,7 @@ import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { unwrap, type ExchangeClient } from '@agent-exchange/client';
 import type { Pricing, SessionView } from '@aex/contracts';
+import { eventually } from '@aex/platform/testing';
 import { expectError, startTestExchange, type TestExchange } from './harness.js';
 import { funded, INPUT, ledgerOf, OUTPUT, party, serviceBody, wallet, waitForStatus, webhookUrlKnown, type Party } from './transaction-kit.js';
 
@@ -64,6 +65,12 @@ async function paidCall(c: Party, sessionId: string, usage?: number) {
   return d.status === 'settled' ? d : waitForStatus(c, call.id, 'settled');
 }
 
+/** The consumer's wallet once its calls' captures are in: the wallet applies them just after the calls settle (D17.7). */
+const walletCaptured = (c: Party, want: { balanceCents: number; heldCents: number }) => eventually(async () => {
+  const w = await wallet(c);
+  return w.balanceCents === want.balanceCents && w.heldCents === want.heldCents ? w : null;
+}, 10_000, 20).catch(() => wallet(c));
+
 /** Budget = spent + reserved + remaining (+ returned once closed), as the session shows it. */
 const adds = (s: SessionView) => expect(s.spentCents + s.reservedCents + s.remainingCents + s.returnedCents).toBe(s.budgetCents);
 
@@ -77,7 +84,7 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     const after = unwrap(await c.client.getSession(s.id));
     expect(after).toMatchObject({ spentCents: 300, reservedCents: 0, remainingCents: 700, calls: 3 });
     adds(after);
-    expect(await wallet(c)).toMatchObject({ balanceCents: 4700, heldCents: 700 });
+    expect(await walletCaptured(c, { balanceCents: 4700, heldCents: 700 })).toMatchObject({ balanceCents: 4700, heldCents: 700 });
     const entries = unwrap(await c.client.ledger(c.agentId, { limit: 100 }));
     expect(entries.filter((e) => e.txType === 'fund_hold')).toHaveLength(1);
     await ledgerClean();
@@ -149,7 +156,7 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     const after = unwrap(await c.client.getSession(s.id));
     expect(after).toMatchObject({ spentCents: 40, reservedCents: 0, remainingCents: 960, calls: 2 });
     adds(after);
-    expect(await wallet(c)).toMatchObject({ balanceCents: 4960, heldCents: 960 });
+    expect(await walletCaptured(c, { balanceCents: 4960, heldCents: 960 })).toMatchObject({ balanceCents: 4960, heldCents: 960 });
     await ledgerClean();
   });
 

@@ -23,3 +23,4 @@ export * from './secrets.js';
 export * from './aggregates/aggregate.js';
 export * from './aggregates/runner.js';
 export * from './aggregates/signals.js';
+export * from './timed-batches.js';

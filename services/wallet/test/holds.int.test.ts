@@ -250,6 +250,28 @@ describe('decided on what the replica presumes or remembers, written at commit',
     expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
   });
 
+  it('D17.7: captures of many calls arriving at once, repeated, are each applied once, in batches; one the hold cannot pay holds up none of the others', async () => {
+    const [consumer, provider] = [await agentWith(kit, 10_000), await agentWith(kit, 0)];
+    const sessions = [randomUUID(), randomUUID(), randomUUID()];
+    for (const s of sessions) await send(kit, walletSaga.holdFunds, { transactionId: s, consumerAgentId: consumer, amountCents: 2000, attempt: 1, session: true });
+    for (const s of sessions) await answered(kit, s, walletSaga.holdPlaced.type);
+    const calls = Array.from({ length: 60 }, (_, i) => ({ transactionId: randomUUID(), holdId: sessions[i % 3]!, providerAgentId: provider, amountCents: 10 + i, feeCents: 1 }));
+    // One more than its hold has: a bug the wallet refuses, alone.
+    const impossible = { transactionId: randomUUID(), holdId: sessions[0]!, providerAgentId: provider, amountCents: 5000, feeCents: 250 };
+    await Promise.all([...calls, ...calls.slice(0, 20), impossible].map((c) => send(kit, walletSaga.capture, c)));
+    const paid = calls.reduce((sum, c) => sum + c.amountCents, 0);
+    await eventually(async () => ((await balances(kit, provider)).balanceCents === paid - calls.length ? true : null), 15_000, 50);
+    expect(await balances(kit, consumer)).toEqual({ balanceCents: 10_000 - paid, heldCents: 6000 - paid });
+    const captured = await kit.wallet.deps.db.selectFrom('holds').select(['transactionId', 'capturedCents', 'capturedFeeCents']).where('transactionId', 'in', sessions).execute();
+    for (const s of sessions) {
+      const mine = calls.filter((c) => c.holdId === s);
+      expect(captured.find((h) => h.transactionId === s)).toMatchObject({ capturedCents: mine.reduce((sum, c) => sum + c.amountCents, 0), capturedFeeCents: mine.length });
+    }
+    expect(await kit.wallet.deps.db.selectFrom('holdCaptures').select('transactionId').where('transactionId', '=', impossible.transactionId).execute()).toEqual([]);
+    expect(await entriesChained(kit, consumer)).toBe(true);
+    expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
+  });
+
   it('leaves every invariant of the ledger holding, holds included', async () => {
     const report = await checkLedgerInvariants(kit.wallet.deps);
     expect(report.violations).toEqual([]);

@@ -16,7 +16,7 @@ interface Pending { capture: Capture; failed: unknown }
  * call waits for its capture (it settled when the capture was sent), so a few milliseconds of
  * gathering cost nobody anything, and a busy exchange's captures take one commit for many calls.
  */
-const BATCH = 128;
+const BATCH = 32;
 const BATCH_WAIT_MS = 10;
 
 /**
@@ -49,7 +49,8 @@ export async function serveCaptures(deps: WalletDeps): Promise<Stoppable> {
     stream: 'commands',
     durable: 'wallet-capture',
     filter: subjects.command(deps.bus.namespace, walletSaga.capture.type),
-    concurrency: BATCH * 2,
+    // Each message waits for its batch's commit: as many in flight as a batch holds.
+    concurrency: BATCH,
     handler: async (msg) => {
       const read = readMessage(msg, check, deps.logger);
       if (!read.ok) return read.outcome;

@@ -250,7 +250,7 @@ describe('decided on what the replica presumes or remembers, written at commit',
     expect((await checkLedgerInvariants(kit.wallet.deps)).violations).toEqual([]);
   });
 
-  it('D17.7: captures of many calls arriving at once, repeated, are each applied once, in batches; one the hold cannot pay holds up none of the others', async () => {
+  it('D17.7: captures of many calls arriving at once, repeated, are each applied once; one the hold cannot pay holds up none of the others', async () => {
     const [consumer, provider] = [await agentWith(kit, 10_000), await agentWith(kit, 0)];
     const sessions = [randomUUID(), randomUUID(), randomUUID()];
     for (const s of sessions) await send(kit, walletSaga.holdFunds, { transactionId: s, consumerAgentId: consumer, amountCents: 2000, attempt: 1, session: true });

@@ -23,4 +23,3 @@ export * from './secrets.js';
 export * from './aggregates/aggregate.js';
 export * from './aggregates/runner.js';
 export * from './aggregates/signals.js';
-export * from './timed-batches.js';

@@ -1,8 +1,9 @@
-import { outsideTrace, TimedBatches, type Stoppable } from '@aex/platform';
+import { outsideTrace, type Stoppable } from '@aex/platform';
 import type { WebhookDeps } from '../context.js';
 import { secretsInForce } from '../endpoints/endpoints.js';
 import { recordAttempts, signAndSend, type Attempted, type Outcome } from './attempts.js';
 import { claimDue, claimOldestOf, giveBackDueTimes, putOff, unclaim, type Claimed } from './due-deliveries.js';
+import { TimedBatches } from './timed-batches.js';
 
 export interface DispatcherOptions {
   /** Attempts under way at once on this replica. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { SESSION_EVENTS_FILTER, SessionEventData, subjects, TRANSACTION_EVENTS_FILTER, TransactionEventData, validator, type Validator } from '@aex/contracts';
-import { ack, readMessage, retryLater, TimedBatches, type Stoppable } from '@aex/platform';
+import { ack, readMessage, retryLater, type Stoppable } from '@aex/platform';
+import { TimedBatches } from './timed-batches.js';
 import { sql, type Transaction } from 'kysely';
 import type { WebhookDeps } from '../context.js';
 import type { Handoff } from './dispatcher.js';

@@ -204,14 +204,20 @@ export const webhooksOps = {
   retryDeadLetter: effect('webhooks', 'retryDeadLetter', 'admin', parts(H.WebhookIdPath, Empty, Type.Any()), H.WebhookDeliveryView),
 };
 
-/** The X-AE-Signature of a signed request and its timestamp, as the gateway verified them (D3; a receipt records a delivery's, D18.2). */
+/**
+ * A signed request's signature as the gateway verified it (a receipt records a delivery's, D18.2,
+ * D20.3): `x-ae` — the X-AE-Signature and its timestamp (D3); `rfc9421` — the `Signature` header's
+ * value, the `created` time as ISO 8601, and the `Signature-Input` value (D20).
+ */
 export interface RequestSignature {
+  scheme: 'x-ae' | 'rfc9421';
   signature: string;
   timestamp: string;
+  input?: string;
 }
 
 export interface RpcRequest<In = unknown> {
-  /** `signed`: the gateway verified an X-AE-Signature by the principal's current signing key (D3). */
+  /** `signed`: the gateway verified a signature by the principal's current signing key (D3, D20). */
   ctx: { requestId: string; principal: Principal | null; admin?: boolean; signed?: boolean; signature?: RequestSignature; idempotency?: IdempotencyContext };
   input: In;
 }

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from 'fastify';
-import { AppError, validator, type ErrorEntry, type Principal, type TSchema } from '@aex/contracts';
+import { AppError, validator, type ErrorEntry, type Principal, type RequestSignature, type TSchema } from '@aex/contracts';
 import { bearerToken, callOperation, OUTCOME_UNKNOWN_STATUS, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
-import { checkSignature } from '../domain/signature.js';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
@@ -11,6 +10,7 @@ import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } 
 import { valuesProblem } from './input-hygiene.js';
 import { operationKeyOf, outcomeUnknownHeaders, type OperationKey } from './operation-keys.js';
 import { protocolView } from './protocol.js';
+import { carriesSignature, verifiedSignature } from './request-signature.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sha256, type ConsoleSessions } from '../console/sessions.js';
@@ -48,17 +48,11 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
   const check = compileChecks(spec);
   /** Signature, validation and the owner's answer, once the caller is known and admitted. */
   const answer = async (req: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
-    const sig = { signature: header(req, 'x-ae-signature'), timestamp: header(req, 'x-ae-signature-timestamp') };
-    let signed = false;
-    if (principal && (spec.signature === 'required' || sig.signature !== undefined || sig.timestamp !== undefined)) {
-      const result = checkSignature({ ...sig, method: req.method, target: req.url, rawBody: req.rawBody, publicKey: principal.signingKeyPublic, nowMs: Date.now() });
-      if (!result.ok) throw new AppError(result.code, result.message, { details: { ...result.help, docs: `${config.PUBLIC_BASE_URL}/docs/signing.md` } });
-      signed = true;
-    }
+    const signature = principal ? verifiedSignature(req, principal, spec.signature === 'required', config) : undefined;
     const idempotency = operationKeyOf(spec, req, principal);
     let answer: Answer;
     try {
-      answer = await execute(spec, check, req, principal, signed, idempotency, guards, bus, config);
+      answer = await execute(spec, check, req, principal, signature, idempotency, guards, bus, config);
     } catch (err) {
       const appErr = toAppError(err, req.log as unknown as Logger);
       answer = errorResponse(appErr.status, appErr.entries, req.id);
@@ -99,7 +93,7 @@ function admit(r: LimitDecision, reply: FastifyReply): void {
  */
 function answerRemembered(spec: RouteSpec, check: Checks, req: FastifyRequest, reply: FastifyReply, principal: Principal | null, guards: Guards): boolean {
   if (!spec.localCache || !principal || spec.signature === 'required' || MUTATING.has(req.method)) return false;
-  if (req.headers['x-ae-signature'] !== undefined || req.headers['x-ae-signature-timestamp'] !== undefined) return false;
+  if (carriesSignature(req)) return false;
   let input;
   try {
     input = checkInput(spec, check, req);
@@ -140,7 +134,7 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
 }
 
 async function execute(
-  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signed: boolean, idempotency: OperationKey | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
+  spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signature: RequestSignature | undefined, idempotency: OperationKey | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
   const input = checkInput(spec, check, req);
@@ -154,7 +148,7 @@ async function execute(
     if (hit !== undefined) return { status: spec.successStatus, body: successBodyOfJson(hit, req.id) };
   }
   const fill = cached ? views.begin() : undefined;
-  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signed ? { signed, signature: { signature: header(req, 'x-ae-signature')!, timestamp: header(req, 'x-ae-signature-timestamp')! } } : {}), ...(idempotency ? { idempotency: idempotency.ctx } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
+  const reply = await callOperation(bus, spec.op, { ctx: { requestId: req.id, principal, admin: spec.auth === 'admin', ...(signature ? { signed: true, signature } : {}), ...(idempotency ? { idempotency: idempotency.ctx } : {}) }, input }, { timeoutMs: config.RPC_TIMEOUT_MS });
   // Only a plain answer is kept: no stored replay, no pagination, no meta of its own.
   if (fill && cached && reply.ok && reply.status === 200 && !reply.replayed && !reply.meta && !reply.pagination) fill(cached.key, cached.tags, JSON.stringify(reply.data));
   const meta: string | Meta = reply.meta ?? req.id;

@@ -12,6 +12,7 @@ import { countAnswers, serveMetrics } from './http/metrics-routes.js';
 import { openApiDocument } from './http/openapi.js';
 import { serveDocs } from './http/docs.js';
 import { serveAgentCards } from './http/agent-cards.js';
+import { serveA2a } from './a2a/endpoint.js';
 import { tlsOptions } from './http/tls.js';
 import { routeHandler, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
@@ -89,6 +90,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   serveDocs(app, guards.limiter);
   serveConsole(app, guards, config);
   serveAgentCards(app, guards.limiter, bus, config);
+  serveA2a(app, guards, bus, config);
   serveHealth(app, bus, opts.checks, sendError);
   serveMetrics(app, config, sendError);
   return app;

@@ -138,5 +138,6 @@ function operationHandlers(deps: TransactionDeps) {
     receiptKeys: receiptHandlers.receiptKeys(deps),
     exchangeDidDocument: receiptHandlers.exchangeDidDocument(deps),
     rotateReceiptKey: receiptHandlers.rotateReceiptKey(deps),
+    signAgentCard: receiptHandlers.signAgentCard(deps),
   };
 }

@@ -100,3 +100,23 @@ export function exchangeDidDocument(publicBaseUrl: string, keys: readonly Receip
   const methods = keys.map((k) => ({ id: `${did}#${k.kid}`, type: 'JsonWebKey2020' as const, controller: did, publicKeyJwk: k }));
   return { '@context': ['https://www.w3.org/ns/did/v1', 'https://w3id.org/security/suites/jws-2020/v1'], id: did, verificationMethod: methods, assertionMethod: methods.map((m) => m.id) };
 }
+
+/**
+ * D21.1 (internal): an agent card to sign with the current receipt key. The card as served, without
+ * `signatures`; what is signed is its RFC 8785 canonical form.
+ */
+export const SignAgentCardBody = Type.Object({
+  card: Type.Object({ name: Type.String(), supportedInterfaces: Type.Array(Type.Unknown()) }, { additionalProperties: true }),
+});
+export type SignAgentCardBody = Static<typeof SignAgentCardBody>;
+
+/**
+ * D21.1: an A2A AgentCardSignature — a JWS with a detached payload (the canonical card): `protected`
+ * (base64url of `{ alg: "EdDSA", typ: "JOSE", kid, jku }`) and `signature`; `kid` names the key.
+ */
+export const AgentCardSignatureView = Type.Object({
+  protected: Type.String(),
+  signature: Type.String(),
+  kid: Type.String(),
+});
+export type AgentCardSignatureView = Static<typeof AgentCardSignatureView>;

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError, catalogOps, type ProviderServicesView, type ServiceView } from '@aex/contracts';
-import { callOperation, type Bus, type ExchangeConfig } from '@aex/platform';
+import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { takePublic, type RateLimiter } from '../guards/rate-limit.js';
+import { SignedCards } from './card-signatures.js';
 
 /** The A2A protocol version the cards are written for. */
 const A2A_VERSION = '1.0';
@@ -12,6 +13,9 @@ const A2A_VERSION = '1.0';
  * defines it.
  */
 const extensionUri = (base: string) => `${base}/docs/agent-tools.md#a2a-contract-extension`;
+
+/** D21.2: where a provider agent's services are bought over A2A JSON-RPC. */
+export const a2aEndpoint = (base: string, agentId: string) => `${base}/a2a/agents/${agentId}`;
 
 const BEARER = {
   apiKey: {
@@ -83,13 +87,18 @@ export function providerCard(config: ExchangeConfig, agentId: string, view: Prov
     description: services.length === 0
       ? `An agent of the Agent Exchange at ${base}; it offers no service at the moment.`
       : `An agent selling ${services.length === 1 ? 'one service' : `${services.length} services`} on the Agent Exchange at ${base}: ${names.join(', ')}. Bought through the exchange, with funds held in escrow until delivery.`,
-    supportedInterfaces: [{ url: `${base}/v1/transactions`, protocolBinding: 'AGENT-EXCHANGE-REST', protocolVersion: A2A_VERSION }],
+    // D21.2: A2A clients buy over JSON-RPC (preferred, so first); the REST API stays beside it.
+    supportedInterfaces: [
+      { url: a2aEndpoint(base, agentId), protocolBinding: 'JSONRPC', protocolVersion: A2A_VERSION },
+      { url: `${base}/v1/transactions`, protocolBinding: 'AGENT-EXCHANGE-REST', protocolVersion: A2A_VERSION },
+    ],
     provider: { organization: provider.name, url: `${base}/v1/agents/${agentId}` },
     version: '1.0.0',
-    documentationUrl: `${base}/docs/agent-tools.md`,
+    documentationUrl: `${base}/docs/a2a.md`,
     capabilities: {
       streaming: false,
-      pushNotifications: true,
+      // The exchange's webhooks (D14) tell the parties of a purchase; A2A push configurations are not taken.
+      pushNotifications: false,
       extensions: [{
         uri: extensionUri(base),
         description: 'The contract of each skill (its id is the service id): JSON Schemas of input and output, price in cents, SLA; and how to buy it.',
@@ -125,6 +134,7 @@ function contractOf(base: string, s: ServiceView) {
     sla: s.sla,
     examples: s.examples,
     buy: { method: 'POST', url: `${base}/v1/transactions`, body: { serviceId: s.id, input: '…' }, signed: true },
+    a2a: { method: 'SendMessage', url: a2aEndpoint(base, s.agentId), data: { serviceId: s.id, input: '…' }, signed: true },
   };
 }
 
@@ -132,12 +142,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CARD_TYPE = 'application/json; charset=utf-8';
 
 /**
- * Serves the cards, public and limited per client IP like the DID documents. A provider's card is
- * read from the catalog on every request, so it follows the agent's services as they change.
+ * Serves the cards, public and limited per client IP like the DID documents, each signed with the
+ * receipt key (D21.1). A provider's card is read from the catalog on every request, so it follows
+ * the agent's services as they change.
  */
 export function serveAgentCards(app: FastifyInstance, limiter: RateLimiter, bus: Bus, config: ExchangeConfig): void {
-  const exchange = JSON.stringify(exchangeCard(config));
-  app.get('/.well-known/agent-card.json', async (req, reply) => reply.headers(await takePublic(limiter, req.ip)).type(CARD_TYPE).send(exchange));
+  const cards = new SignedCards(bus, config);
+  const exchange = exchangeCard(config);
+  app.get('/.well-known/agent-card.json', async (req, reply) => {
+    const headers = await takePublic(limiter, req.ip);
+    return reply.headers(headers).type(CARD_TYPE).send(await cards.signed(exchange, req.id, req.log as unknown as Logger));
+  });
   app.get('/agents/:agentId/agent-card.json', async (req, reply) => {
     const headers = await takePublic(limiter, req.ip);
     const { agentId } = req.params as { agentId: string };
@@ -147,6 +162,7 @@ export function serveAgentCards(app: FastifyInstance, limiter: RateLimiter, bus:
     const view = answer.data;
     if (!view.provider) throw new AppError('NOT_FOUND', 'No such agent.');
     if (view.provider.status !== 'active') throw new AppError('NOT_FOUND', 'No agent card: this agent is not active.');
-    return reply.headers(headers).type(CARD_TYPE).send(JSON.stringify(providerCard(config, agentId, { ...view, provider: view.provider })));
+    const card = providerCard(config, agentId, { ...view, provider: view.provider });
+    return reply.headers(headers).type(CARD_TYPE).send(await cards.signed(card, req.id, req.log as unknown as Logger));
   });
 }

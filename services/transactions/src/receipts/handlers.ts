@@ -1,6 +1,7 @@
 import { AppError, exchangeDidDocument as didDocumentOf, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
+import { canonicalJson } from '../domain/digest.js';
 import { isTerminal } from '../domain/state-machine.js';
 import { visibleTransaction } from '../purchases/handlers.js';
 
@@ -31,3 +32,12 @@ export const exchangeDidDocument = (deps: TransactionDeps): OperationHandler<Ops
 /** D18.4 (operator): a new receipt key from now on; receipts signed with the retired ones keep verifying. */
 export const rotateReceiptKey = (deps: TransactionDeps): OperationHandler<Ops['rotateReceiptKey']> => async (_input, ctx) =>
   ctx.effect(deps.tx, async (trx, work) => ({ data: await deps.keyRing.rotate(trx, work, deps.now()) }));
+
+/**
+ * D21.1 (internal): signs an agent card the gateway serves with the current receipt key, over its
+ * RFC 8785 canonical form without `signatures`; the key's JWK set is where a verifier finds it.
+ */
+export const signAgentCard = (deps: TransactionDeps): OperationHandler<Ops['signAgentCard']> => async ({ body }) => {
+  const { signatures: _ignored, ...card } = body.card as Record<string, unknown>;
+  return { data: await deps.keyRing.signCard(canonicalJson(card), `${deps.config.PUBLIC_BASE_URL}/.well-known/jwks.json`) };
+};

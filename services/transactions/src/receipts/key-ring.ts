@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import { didWebFor, exchangeDidOf, type ReceiptClaims, type ReceiptJwk, type ReceiptKeysView, type ReceiptPayload } from '@aex/contracts';
+import { didWebFor, exchangeDidOf, type AgentCardSignatureView, type ReceiptClaims, type ReceiptJwk, type ReceiptKeysView, type ReceiptPayload } from '@aex/contracts';
 import type { Logger, UnitOfWork } from '@aex/platform';
-import { calculateJwkThumbprint, CompactSign } from 'jose';
+import { calculateJwkThumbprint, CompactSign, FlattenedSign } from 'jose';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database, ReceiptKeyRow } from '../db/schema.js';
 import type { ReceiptIssuer } from '../purchases/repository.js';
@@ -58,6 +58,19 @@ export class ReceiptKeyRing {
       .setProtectedHeader({ alg: 'EdDSA', kid: key.kid, typ: 'aex-receipt+jwt' })
       .sign(key.privateKey);
     return { jws, kid: key.kid };
+  }
+
+  /**
+   * D21.1: an A2A AgentCardSignature of `canonicalCard` (the RFC 8785 form of a card without its
+   * `signatures`) by the current key — a JWS whose payload is detached, as A2A v1.0 specifies. `typ`
+   * JOSE, not the receipts' type: a card's signature never passes for a receipt.
+   */
+  async signCard(canonicalCard: string, jku: string): Promise<AgentCardSignatureView> {
+    const key = this.signingKey();
+    const jws = await new FlattenedSign(new TextEncoder().encode(canonicalCard))
+      .setProtectedHeader({ alg: 'EdDSA', typ: 'JOSE', kid: key.kid, jku })
+      .sign(key.privateKey);
+    return { protected: jws.protected!, signature: jws.signature, kid: key.kid };
   }
 
   /** What signs receipts with this ring, naming the agents by their did:web under `publicBaseUrl` (D6.6). */

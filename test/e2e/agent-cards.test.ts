@@ -3,11 +3,13 @@ import { AgentCard } from '@a2a-js/sdk';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import { unwrap } from '@agent-exchange/client';
 import { signingMember, startTestExchange, type TestExchange } from './harness.js';
+import { cardSignatureKid, jwks, verifyCard } from './card-verifier.js';
 
 // A2A agent cards: the exchange's own at /.well-known/agent-card.json, and one per provider agent
 // with its active services as skills, each checked against the A2A SDK's types by its own codec
 // (a card that decodes and encodes back to itself uses only the fields A2A defines, in their shapes)
-// and read by the SDK's card resolver.
+// and read by the SDK's card resolver. Each is signed with the exchange's receipt key (D21.1), and
+// checked here as a stock verifier checks it: `jose` and an RFC 8785 library, with the JWK set alone.
 
 let ex: TestExchange;
 beforeAll(async () => {
@@ -107,5 +109,46 @@ describe('a provider agent\'s card', () => {
     expect(unknown).toMatchObject({ status: 404, body: { data: null, errors: [{ code: 'NOT_FOUND' }] } });
     const bad = await card('/agents/not-a-uuid/agent-card.json');
     expect(bad).toMatchObject({ status: 400, body: { errors: [{ code: 'VALIDATION_ERROR', field: '/path/agentId' }] } });
+  });
+});
+
+describe('the cards\' signatures (D21.1)', () => {
+  it('sign the exchange\'s card with the current receipt key, over its RFC 8785 form without signatures; a tampered card fails', async () => {
+    const { body } = await card('/.well-known/agent-card.json');
+    const keys = await jwks(ex.url);
+    expect(cardSignatureKid(body)).toBe(keys.keys[0]!.kid);
+    await expect(verifyCard(body, keys)).resolves.toMatchObject({ alg: 'EdDSA', typ: 'JOSE', jku: 'http://exchange.test:8080/.well-known/jwks.json' });
+    await expect(verifyCard({ ...body, name: 'Agent Exchange (evil twin)' }, keys)).rejects.toThrow(/signature verification failed/);
+    const interfaces = structuredClone(body.supportedInterfaces) as Array<{ url: string }>;
+    interfaces[0]!.url = 'https://attacker.example/v1';
+    await expect(verifyCard({ ...body, supportedInterfaces: interfaces }, keys)).rejects.toThrow(/signature verification failed/);
+  });
+
+  it('sign each provider\'s card as its services change, and with the new key once the receipt key is rotated; the card signed before keeps verifying', async () => {
+    const provider = await signingMember(ex.anon, 'signed-provider');
+    const path = `/agents/${provider.id}/agent-card.json`;
+    const empty = (await card(path)).body;
+    await verifyCard(empty, await jwks(ex.url));
+    unwrap(await provider.client.createService(SERVICE));
+    const before = (await card(path)).body;
+    expect((before.skills as unknown[]).length).toBe(1);
+    await verifyCard(before, await jwks(ex.url));
+    // A card's signature does not carry over to another card.
+    await expect(verifyCard({ ...before, signatures: empty.signatures }, await jwks(ex.url))).rejects.toThrow(/signature verification failed/);
+
+    const rotated = unwrap(await ex.admin.rotateReceiptKey());
+    expect(cardSignatureKid(before)).not.toBe(rotated.current);
+    // The gateway serves a signature from memory for a few seconds (card-signatures.ts): polled until the new key signs.
+    let after = before;
+    for (const deadline = Date.now() + 15_000; cardSignatureKid(after) !== rotated.current && Date.now() < deadline;) {
+      await new Promise((r) => setTimeout(r, 250));
+      after = (await card(path)).body;
+    }
+    expect(cardSignatureKid(after)).toBe(rotated.current);
+    const keys = await jwks(ex.url);
+    await verifyCard(after, keys);
+    await verifyCard(before, keys);
+    const exchangeCard = (await card('/.well-known/agent-card.json')).body;
+    expect(cardSignatureKid(exchangeCard)).toBe(rotated.current);
   });
 });

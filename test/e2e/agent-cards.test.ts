@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentCard } from '@a2a-js/sdk';
+import { AgentCard, verifyAgentCardSignature } from '@a2a-js/sdk';
 import { DefaultAgentCardResolver } from '@a2a-js/sdk/client';
 import { unwrap } from '@agent-exchange/client';
 import { signingMember, startTestExchange, type TestExchange } from './harness.js';
@@ -122,6 +122,19 @@ describe('the cards\' signatures (D21.1)', () => {
     const interfaces = structuredClone(body.supportedInterfaces) as Array<{ url: string }>;
     interfaces[0]!.url = 'https://attacker.example/v1';
     await expect(verifyCard({ ...body, supportedInterfaces: interfaces }, keys)).rejects.toThrow(/signature verification failed/);
+  });
+
+  it('are accepted by the A2A SDK\'s own verifier, on the cards its resolver reads; a tampered card is not', async () => {
+    const keys = await jwks(ex.url);
+    const verifier = verifyAgentCardSignature(async (kid) => keys.keys.find((k) => k.kid === kid)!);
+    const provider = await signingMember(ex.anon, 'sdk-verified');
+    unwrap(await provider.client.createService(SERVICE));
+    for (const path of ['/.well-known/agent-card.json', `/agents/${provider.id}/agent-card.json`]) {
+      const resolved = await new DefaultAgentCardResolver().resolve(ex.url, path);
+      expect(resolved.signatures.length).toBeGreaterThan(0);
+      await expect(verifier(resolved)).resolves.toBeUndefined();
+      await expect(verifier({ ...resolved, description: 'something else' })).rejects.toThrow(/No valid signatures/);
+    }
   });
 
   it('sign each provider\'s card as its services change, and with the new key once the receipt key is rotated; the card signed before keeps verifying', async () => {

@@ -172,7 +172,7 @@ export const transactionOps = {
   /** D18.4 (operator): a new receipt key signs from now on; the retired ones keep verifying. */
   rotateReceiptKey: effect('transactions', 'rotateReceiptKey', 'admin', parts(Empty, Empty, Type.Any()), R.ReceiptKeysView),
   /** D21.1 (internal, no route): the gateway's agent cards signed with the current receipt key. */
-  signAgentCard: operation('transactions', 'signAgentCard', 'none', parts(Empty, Empty, R.SignAgentCardBody), R.AgentCardSignatureView),
+  signAgentCard: operation('transactions', 'signAgentCard', 'none', parts(Empty, Empty, R.SignAgentCardBody), R.AgentCardSignaturesView),
 };
 
 export type OpInput<O extends Operation> = Static<O['input']>;

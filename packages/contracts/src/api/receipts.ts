@@ -111,12 +111,13 @@ export const SignAgentCardBody = Type.Object({
 export type SignAgentCardBody = Static<typeof SignAgentCardBody>;
 
 /**
- * D21.1: an A2A AgentCardSignature — a JWS with a detached payload (the canonical card): `protected`
- * (base64url of `{ alg: "EdDSA", typ: "JOSE", kid, jku }`) and `signature`; `kid` names the key.
+ * D21.1: the A2A AgentCardSignatures of a card, each a JWS with a detached payload — `protected`
+ * (base64url of `{ alg: "EdDSA", typ: "JOSE", kid, jku }`) and `signature` — by the key `kid`. The
+ * first signs the card's RFC 8785 form as served; the second, when it differs, the form the A2A JS
+ * SDK signs and verifies (of the card decoded by its codec, empty objects and lists dropped).
  */
-export const AgentCardSignatureView = Type.Object({
-  protected: Type.String(),
-  signature: Type.String(),
+export const AgentCardSignaturesView = Type.Object({
+  signatures: Type.Array(Type.Object({ protected: Type.String(), signature: Type.String() })),
   kid: Type.String(),
 });
-export type AgentCardSignatureView = Static<typeof AgentCardSignatureView>;
+export type AgentCardSignaturesView = Static<typeof AgentCardSignaturesView>;

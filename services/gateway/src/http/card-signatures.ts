@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { AppError, transactionOps, type AgentCardSignatureView } from '@aex/contracts';
+import { AppError, transactionOps, type AgentCardSignaturesView } from '@aex/contracts';
 import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 
 /**
@@ -12,7 +12,7 @@ export const CARD_SIGNATURE_FRESH_MS = 5_000;
 const MAX_CARDS = 10_000;
 
 interface Kept {
-  signature: AgentCardSignatureView;
+  signature: AgentCardSignaturesView;
   signedAt: number;
 }
 
@@ -27,16 +27,16 @@ interface Kept {
  */
 export class SignedCards {
   private readonly kept = new Map<string, Kept>();
-  private readonly signing = new Map<string, Promise<AgentCardSignatureView>>();
+  private readonly signing = new Map<string, Promise<AgentCardSignaturesView>>();
 
   constructor(private readonly bus: Bus, private readonly config: ExchangeConfig, private readonly now: () => number = Date.now) {}
 
-  /** The card's JSON with `signatures`: one AgentCardSignature by the current receipt key. */
+  /** The card's JSON with `signatures` by the current receipt key (see `signAgentCard` in transactions). */
   async signed(card: Record<string, unknown>, requestId: string, log: Logger): Promise<string> {
     const json = JSON.stringify(card);
     const id = createHash('sha256').update(json).digest('base64url');
     const hit = this.kept.get(id);
-    let signature: AgentCardSignatureView;
+    let signature: AgentCardSignaturesView;
     if (hit && this.now() - hit.signedAt < CARD_SIGNATURE_FRESH_MS) {
       signature = hit.signature;
     } else {
@@ -48,11 +48,11 @@ export class SignedCards {
         signature = hit.signature;
       }
     }
-    return `${json.slice(0, -1)},"signatures":${JSON.stringify([{ protected: signature.protected, signature: signature.signature }])}}`;
+    return `${json.slice(0, -1)},"signatures":${JSON.stringify(signature.signatures)}}`;
   }
 
   /** One request to transactions per card at a time; what it answers is kept. */
-  private sign(id: string, card: Record<string, unknown>, requestId: string): Promise<AgentCardSignatureView> {
+  private sign(id: string, card: Record<string, unknown>, requestId: string): Promise<AgentCardSignaturesView> {
     let pending = this.signing.get(id);
     if (!pending) {
       pending = this.ask(card, requestId).then((signature) => {
@@ -64,13 +64,13 @@ export class SignedCards {
     return pending;
   }
 
-  private async ask(card: Record<string, unknown>, requestId: string): Promise<AgentCardSignatureView> {
+  private async ask(card: Record<string, unknown>, requestId: string): Promise<AgentCardSignaturesView> {
     const answer = await callOperation(this.bus, transactionOps.signAgentCard, { ctx: { requestId, principal: null, admin: false }, input: { path: {}, query: {}, body: { card: card as { name: string; supportedInterfaces: unknown[] } } } }, { timeoutMs: this.config.RPC_TIMEOUT_MS });
     if (!answer.ok) throw AppError.many(answer.errors);
     return answer.data;
   }
 
-  private keep(id: string, signature: AgentCardSignatureView): void {
+  private keep(id: string, signature: AgentCardSignaturesView): void {
     this.kept.delete(id);
     this.kept.set(id, { signature, signedAt: this.now() });
     if (this.kept.size > MAX_CARDS) this.kept.delete(this.kept.keys().next().value!);

@@ -1,3 +1,4 @@
+import { AgentCard, canonicalizeAgentCard } from '@a2a-js/sdk';
 import { AppError, exchangeDidDocument as didDocumentOf, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
@@ -35,9 +36,16 @@ export const rotateReceiptKey = (deps: TransactionDeps): OperationHandler<Ops['r
 
 /**
  * D21.1 (internal): signs an agent card the gateway serves with the current receipt key, over its
- * RFC 8785 canonical form without `signatures`; the key's JWK set is where a verifier finds it.
+ * RFC 8785 form without `signatures` — what D21.1 and a verifier with any RFC 8785 library check.
+ * The A2A JS SDK canonicalizes a card further, as it signs and verifies the card decoded by its
+ * codec: `canonicalizeAgentCard` drops every empty object, list and string (a security requirement
+ * without scopes goes), and re-reading a decoded card loses its security schemes. When that form
+ * differs, a second signature covers it, so that the SDK's verifier accepts the card too.
  */
 export const signAgentCard = (deps: TransactionDeps): OperationHandler<Ops['signAgentCard']> => async ({ body }) => {
   const { signatures: _ignored, ...card } = body.card as Record<string, unknown>;
-  return { data: await deps.keyRing.signCard(canonicalJson(card), `${deps.config.PUBLIC_BASE_URL}/.well-known/jwks.json`) };
+  const forms = [canonicalJson(card)];
+  const sdkForm = canonicalizeAgentCard(AgentCard.fromJSON(card));
+  if (sdkForm !== forms[0]) forms.push(sdkForm);
+  return { data: await deps.keyRing.signCard(forms, `${deps.config.PUBLIC_BASE_URL}/.well-known/jwks.json`) };
 };

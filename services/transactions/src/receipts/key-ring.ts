@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
-import { didWebFor, exchangeDidOf, type AgentCardSignatureView, type ReceiptClaims, type ReceiptJwk, type ReceiptKeysView, type ReceiptPayload } from '@aex/contracts';
+import { didWebFor, exchangeDidOf, type ReceiptClaims, type ReceiptJwk, type ReceiptKeysView, type ReceiptPayload } from '@aex/contracts';
 import type { Logger, UnitOfWork } from '@aex/platform';
 import { calculateJwkThumbprint, CompactSign, FlattenedSign } from 'jose';
 import { sql, type Kysely, type Transaction } from 'kysely';
@@ -61,16 +61,17 @@ export class ReceiptKeyRing {
   }
 
   /**
-   * D21.1: an A2A AgentCardSignature of `canonicalCard` (the RFC 8785 form of a card without its
-   * `signatures`) by the current key — a JWS whose payload is detached, as A2A v1.0 specifies. `typ`
-   * JOSE, not the receipts' type: a card's signature never passes for a receipt.
+   * D21.1: A2A AgentCardSignatures of a card by the current key, one per canonical form given (see
+   * `signAgentCard`) — JWSs whose payload is detached, as A2A v1.0 specifies. `typ` JOSE, not the
+   * receipts' type: a card's signature never passes for a receipt.
    */
-  async signCard(canonicalCard: string, jku: string): Promise<AgentCardSignatureView> {
+  async signCard(canonicalForms: string[], jku: string): Promise<{ signatures: Array<{ protected: string; signature: string }>; kid: string }> {
     const key = this.signingKey();
-    const jws = await new FlattenedSign(new TextEncoder().encode(canonicalCard))
-      .setProtectedHeader({ alg: 'EdDSA', typ: 'JOSE', kid: key.kid, jku })
-      .sign(key.privateKey);
-    return { protected: jws.protected!, signature: jws.signature, kid: key.kid };
+    const signatures = await Promise.all(canonicalForms.map(async (form) => {
+      const jws = await new FlattenedSign(new TextEncoder().encode(form)).setProtectedHeader({ alg: 'EdDSA', typ: 'JOSE', kid: key.kid, jku }).sign(key.privateKey);
+      return { protected: jws.protected!, signature: jws.signature };
+    }));
+    return { signatures, kid: key.kid };
   }
 
   /** What signs receipts with this ring, naming the agents by their did:web under `publicBaseUrl` (D6.6). */

@@ -1,32 +1,60 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, createPrivateKey, randomUUID, sign as edSign } from 'node:crypto';
 import { AgentCard, Message, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
-import { signRequest } from '@agent-exchange/client';
+import { httpbis, type SigningKey } from 'http-message-signatures';
+import { signRequest, type SigningKeyPair } from '@agent-exchange/client';
 import type { Member, TestExchange } from './harness.js';
 
 // D21.2 from the buyer's side: the A2A SDK's own client, reading the provider's card and calling
 // its JSON-RPC interface through a fetch that adds what the exchange asks of every agent route —
-// the bearer API key and the request's signature (D3) — and sends the card's public URLs to the
-// test's gateway.
+// the bearer API key and the request's signature, made by a stock RFC 9421 library (D20; or D3's
+// X-AE headers) — and sends the card's public URLs to the test's gateway.
 
-/** How a buyer's fetch authenticates: the key and signing key of a member, or less (to be refused). */
+/** How a buyer's fetch authenticates: a member's key and signing key, or less (to be refused). */
 export interface Credentials {
   apiKey?: string;
-  secretKey?: string;
+  signer?: { agentId: string; keys: SigningKeyPair; scheme: 'rfc9421' | 'x-ae' };
 }
 
-export const credentialsOf = (m: Member): Credentials => ({ apiKey: m.apiKey, secretKey: m.keys!.secretKey });
+export const credentialsOf = (m: Member, scheme: 'rfc9421' | 'x-ae' = 'rfc9421'): Credentials => ({ apiKey: m.apiKey, signer: { agentId: m.agentId, keys: m.keys!, scheme } });
 
-/** A fetch for the SDK: to the test's gateway, with `Authorization` and the D3 signature of each request. */
+/** The stock library's signing key from an agent's base64 seed, node:crypto doing Ed25519. */
+function signerOf(keys: SigningKeyPair, keyid: string): SigningKey {
+  const x = Buffer.from(keys.publicKey, 'base64').toString('base64url');
+  const d = Buffer.from(keys.secretKey, 'base64').toString('base64url');
+  const key = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d }, format: 'jwk' });
+  return { id: keyid, alg: 'ed25519', sign: async (data: Buffer) => edSign(null, data, key) };
+}
+
+/** The agent's current key id as its DID document lists it (D6.7, D20.1). */
+async function keyIdOf(ex: TestExchange, agentId: string): Promise<string> {
+  const res = await fetch(`${ex.url}/v1/agents/${agentId}/did.json`);
+  return ((await res.json()) as { data: { assertionMethod: string[] } }).data.assertionMethod[0]!;
+}
+
+/**
+ * A fetch for the SDK: `Authorization`, and each request signed — RFC 9421 over `@method`,
+ * `@target-uri` (the card's public URL) and `content-digest`, or the X-AE headers — then sent to the
+ * test's gateway.
+ */
 export function exchangeFetch(ex: TestExchange, who: Credentials): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const target = url.pathname + url.search;
     const method = init?.method ?? 'GET';
     const body = typeof init?.body === 'string' ? init.body : '';
-    const headers = new Headers(init?.headers);
-    if (who.apiKey) headers.set('authorization', `Bearer ${who.apiKey}`);
-    if (who.secretKey) for (const [k, v] of Object.entries(signRequest(who.secretKey, { method, target, body }))) headers.set(k, v);
+    let headers: Record<string, string> = Object.fromEntries(new Headers(init?.headers).entries());
+    if (who.apiKey) headers.authorization = `Bearer ${who.apiKey}`;
+    const signer = who.signer;
+    if (signer?.scheme === 'x-ae') headers = { ...headers, ...signRequest(signer.keys.secretKey, { method, target, body }) };
+    if (signer?.scheme === 'rfc9421') {
+      headers['content-digest'] = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
+      const signed = await httpbis.signMessage(
+        { key: signerOf(signer.keys, await keyIdOf(ex, signer.agentId)), fields: ['@method', '@target-uri', 'content-digest'], paramValues: { created: new Date() } },
+        { method, url: url.href, headers },
+      );
+      headers = signed.headers as Record<string, string>;
+    }
     return fetch(new URL(target, ex.url), { ...init, method, headers });
   };
 }

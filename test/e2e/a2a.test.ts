@@ -1,12 +1,12 @@
 import { describe, expect } from 'vitest';
 import { TaskState } from '@a2a-js/sdk';
-import { unwrap } from '@agent-exchange/client';
+import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import { exchangeTest } from './fixtures.js';
 import { a2aClient, credentialsOf, exchangeFetch, providerCard, refusal, send, stateOf, waitForState } from './a2a-kit.js';
 import { funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, wallet } from './transaction-kit.js';
 
 // D21.2: buying over A2A. The A2A SDK's client reads a provider's card, finds its JSON-RPC
-// interface and calls it with the buyer's API key and a signed request (D3); each task is a
+// interface and calls it with the buyer's API key and a signed request (D20, D3); each task is a
 // transaction of the exchange, read and changed through the same operations as the REST routes.
 
 const it = exchangeTest({ SAGA_WAIT_MS: '3000' });
@@ -48,8 +48,9 @@ describe('buying a provider\'s service over A2A JSON-RPC (D21.2)', () => {
     expect(unwrap(await consumer.client.getTransaction(task.id))).toMatchObject({ status: 'settled', qualityScore: 90 });
   });
 
-  it('cancels a task: the transaction is cancelled and the task canceled', async ({ exchange, provider, service, consumer }) => {
-    const client = await a2aClient(exchange, provider.agentId, credentialsOf(consumer));
+  it('cancels a task (the request signed with X-AE headers): the transaction is cancelled and the task canceled', async ({ exchange, provider, service, consumer }) => {
+    // Signed with D3's X-AE headers, which the endpoint takes as every signed route does.
+    const client = await a2aClient(exchange, provider.agentId, credentialsOf(consumer, 'x-ae'));
     const task = await send(client, purchase(service));
     await waitForStatus(consumer, task.id, 'funds_held');
     const cancelled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
@@ -88,13 +89,15 @@ describe('who may buy and see tasks over A2A (D21.2, D2, D3)', () => {
     expect(stateOf(await own.getTask({ tenant: '', id: trade.id, historyLength: undefined }))).toBe('TASK_STATE_WORKING');
   });
 
-  it('refuses a call without an API key 401, and an unsigned one with the D3 error, as JSON-RPC errors', async ({ exchange, provider, service, consumer }) => {
+  it('refuses a call without an API key 401, and an unsigned or wrongly signed one with the D3 error, as JSON-RPC errors', async ({ exchange, provider, service, consumer }) => {
     const anonymous = await a2aClient(exchange, provider.agentId, {});
     const noKey = await refusal(send(anonymous, purchase(service)));
     expect(noKey).toMatchObject({ code: -32000, message: expect.stringMatching(/^UNAUTHENTICATED: /) });
     const unsigned = await a2aClient(exchange, provider.agentId, { apiKey: consumer.apiKey });
     const noSignature = await refusal(send(unsigned, purchase(service)));
     expect(noSignature).toMatchObject({ code: -32000, message: expect.stringMatching(/^SIGNATURE_REQUIRED: /) });
+    const forged = await a2aClient(exchange, provider.agentId, { apiKey: consumer.apiKey, signer: { agentId: consumer.agentId, keys: generateSigningKey(), scheme: 'rfc9421' } });
+    expect(await refusal(send(forged, purchase(service)))).toMatchObject({ code: -32000, message: expect.stringMatching(/^SIGNATURE_INVALID: /) });
     // On the wire: the HTTP status of the REST routes, the D1.4 code as the ErrorInfo's reason.
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: service } });
     const res = await exchangeFetch(exchange, { apiKey: consumer.apiKey })(`http://exchange.test:8080/a2a/agents/${provider.agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });

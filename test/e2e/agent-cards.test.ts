@@ -59,6 +59,7 @@ describe('the exchange\'s agent card', () => {
     expect(decoded.securitySchemes.apiKey?.scheme).toEqual({ $case: 'httpAuthSecurityScheme', value: expect.objectContaining({ scheme: 'Bearer' }) });
     const params = decoded.capabilities!.extensions[0]!.params!;
     expect(params.openApiUrl).toBe('http://exchange.test:8080/v1/openapi.json');
+    expect(params.a2aUrlTemplate).toBe('http://exchange.test:8080/a2a/agents/{agentId}');
     expect(params.mcp).toMatchObject({ package: '@agent-exchange/mcp', command: 'agent-exchange-mcp' });
     // What it links is served.
     expect((await fetch(`${ex.url}/v1/openapi.json`)).status).toBe(200);

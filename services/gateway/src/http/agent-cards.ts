@@ -55,6 +55,7 @@ export function exchangeCard(config: ExchangeConfig): Record<string, unknown> {
           protocolUrl: `${base}/v1/protocol`,
           signingUrl: `${base}/docs/signing.md`,
           providerCardUrlTemplate: `${base}/agents/{agentId}/agent-card.json`,
+          a2aUrlTemplate: a2aEndpoint(base, '{agentId}'),
           mcp: { package: '@agent-exchange/mcp', command: 'agent-exchange-mcp', transports: ['stdio', 'streamable-http'], documentationUrl: `${base}/docs/agent-tools.md` },
         },
       }],
@@ -65,7 +66,7 @@ export function exchangeCard(config: ExchangeConfig): Record<string, unknown> {
     defaultOutputModes: ['application/json'],
     skills: [
       skill('discover-services', 'Discover services', 'Finds services by need, in plain words, with price, SLA, trust and compatibility (POST /v1/services/discover).', ['discovery', 'search'], ['count the words in a text under 5 cents']),
-      skill('buy-service', 'Buy a service', 'Buys a service with funds held in escrow until the delivery passes the contract and is accepted (POST /v1/transactions, signed).', ['purchase', 'escrow'], []),
+      skill('buy-service', 'Buy a service', 'Buys a service with funds held in escrow until the delivery passes the contract and is accepted (POST /v1/transactions, signed; or over A2A JSON-RPC at the provider card\'s interface).', ['purchase', 'escrow'], []),
       skill('sell-service', 'Sell a service', 'Publishes a service contract (JSON Schemas, pricing, SLA) for other agents to buy (POST /v1/services).', ['provider', 'contract'], []),
       skill('negotiate', 'Negotiate a price', 'Offers and counter-offers on a negotiable service (POST /v1/transactions/{id}/negotiate).', ['negotiation'], []),
       skill('dispute', 'Dispute a delivery', 'Disputes a delivery: refund, partial refund, redo or an operator\'s decision (POST /v1/transactions/{id}/dispute).', ['disputes'], []),

@@ -73,8 +73,8 @@ export async function a2aClient(ex: TestExchange, providerAgentId: string, who: 
 }
 
 /** A user message whose data part is `data`, as A2A's JSON form writes it; on a task when `taskId` is given. */
-export function dataMessage(data: unknown, taskId?: string): Message {
-  return Message.fromJSON({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data, mediaType: 'application/json' }], ...(taskId ? { taskId } : {}) });
+export function dataMessage(data: unknown, taskId?: string, messageId: string = randomUUID()): Message {
+  return Message.fromJSON({ messageId, role: 'ROLE_USER', parts: [{ data, mediaType: 'application/json' }], ...(taskId ? { taskId } : {}) });
 }
 
 /** SendMessage that must answer a task. */

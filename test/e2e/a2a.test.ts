@@ -1,8 +1,8 @@
 import { describe, expect } from 'vitest';
-import { TaskState } from '@a2a-js/sdk';
+import { TaskState, type Task } from '@a2a-js/sdk';
 import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import { exchangeTest } from './fixtures.js';
-import { a2aClient, credentialsOf, exchangeFetch, providerCard, refusal, send, stateOf, waitForState } from './a2a-kit.js';
+import { a2aClient, credentialsOf, dataMessage, exchangeFetch, providerCard, refusal, send, stateOf, waitForState } from './a2a-kit.js';
 import { funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, wallet } from './transaction-kit.js';
 
 // D21.2: buying over A2A. The A2A SDK's client reads a provider's card, finds its JSON-RPC
@@ -46,6 +46,18 @@ describe('buying a provider\'s service over A2A JSON-RPC (D21.2)', () => {
     expect(stateOf(verified)).toBe('TASK_STATE_COMPLETED');
     expect(verified.metadata).toMatchObject({ transactionStatus: 'settled' });
     expect(unwrap(await consumer.client.getTransaction(task.id))).toMatchObject({ status: 'settled', qualityScore: 90 });
+  });
+
+  it('buys once for a message sent again with the same messageId (an A2A retry), and refuses that messageId on another message (D5)', async ({ exchange, provider, service, consumer }) => {
+    const client = await a2aClient(exchange, provider.agentId, credentialsOf(consumer));
+    const message = dataMessage(purchase(service));
+    const ask = (m: typeof message) => client.sendMessage({ tenant: '', message: m, configuration: undefined, metadata: undefined });
+    const first = (await ask(message)) as Task;
+    const again = (await ask(message)) as Task;
+    expect(again.id).toBe(first.id);
+    expect(unwrap(await consumer.client.listTransactions({})).map((t) => t.id)).toEqual([first.id]);
+    const reused = await refusal(ask(dataMessage(purchase(service, { units: 2 }), undefined, message.messageId)));
+    expect(reused).toMatchObject({ code: -32602, message: expect.stringContaining('messageId was already sent with another message') });
   });
 
   it('cancels a task (the request signed with X-AE headers): the transaction is cancelled and the task canceled', async ({ exchange, provider, service, consumer }) => {

@@ -24,7 +24,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * keeps its HTTP status and is written as a JSON-RPC error whose `data` holds the D1.4 code.
  */
 export function serveA2a(app: FastifyInstance, guards: Guards, bus: Bus, config: ExchangeConfig): void {
-  const transport = new JsonRpcTransportHandler(new ExchangeRequestHandler(bus, config));
+  const transport = new JsonRpcTransportHandler(new ExchangeRequestHandler(bus, config, guards.keys));
   app.post('/a2a/agents/:providerAgentId', { errorHandler: refusalAnswerer(new URL(config.PUBLIC_BASE_URL).host) }, async (req, reply) => {
     const principal = await guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
     const method = (req.body as { method?: unknown } | null)?.method;

@@ -5,7 +5,7 @@ import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { AppError } from '@aex/contracts';
 import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
 import { RateLimitedError } from '../guards/rate-limit.js';
-import { toAppError } from '../http/envelope.js';
+import { errorResponse, toAppError } from '../http/envelope.js';
 import type { Guards } from '../http/pipeline.js';
 import { verifiedSignature } from '../http/request-signature.js';
 import { A2A_CALL, EXCHANGE_ERROR_CODE, ExchangeRequestHandler, type A2aCall } from './request-handler.js';
@@ -58,6 +58,8 @@ function rpcError(req: FastifyRequest, code: number, message: string, data?: unk
 const refusalAnswerer = (domain: string) => function answerRefusal(this: FastifyInstance, err: FastifyError, req: FastifyRequest, reply: FastifyReply) {
   const appErr = toAppError(err, req.log as unknown as Logger);
   if (err instanceof RateLimitedError) reply.headers(err.decision.headers);
+  // Retry-After where D1.4 asks for it, as on the REST routes.
+  reply.headers(errorResponse(appErr.status, appErr.entries, req.id).headers);
   const code = appErr.code === 'INVALID_JSON' ? A2A_ERROR_CODE.PARSE_ERROR : appErr.code === 'VALIDATION_ERROR' ? A2A_ERROR_CODE.INVALID_PARAMS : EXCHANGE_ERROR_CODE;
   const data = appErr.entries.map((e) => ({
     '@type': 'type.googleapis.com/google.rpc.ErrorInfo',

@@ -174,6 +174,19 @@ describe('a whole purchase with --json, as a script runs it', () => {
   });
 });
 
+describe('RFC 9421 signing as a setting (D20.1)', () => {
+  cliTest('--signature-scheme rfc9421 buys and delivers; the receipt names the scheme; a wrong scheme is a usage error', async ({ cli, serviceId }) => {
+    const tx = await cli.json<{ id: string }>(['--profile', 'buyer', '--signature-scheme', 'rfc9421', 'buy', serviceId, '--input', join(cli.home, 'input.json')]);
+    expect(await cli.json(['--profile', 'seller', '--signature-scheme', 'rfc9421', 'deliver', tx.id, '--output', join(cli.home, 'output.json')])).toMatchObject({ status: 'delivered' });
+    expect(await cli.json(['--profile', 'buyer', 'verify', tx.id, '--score', '90'])).toMatchObject({ status: 'settled' });
+    const got = await cli.json<{ claims: { delivery: { scheme: string } } }>(['--profile', 'buyer', 'receipt', 'get', tx.id]);
+    expect(got.claims.delivery.scheme).toBe('rfc9421');
+    const wrong = await cli.aex(['--profile', 'buyer', '--signature-scheme', 'hmac', 'buy', serviceId, '--input', join(cli.home, 'input.json')]);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/must be x-ae .* or rfc9421/);
+  });
+});
+
 describe('prepaid sessions and signed receipts (D17.4–D17.6, D18)', () => {
   cliTest('opens a session, calls in it, shows and closes it; gets a receipt and verifies it online and offline', async ({ cli, serviceId }) => {
     const opened = await cli.json<{ id: string; status: string; budgetCents: number }>(['--profile', 'buyer', 'session', 'open', serviceId, '--budget-cents', '1000']);

@@ -7,13 +7,9 @@ import { Uuid } from '../common.js';
  * at verify, captured at settle, and returned when the resource server never settles.
  */
 
-/** D19.1: the scheme's name. */
-export const AEX_ESCROW = 'aex-escrow';
-/** The x402 protocol version the facilitator speaks. */
-export const X402_VERSION = 2;
+import { X402_VERSION } from '../x402-signing.js';
 
-/** D19.1: the exchange's network, `aex:` + the did:web domain (a port's colon written `%3A`). */
-export const aexNetworkOf = (publicBaseUrl: string): `aex:${string}` => `aex:${new URL(publicBaseUrl).host.replace(':', '%3A')}`;
+export { AEX_ESCROW, X402_VERSION, aexNetworkOf, x402SigningString, type SignedRequirements } from '../x402-signing.js';
 
 /** Facilitator's bounds on `maxTimeoutSeconds`: at least a second, at most a day (the approval TTL's default). */
 export const X402_TIMEOUT = { min: 1, max: 86_400 } as const;
@@ -93,22 +89,3 @@ export const X402SupportedResponse = Type.Object({
   signers: Type.Record(Type.String(), Type.Array(Type.String())),
 });
 export type X402SupportedResponse = Static<typeof X402SupportedResponse>;
-
-/** RFC 8785 canonical JSON of plain JSON values (what the signature covers must read the same on both sides). */
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-}
-
-/**
- * D19.2: the bytes the payer signs — a fixed label, then the RFC 8785 form of the requirements it
- * accepted (all seven fields of x402 v2, `extra` whole), its agent id, the nonce and `validBefore`.
- */
-export function x402SigningString(p: { requirements: X402Requirements; payer: string; nonce: string; validBefore: number }): string {
-  const r = p.requirements;
-  const requirements = { scheme: r.scheme, network: r.network, amount: r.amount, asset: r.asset, payTo: r.payTo, maxTimeoutSeconds: r.maxTimeoutSeconds, extra: r.extra };
-  return `aex-escrow-payment-v1\n${canonical({ requirements, payer: p.payer, nonce: p.nonce, validBefore: p.validBefore })}`;
-}

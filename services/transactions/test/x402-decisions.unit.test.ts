@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { x402SigningString, type X402FacilitatorBody } from '@aex/contracts';
+import { isAppError, x402SigningString, type X402FacilitatorBody } from '@aex/contracts';
 import { decidePurchase, type Purchase, type PurchaseCommand } from '../src/domain/purchase.js';
 import { ed25519OfMultibase, requirementsProblem, signatureValid } from '../src/domain/x402-check.js';
 import { after, AS_CONSUMER, AS_PROVIDER, changed, effectsOf, FACTS, HELD_AT, NOW, POLICY, stateOf } from './purchase-fixtures.js';
@@ -12,7 +12,7 @@ const decide = (t: Purchase, c: PurchaseCommand) => decidePurchase(t, c, FACTS, 
 const x402 = (name: string, verified = false): Purchase => ({ ...stateOf(name), x402Nonce: 'nonce-0123456789abcdef', x402TimeoutSeconds: 30, x402Verified: verified });
 const claim: PurchaseCommand = { kind: 'x402Claim', caller: AS_PROVIDER };
 const settle: PurchaseCommand = { kind: 'x402Settle', caller: AS_PROVIDER };
-const refusal = (d: ReturnType<typeof decide>) => (d.kind === 'refused' ? { code: d.error.entries[0]!.code, details: d.error.entries[0]!.details } : null);
+const refusal = (d: ReturnType<typeof decide>) => (d.kind === 'refused' && isAppError(d.error) ? { code: d.error.entries[0]!.code, details: d.error.entries[0]!.details } : null);
 
 describe('an x402 purchase as decided (D19.2)', () => {
   it('its hold placed at verify: it expires maxTimeoutSeconds after, and that verify answers it valid', () => {

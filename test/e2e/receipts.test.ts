@@ -107,7 +107,7 @@ describe('signed receipts (D18)', () => {
       transactionId: t.id, status: 'settled', outcome: null, serviceId, serviceRevision: 1, serviceVersion: '1.0.0',
       consumer: `did:web:exchange.test%3A8080:agents:${c.agentId}`, provider: `did:web:exchange.test%3A8080:agents:${provider.agentId}`,
       inputDigest: digest(INPUT), outputDigest: digest(OUTPUT), units: 1, priceCents: 1000, platformFeeCents: 50, refundedCents: 0, currency: 'USD',
-      sessionId: null, deliveredAt: t.deliveredAt, settledAt: t.settledAt, delivery: { signature: expect.any(String), signatureTimestamp: expect.any(String) },
+      sessionId: null, deliveredAt: t.deliveredAt, settledAt: t.settledAt, delivery: { scheme: 'x-ae', signature: expect.any(String), signatureTimestamp: expect.any(String) },
     });
     expect(got.claims).toEqual(payload.receipt);
     // The provider sees the same bytes; the event that settled it carried them too.

@@ -43,8 +43,17 @@ export const ReceiptClaims = Type.Object({
   sessionId: Type.Union([Uuid, Type.Null()]),
   deliveredAt: NullableTime,
   settledAt: NullableTime,
-  /** The provider's signature of its delivery (D3), as the gateway verified it. */
-  delivery: Type.Union([Type.Object({ signature: Type.String(), signatureTimestamp: Type.String() }), Type.Null()]),
+  /**
+   * The provider's signature of its delivery as the gateway verified it, and its scheme (D20.3):
+   * `x-ae` — X-AE-Signature and its timestamp (D3); `rfc9421` — the Signature header, the `created`
+   * time and the Signature-Input it covered (D20).
+   */
+  delivery: Type.Union([Type.Object({
+    scheme: Type.Union([Type.Literal('x-ae'), Type.Literal('rfc9421')]),
+    signature: Type.String(),
+    signatureTimestamp: Type.String(),
+    signatureInput: Type.Optional(Type.String()),
+  }), Type.Null()]),
 });
 export type ReceiptClaims = Static<typeof ReceiptClaims>;
 

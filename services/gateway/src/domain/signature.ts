@@ -46,7 +46,8 @@ export type SignatureCheck =
 
 const keyCache = new Map<string, KeyObject>();
 
-function publicKeyObject(b64: string): KeyObject | null {
+/** The registered key (base64 of the raw 32 bytes) as a node:crypto key, remembered; null when it is not 32 bytes. */
+export function publicKeyObject(b64: string): KeyObject | null {
   let key = keyCache.get(b64);
   if (key) return key;
   const raw = Buffer.from(b64, 'base64');
@@ -72,7 +73,7 @@ export function checkSignature(input: {
 }): SignatureCheck {
   const refuse = (code: 'SIGNATURE_REQUIRED' | 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED', message: string, timestampUsable = true): SignatureCheck => ({ ok: false, code, message, help: helpFor(input, timestampUsable) });
   if (!input.signature || !input.timestamp) {
-    return refuse('SIGNATURE_REQUIRED', 'This request must carry X-AE-Signature and X-AE-Signature-Timestamp headers: an Ed25519 signature of "{timestamp}:{METHOD}:{path}:{bodyHash}" by the agent\'s registered signing key (details.docs).');
+    return refuse('SIGNATURE_REQUIRED', 'This request must be signed by the agent\'s registered Ed25519 key: X-AE-Signature and X-AE-Signature-Timestamp headers over "{timestamp}:{METHOD}:{path}:{bodyHash}", or an RFC 9421 Signature-Input and Signature with Content-Digest (details.docs).');
   }
   if (!ISO_WITH_ZONE.test(input.timestamp) || Number.isNaN(Date.parse(input.timestamp))) {
     return refuse('SIGNATURE_INVALID', 'X-AE-Signature-Timestamp must be an ISO 8601 timestamp with a zone, such as 2026-01-31T12:00:00Z.', false);

@@ -137,7 +137,10 @@ export async function activeKeyHash(db: Db, agentId: string): Promise<string | u
   return row?.keyHash;
 }
 
-type PrincipalFacts = Pick<AgentRow, 'id' | 'accountId' | 'isOwner' | 'status' | 'parentAgentId' | 'signingKeyPublic' | 'expiresAt' | 'walletOpenedAt'>;
+type PrincipalFacts = Pick<AgentRow, 'id' | 'accountId' | 'isOwner' | 'status' | 'parentAgentId' | 'signingKeyPublic' | 'expiresAt' | 'walletOpenedAt'> & {
+  /** How many signing keys the agent has registered: the current one is `#key-{count}` (D6.7). A new agent's one key when omitted. */
+  signingKeyCount?: number | string | bigint;
+};
 
 /**
  * The principal an agent authenticates as (what gateways cache); null for an expired child — also
@@ -149,6 +152,7 @@ export function principalOf(a: PrincipalFacts, now: Date = new Date()): Principa
   if (a.parentAgentId && (!a.walletOpenedAt || (a.expiresAt && a.expiresAt <= now))) return null;
   return {
     agentId: a.id, accountId: a.accountId, isOwner: a.isOwner, status: a.status, parentAgentId: a.parentAgentId, signingKeyPublic: a.signingKeyPublic,
+    signingKeyNumber: a.signingKeyPublic ? Number(a.signingKeyCount ?? 1) : null,
     expiresAt: a.expiresAt?.toISOString() ?? null,
   };
 }
@@ -167,9 +171,10 @@ export async function lookupKey(db: Db, keyHash: string): Promise<{ principal: P
     .selectFrom('apiKeys')
     .innerJoin('agents', 'agents.id', 'apiKeys.agentId')
     .select(['agents.id', 'agents.accountId', 'agents.isOwner', 'agents.status', 'agents.parentAgentId', 'agents.signingKeyPublic', 'agents.expiresAt', 'agents.walletOpenedAt'])
+    .select((eb) => eb.selectFrom('signingKeys').select(eb.fn.countAll<string>().as('n')).whereRef('signingKeys.agentId', '=', 'agents.id').as('signingKeyCount'))
     .where('apiKeys.keyHash', '=', keyHash)
     .where('apiKeys.revokedAt', 'is', null)
     .executeTakeFirst();
   if (!row) return { principal: null, pending: false };
-  return { principal: principalOf(row), pending: row.parentAgentId !== null && row.walletOpenedAt === null && row.status !== 'expired' };
+  return { principal: principalOf({ ...row, signingKeyCount: row.signingKeyCount ?? 0 }), pending: row.parentAgentId !== null && row.walletOpenedAt === null && row.status !== 'expired' };
 }

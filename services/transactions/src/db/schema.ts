@@ -82,6 +82,8 @@ export interface TransactionRow {
   /** D18.2: the provider's X-AE-Signature of its delivery, and its timestamp. */
   deliverySignature: string | null;
   deliverySignatureTimestamp: string | null;
+  deliverySignatureScheme: 'x-ae' | 'rfc9421' | null;
+  deliverySignatureInput: string | null;
   /** D12.8: what a dispute's partial refund gave back of the price charged. */
   refundedCents: number;
   /** D17.5: the prepaid session whose budget pays for this call (its money is the session's hold); null otherwise. */

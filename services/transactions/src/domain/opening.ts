@@ -123,7 +123,7 @@ function initiated(caller: Caller, order: Order, units: number, listPriceCents: 
     hold: 'none', holdAttempt: 0, pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,
     initiatedAt: now, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null, approval: null,
     qualityScore: null, notes: null, endingStatus: null, endingReason: null, deliveryAttempts: 0, maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
-    inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, refundedCents: 0,
+    inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0,
     sessionId: null, autoVerify: false, createdAt: now, updatedAt: now,
     x402Nonce: order.x402?.nonce ?? null, x402TimeoutSeconds: order.x402?.timeoutSeconds ?? null, x402Verified: false,
   };

@@ -34,9 +34,13 @@ export function deliver(t: Purchase, c: Command<'deliver'>, d: Draft, policy: Pu
     .decision();
 }
 
-/** D18.2: what the receipt keeps of a valid delivery: its output's digest and the provider's signature of it. */
+/** D18.2, D20.3: what the receipt keeps of a valid delivery: its output's digest and the provider's signature of it, with its scheme. */
 const delivery = (c: Command<'deliver'>): PurchaseChanges => ({
-  outputDigest: c.outputDigest ?? null, deliverySignature: c.signature?.signature ?? null, deliverySignatureTimestamp: c.signature?.timestamp ?? null,
+  outputDigest: c.outputDigest ?? null,
+  deliverySignature: c.signature?.signature ?? null,
+  deliverySignatureTimestamp: c.signature?.timestamp ?? null,
+  deliverySignatureScheme: c.signature?.scheme ?? null,
+  deliverySignatureInput: c.signature?.input ?? null,
 });
 
 /**

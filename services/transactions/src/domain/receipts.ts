@@ -30,6 +30,16 @@ export function receiptClaims(t: Purchase, agentDid: (agentId: string) => string
     sessionId: t.sessionId,
     deliveredAt: iso(t.deliveredAt),
     settledAt: settled ? iso(t.settledAt) : null,
-    delivery: t.deliverySignature && t.deliverySignatureTimestamp ? { signature: t.deliverySignature, signatureTimestamp: t.deliverySignatureTimestamp } : null,
+    delivery: t.deliverySignature && t.deliverySignatureTimestamp ? deliveryClaim(t) : null,
+  };
+}
+
+/** D18.2, D20.3: the delivery's signature and the scheme that made it (`signatureInput` for RFC 9421). */
+function deliveryClaim(t: Pick<Purchase, 'deliverySignature' | 'deliverySignatureTimestamp' | 'deliverySignatureScheme' | 'deliverySignatureInput'>) {
+  return {
+    scheme: t.deliverySignatureScheme ?? 'x-ae',
+    signature: t.deliverySignature!,
+    signatureTimestamp: t.deliverySignatureTimestamp!,
+    ...(t.deliverySignatureInput ? { signatureInput: t.deliverySignatureInput } : {}),
   };
 }

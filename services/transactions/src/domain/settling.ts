@@ -64,7 +64,7 @@ export function resolveDispute(t: Purchase, c: Extract<PurchaseCommand, { kind: 
       // A metered purchase's usage goes with the delivery it came with: the redo reports its own.
       const metered = t.maxUnits !== null ? { units: null, agreedPriceCents: t.listPriceCents, platformFeeCents: platformFee(t.listPriceCents) } : {};
       return d.effect({ kind: 'schedule', timer: 'transactionExpiry', at: expiresAt })
-        .move('executing', { statusReason, expiresAt, output: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0, ...metered })
+        .move('executing', { statusReason, expiresAt, output: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, deliveredAt: null, reviewEndsAt: null, deliveryAttempts: 0, ...metered })
         .decision();
     }
   }

@@ -2442,8 +2442,10 @@ export interface components {
                 deliveredAt: string | null;
                 settledAt: string | null;
                 delivery: {
+                    scheme: "x-ae" | "rfc9421";
                     signature: string;
                     signatureTimestamp: string;
+                    signatureInput?: string;
                 } | null;
             };
         };

@@ -21,6 +21,7 @@ const BENCHES: Record<string, string> = {
   gateway: 'gateway/gateway.bench.ts',
   lifecycle: 'lifecycle/lifecycle.bench.ts',
   sessions: 'sessions/sessions.bench.ts',
+  signing: 'signing/signing.bench.ts',
   webhooks: 'webhooks/webhooks.bench.ts',
   discovery: 'discovery/discovery.bench.ts',
   ledger: 'ledger/ledger-check.bench.ts',

@@ -153,20 +153,20 @@ describe('profiles', () => {
 });
 
 describe('a whole purchase with --json, as a script runs it', () => {
-  cliTest('funds, registers, discovers, buys, delivers, verifies and reads both ledgers', async ({ cli }) => {
+  cliTest('funds, registers, discovers, buys and delivers (signed with RFC 9421, D20.1), verifies and reads both ledgers', async ({ cli }) => {
     expect(await cli.json(['--profile', 'buyer', 'wallet', 'fund', '5000'])).toMatchObject({ funded: true, newBalanceCents: 5000 });
     const serviceId = (await cli.json<{ id: string }>(['--profile', 'seller', 'services', 'register', cli.file('service.json', SERVICE)])).id;
     const found = await cli.json<{ matches: Array<{ serviceId: string; priceCents: number }> }>(['--profile', 'buyer', 'discover', 'count the words in a text']);
     expect(found.matches.find((m) => m.serviceId === serviceId)).toMatchObject({ priceCents: 250 });
-
-    const tx = await cli.json<{ id: string; status: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', cli.file('input.json', { text: 'one two three' }), '--idempotency-key', 'cli-order-1']);
+    const tx = await cli.json<{ id: string; status: string }>(['--profile', 'buyer', '--signature-scheme', 'rfc9421', 'buy', serviceId, '--input', cli.file('input.json', { text: 'one two three' }), '--idempotency-key', 'cli-order-1']);
     expect(tx.status).toBe('funds_held');
     // The same key again: the same transaction, nothing bought twice.
     expect((await cli.json<{ id: string }>(['--profile', 'buyer', 'buy', serviceId, '--input', join(cli.home, 'input.json'), '--idempotency-key', 'cli-order-1'])).id).toBe(tx.id);
     const pending = await cli.json<Array<{ id: string }>>(['--profile', 'seller', 'tx', 'list', '--role', 'provider', '--status', 'funds_held']);
     expect(pending.map((t) => t.id)).toEqual([tx.id]);
-    expect(await cli.json(['--profile', 'seller', 'deliver', tx.id, '--output', cli.file('output.json', { words: 3 })])).toMatchObject({ status: 'delivered' });
+    expect(await cli.json(['--profile', 'seller', '--signature-scheme', 'rfc9421', 'deliver', tx.id, '--output', cli.file('output.json', { words: 3 })])).toMatchObject({ status: 'delivered' });
     expect(await cli.json(['--profile', 'buyer', 'verify', tx.id, '--score', '90'])).toMatchObject({ status: 'settled' });
+    expect([(await cli.json<{ claims: { delivery: { scheme: string } } }>(['--profile', 'buyer', 'receipt', 'get', tx.id])).claims.delivery.scheme, (await cli.aex(['--profile', 'buyer', '--signature-scheme', 'hmac', 'tx', 'list'])).stderr]).toEqual(['rfc9421', expect.stringMatching(/must be x-ae .* or rfc9421/)]);
 
     const ledger = await cli.json<Array<{ txType: string; amountCents: number }>>(['--profile', 'buyer', 'wallet', 'ledger']);
     expect(ledger.map((e) => [e.txType, e.amountCents])).toEqual([['fund', 5000], ['fund_hold', -250], ['fund_release', 250], ['settlement_out', -250]]);

@@ -159,3 +159,33 @@ describe('RFC 9421 signatures on the signed routes (D20.1)', () => {
     expect(((await unsigned.json()) as { errors: Array<{ code: string }> }).errors[0]!.code).toBe('SIGNATURE_REQUIRED');
   });
 });
+
+describe('the client signs with RFC 9421 when told to (D20.1)', () => {
+  it('signatureScheme "rfc9421" with agentId: the client reads its key id from the DID document, buys and delivers; the receipt says rfc9421', async () => {
+    const consumer = await funded(ex, 5_000);
+    const buyer = ex.anon.as({ apiKey: consumer.apiKey, signingSecretKey: consumer.keys!.secretKey, signatureScheme: 'rfc9421', agentId: consumer.agentId });
+    const seller = ex.anon.as({ apiKey: provider.apiKey, signingSecretKey: provider.keys!.secretKey, signatureScheme: 'rfc9421', signingKeyId: await keyIdOf(provider.agentId) });
+    const created = unwrap(await buyer.createTransaction({ serviceId, input: INPUT }));
+    await waitForStatus(consumer, created.id, 'funds_held');
+    unwrap(await seller.deliver(created.id, OUTPUT));
+    unwrap(await buyer.verify(created.id));
+    await waitForStatus(consumer, created.id, 'settled');
+    expect(unwrap(await buyer.receipt(created.id)).claims.delivery).toMatchObject({ scheme: 'rfc9421', signatureInput: expect.stringMatching(/^sig1=\("@method" "@target-uri" "content-digest"\);created=\d+;keyid="did:web:[^"]+#key-1";alg="ed25519"$/) });
+  });
+
+  it('after the agent registers a new key through the client, the client signs with the new key id (D6.7)', async () => {
+    const consumer = await funded(ex, 5_000);
+    const next = generateSigningKey();
+    const buyer = ex.anon.as({ apiKey: consumer.apiKey, signingSecretKey: next.secretKey, signatureScheme: 'rfc9421', agentId: consumer.agentId });
+    unwrap(await buyer.registerSigningKey(consumer.agentId, { previousSecretKey: consumer.keys!.secretKey }));
+    const created = unwrap(await buyer.createTransaction({ serviceId, input: INPUT }));
+    expect(['funds_held', 'initiated']).toContain(created.status);
+    expect(await keyIdOf(consumer.agentId)).toMatch(/#key-2$/);
+  });
+
+  it('signatureScheme "rfc9421" without agentId or signingKeyId says what it needs', async () => {
+    const consumer = await funded(ex, 1_000);
+    const buyer = ex.anon.as({ apiKey: consumer.apiKey, signingSecretKey: consumer.keys!.secretKey, signatureScheme: 'rfc9421' });
+    await expect(buyer.createTransaction({ serviceId, input: INPUT })).rejects.toThrow(/needs signingKeyId, or agentId/);
+  });
+});

@@ -153,6 +153,17 @@ describe('the MCP server over stdio', () => {
     expect(balance).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { spentCents: 250, remainingCents: 750 } });
   });
 
+  mcpTest('AEX_SIGNATURE_SCHEME=rfc9421: the server buys and delivers with RFC 9421 signatures, and the receipt says so (D20.1, D20.3)', async ({ consumer, serviceId }) => {
+    const rfc9421 = { env: { AEX_SIGNATURE_SCHEME: 'rfc9421' } };
+    const buyer = await session(consumer, ['--budget-cents', '1000'], rfc9421);
+    const seller9421 = await session(provider, ['--provider'], rfc9421);
+    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'signed the standard way' } });
+    expect(bought.transaction.status).toBe('funds_held');
+    expect((await data<Tx>(seller9421, 'deliver', { transactionId: bought.transaction.id, output: { words: 4 } })).transaction.status).toBe('delivered');
+    expect((await data<Tx>(buyer, 'accept_delivery', { transactionId: bought.transaction.id, qualityScore: 90 })).transaction.status).toBe('settled');
+    expect(unwrap(await consumer.client.receipt(bought.transaction.id)).claims.delivery).toMatchObject({ scheme: 'rfc9421' });
+  });
+
   mcpTest('a retried buy with the same arguments buys once; a new orderRef buys again', async ({ consumer, buyer, serviceId }) => {
     const args = { serviceId, input: { text: 'retry me' } };
     const first = await data<Tx>(buyer, 'buy_service', args);

@@ -12,6 +12,8 @@ export interface Profile {
   apiKey: string;
   /** Base64 Ed25519 secret key: every request is signed with it once registered. */
   signingSecretKey?: string;
+  /** How requests are signed: `x-ae` (default, the X-AE-Signature headers) or `rfc9421` (RFC 9421 HTTP Message Signatures). */
+  signatureScheme?: 'x-ae' | 'rfc9421';
   /** A key made by `aex keys generate`, waiting for `aex keys register` to replace the registered one. */
   pendingSigningSecretKey?: string;
   /** Operator token, for `aex` commands under `/admin/v1`. */
@@ -88,7 +90,7 @@ export function updateProfile(path: string, name: string, change: Partial<Profil
 /**
  * The credentials a tool acts with: the profile named by `AEX_PROFILE` (or the file's current one),
  * each field overridden by its variable — `AEX_URL`, `AEX_AGENT_ID`, `AEX_API_KEY`, `AEX_SIGNING_KEY`,
- * `AEX_ADMIN_TOKEN` — so a tool can run from the environment alone.
+ * `AEX_SIGNATURE_SCHEME`, `AEX_ADMIN_TOKEN` — so a tool can run from the environment alone.
  */
 export function resolveProfile(opts: { env?: NodeJS.ProcessEnv; profile?: string; path?: string } = {}): { name: string | null; profile: Partial<Profile> } {
   const env = opts.env ?? process.env;
@@ -104,9 +106,16 @@ export function resolveProfile(opts: { env?: NodeJS.ProcessEnv; profile?: string
     ...(env.AEX_AGENT_ID ? { agentId: env.AEX_AGENT_ID } : {}),
     ...(env.AEX_API_KEY ? { apiKey: env.AEX_API_KEY } : {}),
     ...(env.AEX_SIGNING_KEY ? { signingSecretKey: env.AEX_SIGNING_KEY } : {}),
+    ...(env.AEX_SIGNATURE_SCHEME ? { signatureScheme: signatureSchemeOf(env.AEX_SIGNATURE_SCHEME) } : {}),
     ...(env.AEX_ADMIN_TOKEN ? { adminToken: env.AEX_ADMIN_TOKEN } : {}),
   };
   return { name: name !== null && file.profiles[name] ? name : null, profile: { ...base, ...fromEnv } };
+}
+
+/** `x-ae` or `rfc9421`, or a UsageError naming both. */
+export function signatureSchemeOf(value: string): 'x-ae' | 'rfc9421' {
+  if (value === 'x-ae' || value === 'rfc9421') return value;
+  throw new UsageError(`The signature scheme must be x-ae (X-AE-Signature headers) or rfc9421 (RFC 9421 HTTP Message Signatures), not "${value}".`);
 }
 
 /** A profile with every field an agent needs, or a UsageError naming what is missing and where to set it. */
@@ -126,6 +135,8 @@ export function clientOf(p: Pick<Profile, 'url'> & Partial<Profile>, timeoutMs?:
     baseUrl: p.url,
     ...(p.apiKey ? { apiKey: p.apiKey } : {}),
     ...(p.signingSecretKey ? { signingSecretKey: p.signingSecretKey } : {}),
+    ...(p.signatureScheme ? { signatureScheme: signatureSchemeOf(p.signatureScheme) } : {}),
+    ...(p.agentId ? { agentId: p.agentId } : {}),
     ...(p.adminToken ? { adminToken: p.adminToken } : {}),
     ...(timeoutMs ? { timeoutMs } : {}),
   });

@@ -35,6 +35,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env, stopp
     .option('--profile <name>', 'profile of the config file to act as (default: its current one, or AEX_PROFILE)')
     .option('--url <url>', 'the exchange\'s URL (overrides the profile and AEX_URL)')
     .option('--json', 'print the result as JSON, for scripts')
+    .option('--signature-scheme <scheme>', 'sign requests with x-ae (X-AE-Signature headers, the default) or rfc9421 (RFC 9421 HTTP Message Signatures); also AEX_SIGNATURE_SCHEME or the profile\'s signatureScheme')
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .exitOverride();

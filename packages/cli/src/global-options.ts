@@ -5,6 +5,7 @@ export interface GlobalOptions {
   profile?: string;
   json?: boolean;
   url?: string;
+  signatureScheme?: string;
 }
 
 export const globalOptions = (cmd: Command): GlobalOptions => cmd.optsWithGlobals() as GlobalOptions;

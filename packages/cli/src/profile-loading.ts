@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import type { ExchangeClient, Outcome } from '@agent-exchange/client';
-import { clientOf, profilePath, requireAgentProfile, resolveProfile, type Profile } from '@aex/agent-kit';
+import { clientOf, profilePath, requireAgentProfile, resolveProfile, signatureSchemeOf, type Profile } from '@aex/agent-kit';
 import type { Context } from './context.js';
 import { ok } from './exchange-outcome.js';
 import { CliError, EXIT } from './exit-codes.js';
@@ -13,7 +13,7 @@ export const configPath = (ctx: Context): string => profilePath(ctx.env);
 export function currentProfile(ctx: Context, cmd: Command): { name: string | null; profile: Partial<Profile> } {
   const g = globalOptions(cmd);
   const r = resolveProfile({ env: ctx.env, ...(g.profile ? { profile: g.profile } : {}) });
-  return { name: r.name, profile: { ...r.profile, ...(g.url ? { url: g.url } : {}) } };
+  return { name: r.name, profile: { ...r.profile, ...(g.url ? { url: g.url } : {}), ...(g.signatureScheme ? { signatureScheme: signatureSchemeOf(g.signatureScheme) } : {}) } };
 }
 
 /** The profile's agent and a client acting as it. */

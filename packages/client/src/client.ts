@@ -59,6 +59,7 @@ import type {
   WebhookView,
 } from '@aex/contracts';
 import { ExchangeError, type Outcome } from './outcome.js';
+import { RequestSigner } from './request-signer.js';
 import { publicKeyOf, signingKeyProof, signRequest } from './signing.js';
 
 export { ExchangeError, unwrap, type Failure, type Outcome, type Success } from './outcome.js';
@@ -70,6 +71,16 @@ export interface ClientOptions {
   apiKey?: string;
   /** Base64 Ed25519 secret key; when set every authenticated request is signed (D3). */
   signingSecretKey?: string;
+  /**
+   * How requests are signed: `x-ae` (default) — the X-AE-Signature headers (D3); `rfc9421` — RFC 9421
+   * `Signature-Input`/`Signature` with `Content-Digest` (D20), whose `keyid` is `signingKeyId` or, when
+   * not given, read once from the DID document of `agentId`.
+   */
+  signatureScheme?: 'x-ae' | 'rfc9421';
+  /** The key's id in the agent's DID document (`did:web:…#key-N`), for `rfc9421`. */
+  signingKeyId?: string;
+  /** The agent this client acts as: where an `rfc9421` client finds its `signingKeyId`. */
+  agentId?: string;
   /** Operator token for `/admin/v1/*` (D15.3). */
   adminToken?: string;
   /** Replaces the global fetch (tests, proxies). */
@@ -107,13 +118,17 @@ type Keyed = Pick<RequestOptions, 'idempotencyKey'>;
 export class ExchangeClient {
   private readonly opts: ClientOptions;
 
+  /** Signs requests in the configured scheme (D3 or D20). */
+  private readonly signer: RequestSigner;
+
   constructor(opts: ClientOptions) {
     this.opts = { ...opts, baseUrl: opts.baseUrl.replace(/\/+$/, '') };
+    this.signer = new RequestSigner(this.opts, (agentId) => this.didOf(agentId));
   }
 
   /** A client for the same exchange acting as another agent (or with other credentials). */
-  as(credentials: Pick<ClientOptions, 'apiKey' | 'signingSecretKey' | 'adminToken'>): ExchangeClient {
-    return new ExchangeClient({ ...this.opts, apiKey: undefined, signingSecretKey: undefined, adminToken: undefined, ...credentials });
+  as(credentials: Pick<ClientOptions, 'apiKey' | 'signingSecretKey' | 'adminToken' | 'signatureScheme' | 'signingKeyId' | 'agentId'>): ExchangeClient {
+    return new ExchangeClient({ ...this.opts, apiKey: undefined, signingSecretKey: undefined, adminToken: undefined, signingKeyId: undefined, agentId: undefined, ...credentials });
   }
 
   get apiKey(): string | undefined {
@@ -156,7 +171,9 @@ export class ExchangeClient {
     const body = { signingKeyPublic: publicKeyOf(secretKey), signingKeyProof: signingKeyProof(secretKey, agent.data.accountId) };
     const path = `/v1/agents/${enc(agentId)}`;
     const headers = o.previousSecretKey ? signRequest(o.previousSecretKey, { method: 'PATCH', target: path, body: JSON.stringify(body) }) : undefined;
-    return this.request<FullAgentView>('PATCH', path, { body, sign: false, ...(headers ? { headers } : {}), ...(o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : {}) });
+    const registered = await this.request<FullAgentView>('PATCH', path, { body, sign: false, ...(headers ? { headers } : {}), ...(o.idempotencyKey ? { idempotencyKey: o.idempotencyKey } : {}) });
+    this.signer.forgetKeyId();
+    return registered;
   };
   rotateKey = (agentId: string, o: Keyed = {}) =>
     this.request<RotatedKeyView>('POST', `/v1/agents/${enc(agentId)}/keys/rotate`, o);
@@ -300,6 +317,8 @@ export class ExchangeClient {
    */
   async request<T>(method: string, path: string, o: RequestOptions = {}): Promise<Outcome<T>> {
     let outcome = await this.requestOnce<T>(method, path, o);
+    // A key replaced elsewhere has a new id: an rfc9421 client reads it again after a refusal.
+    if (!outcome.ok && outcome.status === 401) this.signer.forgetKeyId();
     const key = !outcome.ok && outcome.status === 202 ? outcome.headers?.get('idempotency-key') : null;
     if (!key) return outcome;
     for (let n = 0; n < (this.opts.outcomeRepeats ?? 5); n++) {
@@ -312,6 +331,13 @@ export class ExchangeClient {
     return outcome;
   }
 
+  /** An agent's DID document, for the signer's key id (unsigned: the signer needs it to sign). */
+  private async didOf(agentId: string): Promise<DidDocument> {
+    const doc = await this.requestOnce<DidDocument>('GET', `/v1/agents/${enc(agentId)}/did.json`, { sign: false });
+    if (!doc.ok) throw new Error(`could not read the signing key id of agent ${agentId} from its DID document (${doc.error.message})`);
+    return doc.data;
+  }
+
   private async requestOnce<T>(method: string, path: string, o: RequestOptions): Promise<Outcome<T>> {
     const target = path + queryString(o.query);
     const body = o.body === undefined ? undefined : JSON.stringify(o.body);
@@ -322,7 +348,7 @@ export class ExchangeClient {
       if (this.opts.adminToken) headers.authorization = `Bearer ${this.opts.adminToken}`;
     } else if (this.opts.apiKey) {
       headers.authorization = `Bearer ${this.opts.apiKey}`;
-      if (this.opts.signingSecretKey && o.sign !== false) Object.assign(headers, signRequest(this.opts.signingSecretKey, { method, target, body }));
+      if (this.opts.signingSecretKey && o.sign !== false) Object.assign(headers, await this.signer.headers(method, target, body));
     }
     if (o.sign === true && !this.opts.signingSecretKey) throw new Error('sign: true needs a signingSecretKey');
 

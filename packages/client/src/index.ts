@@ -1,4 +1,4 @@
 export { ExchangeClient, ExchangeError, unwrap, type ClientOptions, type Outcome, type RequestOptions, type Success, type Failure } from './client.js';
-export { generateSigningKey, publicKeyOf, signRequest, signingKeyProof, signingString, verifySignature, type SigningKeyPair } from './signing.js';
+export { generateSigningKey, publicKeyOf, signHttpMessage, signRequest, signingKeyProof, signingString, verifySignature, type SigningKeyPair } from './signing.js';
 export { signWebhook, verifyWebhook, WebhookVerificationError, type VerifyOptions } from './webhooks.js';
 export { verifyReceipt, ReceiptVerificationError } from './receipts.js';

@@ -44,6 +44,35 @@ export function signRequest(
 }
 
 /**
+ * RFC 9421 HTTP Message Signature headers for one request (D20): `Signature-Input` and `Signature`
+ * (label `sig1`) over `@method`, `@target-uri` and — with a body — `content-digest`, whose RFC 9530
+ * `Content-Digest` header is added too; parameters `created`, `keyid` and `alg="ed25519"`. `url` is
+ * the full URL as sent (scheme, host, path and query); `keyId` the key's id in the agent's DID
+ * document (`did:web:…#key-N`, the document's `assertionMethod`).
+ */
+export function signHttpMessage(
+  secretKeyB64: string,
+  req: { method: string; url: string; body?: string | Uint8Array; keyId: string; created?: number },
+): Record<string, string> {
+  const created = req.created ?? Math.floor(Date.now() / 1000);
+  const headers: Record<string, string> = {};
+  const components = ['@method', '@target-uri'];
+  const values = [req.method.toUpperCase(), req.url];
+  if (req.body !== undefined && req.body.length > 0) {
+    const bytes = typeof req.body === 'string' ? utf8ToBytes(req.body) : req.body;
+    headers['content-digest'] = `sha-256=:${toBase64(sha256(bytes))}:`;
+    components.push('content-digest');
+    values.push(headers['content-digest']);
+  }
+  if (/["\\]/.test(req.keyId) || /[^\x20-\x7e]/.test(req.keyId)) throw new Error('a keyid is printable ASCII without quotes or backslashes');
+  const params = `(${components.map((c) => `"${c}"`).join(' ')});created=${created};keyid="${req.keyId}";alg="ed25519"`;
+  const base = [...components.map((c, i) => `"${c}": ${values[i]}`), `"@signature-params": ${params}`].join('\n');
+  headers['signature-input'] = `sig1=${params}`;
+  headers.signature = `sig1=:${toBase64(sign(utf8ToBytes(base), fromBase64(secretKeyB64)))}:`;
+  return headers;
+}
+
+/**
  * Proof of possession of a signing key (EXT, D3.2): the key's signature of
  * `agent-exchange signing-key proof v1:{accountId}:{publicKey}`. Send it as `signingKeyProof` with
  * `signingKeyPublic` — required when replacing a key the agent already has.

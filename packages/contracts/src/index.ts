@@ -18,3 +18,4 @@ export * from './api/webhooks.js';
 export * from './api/protocol.js';
 export * from './pricing.js';
 export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';
+export * from './api/x402.js';

@@ -11,6 +11,7 @@ import * as R from './api/receipts.js';
 import * as S from './api/sessions.js';
 import * as T from './api/transactions.js';
 import * as H from './api/webhooks.js';
+import * as X from './api/x402.js';
 import { MessageEnvelope } from './messages.js';
 
 /**
@@ -171,6 +172,12 @@ export const transactionOps = {
   exchangeDidDocument: operation('transactions', 'exchangeDidDocument', 'none', parts(Empty, Empty, Type.Any()), R.ExchangeDidDocument),
   /** D18.4 (operator): a new receipt key signs from now on; the retired ones keep verifying. */
   rotateReceiptKey: effect('transactions', 'rotateReceiptKey', 'admin', parts(Empty, Empty, Type.Any()), R.ReceiptKeysView),
+  /** D19.2 (public): the facilitator's kinds — `aex-escrow` on `aex:{domain}`, x402 version 2. */
+  x402Supported: operation('transactions', 'x402Supported', 'none', parts(Empty, Empty, Type.Any()), X.X402SupportedResponse),
+  /** D19.2: the `payTo` agent verifies a payment: checked, and its price held. */
+  x402Verify: effect('transactions', 'x402Verify', 'agent', parts(Empty, Empty, X.X402FacilitatorBody), X.X402VerifyResponse),
+  /** D19.2: the `payTo` agent settles a verified payment: the hold captured, the transaction settled. */
+  x402Settle: effect('transactions', 'x402Settle', 'agent', parts(Empty, Empty, X.X402FacilitatorBody), X.X402SettleResponse),
   /** D21.1 (internal, no route): the gateway's agent cards signed with the current receipt key. */
   signAgentCard: operation('transactions', 'signAgentCard', 'none', parts(Empty, Empty, R.SignAgentCardBody), R.AgentCardSignaturesView),
 };

@@ -10,7 +10,8 @@ const HELP = `agent-exchange-mcp ${SERVER_VERSION}: an MCP server acting as one 
 Usage: agent-exchange-mcp [options]
 
 The agent: the profile of the aex CLI (--profile, or its current one), each field overridable by
-AEX_URL, AEX_AGENT_ID, AEX_API_KEY and AEX_SIGNING_KEY. Keys are never printed or returned.
+AEX_URL, AEX_AGENT_ID, AEX_API_KEY and AEX_SIGNING_KEY (AEX_SIGNATURE_SCHEME=rfc9421 signs with RFC 9421
+HTTP Message Signatures instead of the X-AE headers). Keys are never printed or returned.
 
 Options (each also an environment variable):
   --budget-cents N          AEX_MCP_BUDGET_CENTS        what this run may spend in all; without it, no

@@ -14,7 +14,7 @@ function transaction(status: TransactionStatus, over: Partial<TransactionView> =
     serviceId: '33333333-3333-4333-8333-333333333333', status, input: { text: 'hi' }, agreedPriceCents: 1000, platformFeeCents: 50, initiatedAt: at, fundsHeldAt: null,
     expiresAt: null, metadata: {}, createdAt: at, updatedAt: at, serviceVersion: '1.0.0', units: 1, sessionId: null, metered: false, maxUnits: null, output: null,
     deliveredAt: null, settledAt: null, statusReason: null, qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, reviewEndsAt: null,
-    disputeId: null, approval: null, ...over,
+    disputeId: null, approval: null, x402: false, ...over,
   };
 }
 

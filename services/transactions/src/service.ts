@@ -20,6 +20,7 @@ import * as receiptHandlers from './receipts/handlers.js';
 import { sessionAggregate, type SessionTypes } from './sessions/aggregate.js';
 import * as sessionHandlers from './sessions/handlers.js';
 import { sessionTimers } from './sessions/timers.js';
+import * as x402 from './x402/handlers.js';
 
 /** Rules in force and current contracts kept per replica: as long and as many as the gateway keeps profiles (docs/gateway-caches.md). */
 const KEPT = { ttlMs: 30_000, maxEntries: 50_000 };
@@ -138,6 +139,9 @@ function operationHandlers(deps: TransactionDeps) {
     receiptKeys: receiptHandlers.receiptKeys(deps),
     exchangeDidDocument: receiptHandlers.exchangeDidDocument(deps),
     rotateReceiptKey: receiptHandlers.rotateReceiptKey(deps),
+    x402Supported: x402.x402Supported(deps),
+    x402Verify: x402.x402Verify(deps),
+    x402Settle: x402.x402Settle(deps),
     signAgentCard: receiptHandlers.signAgentCard(deps),
   };
 }

@@ -24,7 +24,7 @@ export const POLICY: PurchasePolicy = { maxTransactionCents: 10_000_000, maxActi
 export const base: Purchase = {
   id: '00000000-0000-4000-8000-000000000001', consumerAgentId: CONSUMER, providerAgentId: PROVIDER, consumerAccountId: 'acct', providerAccountId: 'acct-p', serviceId: 'svc',
   serviceRevision: 1, serviceVersion: '1.0.0', category: 'text', pricing: { model: 'fixed', basePriceCents: 1000 },
-  sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, status: 'initiated', statusReason: null, units: 1, maxUnits: null, inputDigest: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0, sessionId: null, autoVerify: false, listPriceCents: 1000,
+  sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, status: 'initiated', statusReason: null, units: 1, maxUnits: null, inputDigest: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0, sessionId: null, autoVerify: false, x402Nonce: null, x402TimeoutSeconds: null, x402Verified: false, listPriceCents: 1000,
   maxPriceCents: null, agreedPriceCents: 1000, platformFeeCents: 50, hold: 'requested', holdAttempt: 1, pendingAcceptBy: null, pendingAcceptPriceCents: null,
   pendingAcceptMessage: null, initiatedAt: HELD_AT, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null,
   approval: null, qualityScore: null, notes: null, endingStatus: null, endingReason: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, createdAt: HELD_AT, updatedAt: HELD_AT,

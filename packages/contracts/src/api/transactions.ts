@@ -96,6 +96,8 @@ export const TransactionView = Type.Object({
   /** EXT (D17.1): a metered purchase holds the price of `maxUnits` and pays for the units used. */
   metered: Type.Boolean(),
   maxUnits: NullableInt,
+  /** EXT (D19.2): a payment made through the x402 facilitator (held at verify, captured at settle). */
+  x402: Type.Boolean(),
   output: Type.Union([FreeObject, Type.Null()]),
   deliveredAt: NullableTimestamp,
   settledAt: NullableTimestamp,

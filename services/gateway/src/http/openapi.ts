@@ -181,6 +181,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   approvals: 'Purchases awaiting the account owner’s approval: the inbox, approve, deny (D10.3)',
   disputes: 'Disputes of delivered transactions',
   sessions: 'Prepaid sessions: one hold of a budget for many cheap calls, each reserved from it and settled on a valid delivery (D17.4–D17.7)',
+  x402: 'x402 v2 facilitator of the aex-escrow scheme: paying HTTP resources from exchange wallets, escrowed (D19)',
   receipts: 'Signed receipts of ended purchases, and the exchange’s keys that verify them: JWK set and DID document (D18)',
   wallets: 'Wallets, funding, payouts and the ledger',
   webhooks: 'An agent\'s webhook endpoint, secret and deliveries',

@@ -24,8 +24,8 @@ export interface RouteSpec {
   body: boolean | 'optional';
   /** For routes the gateway answers itself: the schema of `data`. */
   output?: TSchema;
-  /** D6.7, D18.1: the raw document (a DID document, a JWK set), not the envelope. */
-  raw?: 'did+json' | 'jwk-set+json';
+  /** D6.7, D18.1: the raw document (a DID document, a JWK set), not the envelope; D19.2: x402's own JSON. */
+  raw?: 'did+json' | 'jwk-set+json' | 'json';
   /**
    * D13.7: the body is a Stripe event, handed to the operation as its exact bytes with its
    * `Stripe-Signature` header (`{ payload, signature }`), which the wallet verifies.
@@ -137,6 +137,10 @@ export const routes: RouteSpec[] = [
   { method: 'GET', url: '/admin/v1/webhooks/dead-letters', op: webhooksOps.listDeadLetters, summary: 'Every dead-lettered webhook delivery, most recently failed first (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'POST', url: '/admin/v1/webhooks/dead-letters/:webhookId/retry', op: webhooksOps.retryDeadLetter, summary: 'Attempt a dead-lettered delivery again, same webhook-id (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['NOT_FOUND', 'INVALID_STATE'] },
   { method: 'GET', url: '/admin/v1/payments/reconciliation', op: walletOps.reconcilePayments, summary: 'Compare, for a period, what the payment processor says was paid in and out with the ledger’s fundings and payouts (operator, D13.7)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator', errors: ['INVALID_STATE', 'PAYMENTS_NOT_CONFIGURED'] },
+  // D19.2: x402 v2's facilitator API, answered in x402's JSON (refusals of the request itself in the envelope).
+  { method: 'GET', url: '/x402/supported', op: transactionOps.x402Supported, summary: 'The x402 v2 kinds this facilitator settles: aex-escrow on aex:{domain} (D19.2)', auth: 'none', rateGroup: 'public_ip', signature: 'optional', successStatus: 200, body: false, raw: 'json', tag: 'x402' },
+  agent('POST', '/x402/verify', transactionOps.x402Verify, 'Verify an aex-escrow payment and hold its price (the payTo agent; D19.2)', 'x402', { raw: 'json', errors: ['FORBIDDEN'] }),
+  agent('POST', '/x402/settle', transactionOps.x402Settle, 'Settle a verified aex-escrow payment: the hold captured, the transaction settled (the payTo agent; D19.2)', 'x402', { raw: 'json', errors: ['FORBIDDEN'] }),
   { method: 'POST', url: '/admin/v1/receipt-keys/rotate', op: transactionOps.rotateReceiptKey, summary: 'A new receipt key signs from now on; receipts of the retired keys keep verifying (operator, D18.4)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
   { method: 'GET', url: '/admin/v1/ledger/check', op: walletOps.checkLedger, summary: 'Check the ledger invariants (operator, D15.3)', auth: 'admin', rateGroup: null, signature: 'optional', successStatus: 200, body: false, tag: 'operator' },
 ];

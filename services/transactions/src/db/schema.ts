@@ -90,6 +90,10 @@ export interface TransactionRow {
   sessionId: string | null;
   /** D17.5: a session call that settles on a valid delivery (its session's `autoVerify`). */
   autoVerify: boolean;
+  /** D19.2: an x402 payment's nonce (used once per payer), its `maxTimeoutSeconds`, and whether a verify answered it valid. */
+  x402Nonce: string | null;
+  x402TimeoutSeconds: number | null;
+  x402Verified: boolean;
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;

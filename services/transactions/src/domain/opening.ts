@@ -4,6 +4,7 @@ import { approvalNeeded, delegationRefusal } from './delegation.js';
 import { announcement, refused } from './draft.js';
 import { offerRefusal } from './offers.js';
 import { platformFee } from './pricing.js';
+import { x402OrderRefusal } from './x402-payment.js';
 import type { Caller, Delegation, Order, Purchase, PurchaseDecision, PurchaseEffect, PurchaseFacts, PurchasePolicy } from './purchase.js';
 
 /** D10.3: the approval a price needs — asked now, expiring after the policy's time — or null when the rules approve it. */
@@ -61,6 +62,8 @@ export function openPurchase(caller: Caller, order: Order, facts: PurchaseFacts,
     return refused(new AppError('VALIDATION_ERROR', `A metered purchase is bought at the price of its maxUnits (${price.cents} cents); it is not negotiated.`, { field: '/body/maxPriceCents', details: { heldCents: price.cents } }));
   }
   if (order.session) return sessionCall(caller, order, units, price.cents, now);
+  const x402 = x402OrderRefusal(order, price.cents);
+  if (x402) return refused(x402);
   // D9.4: negotiation when the service is negotiable or the consumer names another price.
   const negotiating = contract.pricing.model === 'negotiable' || (order.maxPriceCents !== undefined && order.maxPriceCents !== price.cents);
   const offered = negotiating ? order.maxPriceCents ?? price.cents : price.cents;
@@ -122,6 +125,7 @@ function initiated(caller: Caller, order: Order, units: number, listPriceCents: 
     qualityScore: null, notes: null, endingStatus: null, endingReason: null, deliveryAttempts: 0, maxDeliveryAttempts: 1 + (contract.sla.maxRetries ?? 2),
     inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0,
     sessionId: null, autoVerify: false, createdAt: now, updatedAt: now,
+    x402Nonce: order.x402?.nonce ?? null, x402TimeoutSeconds: order.x402?.timeoutSeconds ?? null, x402Verified: false,
   };
 }
 

@@ -14,6 +14,8 @@ const ROLES: Partial<Record<PurchaseRequest['kind'], { role: 'consumer' | 'provi
   deliver: { role: 'provider', verb: 'deliver' },
   verify: { role: 'consumer', verb: 'verify' },
   openDispute: { role: 'consumer', verb: 'dispute' },
+  x402Claim: { role: 'provider', verb: 'verify the payment of' },
+  x402Settle: { role: 'provider', verb: 'settle the payment of' },
 };
 
 const notFound = () => new AppError('NOT_FOUND', 'No such transaction.');

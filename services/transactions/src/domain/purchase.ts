@@ -8,6 +8,7 @@ import { openPurchase } from './opening.js';
 import { approve, deliver, deny, negotiate, openDispute, verify } from './purchase-requests.js';
 import { resolveDispute, settle } from './settling.js';
 import { actionRefusal, isAllowed } from './state-machine.js';
+import { x402Claim, x402Held, x402Settle } from './x402-payment.js';
 
 /**
  * The purchase as a pure decision (D9, D10, D11, D12.8, D15.2): given a transaction's state and a
@@ -104,6 +105,8 @@ export interface Order {
   metadata: Record<string, unknown>;
   /** D17.5: a call in this open session, paid from its budget (the session's rules were checked when it opened). */
   session?: { id: string; autoVerify: boolean };
+  /** D19.2: a payment verified by the x402 facilitator: the amount signed, its nonce, its timeout. */
+  x402?: { amountCents: number; nonce: string; timeoutSeconds: number };
 }
 
 export type PurchaseCommand =
@@ -123,6 +126,9 @@ export type PurchaseCommand =
   | { kind: 'approve'; caller: Caller; delegation?: Delegation }
   | { kind: 'deny'; caller: Caller; reason: string | null }
   | { kind: 'openDispute'; caller: Caller; disputeId: string }
+  /** D19.2: the provider's facilitator verify of a payload whose purchase exists, and its settle. */
+  | { kind: 'x402Claim'; caller: Caller }
+  | { kind: 'x402Settle'; caller: Caller }
   | { kind: 'holdPlaced'; attempt: number; at: Date }
   | { kind: 'holdRefused'; attempt: number; reason: string }
   | { kind: 'holdReturned' }
@@ -231,6 +237,10 @@ export function decidePurchase(t: Purchase | undefined, c: PurchaseCommand, fact
       return openDispute(t, c, d);
     case 'resolveDispute':
       return resolveDispute(t, c, d);
+    case 'x402Claim':
+      return x402Claim(t, d);
+    case 'x402Settle':
+      return x402Settle(t, d);
   }
 }
 
@@ -249,9 +259,9 @@ function holdPlaced(t: Purchase, c: Extract<PurchaseCommand, { kind: 'holdPlaced
     d.move('matched', d.agreedPendingAccept());
   }
   if (d.state.status !== 'initiated' && d.state.status !== 'matched' && d.state.status !== 'awaiting_approval') throw new Error(`hold placed for transaction ${t.id} in status ${t.status}`);
-  // D9.5: the transaction expires `sla.timeoutMs` after its funds are held.
-  const expiresAt = new Date(c.at.getTime() + t.sla.timeoutMs);
-  d.move('funds_held', { hold: 'held', fundsHeldAt: c.at, expiresAt });
+  // D9.5: the transaction expires `sla.timeoutMs` after its funds are held; an x402 payment, `maxTimeoutSeconds` after (D19.2).
+  const { expiresAt, ...x402 } = x402Held(t, c.at);
+  d.move('funds_held', { hold: 'held', fundsHeldAt: c.at, expiresAt, ...x402 });
   return d.effect({ kind: 'schedule', timer: 'transactionExpiry', at: expiresAt }).decision();
 }
 

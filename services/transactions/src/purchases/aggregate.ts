@@ -136,6 +136,8 @@ export function purchaseAnswer(o: StepOutcome<PurchaseTypes>): number | AppError
         return insufficient(`The consumer's available balance is too low to hold ${t.agreedPriceCents} cents; the purchase still awaits an approval.`, { transactionId: t.id, requiredCents: t.agreedPriceCents, status: t.status });
       }
       return ended(t) ? endedBeforeApproval(t) : 202;
+    case 'x402Settle':
+      return t.status === 'settled' ? 200 : 202;
     case 'deliver':
       return c.outputErrors && c.outputErrors.length > 0 ? invalidOutput(t, c.outputErrors) : 200;
     default:

@@ -42,7 +42,7 @@ const COLUMNS = [
   'status', 'statusReason', 'input', 'output', 'units', 'maxUnits', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'endingStatus', 'endingReason', 'deliveryAttempts', 'maxDeliveryAttempts',
-  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'deliverySignatureScheme', 'deliverySignatureInput', 'refundedCents', 'sessionId', 'autoVerify', 'metadata', 'createdAt', 'updatedAt',
+  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'deliverySignatureScheme', 'deliverySignatureInput', 'refundedCents', 'sessionId', 'autoVerify', 'x402Nonce', 'x402TimeoutSeconds', 'x402Verified', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /** JSON columns, written as text: node-postgres would write an array as a Postgres array. */

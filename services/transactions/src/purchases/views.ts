@@ -39,6 +39,7 @@ export function transactionView(t: TransactionRow, viewerAccountId: string): Tra
     sessionId: t.sessionId,
     metered: t.maxUnits !== null,
     maxUnits: t.maxUnits,
+    x402: t.x402TimeoutSeconds !== null,
     output: t.output,
     deliveredAt: iso(t.deliveredAt),
     settledAt: iso(t.settledAt),

@@ -131,6 +131,10 @@ describe('who may buy and see tasks over A2A (D21.2, D2, D3)', () => {
     expect(unknownField).toMatchObject({ code: -32602, message: expect.stringContaining('colour') });
     const notData = await refusal(send(client, 'buy it please'));
     expect(notData).toMatchObject({ code: -32602, message: expect.stringContaining('data part') });
+    // A body that is not JSON: JSON-RPC's parse error, with the REST routes' status.
+    const garbled = await exchangeFetch(exchange, credentialsOf(consumer))(`http://exchange.test:8080/a2a/agents/${provider.agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc": "2.0", "method": ' });
+    expect(garbled.status).toBe(400);
+    expect(await garbled.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700, data: [{ reason: 'INVALID_JSON' }] } });
     const badInput = await refusal(send(client, purchase(service, { input: { payload: '' } })));
     expect(badInput).toMatchObject({ code: -32602, message: expect.stringMatching(/^SCHEMA_VALIDATION_FAILED: .*\/input\/payload/) });
   });

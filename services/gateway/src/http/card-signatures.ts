@@ -48,7 +48,7 @@ export class SignedCards {
         signature = hit.signature;
       }
     }
-    return `${json.slice(0, -1)},"signatures":${JSON.stringify(signature.signatures)}}`;
+    return JSON.stringify({ ...card, signatures: signature.signatures });
   }
 
   /** One request to transactions per card at a time; what it answers is kept. */

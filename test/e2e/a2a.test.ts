@@ -121,6 +121,17 @@ describe('who may buy and see tasks over A2A (D21.2, D2, D3)', () => {
     expect(await wallet(consumer)).toMatchObject({ heldCents: 0 });
   });
 
+  it('refuses a request of another A2A version, a request without A2A-Version being of 0.3', async ({ exchange, provider, service, consumer }) => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 'v', method: 'GetTask', params: { id: service } });
+    const call = (headers: Record<string, string>) => exchangeFetch(exchange, credentialsOf(consumer))(`http://exchange.test:8080/a2a/agents/${provider.agentId}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    for (const headers of [{}, { 'a2a-version': '0.3' }] as Array<Record<string, string>>) {
+      const res = await call(headers);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ id: 'v', error: { code: -32009, message: expect.stringContaining('A2A-Version: 1.0') } });
+    }
+    expect(await (await call({ 'a2a-version': '1.0' })).json()).toMatchObject({ id: 'v', error: { code: -32001 } });
+  });
+
   it('answers bad parameters with a JSON-RPC error that says what is wrong', async ({ exchange, provider, service, consumer }) => {
     const client = await a2aClient(exchange, provider.agentId, credentialsOf(consumer));
     const noService = await refusal(send(client, { input: INPUT }));

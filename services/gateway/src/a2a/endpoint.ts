@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { A2A_ERROR_CODE } from '@a2a-js/sdk/errors';
+import { A2A_PROTOCOL_VERSION } from '@a2a-js/sdk';
+import { A2A_ERROR_CODE, JsonRpcVersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { JsonRpcTransportHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { AppError } from '@aex/contracts';
 import type { Bus, ExchangeConfig, Logger } from '@aex/platform';
@@ -39,7 +40,13 @@ export function serveA2a(app: FastifyInstance, guards: Guards, bus: Bus, config:
     }
     const call: A2aCall = { requestId: req.id, principal, signature, providerAgentId, bodyHash: createHash('sha256').update(req.rawBody ?? '').digest('hex') };
     const user = { isAuthenticated: true, userName: principal.agentId };
-    const context = new ServerCallContext({ user, state: new Map([[A2A_CALL, call]]) });
+    const requestedVersion = req.headers['a2a-version'];
+    const context = new ServerCallContext({ user, state: new Map([[A2A_CALL, call]]), ...(typeof requestedVersion === 'string' ? { requestedVersion } : {}) });
+    // The card's interface is of A2A 1.0; a request without `A2A-Version` is of 0.3, as A2A (and its SDK's server) reads it.
+    if (context.requestedVersion !== A2A_PROTOCOL_VERSION) {
+      const refused = JsonRpcTransportHandler.mapToJSONRPCError(new JsonRpcVersionNotSupportedError({ message: `A2A version ${context.requestedVersion} is not supported here: send A2A-Version: ${A2A_PROTOCOL_VERSION}.` }));
+      return reply.type(JSON_TYPE).send(rpcError(req, refused.code, refused.message, refused.data));
+    }
     const answer = await transport.handle(req.body as Record<string, unknown>, context);
     return reply.type(JSON_TYPE).send(answer);
   });

@@ -87,7 +87,7 @@ describe('the image', () => {
       node: expect.stringMatching(/^v20\./),
       dev: [], store: [],
       apps: ['catalog', 'gateway', 'identity', 'transactions', 'wallet', 'webhooks'],
-      // What agents install themselves (client, MCP server, CLI) is not in the exchange's image.
+      // What agents and providers install themselves (client, MCP server, CLI, x402 scheme) is not in the exchange's image.
       packages: ['contracts', 'platform', 'schemas'],
       model: true, tsx: true,
       // The gateway serves them at /docs/, where its errors link.

@@ -114,7 +114,10 @@ describe('who may buy and see tasks over A2A (D21.2, D2, D3)', () => {
     const body = JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id: service } });
     const res = await exchangeFetch(exchange, { apiKey: consumer.apiKey })(`http://exchange.test:8080/a2a/agents/${provider.agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32000, data: [{ reason: 'SIGNATURE_REQUIRED' }] } });
+    const wire = (await res.json()) as { error: { data: Array<{ metadata: Record<string, string> }> } };
+    expect(wire).toMatchObject({ jsonrpc: '2.0', id: 7, error: { code: -32000, data: [{ reason: 'SIGNATURE_REQUIRED', metadata: { method: 'POST', format: '{timestamp}:{METHOD}:{path}:{bodyHash}' } }] } });
+    // ErrorInfo's metadata holds strings only; what the exchange could not read (no timestamp) is left out, not "null".
+    expect(Object.values(wire.error.data[0]!.metadata).every((v) => typeof v === 'string' && v !== 'null')).toBe(true);
     const anon = await fetch(`${exchange.url}/a2a/agents/${provider.agentId}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
     expect(anon.status).toBe(401);
     expect(await anon.json()).toMatchObject({ id: 7, error: { data: [{ reason: 'UNAUTHENTICATED' }] } });

@@ -72,7 +72,10 @@ const refusalAnswerer = (domain: string) => function answerRefusal(this: Fastify
     '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
     reason: e.code,
     domain,
-    metadata: Object.fromEntries(Object.entries({ ...e.details, ...(e.field ? { field: e.field } : {}) }).map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])),
+    // ErrorInfo's metadata is a map of strings: a value that is not one is written as JSON, an absent one (null) left out.
+    metadata: Object.fromEntries(Object.entries({ ...e.details, ...(e.field ? { field: e.field } : {}) })
+      .filter(([, v]) => v !== null && v !== undefined)
+      .map(([k, v]) => [k, typeof v === 'string' ? v : JSON.stringify(v)])),
   }));
   return reply.code(appErr.status).type(JSON_TYPE).send(rpcError(req, code, `${appErr.code}: ${appErr.message}`, data));
 };

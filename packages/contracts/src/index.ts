@@ -19,3 +19,4 @@ export * from './api/protocol.js';
 export * from './pricing.js';
 export { Type, type Static, type TSchema, type TObject } from '@sinclair/typebox';
 export * from './api/x402.js';
+export { canonicalJson } from './canonical-json.js';

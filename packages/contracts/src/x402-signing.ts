@@ -1,5 +1,7 @@
 // D19: what both sides of an `aex-escrow` payment must read alike — the payer's client (published
-// in @agent-exchange/x402, which inlines this file) and the exchange's facilitator. No imports.
+// in @agent-exchange/x402, which inlines this file) and the exchange's facilitator. Nothing imported
+// but RFC 8785, which is inlined with it.
+import { canonicalJson } from './canonical-json.js';
 
 /** D19.1: the scheme's name. */
 export const AEX_ESCROW = 'aex-escrow';
@@ -20,15 +22,6 @@ export interface SignedRequirements {
   extra: Record<string, unknown>;
 }
 
-/** RFC 8785 canonical JSON of plain JSON values (what the signature covers must read the same on both sides). */
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value);
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
-  entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
-}
-
 /**
  * D19.2: the text the payer signs (UTF-8) — a fixed label, then the RFC 8785 form of the
  * requirements it accepted (all seven fields, `extra` whole), its agent id, the nonce and
@@ -37,5 +30,5 @@ function canonical(value: unknown): string {
 export function x402SigningString(p: { requirements: SignedRequirements; payer: string; nonce: string; validBefore: number }): string {
   const r = p.requirements;
   const requirements = { scheme: r.scheme, network: r.network, amount: r.amount, asset: r.asset, payTo: r.payTo, maxTimeoutSeconds: r.maxTimeoutSeconds, extra: r.extra };
-  return `aex-escrow-payment-v1\n${canonical({ requirements, payer: p.payer, nonce: p.nonce, validBefore: p.validBefore })}`;
+  return `aex-escrow-payment-v1\n${canonicalJson({ requirements, payer: p.payer, nonce: p.nonce, validBefore: p.validBefore })}`;
 }

@@ -1,5 +1,5 @@
 import { createPublicKey, verify } from 'node:crypto';
-import { AEX_ESCROW, x402SigningString, type X402FacilitatorBody } from '@aex/contracts';
+import { AEX_ESCROW, canonicalJson, x402SigningString, type X402FacilitatorBody } from '@aex/contracts';
 
 /**
  * D19.1, D19.2: what the facilitator checks of a payment before anything is held: that it is of
@@ -21,20 +21,13 @@ export function requirementsProblem(body: X402FacilitatorBody, network: string, 
   if (r.network !== network) return { reason: 'invalid_network', message: `The ${AEX_ESCROW} network of this exchange is ${network}.` };
   if (r.asset !== 'USD') return { reason: 'invalid_asset', message: 'Exchange wallets pay in USD: asset must be "USD" (amount in cents).' };
   const accepted = body.paymentPayload.accepted;
-  if (REQUIREMENT_FIELDS.some((f) => JSON.stringify(sorted(accepted[f])) !== JSON.stringify(sorted(r[f])))) {
+  if (REQUIREMENT_FIELDS.some((f) => canonicalJson(accepted[f]) !== canonicalJson(r[f]))) {
     return { reason: 'requirements_mismatch', message: 'The payment accepted other requirements than these.' };
   }
   if (body.paymentPayload.payload.validBefore * 1000 <= now.getTime()) {
     return { reason: 'payment_expired', message: 'The payment\'s validBefore has passed: sign a new one.' };
   }
   return null;
-}
-
-/** A JSON value with its object keys in order, so that two equal values stringify alike. */
-function sorted(v: unknown): unknown {
-  if (v === null || typeof v !== 'object') return v;
-  if (Array.isArray(v)) return v.map(sorted);
-  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])]));
 }
 
 /** D19.2: the payload's Ed25519 signature of `x402SigningString`, by the raw 32-byte public key. */

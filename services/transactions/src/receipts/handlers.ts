@@ -1,8 +1,7 @@
 import { AgentCard, canonicalizeAgentCard } from '@a2a-js/sdk';
-import { AppError, exchangeDidDocument as didDocumentOf, type transactionOps } from '@aex/contracts';
+import { AppError, canonicalJson, exchangeDidDocument as didDocumentOf, type transactionOps } from '@aex/contracts';
 import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
-import { canonicalJson } from '../domain/digest.js';
 import { isTerminal } from '../domain/state-machine.js';
 import { visibleTransaction } from '../purchases/handlers.js';
 

@@ -3,7 +3,7 @@ import {
   AEX_ESCROW, AppError, X402_VERSION, aexNetworkOf, exchangeDidOf, identityOps, isAppError,
   type ContractView, type X402FacilitatorBody, type X402SettleResponse, type X402VerifyResponse, type transactionOps,
 } from '@aex/contracts';
-import { callOrThrow, groupCommitted, requireAgent, type EffectReply, type HandlerContext, type OperationHandler } from '@aex/platform';
+import { callOrThrow, groupCommitted, isUniqueViolation, requireAgent, type EffectReply, type HandlerContext, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { jsonDigest } from '../domain/digest.js';
 import type { Caller, Delegation } from '../domain/purchase.js';
@@ -180,8 +180,6 @@ function problemOf(err: AppError, fallback: string): X402Problem {
 }
 
 const asCaller = (p: { agentId: string; accountId: string; isOwner: boolean; status: Caller['status'] }): Caller => ({ agentId: p.agentId, accountId: p.accountId, isOwner: p.isOwner, status: p.status });
-
-const isUniqueViolation = (err: unknown) => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 
 /** A verdict reached without a change: recorded under the request's key when it has one (D5.5). */
 function verdict<T>(ctx: HandlerContext, deps: TransactionDeps, data: T): Promise<EffectReply<T>> {

@@ -1,9 +1,10 @@
-import { createHash, createPrivateKey, randomUUID, sign as edSign } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { AgentCard, Message, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory, JsonRpcTransportFactory, type Client } from '@a2a-js/sdk/client';
-import { httpbis, type SigningKey } from 'http-message-signatures';
+import { httpbis } from 'http-message-signatures';
 import { signRequest, type SigningKeyPair } from '@agent-exchange/client';
 import type { Member, TestExchange } from './harness.js';
+import { keyIdOf, signerOf } from './rfc9421-kit.js';
 
 // D21.2 from the buyer's side: the A2A SDK's own client, reading the provider's card and calling
 // its JSON-RPC interface through a fetch that adds what the exchange asks of every agent route —
@@ -17,20 +18,6 @@ export interface Credentials {
 }
 
 export const credentialsOf = (m: Member, scheme: 'rfc9421' | 'x-ae' = 'rfc9421'): Credentials => ({ apiKey: m.apiKey, signer: { agentId: m.agentId, keys: m.keys!, scheme } });
-
-/** The stock library's signing key from an agent's base64 seed, node:crypto doing Ed25519. */
-function signerOf(keys: SigningKeyPair, keyid: string): SigningKey {
-  const x = Buffer.from(keys.publicKey, 'base64').toString('base64url');
-  const d = Buffer.from(keys.secretKey, 'base64').toString('base64url');
-  const key = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d }, format: 'jwk' });
-  return { id: keyid, alg: 'ed25519', sign: async (data: Buffer) => edSign(null, data, key) };
-}
-
-/** The agent's current key id as its DID document lists it (D6.7, D20.1). */
-async function keyIdOf(ex: TestExchange, agentId: string): Promise<string> {
-  const res = await fetch(`${ex.url}/v1/agents/${agentId}/did.json`);
-  return ((await res.json()) as { data: { assertionMethod: string[] } }).data.assertionMethod[0]!;
-}
 
 /**
  * A fetch for the SDK: `Authorization`, and each request signed — RFC 9421 over `@method`,
@@ -50,7 +37,7 @@ export function exchangeFetch(ex: TestExchange, who: Credentials): typeof fetch 
     if (signer?.scheme === 'rfc9421') {
       headers['content-digest'] = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
       const signed = await httpbis.signMessage(
-        { key: signerOf(signer.keys, await keyIdOf(ex, signer.agentId)), fields: ['@method', '@target-uri', 'content-digest'], paramValues: { created: new Date() } },
+        { key: signerOf(signer.keys, await keyIdOf(ex.url, signer.agentId)), fields: ['@method', '@target-uri', 'content-digest'], paramValues: { created: new Date() } },
         { method, url: url.href, headers },
       );
       headers = signed.headers as Record<string, string>;

@@ -1,9 +1,10 @@
-import { createHash, createPrivateKey, sign as edSign } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpbis, type SigningKey } from 'http-message-signatures';
+import { httpbis } from 'http-message-signatures';
 import { generateSigningKey, unwrap, type SigningKeyPair } from '@agent-exchange/client';
 import { startTestExchange, type Member, type TestExchange } from './harness.js';
 import { funded, INPUT, OUTPUT, party, serviceBody, waitForStatus, type Party } from './transaction-kit.js';
+import { keyIdOf as keyIdAt, signerOf } from './rfc9421-kit.js';
 
 // D20: every signed route accepts an RFC 9421 signature (with an RFC 9530 Content-Digest) in place
 // of the X-AE-* headers. A stock library (`http-message-signatures`) signs here, so the gateway is
@@ -23,20 +24,7 @@ afterAll(async () => {
   await ex?.stop();
 });
 
-/** The stock library's signing key from an agent's base64 seed, node:crypto doing Ed25519. */
-function signerOf(keys: SigningKeyPair, keyid: string): SigningKey {
-  const x = Buffer.from(keys.publicKey, 'base64').toString('base64url');
-  const d = Buffer.from(keys.secretKey, 'base64').toString('base64url');
-  const key = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', x, d }, format: 'jwk' });
-  return { id: keyid, alg: 'ed25519', sign: async (data: Buffer) => edSign(null, data, key) };
-}
-
-/** The current key's id as the agent's DID document lists it (D6.7). */
-async function keyIdOf(agentId: string): Promise<string> {
-  const res = await fetch(`${ex.url}/v1/agents/${agentId}/did.json`);
-  const doc = ((await res.json()) as { data: { assertionMethod: string[] } }).data;
-  return doc.assertionMethod[0]!;
-}
+const keyIdOf = (agentId: string) => keyIdAt(ex.url, agentId);
 
 interface SignedOptions {
   keyid?: string;

@@ -14,6 +14,7 @@ import { serveDocs } from './http/docs.js';
 import { serveAgentCards } from './http/agent-cards.js';
 import { serveA2a } from './a2a/endpoint.js';
 import { tlsOptions } from './http/tls.js';
+import { UUID } from './http/input-hygiene.js';
 import { routeHandler, type Guards } from './http/pipeline.js';
 import { parseQueryString } from './http/query-string.js';
 import { requestLogger } from './http/request-logger.js';
@@ -28,8 +29,6 @@ export interface GatewayOptions {
   /** More of `/readyz` than the bus: the services of the same process (the one-process stack). */
   checks?: () => Promise<HealthCheck[]>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The gateway as a fastify app (server.ts only listens): envelope and errors (D1), API keys (D2),

@@ -9,9 +9,9 @@ import { RateLimitedError } from '../guards/rate-limit.js';
 import { errorResponse, toAppError } from '../http/envelope.js';
 import type { Guards } from '../http/pipeline.js';
 import { verifiedSignature } from '../http/request-signature.js';
+import { UUID } from '../http/input-hygiene.js';
 import { A2A_CALL, EXCHANGE_ERROR_CODE, ExchangeRequestHandler, type A2aCall } from './request-handler.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The A2A methods that only read: limited in the `read` group (D4.1), the others in `write`. */
 const READS = new Set(['GetTask', 'ListTasks', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'GetExtendedAgentCard']);
 const STREAMING = new Set(['SendStreamingMessage', 'SubscribeToTask']);

@@ -6,6 +6,7 @@ import { catalogOps, CreateTransactionBody, isAppError, transactionOps, validato
 import { callOperation, operationScope, type Bus, type ExchangeConfig } from '@aex/platform';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import { MADE_KEY_PREFIX } from '../http/operation-keys.js';
+import { UUID } from '../http/input-hygiene.js';
 import { A2A_METADATA_KEY, taskOf } from './task-view.js';
 
 /** What the endpoint knows of a call once it is authenticated and signed: kept in the SDK's call context. */
@@ -28,7 +29,6 @@ type WriteKey = { messageId: string; fingerprint: string } | 'made';
 export const A2A_CALL = 'aex.call';
 const callOf = (context: ServerCallContext): A2aCall => context.state.get(A2A_CALL) as A2aCall;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const PURCHASE = validator(CreateTransactionBody);
 const VERIFY = validator(VerifyBody);
 /** The JSON-RPC code of a refusal by the exchange that A2A has no code for; its D1.4 code leads the message. */

@@ -3,6 +3,7 @@ import { AppError, catalogOps, type ProviderServicesView, type ServiceView } fro
 import { callOperation, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import { takePublic, type RateLimiter } from '../guards/rate-limit.js';
 import { SignedCards } from './card-signatures.js';
+import { UUID } from './input-hygiene.js';
 
 /** The A2A protocol version the cards are written for. */
 const A2A_VERSION = '1.0';
@@ -139,7 +140,6 @@ function contractOf(base: string, s: ServiceView) {
   };
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CARD_TYPE = 'application/json; charset=utf-8';
 
 /**

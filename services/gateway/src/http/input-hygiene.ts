@@ -7,6 +7,9 @@ import { escapePointer } from '@aex/contracts';
  * numbers beyond the double range would silently become null; and nesting without bound breaks
  * every recursive consumer (JSON.stringify, validators). Each problem names where it is.
  */
+/** A UUID as the path of a route names it (an agent's, a transaction's id). */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export interface InputProblem {
   /** JSON Pointer inside the part (body, query, path), '' for the part itself. */
   pointer: string;

@@ -235,8 +235,11 @@ describe('the bus with one NATS node of three lost (streams R3)', () => {
     await expectAppliedOnce(flow);
     const longest = flow.longestSince(faultAt);
     logger.info({ longest, failedPublishes: flow.failedPublishes }, 'consumer leader killed');
-    // Stored copies held on the lane, applied once the pull missed its leader's heartbeats (2–3 s).
-    expect(longest).toBeLessThanOrEqual(LANE_WITHIN_MS);
+    // Stored copies held on the lane are applied once the pull missed its leader's heartbeats: 2–3 s
+    // in most runs. In about one run of three the copies are not applied and the command waits for
+    // the consumer's next leader (7.6–8.3 s measured, on an idle machine too), so the bound here is
+    // the election's, as when the stream's leader is killed; docs/messaging.md says so.
+    expect(longest).toBeLessThanOrEqual(KILLED_WITHIN_MS);
   }, 60_000);
 
   it('keeps purchases going when the node holding the clients and the stream leader freezes, and after it thaws', async () => {

@@ -120,10 +120,27 @@ export const ServiceView = Type.Object({
 });
 export type ServiceView = Static<typeof ServiceView>;
 
-/** D7.5 list item: the Service without schemas and examples, plus the provider's trust and name. */
+export const LIVENESS_STATES = ['delivering', 'unproven', 'stalled'] as const;
+export type LivenessState = (typeof LIVENESS_STATES)[number];
+/**
+ * EXT (D22.3): how the provider stands on delivering, from its recent purchases (the last 20 of the
+ * last 24 hours that count): `delivering` — its recent purchases were delivered; `unproven` — none
+ * counts yet (new, or nothing recent), not penalised; `stalled` — its recent purchases went
+ * undelivered (expired, failed, cancelled past the SLA, or in progress past `sla.maxLatencyMs`).
+ * `score` ∈ [0, 1] is what ranking uses (1 with nothing against it).
+ */
+export const ProviderLiveness = Type.Object({
+  state: Type.Union(LIVENESS_STATES.map((s) => Type.Literal(s))),
+  score: Type.Number({ minimum: 0, maximum: 1 }),
+  recentDelivered: Type.Integer({ minimum: 0 }),
+  recentUndelivered: Type.Integer({ minimum: 0 }),
+});
+export type ProviderLiveness = Static<typeof ProviderLiveness>;
+
+/** D7.5 list item: the Service without schemas and examples, plus the provider's trust, name and liveness (D22.3). */
 export const ServiceListItem = Type.Composite([
   Type.Omit(ServiceView, ['inputSchema', 'outputSchema', 'examples']),
-  Type.Object({ trustScore: Type.Integer(), providerName: Type.String() }),
+  Type.Object({ trustScore: Type.Integer(), providerName: Type.String(), liveness: ProviderLiveness }),
 ]);
 export type ServiceListItem = Static<typeof ServiceListItem>;
 
@@ -171,6 +188,8 @@ export const DiscoveryMatch = Type.Object({
   inputSchema: FreeObject,
   outputSchema: FreeObject,
   sla: Sla,
+  /** EXT (D22.3): whether the provider delivers; a stalled one ranks lower. */
+  liveness: ProviderLiveness,
 });
 export type DiscoveryMatch = Static<typeof DiscoveryMatch>;
 

@@ -115,6 +115,30 @@ describe('D22.3 the catalog learns which providers deliver', () => {
     expect(catalog.discovery.index.providers.get(p.agentId)?.liveness).toBe(0.5);
   });
 
+  it('never misses an overdue purchase whose row commits after a sweep read, however its due time falls', async () => {
+    const p = await providerWithService();
+    await catalog.liveness.sweep();
+    // A hold recorded in a transaction still open while the next sweep reads, due before that sweep…
+    const slow = new pg.Client({ connectionString: database.url });
+    await slow.connect();
+    try {
+      await slow.query('begin');
+      await slow.query(
+        'insert into catalog.provider_purchases (transaction_id, provider_agent_id, service_id, held_at, due_at) values ($1, $2, $3, $4, $5)',
+        [randomUUID(), p.agentId, p.serviceId, clock.now(), new Date(clock.now().getTime() + SLA_MS)],
+      );
+      clock.advance(SLA_MS + 1);
+      await catalog.liveness.sweep();
+      await slow.query('commit');
+    } finally {
+      await slow.end();
+    }
+    expect(await livenessOf(p.agentId)).toMatchObject({ state: 'unproven' });
+    // …is counted by the sweep after its commit, though its due time is behind that sweep's start.
+    await catalog.liveness.sweep();
+    expect(await livenessOf(p.agentId)).toEqual({ state: 'stalled', score: 0.5, recentDelivered: 0, recentUndelivered: 1 });
+  });
+
   it('does not count a cancellation before the price was held, nor one within the SLA; counts one after it', async () => {
     const p = await providerWithService();
     const now = clock.now();

@@ -31,6 +31,7 @@ export interface ProviderPurchaseRow {
   endedAt: Date | null;
   endedAs: 'failed' | 'expired' | 'cancelled' | null;
   countedAt: ColumnType<Date | null, never, never>;
+  writtenXid: Generated<string>;
 }
 
 export interface ServiceRow {

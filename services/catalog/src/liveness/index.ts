@@ -1,7 +1,7 @@
 import { outsideTrace, type Stoppable } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { LIVENESS } from '../domain/liveness.js';
-import { providersDue, prunePurchases, reevaluate } from './provider-liveness.js';
+import { providersDue, prunePurchases, reevaluate, type SweepMark } from './provider-liveness.js';
 import { startPurchaseRecorder } from './purchase-events.js';
 
 /** How often each replica looks for liveness that time changed. */
@@ -20,20 +20,20 @@ export interface LivenessService extends Stoppable {
  * passes its SLA, a verdict leaves the window — so every replica also sweeps each second for the
  * providers whose purchases crossed one of those moments since its last sweep, and evaluates them.
  * Evaluations are idempotent and serialised per provider, so replicas sweeping the same ones is
- * harmless. A replica's first sweep looks back a whole window: what passed while no catalog ran.
+ * harmless. A replica's first sweep looks back a whole window, and at every purchase overdue in
+ * progress: what passed while no catalog ran.
  */
 export async function startLiveness(deps: CatalogDeps): Promise<LivenessService> {
   const recorder = await startPurchaseRecorder(deps);
-  let last = new Date(deps.now().getTime() - LIVENESS.windowMs);
+  let last: SweepMark = { at: new Date(deps.now().getTime() - LIVENESS.windowMs), horizon: '0' };
   let running: Promise<void> | undefined;
   let stopped = false;
 
   const once = async (): Promise<void> => {
     const to = deps.now();
-    for (const agentId of await providersDue(deps.db, last, to)) {
-      await deps.tx.run((trx) => reevaluate(trx, agentId, to));
-    }
-    last = to;
+    const due = await providersDue(deps.db, last, to);
+    for (const agentId of due.agentIds) await deps.tx.run((trx) => reevaluate(trx, agentId, to));
+    last = due.mark;
     await prunePurchases(deps.db, new Date(to.getTime() - LIVENESS.windowMs - KEPT_AFTER_WINDOW_MS));
   };
   const start = (): Promise<void> => {

@@ -50,19 +50,33 @@ export async function reevaluate(trx: Transaction<Database>, agentId: string, no
     .execute();
 }
 
+/** Where a sweep stopped: the time it evaluated at, and the oldest transaction still open when it read. */
+export interface SweepMark {
+  at: Date;
+  horizon: string;
+}
+
 /**
- * The providers whose liveness may have changed between `from` and `to` with no event: a purchase in
- * progress passed its SLA, or a verdict left the window.
+ * The providers whose liveness time may have changed since the previous sweep (`since`) up to `to`,
+ * with no event: a purchase in progress passed its SLA, or a verdict left the window. A purchase
+ * whose row was committed after the previous sweep read (its hold recorded while that sweep ran)
+ * is looked at too when it is overdue, whatever its due time: `written_xid` at or above the oldest
+ * transaction then open, as the discovery index's change feed does. Returns the mark for the next.
  */
-export async function providersDue(db: Kysely<Database>, from: Date, to: Date): Promise<string[]> {
+export async function providersDue(db: Kysely<Database>, since: SweepMark, to: Date): Promise<{ agentIds: string[]; mark: SweepMark }> {
   const w = LIVENESS.windowMs;
-  const { rows } = await sql<{ id: string }>`
-    select provider_agent_id as id from provider_purchases
-      where delivered_at is null and ended_at is null and due_at > ${from} and due_at <= ${to}
-    union
-    select provider_agent_id from provider_purchases
-      where counted_at > ${new Date(from.getTime() - w)} and counted_at <= ${new Date(to.getTime() - w)}`.execute(db);
-  return rows.map((r) => r.id);
+  // One statement, one snapshot: the rows it sees and the horizon for the next sweep agree.
+  const { rows } = await sql<{ kind: 'h' | 'p'; id: string }>`
+    select 'h' as kind, pg_snapshot_xmin(pg_current_snapshot())::text as id
+    union all
+    select 'p', provider_agent_id::text from provider_purchases
+      where delivered_at is null and ended_at is null and due_at <= ${to}
+        and (due_at > ${since.at} or written_xid >= ${since.horizon}::xid8)
+    union all
+    select 'p', provider_agent_id::text from provider_purchases
+      where counted_at > ${new Date(since.at.getTime() - w)} and counted_at <= ${new Date(to.getTime() - w)}`.execute(db);
+  const horizon = rows.find((r) => r.kind === 'h')!.id;
+  return { agentIds: [...new Set(rows.filter((r) => r.kind === 'p').map((r) => r.id))], mark: { at: to, horizon } };
 }
 
 /** Deletes purchases whose verdict left the window long ago (`before`); returns how many. */

@@ -19,7 +19,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('ended_as', 'text', (c) => c.check(sql`ended_as in ('failed', 'expired', 'cancelled')`))
     // The moment the purchase counts from (or would, once overdue): what the window and the sweep read.
     .addColumn('counted_at', 'timestamptz', (c) => c.generatedAlwaysAs(sql`coalesce(delivered_at, ended_at, due_at)`).stored())
+    // The transaction that last wrote the row: a sweep also looks at rows committed after its previous one read.
+    .addColumn('written_xid', sql`xid8`, (c) => c.notNull().defaultTo(sql`pg_current_xact_id()`))
     .execute();
+  await sql`create trigger provider_purchases_written_xid before update on provider_purchases for each row execute function stamp_written_xid()`.execute(db);
+  await sql`create index provider_purchases_written_xid on provider_purchases (written_xid)`.execute(db);
   await sql`create index provider_purchases_recent on provider_purchases (provider_agent_id, counted_at desc)`.execute(db);
   await sql`create index provider_purchases_counted on provider_purchases (counted_at)`.execute(db);
   await sql`create index provider_purchases_open_due on provider_purchases (due_at) where delivered_at is null and ended_at is null`.execute(db);

@@ -130,11 +130,11 @@ export type LivenessState = (typeof LIVENESS_STATES)[number];
  * `score` ∈ [0, 1] is what ranking uses (1 with nothing against it).
  */
 export const ProviderLiveness = Type.Object({
-  state: Type.Union(LIVENESS_STATES.map((s) => Type.Literal(s))),
-  score: Type.Number({ minimum: 0, maximum: 1 }),
-  recentDelivered: Type.Integer({ minimum: 0 }),
-  recentUndelivered: Type.Integer({ minimum: 0 }),
-});
+  state: Type.Union(LIVENESS_STATES.map((s) => Type.Literal(s)), { description: 'delivering; unproven (nothing recent counts, not penalised); stalled (recent purchases undelivered)' }),
+  score: Type.Number({ minimum: 0, maximum: 1, description: 'What ranking is scaled by: 1 with nothing against the provider' }),
+  recentDelivered: Type.Integer({ minimum: 0, description: 'Recent purchases delivered' }),
+  recentUndelivered: Type.Integer({ minimum: 0, description: 'Recent purchases expired, failed, cancelled past the SLA, or in progress past it' }),
+}, { description: 'EXT (D22.3): whether the provider delivers, from its last 20 purchases of the last 24 hours that count' });
 export type ProviderLiveness = Static<typeof ProviderLiveness>;
 
 /** D7.5 list item: the Service without schemas and examples, plus the provider's trust, name and liveness (D22.3). */

@@ -122,13 +122,7 @@ export type ServiceView = Static<typeof ServiceView>;
 
 export const LIVENESS_STATES = ['delivering', 'unproven', 'stalled'] as const;
 export type LivenessState = (typeof LIVENESS_STATES)[number];
-/**
- * EXT (D22.3): how the provider stands on delivering, from its recent purchases (the last 20 of the
- * last 24 hours that count): `delivering` — its recent purchases were delivered; `unproven` — none
- * counts yet (new, or nothing recent), not penalised; `stalled` — its recent purchases went
- * undelivered (expired, failed, cancelled past the SLA, or in progress past `sla.maxLatencyMs`).
- * `score` ∈ [0, 1] is what ranking uses (1 with nothing against it).
- */
+/** EXT (D22.3): how a provider stands on delivering what it is paid for (docs/discovery.md "Liveness"). */
 export const ProviderLiveness = Type.Object({
   state: Type.Union(LIVENESS_STATES.map((s) => Type.Literal(s)), { description: 'delivering; unproven (nothing recent counts, not penalised); stalled (recent purchases undelivered)' }),
   score: Type.Number({ minimum: 0, maximum: 1, description: 'What ranking is scaled by: 1 with nothing against the provider' }),

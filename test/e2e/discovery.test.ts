@@ -78,8 +78,9 @@ describe('ranking by meaning (D8.2)', () => {
     const r = await find({ need: 'car value', category });
     expect(r.queryId).toMatch(/^[0-9a-f-]{36}$/);
     const m = r.matches[0]!;
-    expect(Object.keys(m).sort()).toEqual(['agentId', 'agentName', 'compatibilityScore', 'estimatedLatencyMs', 'inputSchema', 'outputSchema', 'priceCents', 'serviceId', 'serviceName', 'sla', 'trustScore'].sort());
-    expect(m).toMatchObject({ agentId: provider.agentId, agentName: 'owner', trustScore: 50, priceCents: 100, estimatedLatencyMs: 1000 });
+    // The spec's fields, and `liveness` (EXT, D22.3).
+    expect(Object.keys(m).sort()).toEqual(['agentId', 'agentName', 'compatibilityScore', 'estimatedLatencyMs', 'inputSchema', 'liveness', 'outputSchema', 'priceCents', 'serviceId', 'serviceName', 'sla', 'trustScore'].sort());
+    expect(m).toMatchObject({ agentId: provider.agentId, agentName: 'owner', trustScore: 50, priceCents: 100, estimatedLatencyMs: 1000, liveness: { state: 'unproven', score: 1, recentDelivered: 0, recentUndelivered: 0 } });
     for (const x of r.matches) expect(x.compatibilityScore).toBeGreaterThan(0);
     for (const x of r.matches) expect(x.compatibilityScore).toBeLessThanOrEqual(1);
     const scores = r.matches.map((x) => x.compatibilityScore);

@@ -309,9 +309,13 @@ describe('GET /v1/services (D7.5)', () => {
     const sql = new pg.Client({ connectionString: ex.databaseUrl });
     await sql.connect();
     try {
-      // The order D7.5 defines, computed by Postgres over the tables.
+      // Some providers stopped delivering (D22.3): as the catalog's liveness sweep would write it.
+      for (const [i, liveness] of [[1, 0.4291], [4, 0.6364], [6, 0.2]] as const) {
+        await sql.query(`update catalog.providers set liveness = $2, liveness_state = 'stalled' where agent_id = $1`, [providers[i]!.agentId, liveness]);
+      }
+      // The order D7.5 defines (scaled by the provider's liveness, D22.3), computed by Postgres over the tables.
       const ORDER: Record<string, string> = {
-        composite_rank: `(0.5 * p.trust_score / 100.0 + 0.3 * greatest(0, 1 - ln(greatest(1, s.price_cents)) / ln(1000000)) + 0.2 * greatest(0, 1 - ln(greatest(1, s.max_latency_ms)) / ln(86400000))) desc`,
+        composite_rank: `((0.5 * p.trust_score / 100.0 + 0.3 * greatest(0, 1 - ln(greatest(1, s.price_cents)) / ln(1000000)) + 0.2 * greatest(0, 1 - ln(greatest(1, s.max_latency_ms)) / ln(86400000))) * (0.5 + 0.5 * p.liveness)) desc`,
         price_asc: 's.price_cents asc', price_desc: 's.price_cents desc', trust_score: 'p.trust_score desc', created_at: 's.created_at desc',
       };
       const expected = async (sortBy: string, where: string, limit: number, offset: number) => (await sql.query<{ name: string }>(

@@ -1837,6 +1837,17 @@ export interface components {
             updatedAt: string;
             trustScore: number;
             providerName: string;
+            /** @description EXT (D22.3): whether the provider delivers, from its last 20 purchases of the last 24 hours that count */
+            liveness: {
+                /** @description delivering; unproven (nothing recent counts, not penalised); stalled (recent purchases undelivered) */
+                state: "delivering" | "unproven" | "stalled";
+                /** @description What ranking is scaled by: 1 with nothing against the provider */
+                score: number;
+                /** @description Recent purchases delivered */
+                recentDelivered: number;
+                /** @description Recent purchases expired, failed, cancelled past the SLA, or in progress past it */
+                recentUndelivered: number;
+            };
         };
         DiscoverView: {
             matches: {
@@ -1870,6 +1881,17 @@ export interface components {
                     availability?: number;
                     /** @default 2 */
                     maxRetries: number;
+                };
+                /** @description EXT (D22.3): whether the provider delivers, from its last 20 purchases of the last 24 hours that count */
+                liveness: {
+                    /** @description delivering; unproven (nothing recent counts, not penalised); stalled (recent purchases undelivered) */
+                    state: "delivering" | "unproven" | "stalled";
+                    /** @description What ranking is scaled by: 1 with nothing against the provider */
+                    score: number;
+                    /** @description Recent purchases delivered */
+                    recentDelivered: number;
+                    /** @description Recent purchases expired, failed, cancelled past the SLA, or in progress past it */
+                    recentUndelivered: number;
                 };
             }[];
             totalMatches: number;

@@ -2,3 +2,4 @@ export { ExchangeClient, ExchangeError, unwrap, type ClientOptions, type Outcome
 export { generateSigningKey, publicKeyOf, signHttpMessage, signRequest, signingKeyProof, signingString, verifySignature, type SigningKeyPair } from './signing.js';
 export { signWebhook, verifyWebhook, WebhookVerificationError, type VerifyOptions } from './webhooks.js';
 export { verifyReceipt, ReceiptVerificationError } from './receipts.js';
+export { deliveryDeadlineMs, waitForDelivery, type DeliveryWait, type WaitForDeliveryOptions } from './delivery.js';

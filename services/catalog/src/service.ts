@@ -8,12 +8,15 @@ import * as services from './listings/handlers.js';
 import { listServices } from './listings/listing.js';
 import { applyAgentEvent, startProviderReplica } from './providers/replica.js';
 import { startDiscovery, type Discovery } from './discovery/index.js';
+import { startLiveness, type LivenessService } from './liveness/index.js';
 import { WordNet } from './discovery/thesaurus.js';
 import { Meaning } from './discovery/sentence-encoder.js';
 
 export interface CatalogService extends Component {
   deps: CatalogDeps;
   discovery: Discovery;
+  /** D22.3: which providers deliver; `sweep()` evaluates what time changed now (tests move a clock). */
+  liveness: LivenessService;
 }
 
 /** Starts the catalog: migrations, outbox relay, the provider replica, the discovery index and its operations. */
@@ -30,6 +33,7 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   relay.start();
   const replica = await startProviderReplica(deps);
   const discovery = await startDiscovery(deps);
+  const liveness = await startLiveness(deps);
   const server = await serveOperations({
     bus: opts.bus,
     now: deps.now,
@@ -54,10 +58,12 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   return {
     deps,
     discovery,
+    liveness,
     checks: async () => [await databaseCheck(db), meaningCheck(meaning)],
     // Once (`once`): a test that stopped it early, then its teardown, stops it one time.
     stop: once(async () => {
       await server.stop();
+      await liveness.stop();
       await discovery.stop();
       await replica.stop();
       await relay.stop();

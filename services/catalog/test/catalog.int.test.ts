@@ -176,11 +176,11 @@ describe('discovery index change feed', () => {
 });
 
 describe('formulas in SQL match their TypeScript', () => {
-  it('composite_rank (D7.5)', async () => {
-    const cases = [[50, 1, 1], [0, 1_000_000, 86_400_000], [100, 250, 1500], [73, 99_999, 42]];
-    for (const [trust, price, latency] of cases) {
-      const { rows } = await sql.query(`select ${compositeRankSql().compile(catalog.deps.db).sql} as r from (select $1::int as trust_score) p, (select $2::int as price_cents, $3::int as max_latency_ms) s`, [trust, price, latency]);
-      expect(Number(rows[0].r)).toBeCloseTo(compositeRank({ trustScore: trust!, priceCents: price!, maxLatencyMs: latency! }), 9);
+  it('composite_rank (D7.5), scaled by the provider\'s liveness (D22.3)', async () => {
+    const cases = [[50, 1, 1, 1], [0, 1_000_000, 86_400_000, 1], [100, 250, 1500, 0.6364], [73, 99_999, 42, 0], [88, 150, 2000, 0.5]];
+    for (const [trust, price, latency, liveness] of cases) {
+      const { rows } = await sql.query(`select ${compositeRankSql().compile(catalog.deps.db).sql} as r from (select $1::int as trust_score, $4::float8 as liveness) p, (select $2::int as price_cents, $3::int as max_latency_ms) s`, [trust, price, latency, liveness]);
+      expect(Number(rows[0].r)).toBeCloseTo(compositeRank({ trustScore: trust!, priceCents: price!, maxLatencyMs: latency!, liveness: liveness! }), 9);
     }
   });
 });

@@ -55,10 +55,11 @@ describe('the best score a related service could get (only counted when below th
     for (const [withInput, withOutput] of [[false, false], [true, false], [false, true], [true, true]] as const) {
       const ceiling = ceilingScore(withInput, withOutput);
       for (let i = 0; i < 20_000; i++) {
-        const [need, pref] = [0.001 + next(), next() * 1.2 - 0.1];
-        expect(ceiling(need, pref)).toBe(compatibilityScore({ need, ...(withInput ? { input: 1 } : {}), ...(withOutput ? { output: 1 } : {}) }, pref));
-        const actual = compatibilityScore({ need, ...(withInput ? { input: next() } : {}), ...(withOutput ? { output: next() } : {}) }, pref);
-        expect(actual).toBeLessThanOrEqual(ceiling(need, pref));
+        // D22.3: with the provider's liveness too (1 for most providers).
+        const [need, pref, live] = [0.001 + next(), next() * 1.2 - 0.1, i % 2 === 0 ? 1 : next()];
+        expect(ceiling(need, pref, live)).toBe(compatibilityScore({ need, ...(withInput ? { input: 1 } : {}), ...(withOutput ? { output: 1 } : {}) }, pref, live));
+        const actual = compatibilityScore({ need, ...(withInput ? { input: next() } : {}), ...(withOutput ? { output: next() } : {}) }, pref, live);
+        expect(actual).toBeLessThanOrEqual(ceiling(need, pref, live));
       }
     }
   });

@@ -120,10 +120,21 @@ export const ServiceView = Type.Object({
 });
 export type ServiceView = Static<typeof ServiceView>;
 
-/** D7.5 list item: the Service without schemas and examples, plus the provider's trust and name. */
+export const LIVENESS_STATES = ['delivering', 'unproven', 'stalled'] as const;
+export type LivenessState = (typeof LIVENESS_STATES)[number];
+/** EXT (D22.3): how a provider stands on delivering what it is paid for (docs/discovery.md "Liveness"). */
+export const ProviderLiveness = Type.Object({
+  state: Type.Union(LIVENESS_STATES.map((s) => Type.Literal(s)), { description: 'delivering; unproven (nothing recent counts, not penalised); stalled (recent purchases undelivered)' }),
+  score: Type.Number({ minimum: 0, maximum: 1, description: 'What ranking is scaled by: 1 with nothing against the provider' }),
+  recentDelivered: Type.Integer({ minimum: 0, description: 'Recent purchases delivered' }),
+  recentUndelivered: Type.Integer({ minimum: 0, description: 'Recent purchases expired, failed, cancelled past the SLA, or in progress past it' }),
+}, { description: 'EXT (D22.3): whether the provider delivers, from its last 20 purchases of the last 24 hours that count' });
+export type ProviderLiveness = Static<typeof ProviderLiveness>;
+
+/** D7.5 list item: the Service without schemas and examples, plus the provider's trust, name and liveness (D22.3). */
 export const ServiceListItem = Type.Composite([
   Type.Omit(ServiceView, ['inputSchema', 'outputSchema', 'examples']),
-  Type.Object({ trustScore: Type.Integer(), providerName: Type.String() }),
+  Type.Object({ trustScore: Type.Integer(), providerName: Type.String(), liveness: ProviderLiveness }),
 ]);
 export type ServiceListItem = Static<typeof ServiceListItem>;
 
@@ -171,6 +182,8 @@ export const DiscoveryMatch = Type.Object({
   inputSchema: FreeObject,
   outputSchema: FreeObject,
   sla: Sla,
+  /** EXT (D22.3): whether the provider delivers; a stalled one ranks lower. */
+  liveness: ProviderLiveness,
 });
 export type DiscoveryMatch = Static<typeof DiscoveryMatch>;
 

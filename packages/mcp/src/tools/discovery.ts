@@ -8,7 +8,7 @@ export const searchServices = tool({
   name: 'search_services',
   title: 'Search services',
   description:
-    'Finds services on the exchange by what you need, in plain words (matched by meaning), with their price in cents, expected latency, the provider\'s trust score (0–100) and how well each fits (compatibility 0–1). ' +
+    'Finds services on the exchange by what you need, in plain words (matched by meaning), with their price in cents, expected latency, the provider\'s trust score (0–100), whether the provider delivers (liveness.state: skip `stalled` ones, whose recent purchases went undelivered) and how well each fits (compatibility 0–1). ' +
     'Give `inputAvailable` (the input you have) to rank services that accept it first. Then read a service\'s contract with get_service before buying.',
   input: Type.Object({
     need: Type.String({ minLength: 1, maxLength: 2000, description: 'What you need done, e.g. "count the words in a text"' }),

@@ -1,6 +1,6 @@
 import type { ColumnType, Generated } from 'kysely';
 import type { PlatformTables } from '@aex/platform';
-import type { Pricing, ServiceExample, ServiceStatus, Sla } from '@aex/contracts';
+import type { LivenessState, Pricing, ServiceExample, ServiceStatus, Sla } from '@aex/contracts';
 
 type Json<T> = ColumnType<T, string, string>;
 
@@ -12,6 +12,25 @@ export interface ProviderRow {
   trustScore: number;
   sourceAt: Date;
   trustAt: Date;
+  /** D22.3: whether its recent purchases were delivered (domain/liveness.ts), kept by liveness/. */
+  liveness: Generated<number>;
+  livenessState: Generated<LivenessState>;
+  recentDelivered: Generated<number>;
+  recentUndelivered: Generated<number>;
+  writtenXid: Generated<string>;
+}
+
+/** D22.3: a purchase a provider was paid to deliver, as the transactions service's events tell it. */
+export interface ProviderPurchaseRow {
+  transactionId: string;
+  providerAgentId: string;
+  serviceId: string;
+  heldAt: Date | null;
+  dueAt: Date | null;
+  deliveredAt: Date | null;
+  endedAt: Date | null;
+  endedAs: 'failed' | 'expired' | 'cancelled' | null;
+  countedAt: ColumnType<Date | null, never, never>;
   writtenXid: Generated<string>;
 }
 
@@ -77,4 +96,5 @@ export interface Database extends PlatformTables {
   contractRevisions: ContractRevisionRow;
   vocabulary: { word: string };
   discoveryQueries: DiscoveryQueryRow;
+  providerPurchases: ProviderPurchaseRow;
 }

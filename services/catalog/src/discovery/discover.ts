@@ -5,6 +5,8 @@ import { fitItems, requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
 import { blend, cheapness, clamp01, RANK_WEIGHTS, speed, type RankWeights } from '../domain/rank.js';
+import { livenessFactor } from '../domain/liveness.js';
+import { LIVENESS_COLUMNS, livenessView } from '../liveness/provider-liveness.js';
 import type { DiscoveryIndex, IndexedService } from './index-store.js';
 import { needTokens } from './need.js';
 
@@ -50,11 +52,13 @@ export function combineMatch(parts: { need?: number; input?: number; output?: nu
  * compatibilityScore (D8.5): the match scaled by the preference, so that among equal matches the
  * trusted, cheap or fast one (by urgency) comes first, but no preference lifts a worse match far.
  * A need the service has nothing to do with, or an input/output it cannot take at all, is no match.
+ * D22.3: then scaled by the provider's liveness, so a provider that stopped delivering sinks below a
+ * live one of equal relevance, while a good match of it still appears, lower.
  */
-export function compatibilityScore(parts: { need?: number; input?: number; output?: number }, pref: number): number {
+export function compatibilityScore(parts: { need?: number; input?: number; output?: number }, pref: number, liveness = 1): number {
   if (parts.need === 0) return 0;
   if (parts.need === undefined && (parts.input === 0 || parts.output === 0)) return 0;
-  const score = combineMatch(parts) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref));
+  const score = combineMatch(parts) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref)) * livenessFactor(liveness);
   return Math.round(score * 10_000) / 10_000;
 }
 
@@ -64,15 +68,15 @@ export function compatibilityScore(parts: { need?: number; input?: number; outpu
  * `compatibilityScore`, in the same order, without building the parts: it runs for every service
  * related to a need (tens of thousands at 100,000 services).
  */
-export function ceilingScore(withInput: boolean, withOutput: boolean): (need: number, pref: number) => number {
+export function ceilingScore(withInput: boolean, withOutput: boolean): (need: number, pref: number, liveness?: number) => number {
   let weight = MATCH_WEIGHTS.need;
   if (withInput) weight += MATCH_WEIGHTS.input;
   if (withOutput) weight += MATCH_WEIGHTS.output;
-  return (need, pref) => {
+  return (need, pref, liveness = 1) => {
     let sum = MATCH_WEIGHTS.need * need;
     if (withInput) sum += MATCH_WEIGHTS.input;
     if (withOutput) sum += MATCH_WEIGHTS.output;
-    return Math.round((sum / weight) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref)) * 10_000) / 10_000;
+    return Math.round((sum / weight) * (1 - PREFERENCE_SHARE + PREFERENCE_SHARE * clamp01(pref)) * livenessFactor(liveness) * 10_000) / 10_000;
   };
 }
 
@@ -115,14 +119,14 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
     // least 0.6 × relevance × 0.85 > 0): it is counted, and fully scored only when the best its
     // input and output could make of it would still enter the short list (at 100,000
     // services a need relates tens of thousands).
-    if (need !== undefined && best.length === keep && ceiling(need, pref) < best[keep - 1]!.score) {
+    if (need !== undefined && best.length === keep && ceiling(need, pref, provider.liveness) < best[keep - 1]!.score) {
       total += 1;
       return;
     }
     const parts: Candidate['parts'] = need === undefined ? {} : { need };
     if (body.inputAvailable) parts.input = inputCompatibility(s.inputSig, body.inputAvailable);
     if (wantedOutput) parts.output = outputCompatibility(s.outputSig, wantedOutput);
-    const score = compatibilityScore(parts, pref);
+    const score = compatibilityScore(parts, pref, provider.liveness);
     if (score <= 0) return;
     total += 1;
     if (best.length === keep && byScore(best[keep - 1]!, { score, service: s }) <= 0) return;
@@ -190,7 +194,7 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
   let q = deps.db
     .selectFrom('services as s')
     .innerJoin('providers as p', 'p.agentId', 's.agentId')
-    .select(['s.id', 's.agentId', 's.name', 's.revision', 's.sla', 's.priceCents', 's.maxLatencyMs', 'p.name as agentName', 'p.trustScore'])
+    .select(['s.id', 's.agentId', 's.name', 's.revision', 's.sla', 's.priceCents', 's.maxLatencyMs', 'p.name as agentName', 'p.trustScore', ...LIVENESS_COLUMNS])
     .where('s.id', 'in', top.map((c) => c.service.id))
     .where('s.status', '=', 'active')
     .where('p.status', '=', 'active');
@@ -217,14 +221,14 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
       const faulty = new Set((validate.errors ?? []).map((e) => e.instancePath.split('/')[1] ?? '').filter(Boolean));
       parts.input = inputCompatibility(c.service.inputSig, body.inputAvailable, { accepted, faulty });
     }
-    const score = compatibilityScore(parts, preference(urgency, { trustScore: row.trustScore, priceCents: row.priceCents, maxLatencyMs: row.maxLatencyMs }));
+    const score = compatibilityScore(parts, preference(urgency, { trustScore: row.trustScore, priceCents: row.priceCents, maxLatencyMs: row.maxLatencyMs }), row.liveness);
     if (score <= 0) continue;
     rescored.push({
       ...c, parts, score,
       match: {
         serviceId: row.id, agentId: row.agentId, agentName: row.agentName, serviceName: row.name, compatibilityScore: score,
         trustScore: row.trustScore, priceCents: row.priceCents, estimatedLatencyMs: row.maxLatencyMs,
-        inputSchema, outputSchema, sla: row.sla as Sla,
+        inputSchema, outputSchema, sla: row.sla as Sla, liveness: livenessView(row),
       },
     });
   }

@@ -40,6 +40,8 @@ export interface IndexedProvider {
   name: string;
   status: string;
   trustScore: number;
+  /** D22.3: whether its recent purchases were delivered, in [0, 1] (domain/liveness.ts). */
+  liveness: number;
   writtenXid: string;
 }
 
@@ -139,9 +141,9 @@ export class DiscoveryIndex {
   }
 
   private async loadProviders(ids: string[]): Promise<void> {
-    const rows = await this.db.selectFrom('providers').select(['agentId', 'name', 'status', 'trustScore', sql<string>`written_xid::text`.as('xid')])
+    const rows = await this.db.selectFrom('providers').select(['agentId', 'name', 'status', 'trustScore', 'liveness', sql<string>`written_xid::text`.as('xid')])
       .where('agentId', 'in', ids).execute();
-    for (const p of rows) Object.assign(this.provider(p.agentId), { name: p.name, status: p.status, trustScore: p.trustScore, writtenXid: p.xid });
+    for (const p of rows) Object.assign(this.provider(p.agentId), { name: p.name, status: p.status, trustScore: p.trustScore, liveness: p.liveness, writtenXid: p.xid });
   }
 
   /**
@@ -150,7 +152,7 @@ export class DiscoveryIndex {
    */
   private provider(agentId: string): IndexedProvider {
     let p = this.providers.get(agentId);
-    if (!p) this.providers.set(agentId, (p = { name: '', status: 'unknown', trustScore: 0, writtenXid: '' }));
+    if (!p) this.providers.set(agentId, (p = { name: '', status: 'unknown', trustScore: 0, liveness: 1, writtenXid: '' }));
     return p;
   }
 

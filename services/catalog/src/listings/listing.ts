@@ -4,6 +4,8 @@ import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import type { DiscoveryIndex, IndexedService } from '../discovery/index-store.js';
 import { blend, compositeRankSql, RANK_WEIGHTS } from '../domain/rank.js';
+import { livenessFactor } from '../domain/liveness.js';
+import { LIVENESS_COLUMNS } from '../liveness/provider-liveness.js';
 import { selectPage } from './page-select.js';
 import { listItemView } from './views.js';
 
@@ -21,11 +23,12 @@ const ORDER: Record<ServiceSort, ReturnType<typeof sql>> = {
 const COLUMNS = [
   's.id', 's.agentId', 's.name', 's.description', 's.version', 's.category', 's.subcategory', 's.tags', 's.pricing', 's.sla',
   's.capabilities', 's.metadata', 's.status', 's.createdAt', 's.updatedAt', 'p.trustScore', 'p.name as providerName',
+  ...LIVENESS_COLUMNS,
 ] as const;
 
 /** One listed service's sort key, smaller first (descending sorts negated); ties go by createdAt desc, then id. */
 const SORT_KEY: Record<ServiceSort, (s: IndexedService) => number> = {
-  composite_rank: (s) => -blend(RANK_WEIGHTS, s.provider.trustScore, s.cheapness, s.speed),
+  composite_rank: (s) => -blend(RANK_WEIGHTS, s.provider.trustScore, s.cheapness, s.speed) * livenessFactor(s.provider.liveness),
   price_asc: (s) => s.priceCents,
   price_desc: (s) => -s.priceCents,
   trust_score: (s) => -s.provider.trustScore,

@@ -1,4 +1,5 @@
 import type { Pricing, ServiceExample, ServiceListItem, ServiceStatus, ServiceView, Sla } from '@aex/contracts';
+import { livenessView, type StoredLiveness } from '../liveness/provider-liveness.js';
 
 /** A service as the handlers work with it: the stored columns, JSON decoded. */
 export interface StoredService {
@@ -23,10 +24,10 @@ export interface StoredService {
   updatedAt: Date;
 }
 
-type Listed = Omit<ServiceListItem, 'createdAt' | 'updatedAt' | 'trustScore' | 'providerName'> & { createdAt: Date; updatedAt: Date };
+type Listed = Omit<ServiceListItem, 'createdAt' | 'updatedAt' | 'trustScore' | 'providerName' | 'liveness'> & { createdAt: Date; updatedAt: Date };
 
 /** The fields a list item shares with the full contract. */
-function listedFields(s: Listed): Omit<ServiceListItem, 'trustScore' | 'providerName'> {
+function listedFields(s: Listed): Omit<ServiceListItem, 'trustScore' | 'providerName' | 'liveness'> {
   return {
     id: s.id,
     agentId: s.agentId,
@@ -51,7 +52,7 @@ export function serviceView(s: StoredService): ServiceView {
   return { ...listedFields(s), inputSchema: s.inputSchema, outputSchema: s.outputSchema, examples: s.examples };
 }
 
-/** D7.5 list item: no schemas or examples; the provider's trust score and name. */
-export function listItemView(s: Listed & { trustScore: number; providerName: string }): ServiceListItem {
-  return { ...listedFields(s), trustScore: s.trustScore, providerName: s.providerName };
+/** D7.5 list item: no schemas or examples; the provider's trust score, name and liveness (D22.3). */
+export function listItemView(s: Listed & { trustScore: number; providerName: string } & StoredLiveness): ServiceListItem {
+  return { ...listedFields(s), trustScore: s.trustScore, providerName: s.providerName, liveness: livenessView(s) };
 }

@@ -78,6 +78,11 @@ export class DiscoveryIndex {
     private readonly pollMs = 200,
   ) {}
 
+  /** The model whose embeddings the index compares needs with (D22.1), null without meaning. */
+  get model(): string | null {
+    return this.encoder && this.encoderDims > 0 ? this.encoder.name : null;
+  }
+
   async start(): Promise<void> {
     await this.refresh();
     this.schedule();

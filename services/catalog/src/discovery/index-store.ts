@@ -208,7 +208,9 @@ export class DiscoveryIndex {
       embedded.add(id);
       set(id, v);
     }));
-    if (this.encoder?.name !== model) this.logger.info({ model, embedded: embedded.size, services: this.services.size }, 'discovery compares the embeddings of this model');
+    if (this.encoder && this.encoder.name !== model) {
+      this.logger.info({ model, embedded: embedded.size, services: this.services.size }, `discovery now compares the embeddings of ${model ?? 'no model'}`);
+    }
     this.encoder = encoder;
     this.encoderDims = encoder?.dims ?? 0;
     this.unembedded.clear();

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger } from '@aex/platform';
 import { OpenAIEmbeddingsEncoder, type OpenAIEncoderOptions } from '../src/discovery/openai-encoder.js';
@@ -56,6 +57,8 @@ describe('an OpenAI-compatible embeddings endpoint as the sentence encoder (D22.
       expect(v[5]).toBeCloseTo(raw[5]! / norm, 5);
     });
     expect(logLines.join('\n')).not.toContain(KEY);
+    // Nor does the encoder show it when logged or printed itself.
+    expect(inspect(e, { depth: 5, showHidden: true }) + JSON.stringify(e)).not.toContain(KEY);
   });
 
   it('learns the model\'s own dimensions from its first answer when none are asked for, and names the model without them', async () => {

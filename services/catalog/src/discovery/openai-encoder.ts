@@ -54,11 +54,14 @@ export class OpenAIEmbeddingsEncoder implements SentenceEncoder {
   private probeDelayMs = PROBE_MIN_MS;
   private probeTimer: NodeJS.Timeout | undefined;
   private readonly closing = new AbortController();
+  /** The settings but the key (which lives in `#apiKey` only). */
+  private readonly options: Omit<OpenAIEncoderOptions, 'apiKey'>;
 
-  constructor(private readonly options: OpenAIEncoderOptions, private readonly logger: Logger | null = null) {
+  constructor({ apiKey, ...options }: OpenAIEncoderOptions, private readonly logger: Logger | null = null) {
+    this.options = options;
     this.name = openaiModelName(options.model, options.dimensions);
     this.dims = options.dimensions ?? 0;
-    this.#apiKey = options.apiKey;
+    this.#apiKey = apiKey;
     const endpoint = new URL(options.url);
     endpoint.pathname = `${endpoint.pathname.replace(/\/+$/, '')}/embeddings`;
     this.endpoint = endpoint.toString();

@@ -78,8 +78,10 @@ export class Meaning {
    */
   async follow(state: ModelState): Promise<void> {
     if (!this.factory) return;
-    const serving = state.serving === null ? null : await this.slot(state.serving, state.servingEndpoint, 'serving');
-    const preparing = state.next === null ? null : await this.slot(state.next, state.nextEndpoint, 'next');
+    const [serving, preparing] = await Promise.all([
+      state.serving === null ? null : this.slot(state.serving, state.servingEndpoint, 'serving'),
+      state.next === null ? null : this.slot(state.next, state.nextEndpoint, 'next'),
+    ]);
     this.serving = serving;
     this.preparing = preparing;
     for (const [model, slot] of this.built) {

@@ -195,6 +195,8 @@ describe('the Helm chart', () => {
     // Set by the chart itself: listen addresses, the connection URLs and the token (Secrets). TLS is
     // the ingress's in a cluster, so the gateway's own certificate files are not offered.
     const managed = ['PORT', 'HOST', 'HEALTH_PORT', 'DATABASE_URL', 'NATS_URL', 'ADMIN_TOKEN', 'METRICS_TOKEN', 'STRIPE_API_KEY', 'STRIPE_WEBHOOK_SECRET', 'RECEIPT_SIGNING_KEY', 'EXCHANGE_VERSION', 'TLS_CERT_FILE', 'TLS_KEY_FILE'];
+    // D22.1: the catalog's encoder comes from discovery.encoder.* (chart-encoder.int.test.ts).
+    managed.push(...Object.keys(ConfigSchema.properties).filter((n) => n.startsWith('DISCOVERY_ENCODER')));
     const settable = Object.keys(ConfigSchema.properties).filter((n) => !managed.includes(n));
     expect(Object.keys(chartConfig).sort()).toEqual(settable.sort());
     for (const name of settable) {

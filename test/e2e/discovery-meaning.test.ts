@@ -79,7 +79,7 @@ describe('the sentence encoder stopping', () => {
     const sql = new pg.Client({ connectionString: env.ex.databaseUrl });
     await sql.connect();
     try {
-      const model = async () => (await sql.query<{ model: string | null }>('select embedding_model as model from catalog.services where id = $1', [later.id])).rows[0]?.model;
+      const model = async () => (await sql.query<{ model: string }>('select model from catalog.service_embeddings where service_id = $1', [later.id])).rows[0]?.model;
       await expect.poll(model, { timeout: 15_000, interval: 100 }).toBe('use-512');
     } finally {
       await sql.end();

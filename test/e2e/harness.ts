@@ -13,7 +13,7 @@ import { database as identityDatabase, startIdentityService, type IdentityServic
 import { database as walletDatabase, startWalletService, type WalletService } from '@aex/wallet';
 import { database as transactionsDatabase, startTransactionService, type TransactionService } from '@aex/transactions';
 import { database as webhooksDatabase, startWebhookService, type WebhookService } from '@aex/webhooks';
-import { checksOf, connectServiceDb, loadConfig, type Bus, type ExchangeConfig, type ServiceDbOptions } from '@aex/platform';
+import { checksOf, connectServiceDb, loadConfig, type Bus, type ExchangeConfig, type Logger, type ServiceDbOptions } from '@aex/platform';
 import { createTestBus, createTestDatabaseFrom, TestClock, testLogger, testNamespace, type TestDatabase } from '@aex/platform/testing';
 
 export const ADMIN_TOKEN = 'e2e-admin-token-not-secret';
@@ -71,7 +71,8 @@ export interface TestExchange {
   stopIdentity(): Promise<void>;
   startIdentity(): Promise<IdentityService>;
   stopCatalog(): Promise<void>;
-  startCatalog(): Promise<CatalogService>;
+  /** Starts the catalog again, with settings of its own when given (a catalog restarted with a new configuration). */
+  startCatalog(overrides?: Partial<Record<keyof ExchangeConfig, string>>): Promise<CatalogService>;
   signUp(over?: Partial<CreateAccountBody>): Promise<Member>;
   addAgent(owner: Member, over?: Record<string, unknown>): Promise<Member>;
   stop(): Promise<void>;
@@ -97,24 +98,24 @@ export interface TestExchangeOptions {
   timerPollMs?: number;
   /** The gateway's port (default: any free one). */
   port?: number;
+  /** Where the services log (default: silent, or TEST_LOG_LEVEL). */
+  logger?: Logger;
 }
 
 export async function startTestExchange(overrides: Partial<Record<keyof ExchangeConfig, string>> = {}, opts: TestExchangeOptions = {}): Promise<TestExchange> {
   const db = opts.databaseUrl ? { url: opts.databaseUrl, drop: async () => undefined } : await exchangeDatabase();
   const { bus, dispose } = await createTestBus('jetstream');
-  const config = loadConfig(
-    {},
-    {
-      PAYMENTS_PROVIDER: 'sandbox',
-      ADMIN_TOKEN,
-      RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
-      PUBLIC_BASE_URL: 'http://exchange.test:8080',
-      BUS_NAMESPACE: bus.namespace,
-      RECEIPT_SIGNING_KEY: randomBytes(32).toString('base64'),
-      ...overrides,
-    },
-  );
-  const logger = testLogger();
+  const configOverrides = {
+    PAYMENTS_PROVIDER: 'sandbox',
+    ADMIN_TOKEN,
+    RATE_LIMIT_ACCOUNTS_PER_MIN_PER_IP: '100000',
+    PUBLIC_BASE_URL: 'http://exchange.test:8080',
+    BUS_NAMESPACE: bus.namespace,
+    RECEIPT_SIGNING_KEY: randomBytes(32).toString('base64'),
+    ...overrides,
+  };
+  const config = loadConfig({}, configOverrides);
+  const logger = opts.logger ?? testLogger();
   // The services' one clock: a test moves it past a deadline (offers, expiry, review window, disputes)
   // instead of sleeping. Shared, so no service's timestamps run ahead of another's.
   const clock = new TestClock();
@@ -161,8 +162,8 @@ export async function startTestExchange(overrides: Partial<Record<keyof Exchange
       if (catalogRunning) await catalog.stop();
       catalogRunning = false;
     },
-    async startCatalog() {
-      catalog = await startCatalogService(deps);
+    async startCatalog(over = {}) {
+      catalog = await startCatalogService({ ...deps, config: loadConfig({}, { ...configOverrides, ...over }) });
       catalogRunning = true;
       return catalog;
     },

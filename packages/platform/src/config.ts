@@ -1,4 +1,5 @@
 import { Type, type Static, validator } from '@aex/contracts';
+import { discoveryEncoderProblem, DiscoveryEncoderSettings } from './config-discovery-encoder.js';
 
 const Int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER) => Type.Integer({ default: def, minimum: min, maximum: max });
 const Bool = (def: boolean) => Type.Union([Type.Literal('true'), Type.Literal('false')], { default: String(def) });
@@ -84,6 +85,7 @@ export const ConfigSchema = Type.Object({
    * ranking is then lexical, and discover answers say so in `warnings`.
    */
   DISCOVERY_MEANING: Bool(true),
+  ...DiscoveryEncoderSettings,
   /**
    * Statements prepared once per connection. `false` for a connection pooler that cannot
    * keep them, such as PgBouncer before 1.21 in transaction mode.
@@ -122,6 +124,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if ((cfg.TLS_CERT_FILE === undefined) !== (cfg.TLS_KEY_FILE === undefined)) {
     throw new ConfigError(cfg.TLS_CERT_FILE === undefined ? 'TLS_CERT_FILE' : 'TLS_KEY_FILE', 'must be set together with the other of TLS_CERT_FILE and TLS_KEY_FILE.');
   }
+  const encoder = discoveryEncoderProblem(cfg);
+  if (encoder) throw new ConfigError(encoder.variable, encoder.message);
   const publicBase = (cfg.PUBLIC_BASE_URL ?? `${cfg.TLS_CERT_FILE ? 'https' : 'http'}://${cfg.HOST}:${cfg.PORT}`).replace(/\/+$/, '');
   return { ...cfg, PUBLIC_BASE_URL: publicBase };
 }

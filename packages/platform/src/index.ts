@@ -1,4 +1,5 @@
 export * from './config.js';
+export { MAX_ENCODER_DIMENSIONS } from './config-discovery-encoder.js';
 export * from './logger.js';
 export * from './bus/index.js';
 export * from './db/index.js';

@@ -1,4 +1,4 @@
-import { pino, type Logger, type LevelWithSilent, type LoggerOptions } from 'pino';
+import { pino, type DestinationStream, type Logger, type LevelWithSilent, type LoggerOptions } from 'pino';
 import pretty from 'pino-pretty';
 import { trace } from '@opentelemetry/api';
 
@@ -12,7 +12,7 @@ export type LogFormat = 'auto' | 'json' | 'pretty';
  * trace and span ids. Services bind `service` on a child, so one process can host several. Pretty
  * lines are formatted on the same thread, synchronously (no transport worker).
  */
-export function createLogger(app: string, level: LevelWithSilent | string = 'info', format: LogFormat = 'auto'): Logger {
+export function createLogger(app: string, level: LevelWithSilent | string = 'info', format: LogFormat = 'auto', destination?: DestinationStream): Logger {
   const options: LoggerOptions = {
     level: level as LevelWithSilent,
     base: { app },
@@ -25,6 +25,8 @@ export function createLogger(app: string, level: LevelWithSilent | string = 'inf
     },
     redact: { paths: ['req.headers.authorization', '*.apiKey', '*.email'], censor: '[redacted]' },
   };
+  // A destination of the caller's own (a test reading what was logged) gets JSON lines.
+  if (destination) return pino(options, destination);
   const human = format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
   if (!human) return pino(options);
   return pino(options, pretty({

@@ -3,7 +3,7 @@ import type { ValidatorCache } from '@aex/schemas';
 import type { Bus, ExchangeConfig, Logger, Transactor, ReplicaCaches } from '@aex/platform';
 import type { Database } from './db/schema.js';
 import type { Thesaurus } from './discovery/thesaurus.js';
-import type { Meaning } from './discovery/sentence-encoder.js';
+import type { Meaning } from './discovery/meaning.js';
 
 /** What every catalog handler works with; the clock comes in so rules stay testable. */
 export interface CatalogDeps {
@@ -23,8 +23,9 @@ export interface CatalogDeps {
   /** WordNet, shared by indexing (expansions) and discovery (query analysis). */
   thesaurus: Thesaurus;
   /**
-   * Sentence embeddings of services and needs (D8.2): `meaning.encoder`, null when turned off or the
-   * model could not be loaded, and the status readiness and discovery's warnings report.
+   * Sentence embeddings of services and needs (D8.2, D22.1): `meaning.encoder` of the model the
+   * catalog serves (null when turned off or not available), the next model's while the catalog moves
+   * to it, and the status readiness and discovery's warnings report.
    */
   meaning: Meaning;
   now: () => Date;

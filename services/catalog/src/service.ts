@@ -10,7 +10,8 @@ import { applyAgentEvent, startProviderReplica } from './providers/replica.js';
 import { startDiscovery, type Discovery } from './discovery/index.js';
 import { startLiveness, type LivenessService } from './liveness/index.js';
 import { WordNet } from './discovery/thesaurus.js';
-import { Meaning } from './discovery/sentence-encoder.js';
+import { Meaning } from './discovery/meaning.js';
+import { ModelSwitch } from './discovery/model-switch.js';
 
 export interface CatalogService extends Component {
   deps: CatalogDeps;
@@ -27,11 +28,14 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
   const relay = new OutboxRelay(db, opts.bus, logger);
   const tx = new Transactor(db, relay);
   const thesaurus = new WordNet();
-  const meaning = await Meaning.load(logger, opts.config.DISCOVERY_MEANING === 'true');
+  const meaning = Meaning.configure(logger, opts.config);
   const replicas = await ReplicaCaches.open(opts.bus, logger);
   const deps: CatalogDeps = { db, bus: opts.bus, config: opts.config, logger, tx, replicas, validators: new ValidatorCache(), thesaurus, meaning, now: opts.now ?? (() => new Date()) };
   relay.start();
   const replica = await startProviderReplica(deps);
+  // D22.1: the models the database names are built before the index loads their embeddings.
+  const models = new ModelSwitch(db, meaning, logger);
+  await models.start();
   const discovery = await startDiscovery(deps);
   const liveness = await startLiveness(deps);
   const server = await serveOperations({
@@ -65,11 +69,12 @@ export async function startCatalogService(opts: { bus: Bus; databaseUrl: string;
       await server.stop();
       await liveness.stop();
       await discovery.stop();
+      await models.stop();
       await replica.stop();
       await relay.stop();
       await close();
       thesaurus.close();
-      await meaning.encoder?.close();
+      await meaning.close();
     }),
   };
 }

@@ -292,7 +292,10 @@ async function grow(ex: Exchange, size: number): Promise<void> {
   const copies = Math.ceil((size - have) / have);
   for (let g = 1; g <= copies; g++) {
     const room = size - ex.stack.catalog.discovery.index.services.size;
-    await ex.sql.query(`insert into catalog.services (id, name, ${cols}) select gen_random_uuid(), name || ' copy ${g}', ${cols} from catalog.services where name not like '% copy %' limit ${Math.min(room, have)}`);
+    // The copies take their originals' embeddings too (every model's: one statement, so the index reads them with the rows).
+    await ex.sql.query(`with src as (select gen_random_uuid() as copy_id, * from catalog.services where name not like '% copy %' limit ${Math.min(room, have)}),
+      copies as (insert into catalog.services (id, name, ${cols}) select copy_id, name || ' copy ${g}', ${cols} from src)
+      insert into catalog.service_embeddings (service_id, model, embedding) select src.copy_id, e.model, e.embedding from src join catalog.service_embeddings e on e.service_id = src.id`);
     await waitFor(() => ex.stack.catalog.discovery.index.services.size >= Math.min(size, have * (g + 1)));
   }
   // What autovacuum would do soon after such a bulk write: fresh statistics for the planner.

@@ -85,7 +85,46 @@ secretKeyRef:
 {{- fail (printf "services.%s.autoscaling.minReplicas (%d) is above maxReplicas (%d)" $name (int $svc.autoscaling.minReplicas) (int $svc.autoscaling.maxReplicas)) -}}
 {{- end -}}
 {{- end -}}
+{{- $encoder := .Values.discovery.encoder -}}
+{{- if and (eq $encoder.type "openai") (not $encoder.url) -}}
+{{- fail "discovery.encoder.url is required when discovery.encoder.type is openai: the base URL of the embeddings endpoint (e.g. http://tei:8080/v1)" -}}
+{{- end -}}
+{{- if and (eq $encoder.type "openai") (not $encoder.model) -}}
+{{- fail "discovery.encoder.model is required when discovery.encoder.type is openai: the model the endpoint embeds with" -}}
+{{- end -}}
+{{- if regexMatch "@[0-9]+$" (toString $encoder.model) -}}
+{{- fail "discovery.encoder.model must not end in @<digits>: stored embeddings name their dimensions that way (openai:<model>@<dims>)" -}}
+{{- end -}}
 {{- $_ := include "aex.publicBaseUrl" . -}}
+{{- end -}}
+
+{{/* D22.1: the catalog's sentence encoder, as environment variables of the catalog alone. */}}
+{{- define "aex.encoderEnv" -}}
+{{- $e := .Values.discovery.encoder -}}
+- name: DISCOVERY_ENCODER
+  value: {{ $e.type | quote }}
+{{- range $name, $value := dict "DISCOVERY_ENCODER_URL" $e.url "DISCOVERY_ENCODER_MODEL" $e.model "DISCOVERY_ENCODER_DIMENSIONS" $e.dimensions }}
+{{- if $value }}
+- name: {{ $name }}
+  value: {{ toString $value | quote }}
+{{- end }}
+{{- end }}
+- name: DISCOVERY_ENCODER_BATCH_SIZE
+  value: {{ $e.batchSize | toString | quote }}
+- name: DISCOVERY_ENCODER_TIMEOUT_MS
+  value: {{ $e.timeoutMs | toString | quote }}
+{{- if or $e.apiKey $e.existingSecret }}
+- name: DISCOVERY_ENCODER_API_KEY
+  valueFrom:
+    {{- include "aex.secretKeyRef" (dict "root" . "existing" $e.existingSecret "key" $e.existingSecretKey "ownKey" "DISCOVERY_ENCODER_API_KEY") | nindent 4 }}
+{{- end }}
+{{- end -}}
+
+{{/* The TCP port of the embeddings endpoint (the catalog's egress): the URL's own, or its scheme's. */}}
+{{- define "aex.encoderPort" -}}
+{{- $u := urlParse .Values.discovery.encoder.url -}}
+{{- $port := regexFind ":[0-9]+$" $u.host | trimPrefix ":" -}}
+{{- $port | default (ternary "443" "80" (eq $u.scheme "https")) -}}
 {{- end -}}
 
 {{/* The command that starts one service, or its migrations (`script`: main or migrate); `live`:

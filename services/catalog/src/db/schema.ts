@@ -62,6 +62,7 @@ export interface ServiceRow {
   searchDoc: ColumnType<string, never, never>;
   textE: string;
   expansionDoc: ColumnType<string, never, never>;
+  /** No longer read (D22.1: service_embeddings); kept for catalogs of the previous version during an upgrade. */
   embedding: Buffer | null;
   embeddingModel: string | null;
   createdAt: Date;
@@ -90,6 +91,26 @@ export interface DiscoveryQueryRow {
   createdAt: Date;
 }
 
+/** D22.1: a service's sentence embedding by one model (float32 bytes of a unit vector). */
+export interface ServiceEmbeddingRow {
+  serviceId: string;
+  model: string;
+  embedding: Buffer;
+  createdAt: Generated<Date>;
+}
+
+/** D22.1 (one row): the model whose embeddings discovery compares, and the one the catalog is re-embedding for. */
+export interface EmbeddingModelsRow {
+  id: Generated<boolean>;
+  serving: string | null;
+  servingEndpoint: string | null;
+  next: string | null;
+  nextEndpoint: string | null;
+  leaseOwner: string | null;
+  leaseUntil: Date | null;
+  changedAt: Generated<Date>;
+}
+
 export interface Database extends PlatformTables {
   providers: ProviderRow;
   services: ServiceRow;
@@ -97,4 +118,6 @@ export interface Database extends PlatformTables {
   vocabulary: { word: string };
   discoveryQueries: DiscoveryQueryRow;
   providerPurchases: ProviderPurchaseRow;
+  serviceEmbeddings: ServiceEmbeddingRow;
+  embeddingModels: EmbeddingModelsRow;
 }

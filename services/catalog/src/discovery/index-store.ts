@@ -4,7 +4,8 @@ import type { Database } from '../db/schema.js';
 import { ioSignature, type IoSignature } from '../domain/compatibility.js';
 import { cheapness, speed } from '../domain/rank.js';
 import type { RelevanceScorer } from './relevance-scorer.js';
-import { embeddingText, fromBytes, toBytes, type SentenceEncoder } from './sentence-encoder.js';
+import { embeddingText, fromBytes, type SentenceEncoder } from './sentence-encoder.js';
+import { forEachEmbedding, saveEmbeddings } from './embedding-store.js';
 
 /** What discovery filters and ranks on, per active service, in memory. */
 export interface IndexedService {
@@ -66,14 +67,23 @@ export class DiscoveryIndex {
   /** Services indexed without an embedding of the current model, embedded in the background. */
   private readonly unembedded = new Set<string>();
   private backfilling: Promise<void> | undefined;
+  /** The encoder whose model's embeddings the index holds (D22.1), and its dimensions when taken. */
+  private encoder: SentenceEncoder | null = null;
+  private encoderDims = 0;
 
   constructor(
     private readonly db: Kysely<Database>,
     readonly scorer: RelevanceScorer<IndexedService>,
-    private readonly encoder: SentenceEncoder | null,
+    /** Where the serving model's encoder comes from: it changes when the catalog switches models. */
+    private readonly meaning: { readonly encoder: SentenceEncoder | null },
     private readonly logger: Logger,
     private readonly pollMs = 200,
   ) {}
+
+  /** The model whose embeddings the index compares needs with (D22.1), null without meaning. */
+  get model(): string | null {
+    return this.encoder && this.encoderDims > 0 ? this.encoder.name : null;
+  }
 
   async start(): Promise<void> {
     await this.refresh();
@@ -125,6 +135,7 @@ export class DiscoveryIndex {
       select 'p', agent_id::text, written_xid::text from providers where written_xid >= ${this.horizon}::xid8
       union all
       select 's', id::text, written_xid::text from services where written_xid >= ${this.horizon}::xid8`.execute(this.db);
+    await this.followEncoder();
     const horizon = rows.find((r) => r.kind === 'h')!.id;
     const providerIds = rows.filter((r) => r.kind === 'p' && this.providers.get(r.id)?.writtenXid !== r.xid).map((r) => r.id);
     const serviceIds = rows.filter((r) => r.kind === 's' && this.services.get(r.id)?.writtenXid !== r.xid).map((r) => r.id);
@@ -159,7 +170,8 @@ export class DiscoveryIndex {
   private async loadServices(ids: string[]): Promise<void> {
     const rows = await this.db
       .selectFrom('services')
-      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'revision', 'inputSchema', 'outputSchema', 'embedding', 'embeddingModel', 'createdAt',
+      .leftJoin('serviceEmbeddings as e', (j) => j.onRef('e.serviceId', '=', 'services.id').on('e.model', '=', this.encoder?.name ?? ''))
+      .select(['id', 'agentId', 'name', 'category', 'subcategory', 'tags', 'description', 'status', 'priceCents', 'budgetFloorCents', 'maxLatencyMs', 'revision', 'inputSchema', 'outputSchema', 'e.embedding', 'services.createdAt',
         sql<string>`search_doc::text`.as('doc'), sql<string>`expansion_doc::text`.as('expansion'), sql<string>`written_xid::text`.as('xid')])
       .where('id', 'in', ids)
       .execute();
@@ -176,21 +188,47 @@ export class DiscoveryIndex {
         revision: s.revision, inputSchema: s.inputSchema, outputSchema: s.outputSchema,
       };
       this.services.set(s.id, indexed);
-      const current = this.encoder !== null && s.embedding !== null && s.embeddingModel === this.encoder.name;
+      const current = this.encoder !== null && s.embedding !== null;
       if (this.encoder && !current) this.unembedded.add(s.id);
       this.scorer.upsert({ id: s.id, item: indexed, searchDoc: s.doc, expansionDoc: s.expansion, embedding: current ? fromBytes(s.embedding!) : null });
     }
   }
 
   /**
-   * Embeds services stored without an embedding of the current model (written while the model was
-   * unavailable, or by another model), a batch at a time, and saves it; the change feed then brings
-   * them back embedded. Outside the poll, so a discover never waits for it. While the encoder is
-   * down they wait; a batch it refuses is dropped (embedded when next written) rather than retried.
+   * D22.1: when the serving model's encoder is another than the one whose embeddings the index holds
+   * (the catalog switched models, or the encoder's dimensions became known at its first answer), the
+   * scorer takes the new encoder with every indexed service's embedding by its model, read at once:
+   * from then on needs are compared with those, never a mixture. Services without one are embedded
+   * in the background. Runs inside a poll, so no service is loaded meanwhile.
+   */
+  private async followEncoder(): Promise<void> {
+    const encoder = this.meaning.encoder;
+    if (encoder === this.encoder && (encoder?.dims ?? 0) === this.encoderDims) return;
+    const model = encoder?.name ?? null;
+    const embedded = new Set<string>();
+    await this.scorer.useEncoder?.(encoder, (ids, set) => forEachEmbedding(this.db, model ?? '', ids, (id, v) => {
+      embedded.add(id);
+      set(id, v);
+    }));
+    if (this.encoder && this.encoder.name !== model) {
+      this.logger.info({ model, embedded: embedded.size, services: this.services.size }, `discovery now compares the embeddings of ${model ?? 'no model'}`);
+    }
+    this.encoder = encoder;
+    this.encoderDims = encoder?.dims ?? 0;
+    this.unembedded.clear();
+    if (encoder) for (const id of this.services.keys()) if (!embedded.has(id)) this.unembedded.add(id);
+  }
+
+  /**
+   * Embeds services stored without an embedding of the serving model (written while the encoder was
+   * unavailable, or before the catalog moved to this model), a batch at a time, and saves it; the
+   * change feed then brings them back embedded. Outside the poll, so a discover never waits for it.
+   * While the encoder is down they wait; a batch it refuses is dropped (embedded when next written)
+   * rather than retried.
    */
   private async backfill(): Promise<void> {
     const encoder = this.encoder!;
-    while (this.unembedded.size > 0 && !this.stopped && !encoder.problem) {
+    while (this.unembedded.size > 0 && !this.stopped && !encoder.problem && encoder === this.encoder) {
       const ids = [...this.unembedded].slice(0, BACKFILL_BATCH);
       const rows = await this.db.selectFrom('services')
         .select(['id', 'name', 'category', 'subcategory', 'tags', 'description', sql<string>`written_xid::text`.as('xid')])
@@ -200,10 +238,7 @@ export class DiscoveryIndex {
         throw err;
       });
       for (const id of ids) this.unembedded.delete(id);
-      for (const [i, r] of rows.entries()) {
-        await this.db.updateTable('services').set({ embedding: toBytes(vectors[i]!), embeddingModel: encoder.name })
-          .where('id', '=', r.id).where(sql<boolean>`written_xid = ${r.xid}::xid8`).execute();
-      }
+      await saveEmbeddings(this.db, encoder.name, rows.map((r, i) => ({ id: r.id, xid: r.xid, vector: vectors[i]! })), true);
     }
   }
 }

@@ -14,13 +14,12 @@ export interface Discovery extends Stoppable {
 
 /** Loads the discovery index (and keeps it fresh) and returns the discover operation (D8). */
 export async function startDiscovery(deps: CatalogDeps): Promise<Discovery> {
-  const { encoder } = deps.meaning;
-  const scorer = new LexicalSemanticScorer<IndexedService>(new PostgresLexicon(deps.db), deps.thesaurus, encoder);
+  const scorer = new LexicalSemanticScorer<IndexedService>(new PostgresLexicon(deps.db), deps.thesaurus);
+  const index = new DiscoveryIndex(deps.db, scorer, deps.meaning, deps.logger);
+  await index.start();
   if (scorer.meaningScan === 'js') {
     deps.logger.warn('WebAssembly SIMD is not available in this runtime: each discover compares the need with every service in plain JavaScript, about 30 times slower (docs/discovery.md)');
   }
-  const index = new DiscoveryIndex(deps.db, scorer, encoder, deps.logger);
-  await index.start();
   const retention = startQueryRetention(deps.db, deps.logger, deps.now);
   return {
     index,

@@ -1,3 +1,5 @@
+import type { SentenceEncoder } from './sentence-encoder.js';
+
 /** A service as the scorer indexes it: its Postgres `tsvector` (stems with weight classes A–D). */
 export interface ScorableDocument<T = undefined> {
   id: string;
@@ -27,6 +29,11 @@ export interface RelevanceScorer<T = undefined> {
    * read before it resolves (the caller's catch-up), while the need's own analysis already runs.
    */
   relevance(need: string, after?: Promise<void>): Promise<Relevance<T>>;
+  /**
+   * D22.1: compare needs through `encoder` from now on, against the documents' embeddings by its
+   * model, which `fill` gives by id (scorers without meaning have no such method).
+   */
+  useEncoder?(encoder: SentenceEncoder | null, fill: (ids: string[], set: (id: string, v: Float32Array) => void) => Promise<void>): Promise<void>;
 }
 
 export interface Relevance<T = undefined> {

@@ -55,11 +55,15 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
   private dead = 0;
   /** Queries between their snapshot and their answer: slots must not move under them. */
   private reading = 0;
-  /** Sentence embeddings, one row per slot (zeros: none), when there is an encoder. */
-  private readonly rows: EmbeddingRows | null;
+  /**
+   * The encoder needs are embedded with and the services' embeddings by the same model, one row per
+   * slot (zeros: none), when there is an encoder. Replaced whole when the model changes (D22.1): a
+   * query keeps the pair it began with, so it never compares vectors of two models.
+   */
+  private meaning: MeaningSpace | null;
 
-  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, private readonly encoder: SentenceEncoder | null = null) {
-    this.rows = encoder ? new EmbeddingRows(encoder.dims) : null;
+  constructor(private readonly lexicon: Lexicon, private readonly thesaurus: Thesaurus, encoder: SentenceEncoder | null = null) {
+    this.meaning = encoder && encoder.dims > 0 ? { encoder, rows: new EmbeddingRows(encoder.dims) } : null;
   }
 
   get size(): number {
@@ -68,7 +72,38 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
 
   /** How the need's embedding is compared with the services': `simd` (WebAssembly), `js`, or not at all. */
   get meaningScan(): 'simd' | 'js' | null {
-    return this.rows?.kind ?? null;
+    return this.meaning?.rows.kind ?? null;
+  }
+
+  /** The encoder needs are compared through (null: none). */
+  get encoder(): SentenceEncoder | null {
+    return this.meaning?.encoder ?? null;
+  }
+
+  /**
+   * D22.1: compares needs through `encoder` from now on, against the embeddings by its model that
+   * `fill` gives for the indexed documents (those it does not give have none). The rows are filled
+   * before they replace the old ones, with slots held still meanwhile; queries already running finish
+   * with the old pair. The caller upserts nothing while `fill` runs (the index does it between polls).
+   */
+  async useEncoder(encoder: SentenceEncoder | null, fill: (ids: string[], set: (id: string, v: Float32Array) => void) => Promise<void>): Promise<void> {
+    if (!encoder || encoder.dims <= 0) {
+      this.meaning = null;
+      return;
+    }
+    const rows = new EmbeddingRows(encoder.dims);
+    this.reading += 1;
+    try {
+      if (this.slotIds.length > 0) rows.set(this.slotIds.length - 1, null);
+      await fill([...this.slotOf.keys()], (id, v) => {
+        const at = this.slotOf.get(id);
+        if (at && v.length === rows.dims) rows.set(at.slot, v);
+      });
+      this.meaning = { encoder, rows };
+    } finally {
+      this.reading -= 1;
+      if (this.reading === 0) this.compactIfDue();
+    }
   }
 
   upsert(doc: ScorableDocument<T>): void {
@@ -87,7 +122,8 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
       this.postingClasses[id]!.push(cls);
     }
     this.slotOf.set(doc.id, { slot, lexemes });
-    this.rows?.set(slot, doc.embedding?.length === this.rows.dims ? doc.embedding : null);
+    const rows = this.meaning?.rows;
+    rows?.set(slot, doc.embedding?.length === rows.dims ? doc.embedding : null);
   }
 
   remove(id: string): void {
@@ -112,14 +148,15 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
     // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
     const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
-    const encoder = readable ? this.encoder : null;
+    const space = this.meaning;
+    const encoder = readable ? (space?.encoder ?? null) : null;
 
     // The view is pinned from here to the answer: slots keep their documents (compaction waits), the
     // ids are those of this moment, and whatever is upserted meanwhile is left to the next query.
     this.reading += 1;
     try {
       const ids = this.slotIds.slice();
-      if (!encoder || encoder.problem || !this.rows) {
+      if (!encoder || encoder.problem || !space) {
         const found = this.answer(ids, this.lexicalRelevance(concepts), null);
         return encoder?.problem ? { ...found, meaningError: encoder.problem } : found;
       }
@@ -127,7 +164,9 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
       const lexical = this.lexicalRelevance(concepts);
       let semantic: Float32Array;
       try {
-        semantic = this.semanticRelevance(this.rows, (await vector)[0]!, ids);
+        const q = (await vector)[0]!;
+        if (q.length !== space.rows.dims) throw new Error(`sentence encoder: ${q.length} dimensions where ${space.rows.dims} were expected`);
+        semantic = this.semanticRelevance(space.rows, q, ids);
       } catch (err) {
         return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
       }
@@ -266,12 +305,19 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
       this.postingClasses[lex] = classes;
     }
     // Slots only move down, in order: each row is copied before its place is taken.
-    if (this.rows) for (const [from, to] of remap) this.rows.move(from, to);
+    const rows = this.meaning?.rows;
+    if (rows) for (const [from, to] of remap) rows.move(from, to);
     this.slotIds = ids;
     this.slotItems = items;
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }
+}
+
+/** An encoder with the services' embeddings by its model. */
+interface MeaningSpace {
+  encoder: SentenceEncoder;
+  rows: EmbeddingRows;
 }
 
 /** A cosine of sentence embeddings as closeness in [0, 1]. */

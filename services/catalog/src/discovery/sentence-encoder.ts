@@ -154,43 +154,11 @@ async function startWorker(timeoutMs: number): Promise<Worker> {
 /** USE reads a few hundred words at most usefully; longer descriptions are cut. */
 const MAX_CHARS = 2000;
 
-/** Float32 vector ↔ bytes, for the `services.embedding` column. */
+/** Float32 vector ↔ bytes, for the `service_embeddings.embedding` column. */
 export const toBytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export const fromBytes = (b: Buffer): Float32Array => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
 /** What a service is, in one text for the encoder: name, category, tags and description. */
 export function embeddingText(s: { name: string; category: string; subcategory: string | null; tags: string[]; description: string }): string {
   return [s.name, [s.category, s.subcategory].filter(Boolean).join(' / '), s.tags.join(', '), s.description].filter(Boolean).join('. ');
-}
-
-/** How discovery stands with meaning: the encoder answering, turned off by configuration, or missing. */
-export type MeaningStatus = { state: 'on' } | { state: 'off' } | { state: 'unavailable'; reason: string };
-
-/** The sentence encoder of a catalog, with why there is none when there is none. */
-export class Meaning {
-  constructor(readonly encoder: SentenceEncoder | null, private readonly why: 'off' | string | null) {}
-
-  get status(): MeaningStatus {
-    if (this.why === 'off') return { state: 'off' };
-    if (!this.encoder) return { state: 'unavailable', reason: this.why ?? 'the sentence encoder is not loaded' };
-    return this.encoder.problem ? { state: 'unavailable', reason: this.encoder.problem } : { state: 'on' };
-  }
-
-  /**
-   * The encoder, unless meaning is turned off (`DISCOVERY_MEANING=false`). A model that cannot load
-   * is an error, never a quiet default: it is logged as one, the catalog's readiness reports it and
-   * every discover answer carries a warning, while discovery ranks lexically.
-   */
-  static async load(logger: Logger, enabled: boolean): Promise<Meaning> {
-    if (!enabled) {
-      logger.info('discovery by meaning is turned off (DISCOVERY_MEANING=false): ranking is lexical');
-      return new Meaning(null, 'off');
-    }
-    try {
-      return new Meaning(await UniversalSentenceEncoder.load(logger), null);
-    } catch (err) {
-      logger.error({ err }, 'sentence encoder not available: discovery ranks without meaning and the catalog is not ready');
-      return new Meaning(null, (err as Error).message);
-    }
-  }
 }

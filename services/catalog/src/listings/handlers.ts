@@ -9,7 +9,8 @@ import { searchText, vocabularyOf } from '../domain/search-text.js';
 import { ensureProvider } from '../providers/replica.js';
 import { expansionText } from '../discovery/expansion.js';
 import type { Thesaurus } from '../discovery/thesaurus.js';
-import { embeddingText, toBytes } from '../discovery/sentence-encoder.js';
+import { embeddingText } from '../discovery/sentence-encoder.js';
+import { writeServiceEmbeddings } from '../discovery/embedding-store.js';
 import { serviceView, type StoredService } from './views.js';
 
 type Ops = typeof catalogOps;
@@ -49,7 +50,8 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
       throw new AppError('LIMIT_REACHED', `An agent may have at most ${limit} services that are not deleted.`, { details: { limit } });
     }
     const row = toRow(service, deps.thesaurus);
-    await trx.insertInto('services').values({ ...row, ...embedding }).execute();
+    await trx.insertInto('services').values(row).execute();
+    await writeServiceEmbeddings(trx, service.id, embedding, false);
     await recordRevision(trx, service, now);
     await recordVocabulary(trx, row);
     recordChange(work, service, 'registered', now);
@@ -105,8 +107,9 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
     );
     if (contractChanged) next.revision = current.revision + 1;
     const { id: _id, createdAt: _c, agentId: _a, ...changes } = toRow(next, deps.thesaurus);
-    const reembed = embeddingText(next) !== embeddingText(current) ? await embed(deps, next) : {};
-    await trx.updateTable('services').set({ ...changes, ...reembed }).where('id', '=', next.id).execute();
+    const reembed = embeddingText(next) !== embeddingText(current) ? await embed(deps, next) : null;
+    await trx.updateTable('services').set(changes).where('id', '=', next.id).execute();
+    if (reembed) await writeServiceEmbeddings(trx, next.id, reembed, true);
     if (contractChanged) await recordRevision(trx, next, now);
     // Only new words need recording: a status or pricing change leaves the texts as they were.
     const before = searchText(current);
@@ -162,19 +165,22 @@ export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContrac
 };
 
 /**
- * The sentence embedding of a service's text (D8.2), or none when the encoder is off or failing: the
- * write still succeeds, and the discovery index embeds the service once the encoder is back.
+ * The sentence embeddings of a service's text (D8.2): by the serving model and, while the catalog
+ * moves to another, by that one too (D22.1), each that answers. Any missing (encoder off or failing)
+ * leaves the write to succeed without it; the catalog embeds the service in the background later.
  */
-async function embed(deps: CatalogDeps, s: StoredService): Promise<{ embedding: Buffer | null; embeddingModel: string | null }> {
-  const encoder = deps.meaning.encoder;
-  if (!encoder || encoder.problem) return { embedding: null, embeddingModel: null };
-  try {
-    const [v] = await encoder.embed([embeddingText(s)]);
-    return { embedding: toBytes(v!), embeddingModel: encoder.name };
-  } catch (err) {
-    deps.logger.warn({ err, serviceId: s.id }, 'embedding a service failed; it is embedded once the encoder is back');
-    return { embedding: null, embeddingModel: null };
-  }
+async function embed(deps: CatalogDeps, s: StoredService): Promise<{ model: string; vector: Float32Array }[]> {
+  const text = embeddingText(s);
+  const made = await Promise.all(deps.meaning.writers().map(async (encoder) => {
+    try {
+      const [vector] = await encoder.embed([text]);
+      return { model: encoder.name, vector: vector! };
+    } catch (err) {
+      deps.logger.warn({ err, serviceId: s.id, model: encoder.name }, 'embedding a service failed; it is embedded once the encoder is back');
+      return null;
+    }
+  }));
+  return made.filter((e) => e !== null);
 }
 
 /** Loads a service for a change by its provider; other agents, even of the same account, are FORBIDDEN (D7.6). */

@@ -71,10 +71,27 @@ export interface DiscoveryQueryRow {
   createdAt: Date;
 }
 
+/** D22.2: a purchase that came from a discover and ended, as discovery learns from it. */
+export interface LearningEvidenceRow {
+  transactionId: string;
+  serviceId: string;
+  consumerAgentId: string;
+  buyerAccountId: string;
+  queryId: string;
+  need: string;
+  outcome: string;
+  qualityScore: number | null;
+  endedAt: Date;
+  needEmbedding: Buffer | null;
+  embeddingModel: string | null;
+  writtenXid: Generated<string>;
+}
+
 export interface Database extends PlatformTables {
   providers: ProviderRow;
   services: ServiceRow;
   contractRevisions: ContractRevisionRow;
   vocabulary: { word: string };
   discoveryQueries: DiscoveryQueryRow;
+  learningEvidence: LearningEvidenceRow;
 }

@@ -126,12 +126,14 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
       const vector = encoder.embed([corrected]);
       const lexical = this.lexicalRelevance(concepts);
       let semantic: Float32Array;
+      let needVector: Float32Array;
       try {
-        semantic = this.semanticRelevance(this.rows, (await vector)[0]!, ids);
+        needVector = (await vector)[0]!;
+        semantic = this.semanticRelevance(this.rows, needVector, ids);
       } catch (err) {
         return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
       }
-      return this.answer(ids, lexical, semantic);
+      return { ...this.answer(ids, lexical, semantic), needVector };
     } finally {
       this.reading -= 1;
       if (this.reading === 0) this.compactIfDue();

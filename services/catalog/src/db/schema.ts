@@ -82,6 +82,8 @@ export interface LearningEvidenceRow {
   outcome: string;
   qualityScore: number | null;
   endedAt: Date;
+  /** Why the purchase teaches nothing (`judgePurchase`), or null when it is evidence. */
+  ignoredReason: string | null;
   needEmbedding: Buffer | null;
   embeddingModel: string | null;
   writtenXid: Generated<string>;

@@ -11,9 +11,10 @@ const DURABLE = 'catalog-learning-outcomes';
 
 /**
  * D22.2: the evidence discovery learns from. Every purchase that ends (`transactions.outcome.recorded`,
- * the event identity counts trust from) and carried a queryId is judged (`judgePurchase`); evidence
- * is kept once per transaction — its latest outcome — with the need's embedding, and each service
- * keeps only its newest `maxPerService` pieces.
+ * the event identity counts trust from) and carried a queryId is judged (`judgePurchase`) and kept
+ * once per transaction — its latest outcome — with the need's embedding. One judged worthless is
+ * kept inert with its reason (an operator can tell why a purchase taught nothing; ranking never
+ * loads it). Each service keeps its newest `maxPerService` pieces of each kind.
  */
 export function consumePurchaseOutcomes(deps: CatalogDeps): Promise<Stoppable> {
   return consumeMessages({
@@ -39,14 +40,12 @@ async function learnFromOutcome(deps: CatalogDeps, envelope: MessageEnvelope, e:
     query && { agentId: query.agentId, need: query.need ?? undefined, createdAt: query.createdAt },
     { consumer, provider },
   );
-  if (judged.kind === 'ignored') {
-    deps.logger.debug({ transactionId: e.transactionId, reason: judged.reason }, 'purchase not learned from');
-    return true;
-  }
-  const embedding = await embedNeed(deps, judged.need);
+  const counted = judged.kind === 'evidence';
+  const embedding = counted ? await embedNeed(deps, judged.need) : { needEmbedding: null, embeddingModel: null };
   return applyOnce(deps.tx, DURABLE, envelope, (trx) => keepEvidence(trx, {
-    transactionId: e.transactionId, serviceId: e.serviceId!, consumerAgentId: e.consumerAgentId!, buyerAccountId: judged.buyerAccountId, queryId: e.queryId!,
-    need: judged.need, outcome: e.outcome, qualityScore: e.qualityScore, endedAt: new Date(e.at), ...embedding,
+    transactionId: e.transactionId, serviceId: e.serviceId!, consumerAgentId: e.consumerAgentId!, buyerAccountId: consumer, queryId: e.queryId!,
+    need: counted ? judged.need : query?.need ?? '', outcome: e.outcome, qualityScore: e.qualityScore, endedAt: new Date(e.at),
+    ignoredReason: counted ? null : judged.reason, ...embedding,
   }));
 }
 
@@ -67,17 +66,22 @@ type NewEvidence = Omit<LearningEvidenceRow, 'writtenXid'>;
 
 /**
  * Keeps a purchase's evidence — replacing an earlier outcome of the same purchase, never by an older
- * one — then drops what falls beyond the service's newest `maxPerService` (`keepMostRecent` in SQL).
+ * one — then drops what falls beyond the service's newest `maxPerService` of its kind (counted or
+ * inert: worthless purchases never push evidence out), the rule of `keepMostRecent`, in SQL.
  */
 async function keepEvidence(trx: Transaction<Database>, row: NewEvidence): Promise<void> {
+  // One service's evidence is written one purchase at a time: two prunes running side by side would
+  // each miss the other's row and leave the service over its bound.
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`catalog:learning:${row.serviceId}`}, 0))`.execute(trx);
   await trx.insertInto('learningEvidence').values(row)
     .onConflict((oc) => oc.column('transactionId').doUpdateSet({
       outcome: (eb) => eb.ref('excluded.outcome'), qualityScore: (eb) => eb.ref('excluded.qualityScore'), endedAt: (eb) => eb.ref('excluded.endedAt'),
     }).where('learningEvidence.endedAt', '<=', (eb) => eb.ref('excluded.endedAt')))
     .execute();
+  const sameKind = sql<boolean>`(ignored_reason is null) = ${row.ignoredReason === null}`;
   await trx.deleteFrom('learningEvidence')
     .where('serviceId', '=', row.serviceId)
-    .where('transactionId', 'in', (eb) => eb.selectFrom('learningEvidence').select('transactionId').where('serviceId', '=', row.serviceId)
+    .where('transactionId', 'in', (eb) => eb.selectFrom('learningEvidence').select('transactionId').where('serviceId', '=', row.serviceId).where(sameKind)
       .orderBy('endedAt', 'desc').orderBy('transactionId', 'desc').offset(LEARNING_WEIGHTS.maxPerService))
     .execute();
 }

@@ -30,6 +30,7 @@ export class LearnedRanking {
   private horizon = '0';
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
   private stopped = false;
   private readonly unembedded = new Set<string>();
   private backfilling: Promise<void> | undefined;
@@ -67,6 +68,21 @@ export class LearnedRanking {
       this.running = undefined;
     });
     return this.running;
+  }
+
+  /**
+   * Resolves once this replica holds every piece of evidence committed before the call: a poll that
+   * began earlier may have missed it, so the caller then waits for the next one (as the index's
+   * `catchUp`). Discovery does not wait for it — a purchase moves rankings within a poll — but
+   * whoever must see a given piece does.
+   */
+  catchUp(): Promise<void> {
+    if (!this.running) return this.refresh();
+    this.queued ??= this.running.catch(() => undefined).then(() => {
+      this.queued = undefined;
+      return this.refresh();
+    });
+    return this.queued;
   }
 
   /**
@@ -127,7 +143,7 @@ export class LearnedRanking {
   private async load(ids: string[]): Promise<void> {
     const rows = await this.db.selectFrom('learningEvidence')
       .select(['transactionId', 'serviceId', 'buyerAccountId', 'need', 'outcome', 'qualityScore', 'endedAt', 'needEmbedding', 'embeddingModel', sql<string>`written_xid::text`.as('xid')])
-      .where('transactionId', 'in', ids).execute();
+      .where('transactionId', 'in', ids).where('ignoredReason', 'is', null).execute();
     for (const r of rows) {
       const current = this.encoder !== null && r.needEmbedding !== null && r.embeddingModel === this.encoder.name;
       if (this.encoder && !current) this.unembedded.add(r.transactionId);

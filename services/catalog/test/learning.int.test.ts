@@ -123,5 +123,4 @@ describe('the evidence kept (D22.2)', () => {
     await applied([id]);
     expect(await evidenceOf(o.serviceId!)).toEqual([{ transaction_id: o.transactionId, outcome: 'settled', ignored_reason: null }]);
   });
-
 });

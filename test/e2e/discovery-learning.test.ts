@@ -14,6 +14,8 @@ import { INPUT, OUTPUT, waitForStatus } from './transaction-kit.js';
 // only difference between the two is what was learned: trust moves with every purchase too).
 
 const it = exchangeTest({ RATE_LIMIT_DISCOVERY_PER_MIN: '100000', RATE_LIMIT_WRITE_PER_MIN: '100000' }, { timerPollMs: 100 });
+/** An exchange whose catalog has no sentence encoder: learning compares needs by their words. */
+const plain = exchangeTest({ RATE_LIMIT_DISCOVERY_PER_MIN: '100000', RATE_LIMIT_WRITE_PER_MIN: '100000', DISCOVERY_MEANING: 'false' });
 
 const SPEECH = 'Converts recorded speech in 40 languages into text, with punctuation, speaker turns and word timings.';
 const LOUDNESS = 'Adjusts audio to a target integrated loudness (LUFS) for streaming platforms without clipping.';
@@ -24,7 +26,7 @@ describe('a purchase that carried a queryId (D22.2)', () => {
     const { provider, serviceId } = await offer(ex, 'Speech Recognition API', SPEECH);
     await offer(ex, 'Podcast Chapter Maker', 'Splits a long episode into titled chapters with start times, based on where the topic changes.');
     const observer = await buyer(ex);
-    const paraphrase = 'get a text version of what was said in this audio file';
+    const paraphrase = 'turn the speech in my podcast interview into written text';
     const before = await ask(observer, paraphrase, serviceId);
 
     const b = await buyer(ex);
@@ -142,6 +144,16 @@ describe('evidence is never shown (D22.2)', () => {
     // The provider, a party to the purchase, sees the purchase — not the discover it came from.
     const providerSees = JSON.stringify([unwrap(await provider.client.getTransaction(txId)), unwrap(await provider.client.listTransactions({ role: 'provider' }))]);
     for (const secret of [bought, 'dentist', queryId]) expect(providerSees).not.toContain(secret);
+  });
+});
+
+describe('meaning turned off (DISCOVERY_MEANING=false)', () => {
+  plain('learns by the words the needs share: a later need in most of the bought need\'s words ranks the service higher', async ({ exchange: ex }) => {
+    const { provider, serviceId } = await offer(ex, 'Harbour Tide Predictor', TIDES, 'environment');
+    const b = await buyer(ex);
+    expect(await judged(ex, await findAndBuy(ex, b, provider, serviceId, 'high tide times at Brest harbour tomorrow'))).toBeNull();
+    const after = await onAndOff(ex, b, 'tide times for Brest harbour', serviceId);
+    expect(after.on).toBeGreaterThan(after.off);
   });
 });
 

@@ -8,6 +8,10 @@
  * bought is measured too: purchases also move the providers' trust, which learning off isolates.
  * The held-out set's own needs for services nobody bought are a control: learning must not hurt them.
  *
+ * Learning's weights were chosen after the split was written, looking only at its *tuning part* —
+ * the first future need of each service and every other control need; the rest (two future needs of
+ * each service, the other control needs) is the *held-out part*, reported apart: what to expect.
+ *
  *   pnpm bench:discovery-learning            the figures
  *   pnpm bench:discovery-learning --misses   also the future needs whose first match is wrong, with learning on
  *   pnpm bench:discovery-learning --json f   figures also written as JSON (what `pnpm bench` tabulates)
@@ -29,11 +33,20 @@ export interface Ranking {
   ndcg10: number;
 }
 
+interface Measured {
+  needs: number;
+  before: Ranking;
+  off: Ranking;
+  on: Ranking;
+}
+
 export interface LearningFigures {
   purchases: number;
   buyers: number;
-  future: { needs: number; before: Ranking; off: Ranking; on: Ranking };
-  control: { needs: number; before: Ranking; off: Ranking; on: Ranking };
+  /** The held-out part of the split (never looked at to choose a weight), then the tuning part. */
+  future: Measured;
+  control: Measured;
+  tuning: { future: Measured; control: Measured };
   /** Figures of `pnpm bench`'s table. */
   rows: Row[];
 }
@@ -45,6 +58,8 @@ interface Labelled {
   need: string;
   relevant: string[];
   related?: string[];
+  /** In the tuning part of the split (weights were chosen looking at it), or the held-out part. */
+  tuning: boolean;
 }
 
 /** Registers the held-out catalog, buys the history and measures the future and control needs before, with learning off and on. */
@@ -54,30 +69,33 @@ export async function measureLearning(opts: { misses?: boolean } = {}): Promise<
     const catalog = await registerSellers(anon, ex.config, HELDOUT_SERVICES);
     const keyOf = new Map([...catalog].map(([key, c]) => [c.id, key]));
     const observer = await signingAgent(anon, 'observer');
-    const future: Labelled[] = LEARNING_FUTURE.flatMap((c) => c.needs.map((need) => ({ need, relevant: [c.service] })));
+    const future: Labelled[] = LEARNING_FUTURE.flatMap((c) => c.needs.map((need, i) => ({ need, relevant: [c.service], tuning: i === 0 })));
     const bought = new Set(LEARNING_HISTORY.map((c) => c.service));
-    const control: Labelled[] = HELDOUT_QUERIES.filter((q) => !q.relevant.some((k) => bought.has(k)));
-    const rank = (needs: Labelled[]) => ranked(observer, needs, keyOf);
+    const control: Labelled[] = HELDOUT_QUERIES.filter((q) => !q.relevant.some((k) => bought.has(k))).map((q, i) => ({ ...q, tuning: i % 2 === 0 }));
+    const rank = async () => ({ future: await ranked(observer, future, keyOf), control: await ranked(observer, control, keyOf) });
 
-    const before = { future: metrics(await rank(future)), control: metrics(await rank(control)) };
+    const before = await rank();
     const purchases = await buyHistory(ex, anon, catalog);
     const learning = ex.stack.catalog.discovery.learning;
     learning.enabled = false;
-    const off = { future: metrics(await rank(future)), control: metrics(await rank(control)) };
+    const off = await rank();
     learning.enabled = true;
-    const onRows = await rank(future);
-    const on = { future: metrics(onRows), control: metrics(await rank(control)) };
+    const on = await rank();
 
-    print(purchases, future.length, control.length, before, off, on);
-    if (opts.misses) printMisses(onRows);
+    const part = (set: 'future' | 'control', tuning: boolean): Measured => {
+      const of = (runs: Awaited<ReturnType<typeof rank>>) => metrics(runs[set].filter((r) => r.query.tuning === tuning));
+      return { needs: (set === 'future' ? future : control).filter((q) => q.tuning === tuning).length, before: of(before), off: of(off), on: of(on) };
+    };
+    const figures = { future: part('future', false), control: part('control', false), tuning: { future: part('future', true), control: part('control', true) } };
+    print(purchases, figures);
+    if (opts.misses) printMisses(on.future.filter((r) => !r.query.tuning));
+    const { future: heldFuture, control: heldControl } = figures;
     return {
-      purchases, buyers: BUYERS,
-      future: { needs: future.length, before: before.future, off: off.future, on: on.future },
-      control: { needs: control.length, before: before.control, off: off.control, on: on.control },
+      purchases, buyers: BUYERS, ...figures,
       rows: [
-        row({ case: 'learning: future needs recall@1', value: on.future.recallAt1, unit: '', baseline: off.future.recallAt1, baselineName: 'learning off', target: 'above learning off', met: on.future.recallAt1 > off.future.recallAt1 }),
-        row({ case: 'learning: future needs recall@3', value: on.future.recallAt3, unit: '', baseline: off.future.recallAt3, baselineName: 'learning off', target: 'above learning off', met: on.future.recallAt3 > off.future.recallAt3 }),
-        row({ case: 'learning: control needs recall@3', value: on.control.recallAt3, unit: '', baseline: off.control.recallAt3, baselineName: 'learning off', target: 'not below learning off − 0.02', met: on.control.recallAt3 >= off.control.recallAt3 - 0.02 }),
+        row({ case: 'learning: future needs recall@1 (held-out part)', value: heldFuture.on.recallAt1, unit: '', baseline: heldFuture.off.recallAt1, baselineName: 'learning off', target: 'above learning off', met: heldFuture.on.recallAt1 > heldFuture.off.recallAt1 }),
+        row({ case: 'learning: future needs nDCG@10 (held-out part)', value: heldFuture.on.ndcg10, unit: '', baseline: heldFuture.off.ndcg10, baselineName: 'learning off', target: 'above learning off', met: heldFuture.on.ndcg10 > heldFuture.off.ndcg10 }),
+        row({ case: 'learning: control needs recall@1 (held-out part)', value: heldControl.on.recallAt1, unit: '', baseline: heldControl.off.recallAt1, baselineName: 'learning off', target: 'not below learning off', met: heldControl.on.recallAt1 >= heldControl.off.recallAt1 }),
       ],
     };
   });
@@ -160,17 +178,21 @@ export function metrics(rows: RankedRow[]): Ranking {
 
 const f = (x: number) => x.toFixed(2);
 
-function print(purchases: number, futureNeeds: number, controlNeeds: number, ...runs: { future: Ranking; control: Ranking }[]): void {
-  const [before, off, on] = runs;
+function print(purchases: number, figures: Pick<LearningFigures, 'future' | 'control' | 'tuning'>): void {
   console.log(`\nDiscovery that learns from purchases (D22.2) — held-out catalog (${HELDOUT_SERVICES.length} services), ${purchases} purchases of ${LEARNING_HISTORY.length} services by ${BUYERS} buyers`);
-  console.log('needs                                              n    recall@1  recall@3  nDCG@10');
-  const line = (name: string, n: number, r: Ranking) => console.log(`${name.padEnd(50)} ${String(n).padStart(3)}    ${f(r.recallAt1)}      ${f(r.recallAt3)}      ${f(r.ndcg10)}`);
-  line('future (other words for bought needs), before', futureNeeds, before!.future);
-  line('  after the history, learning off', futureNeeds, off!.future);
-  line('  after the history, learning on', futureNeeds, on!.future);
-  line('control (held-out needs, services not bought), before', controlNeeds, before!.control);
-  line('  after the history, learning off', controlNeeds, off!.control);
-  line('  after the history, learning on', controlNeeds, on!.control);
+  console.log('needs                                                   n    recall@1  recall@3  nDCG@10');
+  const line = (name: string, n: number, r: Ranking) => console.log(`${name.padEnd(55)} ${String(n).padStart(3)}    ${f(r.recallAt1)}      ${f(r.recallAt3)}      ${f(r.ndcg10)}`);
+  const block = (name: string, m: Measured) => {
+    line(`${name}, before the history`, m.needs, m.before);
+    line('  after it, learning off', m.needs, m.off);
+    line('  after it, learning on', m.needs, m.on);
+  };
+  console.log('held-out part (no weight was chosen looking at it):');
+  block('future (other words for bought needs)', figures.future);
+  block('control (needs of services not bought)', figures.control);
+  console.log('tuning part (the weights were chosen on it):');
+  block('future', figures.tuning.future);
+  block('control', figures.tuning.control);
 }
 
 function printMisses(rows: RankedRow[]): void {

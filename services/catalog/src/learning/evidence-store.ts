@@ -35,8 +35,9 @@ export class EvidenceStore {
     return this.serviceOf.size;
   }
 
-  /** Adds or replaces a piece (by transaction id). */
-  put(e: Evidence): void {
+  /** Adds or replaces a piece (by transaction id). Its embedding is kept scaled to length 1, so a cosine is one dot product. */
+  put(piece: Evidence): void {
+    const e = piece.vector ? { ...piece, vector: unit(piece.vector) } : piece;
     const before = this.serviceOf.get(e.id);
     if (before !== undefined) this.drop(before, e.id);
     const kept = keepMostRecent([...(this.byService.get(e.serviceId) ?? []), e]);
@@ -53,13 +54,11 @@ export class EvidenceStore {
   /** The lift of every service with evidence close to the need (services whose lift is 0 are left out). */
   lifts(need: NeedView, nowMs: number): Map<string, number> {
     const out = new Map<string, number>();
-    const needNorm = need.vector ? norm(need.vector) : 0;
+    const vector = need.vector ? unit(need.vector) : null;
     for (const [serviceId, pieces] of this.byService) {
       const close: LiftPiece[] = [];
       for (const e of pieces) {
-        const closeness = need.vector && e.vector && e.vector.length === need.vector.length && needNorm > 0
-          ? cosineCloseness(dot(need.vector, e.vector) / (needNorm * norm(e.vector)))
-          : overlapCloseness(need.words, e.words);
+        const closeness = vector && e.vector && e.vector.length === vector.length ? cosineCloseness(dot(vector, e.vector)) : overlapCloseness(need.words, e.words);
         if (closeness > 0) close.push({ buyer: e.buyer, value: e.value, endedAtMs: e.endedAtMs, closeness });
       }
       if (close.length === 0) continue;
@@ -83,6 +82,8 @@ function dot(a: Float32Array, b: Float32Array): number {
   return s;
 }
 
-function norm(v: Float32Array): number {
-  return Math.sqrt(dot(v, v)) || 1;
+/** `v` scaled to length 1 (a zero vector stays zero: close to nothing). */
+function unit(v: Float32Array): Float32Array {
+  const n = Math.sqrt(dot(v, v));
+  return n === 0 || Math.abs(n - 1) < 1e-6 ? v : v.map((x) => x / n);
 }

@@ -118,7 +118,7 @@ describe('the MCP server over stdio', () => {
   mcpTest('a consumer session searches, buys within the cap (progress reported), waits, and accepts what a provider session delivered', async ({ consumer, buyer }) => {
     const serviceId = (await data<{ service: { id: string } }>(seller, 'register_service', WORDS)).service.id;
 
-    const found = await data<{ matches: Array<{ serviceId: string; priceCents: number; trustScore: number; compatibilityScore: number }> }>(buyer, 'search_services', { need: 'count the words of a text', limit: 20 });
+    const found = await data<{ queryId: string; matches: Array<{ serviceId: string; priceCents: number; trustScore: number; compatibilityScore: number }> }>(buyer, 'search_services', { need: 'count the words of a text', limit: 20 });
     // Every test of the file registers a word counter of the same provider: the most a search lists finds this one.
     const match = found.matches.find((m) => m.serviceId === serviceId)!;
     expect(match).toMatchObject({ priceCents: 250, trustScore: expect.any(Number), compatibilityScore: expect.any(Number) });
@@ -129,7 +129,8 @@ describe('the MCP server over stdio', () => {
     expect(await refusal(buyer, 'buy_service', { serviceId, input: { txt: 'x' } })).toMatch(/Not sent: the input does not pass the service's inputSchema:\n"\/input\/text" is required/);
 
     const progress: string[] = [];
-    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'the quick brown fox' } }, progress);
+    // The search's queryId goes with the purchase (D22.2): the exchange learns from how it ends.
+    const bought = await data<Tx>(buyer, 'buy_service', { serviceId, input: { text: 'the quick brown fox' }, queryId: found.queryId }, progress);
     expect(bought.transaction).toMatchObject({ status: 'funds_held', agreedPriceCents: 250 });
     // The SDK's client runs progress handlers a microtask late, so a notification arriving in the same
     // read as the result may be dropped: the first one, sent before the purchase went out, always comes.

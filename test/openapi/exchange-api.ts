@@ -2094,6 +2094,11 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /**
+             * Format: uuid
+             * @description EXT: the queryId of the discover this purchase came from; discovery learns from how it ends which services serve which needs
+             */
+            queryId?: string;
         };
         NegotiateBody: {
             type: "initial_offer" | "counter_offer" | "accept" | "reject" | "withdraw";
@@ -2428,6 +2433,11 @@ export interface components {
              * @default true
              */
             autoVerify: boolean;
+            /**
+             * Format: uuid
+             * @description EXT: the queryId of the discover this purchase came from; discovery learns from how it ends which services serve which needs
+             */
+            queryId?: string;
         };
         CloseSessionBody: Record<string, never>;
         ReceiptView: {

@@ -33,6 +33,12 @@ describe('buy', () => {
     expect(r.stdout).toBe(`Transaction ${TX_ID}: negotiating.\n`);
   });
 
+  cliTest('sends the queryId of the discover the service was found with (D22.2)', async ({ aex, exchange, file, profile: _ }) => {
+    answerPurchase(exchange, { status: 201, data: transactionView() });
+    await aex(['buy', SERVICE_ID, '--input', file('input.json', INPUT), '--query-id', '9e000000-0000-4000-8000-00000000009e']);
+    expect(exchange.sent('POST', '/v1/transactions')[0]!.body).toEqual({ serviceId: SERVICE_ID, input: INPUT, queryId: '9e000000-0000-4000-8000-00000000009e' });
+  });
+
   cliTest('does not send an input the service\'s inputSchema refuses, and names each problem', async ({ aex, exchange, file, profile: _ }) => {
     answerPurchase(exchange, { status: 201, data: transactionView() });
     const r = await aex(['buy', SERVICE_ID, '--input', file('input.json', { txt: 1 })]);

@@ -190,6 +190,7 @@ export class ExchangeClient {
   discover = (body: DiscoverBody, o: Keyed = {}) => this.request<DiscoverView>('POST', '/v1/services/discover', { body, ...o });
 
   // --- transactions (D9) and negotiation (D11); create and deliver are signed (D3.3)
+  /** Buys (signed). Give `queryId`, the discover's answer's, when the service was found by one: discovery learns from how it ends (D22.2). */
   createTransaction = (body: CreateTransactionBody, o: Keyed = {}) => this.request<TransactionView>('POST', '/v1/transactions', { body, ...o });
   getTransaction = (transactionId: string) => this.request<TransactionView>('GET', `/v1/transactions/${enc(transactionId)}`);
   listTransactions = (query: ListTransactionsQuery = {}) => this.request<TransactionView[]>('GET', '/v1/transactions', { query });
@@ -276,7 +277,7 @@ export class ExchangeClient {
   /** Opens a session (signed): its budget is held once; 201 `open`, or 202 while held or awaiting the owner's approval. */
   openSession = (body: OpenSessionBody, o: Keyed = {}) => this.request<SessionView>('POST', '/v1/sessions', { body, ...o });
   /** A call in an open session (signed): its price reserved from the budget, `funds_held` at once; 402 with `remainingCents` when the budget is short. */
-  callInSession = (sessionId: string, input: Record<string, unknown>, o: Keyed & { maxUnits?: number; units?: number; metadata?: Record<string, unknown> } = {}) => {
+  callInSession = (sessionId: string, input: Record<string, unknown>, o: Keyed & { maxUnits?: number; units?: number; metadata?: Record<string, unknown>; queryId?: string } = {}) => {
     const { idempotencyKey, ...rest } = o;
     return this.request<TransactionView>('POST', '/v1/transactions', { body: { sessionId, input, ...rest }, ...(idempotencyKey ? { idempotencyKey } : {}) });
   };

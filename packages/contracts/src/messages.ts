@@ -104,6 +104,15 @@ export type TrustOutcome = (typeof TRUST_OUTCOMES)[number];
 export const transactionOutcome = event('transactions', 'transactions.outcome.recorded', Type.Object({
   transactionId: Uuid,
   providerAgentId: Uuid,
+  /**
+   * D22.2: the buyer and the service bought, and — when the purchase came from a discover — its
+   * `queryId` and when the purchase was made: what the catalog learns from. Optional, because trust
+   * (identity) needs none of them and an event without them is still a whole outcome.
+   */
+  consumerAgentId: Type.Optional(Uuid),
+  serviceId: Type.Optional(Uuid),
+  queryId: Type.Optional(Uuid),
+  purchasedAt: Type.Optional(Timestamp),
   outcome: Type.Union(TRUST_OUTCOMES.map((o) => Type.Literal(o))),
   qualityScore: Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]),
   late: Type.Boolean(),

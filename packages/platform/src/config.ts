@@ -86,6 +86,8 @@ export const ConfigSchema = Type.Object({
    */
   DISCOVERY_MEANING: Bool(true),
   ...DiscoveryEncoderSettings,
+  /** D22.2: discovery learns from purchases that carried a queryId. `false` ranks without what it learned. */
+  DISCOVERY_LEARNING: Bool(true),
   /**
    * Statements prepared once per connection. `false` for a connection pooler that cannot
    * keep them, such as PgBouncer before 1.21 in transaction mode.

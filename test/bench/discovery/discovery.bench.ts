@@ -24,6 +24,7 @@ import { EVAL_QUERIES, type EvalQuery } from './eval-queries.js';
 import { EVAL_SERVICES, type EvalService } from './eval-services.js';
 import { HELDOUT_QUERIES } from './heldout-queries.js';
 import { HELDOUT_SERVICES } from './heldout-services.js';
+import { measureLearning } from './learning.bench.js';
 
 const args = process.argv.slice(2);
 /** What `pnpm bench` tabulates (`--json out.json`). */
@@ -77,6 +78,8 @@ for (const set of args.includes('--speed') ? [] : SETS) {
   });
 }
 if (results.length > 0) summary();
+// D22.2: learning from purchases, on an exchange of its own (learning.bench.ts).
+if (!args.includes('--speed')) reportRows.push(...(await measureLearning({ misses: args.includes('--misses') })).rows);
 if (!qualityOnly) {
   await withExchange(async (ex) => {
     await registerCatalog(ex, EVAL_SERVICES);

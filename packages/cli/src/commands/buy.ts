@@ -19,6 +19,7 @@ interface BuyOptions {
   maxUnits?: number;
   maxPriceCents?: number;
   idempotencyKey?: string;
+  queryId?: string;
   wait?: boolean;
   timeout: number;
 }
@@ -33,6 +34,7 @@ export function registerBuyCommand(program: Command, ctx: Context): void {
     .option('--max-units <n>', 'a metered purchase: holds the price of n units, pays for those the provider reports at delivery', int('--max-units'))
     .option('--max-price-cents <n>', 'your opening offer: opens a negotiation when below the price', cents('--max-price-cents'))
     .option('--idempotency-key <key>', 'makes a retry of this command safe (default: a new one each run)')
+    .option('--query-id <id>', 'the queryId of the discover you found the service with: discovery learns from how the purchase ends')
     .option('--wait', 'follow the transaction until it is delivered (a live status line at a terminal)')
     .option('--timeout <seconds>', 'how long --wait waits', int('--timeout'), 600)
     .action((serviceId: string, o: BuyOptions, cmd: Command) => buy(ctx, cmd, serviceId, o));
@@ -45,7 +47,7 @@ async function buy(ctx: Context, cmd: Command, serviceId: string, o: BuyOptions)
   const check = checkAgainstContract(service.inputSchema, input, '/input');
   if (check.ok === false) throw new CliError(`Not sent: the input does not pass the service's inputSchema:\n${describeProblems(check.problems)}`, EXIT.usage, { problems: check.problems });
   const tx = ok(await client.createTransaction(
-    { serviceId, input, ...(o.units ? { units: o.units } : {}), ...(o.maxUnits ? { maxUnits: o.maxUnits } : {}), ...(o.maxPriceCents ? { maxPriceCents: o.maxPriceCents } : {}) },
+    { serviceId, input, ...(o.units ? { units: o.units } : {}), ...(o.maxUnits ? { maxUnits: o.maxUnits } : {}), ...(o.maxPriceCents ? { maxPriceCents: o.maxPriceCents } : {}), ...(o.queryId ? { queryId: o.queryId } : {}) },
     { idempotencyKey: o.idempotencyKey ?? randomUUID() },
   ));
   if (!o.wait) return show(ctx, cmd, tx, (d) => `Transaction ${d.id}: ${d.status}${d.agreedPriceCents !== null ? `, ${usd(d.agreedPriceCents)}` : ''}.\n${awaitingNote(d)}`);

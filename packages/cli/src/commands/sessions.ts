@@ -27,9 +27,10 @@ export function registerSessionCommands(program: Command, ctx: Context): void {
     .option('--expires-in <seconds>', 'the session closes by itself then (default 3600, at most 86400)', int('--expires-in'))
     .option('--no-auto-verify', 'calls wait for your verify instead of settling on a valid delivery')
     .option('--idempotency-key <key>', 'makes a retry of this command safe (default: a new one each run)')
-    .action(async (serviceId: string, o: { budgetCents: number; expiresIn?: number; autoVerify: boolean; idempotencyKey?: string }, cmd: Command) => {
+    .option('--query-id <id>', 'the queryId of the discover you found the service with: discovery learns from how the calls end')
+    .action(async (serviceId: string, o: { budgetCents: number; expiresIn?: number; autoVerify: boolean; idempotencyKey?: string; queryId?: string }, cmd: Command) => {
       const s = ok(await actingAgent(ctx, cmd).client.openSession(
-        { serviceId, budgetCents: o.budgetCents, ...(o.expiresIn ? { expiresInSeconds: o.expiresIn } : {}), autoVerify: o.autoVerify },
+        { serviceId, budgetCents: o.budgetCents, ...(o.expiresIn ? { expiresInSeconds: o.expiresIn } : {}), autoVerify: o.autoVerify, ...(o.queryId ? { queryId: o.queryId } : {}) },
         { idempotencyKey: o.idempotencyKey ?? randomUUID() },
       ));
       show(ctx, cmd, s, (d) => `${line(d)}${d.status === 'open' ? `Call it with: aex session call ${d.id} --input FILE\n` : ''}`);

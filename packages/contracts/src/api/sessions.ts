@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { INT4_MAX, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
 import { SERVICE_LIMITS } from './catalog.js';
+import { QueryId } from './transactions.js';
 
 /**
  * EXT (D17.4–D17.7): a prepaid session — one hold of a budget, many calls that reserve from it with
@@ -19,6 +20,8 @@ export const OpenSessionBody = Strict({
   budgetCents: Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxPriceCents, description: 'Held once; each call reserves its price from it' }),
   expiresInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: SESSION_EXPIRY.maxSeconds, default: SESSION_EXPIRY.defaultSeconds })),
   autoVerify: Type.Optional(Type.Boolean({ default: true, description: 'A valid delivery settles at once (no verify, no review window)' })),
+  /** D22.2: every call of the session carries it unless the call names its own. */
+  queryId: Type.Optional(QueryId),
 });
 export type OpenSessionBody = Static<typeof OpenSessionBody>;
 

@@ -20,6 +20,12 @@ const PriceCents = Type.Integer({ minimum: 1, maximum: SERVICE_LIMITS.maxPriceCe
 /** EXT bound of D9.3 `units`: a price is at most the max transaction amount anyway. */
 export const MAX_UNITS = 1_000_000;
 
+/**
+ * EXT (D22.2): the `queryId` of the discover the purchase came from. The catalog learns from how the
+ * purchase ends which services serve which needs; the id is the caller's own, never shown to others.
+ */
+export const QueryId = Type.String({ format: 'uuid', description: 'EXT: the queryId of the discover this purchase came from; discovery learns from how it ends which services serve which needs' });
+
 /** POST /v1/transactions (spec, plus EXT `units` of D9.3 and `metadata`). */
 export const CreateTransactionBody = Strict({
   /** Required, unless `sessionId` names the session whose service is bought (then it must be that one). */
@@ -35,6 +41,7 @@ export const CreateTransactionBody = Strict({
     description: 'EXT (D17.1): a metered purchase of per_unit or tiered pricing: the price of maxUnits is held, the price of the units the provider reports at delivery is paid, the rest returned. Not with units.',
   })),
   metadata: Type.Optional(Metadata),
+  queryId: Type.Optional(QueryId),
 });
 export type CreateTransactionBody = Static<typeof CreateTransactionBody>;
 

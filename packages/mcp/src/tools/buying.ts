@@ -23,13 +23,15 @@ export const buyService = tool({
   description:
     'Buys a service: the input is checked against the contract first, the price is held from the wallet (escrow) and the provider is asked to deliver. Waits until the funds are held (progress is reported). ' +
     'A price above the per-call cap or the session budget the human set is refused or asked of the human. Calling again with the same arguments returns the same purchase and never buys twice; to buy the same thing again on purpose, pass a new `orderRef`. ' +
-    'Give `maxPriceCents` below the price (or buy a negotiable service) to open a negotiation instead: the status is then `negotiating` and you continue with negotiate.',
+    'Give `maxPriceCents` below the price (or buy a negotiable service) to open a negotiation instead: the status is then `negotiating` and you continue with negotiate. ' +
+    'Pass the `queryId` search_services answered when you found the service there.',
   input: Type.Object({
     serviceId: Uuid,
     input: Type.Record(Type.String(), Type.Unknown(), { description: 'Must pass the service\'s inputSchema' }),
     units: Type.Optional(Type.Integer({ minimum: 1, description: 'For per_unit and tiered pricing (default 1)' })),
     maxPriceCents: Type.Optional(Type.Integer({ minimum: 1, description: 'Your opening offer, when negotiating' })),
     orderRef: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Makes an otherwise identical purchase a new one' })),
+    queryId: Type.Optional(Type.String({ format: 'uuid', description: 'The queryId search_services answered when you found this service: the exchange learns from how the purchase ends' })),
     waitSeconds: WaitSeconds,
   }, { additionalProperties: false }),
   output: TxOut,
@@ -45,11 +47,11 @@ export const buyService = tool({
     if (!price.ok) throw new ToolFailure(`Not sent: ${price.message}`);
     // The most this purchase can cost without another call: the opening offer when negotiating.
     const committing = args.maxPriceCents ?? price.cents;
-    const key = `mcp-buy-${createHash('sha256').update(canonical({ agent: ctx.profile.agentId, serviceId: args.serviceId, input: args.input, units, max: args.maxPriceCents ?? null, ref: args.orderRef ?? null })).digest('hex').slice(0, 48)}`;
+    const key = `mcp-buy-${createHash('sha256').update(canonical({ agent: ctx.profile.agentId, serviceId: args.serviceId, input: args.input, units, max: args.maxPriceCents ?? null, ref: args.orderRef ?? null, ...(args.queryId ? { query: args.queryId } : {}) })).digest('hex').slice(0, 48)}`;
     await withinLimits(ctx, key, committing, `"${service.name}"`);
     await ctx.progress(`buying "${service.name}" for ${committing} cents`);
     const created = await ctx.client.createTransaction(
-      { serviceId: args.serviceId, input: args.input, ...(args.units ? { units: args.units } : {}), ...(args.maxPriceCents ? { maxPriceCents: args.maxPriceCents } : {}) },
+      { serviceId: args.serviceId, input: args.input, ...(args.units ? { units: args.units } : {}), ...(args.maxPriceCents ? { maxPriceCents: args.maxPriceCents } : {}), ...(args.queryId ? { queryId: args.queryId } : {}) },
       { idempotencyKey: key },
     );
     const tx = ok(created);

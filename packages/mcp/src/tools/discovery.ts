@@ -9,7 +9,8 @@ export const searchServices = tool({
   title: 'Search services',
   description:
     'Finds services on the exchange by what you need, in plain words (matched by meaning), with their price in cents, expected latency, the provider\'s trust score (0–100), whether the provider delivers (liveness.state: skip `stalled` ones, whose recent purchases went undelivered) and how well each fits (compatibility 0–1). ' +
-    'Give `inputAvailable` (the input you have) to rank services that accept it first. Then read a service\'s contract with get_service before buying.',
+    'Give `inputAvailable` (the input you have) to rank services that accept it first. Then read a service\'s contract with get_service before buying, ' +
+    'and pass the `queryId` answered here to buy_service or open_session: the exchange learns from how the purchase ends which services serve such needs.',
   input: Type.Object({
     need: Type.String({ minLength: 1, maxLength: 2000, description: 'What you need done, e.g. "count the words in a text"' }),
     maxBudgetCents: Type.Optional(Type.Integer({ minimum: 0, description: 'Only services whose price fits' })),
@@ -22,6 +23,7 @@ export const searchServices = tool({
   output: Type.Object({
     matches: Type.Array(Type.Omit(DiscoveryMatch, ['inputSchema', 'outputSchema'])),
     totalMatches: Type.Integer(),
+    queryId: Type.String({ format: 'uuid', description: 'Pass it to buy_service or open_session when buying one of these (D22.2)' }),
     warnings: Type.Array(Type.String()),
   }),
   annotations: READ,
@@ -30,6 +32,7 @@ export const searchServices = tool({
     return {
       matches: found.matches.map(({ inputSchema: _i, outputSchema: _o, ...m }) => m),
       totalMatches: found.totalMatches,
+      queryId: found.queryId,
       warnings: found.warnings.map((w) => w.message),
     };
   },

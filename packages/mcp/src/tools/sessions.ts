@@ -22,15 +22,16 @@ export const openSession = tool({
     budgetCents: Type.Integer({ minimum: 1, description: 'Held once from the wallet; calls reserve from it' }),
     expiresInSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: 'It closes by itself then (default 3600)' })),
     orderRef: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Makes an otherwise identical session a new one' })),
+    queryId: Type.Optional(Type.String({ format: 'uuid', description: 'The queryId search_services answered when you found this service: the exchange learns from how its calls end' })),
   }, { additionalProperties: false }),
   output: SessionOut,
   annotations: { ...WRITE, idempotentHint: true },
   spending: true,
   async run(args, ctx) {
     const service = await contract(ctx, args.serviceId);
-    const key = `mcp-session-${createHash('sha256').update(JSON.stringify([ctx.profile.agentId, args.serviceId, args.budgetCents, args.expiresInSeconds ?? null, args.orderRef ?? null])).digest('hex').slice(0, 48)}`;
+    const key = `mcp-session-${createHash('sha256').update(JSON.stringify([ctx.profile.agentId, args.serviceId, args.budgetCents, args.expiresInSeconds ?? null, args.orderRef ?? null, ...(args.queryId ? [args.queryId] : [])])).digest('hex').slice(0, 48)}`;
     await withinLimits(ctx, key, args.budgetCents, `a session of "${service.name}"`);
-    const opened = ok(await ctx.client.openSession({ serviceId: args.serviceId, budgetCents: args.budgetCents, ...(args.expiresInSeconds ? { expiresInSeconds: args.expiresInSeconds } : {}) }, { idempotencyKey: key }));
+    const opened = ok(await ctx.client.openSession({ serviceId: args.serviceId, budgetCents: args.budgetCents, ...(args.expiresInSeconds ? { expiresInSeconds: args.expiresInSeconds } : {}), ...(args.queryId ? { queryId: args.queryId } : {}) }, { idempotencyKey: key }));
     ctx.guard.commit(key, args.budgetCents);
     const note = opened.status === 'open' ? `Open: ${left(opened)}. Make calls with call_in_session.` : opened.status === 'awaiting_approval' ? 'The budget waits for the account owner\'s approval; calls can be made once it is open.' : `The session is ${opened.status}.`;
     return { session: opened, note };

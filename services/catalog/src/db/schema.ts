@@ -111,6 +111,24 @@ export interface EmbeddingModelsRow {
   changedAt: Generated<Date>;
 }
 
+/** D22.2: a purchase that came from a discover and ended, as discovery learns from it. */
+export interface LearningEvidenceRow {
+  transactionId: string;
+  serviceId: string;
+  consumerAgentId: string;
+  buyerAccountId: string;
+  queryId: string;
+  need: string;
+  outcome: string;
+  qualityScore: number | null;
+  endedAt: Date;
+  /** Why the purchase teaches nothing (`judgePurchase`), or null when it is evidence. */
+  ignoredReason: string | null;
+  needEmbedding: Buffer | null;
+  embeddingModel: string | null;
+  writtenXid: Generated<string>;
+}
+
 export interface Database extends PlatformTables {
   providers: ProviderRow;
   services: ServiceRow;
@@ -120,4 +138,5 @@ export interface Database extends PlatformTables {
   providerPurchases: ProviderPurchaseRow;
   serviceEmbeddings: ServiceEmbeddingRow;
   embeddingModels: EmbeddingModelsRow;
+  learningEvidence: LearningEvidenceRow;
 }

@@ -7,6 +7,7 @@ import { inputCompatibility, outputCompatibility, requiredOutput } from '../doma
 import { blend, cheapness, clamp01, RANK_WEIGHTS, speed, type RankWeights } from '../domain/rank.js';
 import { livenessFactor } from '../domain/liveness.js';
 import { LIVENESS_COLUMNS, livenessView } from '../liveness/provider-liveness.js';
+import type { LearnedRanking } from '../learning/learned-ranking.js';
 import type { DiscoveryIndex, IndexedService } from './index-store.js';
 import { needTokens } from './need.js';
 
@@ -90,7 +91,7 @@ interface Candidate {
 const RECHECK_EXTRA = 5;
 
 /** POST /v1/services/discover (D8): filters, then ranks every active service of an active provider by compatibility. */
-export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHandler<Ops['discover']> => async ({ body }, ctx) => {
+export const discover = (deps: CatalogDeps, index: DiscoveryIndex, learning: LearnedRanking): OperationHandler<Ops['discover']> => async ({ body }, ctx) => {
   const caller = requireAgent(ctx);
   const limit = body.limit ?? 10;
   const urgency = body.urgency ?? 'normal';
@@ -98,8 +99,10 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   // Read-your-writes: every write answered before this request is in the index it scores. The
   // need's analysis runs meanwhile; the scorer reads the index only once caught up.
   const caughtUp = index.catchUp();
-  const scored = hasNeed ? await index.scorer.relevance(body.need!, caughtUp) : undefined;
+  const related = hasNeed ? await index.scorer.relevance(body.need!, caughtUp) : undefined;
   await caughtUp;
+  // D22.2: services bought for needs close to this one move up (failures down), by a bounded share.
+  const scored = related && learning.apply(body.need!, related, index.services, deps.now());
   const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
   const category = body.category?.toLowerCase();
 

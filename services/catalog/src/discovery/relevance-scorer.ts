@@ -47,4 +47,8 @@ export interface Relevance<T = undefined> {
   values: number[];
   /** Set when meaning should have counted but could not (the encoder failed): why. */
   meaningError?: string;
+  /** The need's sentence embedding, when meaning counted (D22.2: learning compares it with bought needs). */
+  needVector?: Float32Array;
+  /** The model that embedded `needVector` (D22.1): other vectors are compared with it only when of the same model. */
+  needModel?: string;
 }

@@ -163,14 +163,15 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
       const vector = encoder.embed([corrected]);
       const lexical = this.lexicalRelevance(concepts);
       let semantic: Float32Array;
+      let needVector: Float32Array;
       try {
-        const q = (await vector)[0]!;
-        if (q.length !== space.rows.dims) throw new Error(`sentence encoder: ${q.length} dimensions where ${space.rows.dims} were expected`);
-        semantic = this.semanticRelevance(space.rows, q, ids);
+        needVector = (await vector)[0]!;
+        if (needVector.length !== space.rows.dims) throw new Error(`sentence encoder: ${needVector.length} dimensions where ${space.rows.dims} were expected`);
+        semantic = this.semanticRelevance(space.rows, needVector, ids);
       } catch (err) {
         return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
       }
-      return this.answer(ids, lexical, semantic);
+      return { ...this.answer(ids, lexical, semantic), needVector, needModel: encoder.name };
     } finally {
       this.reading -= 1;
       if (this.reading === 0) this.compactIfDue();

@@ -33,7 +33,7 @@ const PURCHASE = validator(CreateTransactionBody);
 const VERIFY = validator(VerifyBody);
 /** The JSON-RPC code of a refusal by the exchange that A2A has no code for; its D1.4 code leads the message. */
 export const EXCHANGE_ERROR_CODE = -32000;
-const SHAPE = '{ serviceId, input, maxPriceCents?, units?, maxUnits?, sessionId? }';
+const SHAPE = '{ serviceId, input, maxPriceCents?, units?, maxUnits?, sessionId?, queryId? }';
 
 const invalidParams = (message: string) => new JsonRpcRequestMalformedError({ message, envelopeCode: A2A_ERROR_CODE.INVALID_PARAMS });
 const taskNotFound = (id: string) => new JsonRpcTaskNotFoundError({ message: `No task ${id} of this agent that the caller may see.` });

@@ -94,6 +94,8 @@ export interface TransactionRow {
   x402Nonce: string | null;
   x402TimeoutSeconds: number | null;
   x402Verified: boolean;
+  /** D22.2: the discover the purchase came from (the consumer's own query), told to the catalog when it ends. */
+  queryId: string | null;
   metadata: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
@@ -161,6 +163,8 @@ export interface SessionRow {
   autoVerify: boolean;
   hold: HoldState;
   approval: Approval | null;
+  /** D22.2: the discover the session came from; its calls carry it unless they name their own. */
+  queryId: string | null;
   expiresAt: Date;
   createdAt: Date;
   updatedAt: Date;

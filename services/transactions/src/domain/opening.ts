@@ -126,6 +126,7 @@ function initiated(caller: Caller, order: Order, units: number, listPriceCents: 
     inputDigest: order.inputDigest ?? null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0,
     sessionId: null, autoVerify: false, createdAt: now, updatedAt: now,
     x402Nonce: order.x402?.nonce ?? null, x402TimeoutSeconds: order.x402?.timeoutSeconds ?? null, x402Verified: false,
+    queryId: order.queryId ?? null,
   };
 }
 

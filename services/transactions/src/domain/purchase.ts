@@ -104,9 +104,11 @@ export interface Order {
   maxPriceCents: number | undefined;
   metadata: Record<string, unknown>;
   /** D17.5: a call in this open session, paid from its budget (the session's rules were checked when it opened). */
-  session?: { id: string; autoVerify: boolean };
+  session?: { id: string; autoVerify: boolean; queryId?: string | null };
   /** D19.2: a payment verified by the x402 facilitator: the amount signed, its nonce, its timeout. */
   x402?: { amountCents: number; nonce: string; timeoutSeconds: number };
+  /** D22.2: the discover the purchase came from (a session call's, its session's unless it names its own). */
+  queryId?: string | undefined;
 }
 
 export type PurchaseCommand =

@@ -36,6 +36,8 @@ export interface SessionOrder {
   budgetCents: number;
   expiresAt: Date;
   autoVerify: boolean;
+  /** D22.2: the discover the session came from. */
+  queryId?: string | undefined;
 }
 
 export type SessionCommand =
@@ -182,7 +184,7 @@ function openSession(caller: Caller, o: SessionOrder, facts: PurchaseFacts, poli
   const base: Session = {
     id: o.id, consumerAgentId: caller.agentId, providerAgentId: contract.agentId, consumerAccountId: caller.accountId, providerAccountId: contract.providerAccountId,
     serviceId: contract.serviceId, serviceRevision: contract.revision, category: contract.category, status: 'opening', statusReason: null,
-    budgetCents: o.budgetCents, spentCents: 0, reservedCents: 0, returnedCents: 0, calls: 0, autoVerify: o.autoVerify, hold: 'requested', approval: null,
+    budgetCents: o.budgetCents, spentCents: 0, reservedCents: 0, returnedCents: 0, calls: 0, autoVerify: o.autoVerify, hold: 'requested', approval: null, queryId: o.queryId ?? null,
     expiresAt: o.expiresAt, createdAt: now, updatedAt: now, closedAt: null,
   };
   const approval = approvalAsked(o.delegation, o.budgetCents, policy, now);

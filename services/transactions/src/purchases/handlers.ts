@@ -47,6 +47,7 @@ function open(deps: TransactionDeps, ctx: HandlerContext, body: CreateBody, cont
     order: {
       id, contract, delegation, inputErrors: checked.ok ? [] : checked.errors, input: body.input, inputDigest: jsonDigest(body.input),
       units: body.units, maxUnits: body.maxUnits, maxPriceCents: body.maxPriceCents, metadata: body.metadata ?? {}, ...(session && { session }),
+      queryId: body.queryId ?? session?.queryId ?? undefined,
     },
   });
 }
@@ -66,7 +67,7 @@ async function sessionCall(deps: TransactionDeps, body: CreateBody, ctx: Handler
     throw new AppError('VALIDATION_ERROR', 'serviceId must be the session\'s service (or left out).', { field: '/body/serviceId', details: { sessionServiceId: session.serviceId } });
   }
   const contract = await deps.contracts.revision(session.serviceId, session.serviceRevision, ctx.requestId);
-  return open(deps, ctx, body, contract, { rules: {}, ownerAgentId: caller.agentId }, { id: session.id, autoVerify: session.autoVerify });
+  return open(deps, ctx, body, contract, { rules: {}, ownerAgentId: caller.agentId }, { id: session.id, autoVerify: session.autoVerify, queryId: session.queryId });
 }
 
 /** D9.8: a transaction is visible to its two parties only; to anyone else it does not exist (404). */

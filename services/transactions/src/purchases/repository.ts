@@ -42,7 +42,7 @@ const COLUMNS = [
   'status', 'statusReason', 'input', 'output', 'units', 'maxUnits', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'endingStatus', 'endingReason', 'deliveryAttempts', 'maxDeliveryAttempts',
-  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'deliverySignatureScheme', 'deliverySignatureInput', 'refundedCents', 'sessionId', 'autoVerify', 'x402Nonce', 'x402TimeoutSeconds', 'x402Verified', 'metadata', 'createdAt', 'updatedAt',
+  'inputDigest', 'outputDigest', 'deliverySignature', 'deliverySignatureTimestamp', 'deliverySignatureScheme', 'deliverySignatureInput', 'refundedCents', 'sessionId', 'autoVerify', 'x402Nonce', 'x402TimeoutSeconds', 'x402Verified', 'queryId', 'metadata', 'createdAt', 'updatedAt',
 ] as const satisfies ReadonlyArray<keyof TransactionRow>;
 
 /** JSON columns, written as text: node-postgres would write an array as a Postgres array. */
@@ -156,7 +156,12 @@ export async function applyEffects(trx: Trx, work: UnitOfWork, t: Purchase, effe
         work.enqueue(transactionEvent(e.event.status), receipt ? { ...e.event, receipt } : e.event, { now });
         break;
       case 'trustOutcome':
-        work.enqueue(transactionOutcome, { transactionId: t.id, providerAgentId: t.providerAgentId, outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString() }, { now });
+        // D22.2: the buyer, the service and the discover it came from, for the catalog to learn from.
+        work.enqueue(transactionOutcome, {
+          transactionId: t.id, providerAgentId: t.providerAgentId, consumerAgentId: t.consumerAgentId, serviceId: t.serviceId,
+          ...(t.queryId ? { queryId: t.queryId, purchasedAt: t.initiatedAt.toISOString() } : {}),
+          outcome: e.outcome, qualityScore: e.qualityScore, late: e.late, at: now.toISOString(),
+        }, { now });
         break;
     }
   }

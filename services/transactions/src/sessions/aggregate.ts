@@ -28,7 +28,7 @@ const COUNTERS = { calls: exchangeMetrics.sessionCalls(), reserved: exchangeMetr
 /** Every column of a session row, in the order the creation's insert lists them. */
 const COLUMNS = [
   'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'category', 'status', 'statusReason',
-  'budgetCents', 'spentCents', 'reservedCents', 'returnedCents', 'calls', 'autoVerify', 'hold', 'approval', 'expiresAt', 'createdAt', 'updatedAt', 'closedAt',
+  'budgetCents', 'spentCents', 'reservedCents', 'returnedCents', 'calls', 'autoVerify', 'hold', 'approval', 'queryId', 'expiresAt', 'createdAt', 'updatedAt', 'closedAt',
 ] as const satisfies ReadonlyArray<keyof SessionRow>;
 
 /**

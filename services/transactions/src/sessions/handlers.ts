@@ -21,7 +21,7 @@ export const openSession = (deps: TransactionDeps): OperationHandler<Ops['openSe
   return deps.sessions.request(ctx, id, {
     kind: 'open',
     caller,
-    order: { id, contract, delegation: { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId }, budgetCents: body.budgetCents, expiresAt: sessionExpiresAt(deps.now(), body.expiresInSeconds), autoVerify: body.autoVerify ?? true },
+    order: { id, contract, delegation: { rules: delegation.rules, ownerAgentId: delegation.ownerAgentId }, budgetCents: body.budgetCents, expiresAt: sessionExpiresAt(deps.now(), body.expiresInSeconds), autoVerify: body.autoVerify ?? true, queryId: body.queryId },
   });
 };
 

@@ -5,6 +5,7 @@ import * as m0003 from './0003-outbox-claims.js';
 import * as m0004 from './0004-processed-age.js';
 import * as m0005 from './0005-write-guard.js';
 import * as m0006 from './0006-embedding-models.js';
+import * as m0007 from './0007-learning.js';
 import * as m0008 from './0008-liveness.js';
 
 export const migrations: Record<string, Migration> = {
@@ -14,6 +15,7 @@ export const migrations: Record<string, Migration> = {
   '0004-processed-age': m0004,
   '0005-write-guard': m0005,
   '0006-embedding-models': m0006,
+  '0007-learning': m0007,
   '0008-liveness': m0008,
 };
 

@@ -93,3 +93,23 @@ export const EVAL_QUERIES: EvalQuery[] = [
   q('geocoding adress to lat long', ['geocode'], ['address-verify'], true),
   q('summarise a lenghty article', ['summarize'], [], true),
 ];
+
+/**
+ * Needs that no service of the tuning catalog answers, in domains it does not cover. What discovery
+ * says about them (D22.4: nothing confident, so a warning) may be tuned on these; the frozen set
+ * has its own (`FROZEN_NO_RIGHT_SERVICE`), never tuned on.
+ */
+export const EVAL_NO_RIGHT_SERVICE: EvalQuery[] = [
+  q('book a table for four at an Italian restaurant tonight', []),
+  q('recommend a red wine to go with steak', []),
+  q('how many penalty points are left on my driving licence', []),
+  q('find a plumber to fix a leaking tap', []),
+  q('what does my horoscope say this week', []),
+  q('who won the Champions League final', []),
+  q('estimate what my house would sell for', []),
+  q('grade this student essay against the rubric', []),
+  q('design a knitting pattern for a winter scarf', []),
+  q('how much fertiliser should go on my wheat field', []),
+  q('adopt a kitten from a shelter near me', []),
+  q('rent a car at Lisbon airport for a week', []),
+];

@@ -171,8 +171,48 @@ export const DiscoveryMatch = Type.Object({
   inputSchema: FreeObject,
   outputSchema: FreeObject,
   sla: Sla,
+  /**
+   * EXT (D22.4): present and true when the service relates only weakly to the need — shown because
+   * nothing closer was found, not because it is known to answer it.
+   */
+  lowConfidence: Type.Optional(Type.Literal(true)),
 });
 export type DiscoveryMatch = Static<typeof DiscoveryMatch>;
+
+/** Filters of a discover, as `NO_MATCH` names what each removed (D22.4). */
+export const DiscoverFilter = Type.Union(['category', 'maxBudgetCents', 'minTrustScore', 'inputAvailable', 'outputRequired'].map((f) => Type.Literal(f)));
+export type DiscoverFilter = 'category' | 'maxBudgetCents' | 'minTrustScore' | 'inputAvailable' | 'outputRequired';
+
+/** EXT: one warning of a discover; `details` carries what a program acts on, by code. */
+export const DiscoverWarning = Type.Object({
+  code: Type.Union(['SEMANTIC_RANKING_OFF', 'SEMANTIC_RANKING_UNAVAILABLE', 'NO_CONFIDENT_MATCH', 'SPELLING_SUGGESTION', 'NO_MATCH'].map((c) => Type.Literal(c))),
+  message: Type.String(),
+  details: Type.Optional(Type.Object({
+    /** SPELLING_SUGGESTION: the need with its misspelled words replaced ("did you mean …"). */
+    suggestedNeed: Type.Optional(Type.String()),
+    /** SPELLING_SUGGESTION: each word that looks misspelled and the catalog's word it was read as. */
+    corrections: Type.Optional(Type.Array(Type.Object({ word: Type.String(), suggestion: Type.String() }))),
+    /** NO_MATCH: active services of active providers on the exchange. */
+    activeServices: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** NO_MATCH: services that relate to the need (all active ones without a need) before the filters. */
+    candidates: Type.Optional(Type.Integer({ minimum: 0 })),
+    /**
+     * NO_MATCH: what each filter removed, in the order they apply (a service is counted by the
+     * first filter that removes it), with the nearest value the filter turned away.
+     */
+    removedBy: Type.Optional(Type.Array(Type.Object({
+      filter: DiscoverFilter,
+      services: Type.Integer({ minimum: 1 }),
+      /** maxBudgetCents: the lowest price among the services it removed. */
+      cheapestCents: Type.Optional(Type.Integer()),
+      /** minTrustScore: the highest trust score among the services it removed. */
+      highestTrustScore: Type.Optional(Type.Integer()),
+      /** category: the categories of the services it removed, most frequent first (at most 5). */
+      categories: Type.Optional(Type.Array(Type.String())),
+    }))),
+  })),
+});
+export type DiscoverWarning = Static<typeof DiscoverWarning>;
 
 export const DiscoverView = Type.Object({
   matches: Type.Array(DiscoveryMatch),
@@ -187,11 +227,11 @@ export const DiscoverView = Type.Object({
    * EXT: what made this ranking less than the exchange's best, empty when nothing did — meaning left
    * out because it is turned off (`SEMANTIC_RANKING_OFF`) or because the sentence encoder is not
    * working (`SEMANTIC_RANKING_UNAVAILABLE`): services are then matched by their words alone.
+   * D22.4 adds why an answer is empty or weak: `NO_CONFIDENT_MATCH` (the matches relate only weakly
+   * to the need), `SPELLING_SUGGESTION` (a word of the need looks misspelled) and `NO_MATCH` (nothing
+   * matches, and what removed the candidates).
    */
-  warnings: Type.Array(Type.Object({
-    code: Type.Union([Type.Literal('SEMANTIC_RANKING_OFF'), Type.Literal('SEMANTIC_RANKING_UNAVAILABLE')]),
-    message: Type.String(),
-  })),
+  warnings: Type.Array(DiscoverWarning),
 });
 export type DiscoverView = Static<typeof DiscoverView>;
 

@@ -37,12 +37,14 @@ const RARE_BROADER_BOOST = 1.5;
 
 /**
  * The need's concepts: each token with its variants — itself, its lemmas, related words and, for
- * unknown words, spellings of the catalog's — as lexemes of the index, and the spelling corrections
- * made (typo → word). Nothing of the index is read before `after` resolves.
+ * unknown words, spellings of the catalog's — as lexemes of the index, the spelling corrections
+ * made (typo → the catalog's word, as the encoder reads it) and the same as suggested to the caller
+ * (typo → the form of that word closest to what was typed). Nothing of the index is read before
+ * `after` resolves.
  */
 export async function needConcepts(
   tokens: string[], after: Promise<void>, words: { lexicon: Lexicon; thesaurus: Thesaurus }, index: IndexVocabulary,
-): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
+): Promise<{ concepts: Concept[]; corrections: Map<string, string>; suggestions: Map<string, string> }> {
   const { lexicon, thesaurus } = words;
   const tried = new Map<string, string[]>();
   const variantWords = tokens.map((t) => expand(thesaurus, t, 1));
@@ -84,6 +86,7 @@ export async function needConcepts(
   // the words of deleted services, which would make a suggestion that finds nothing (D22.4). In the
   // need's order, whatever order the lookups ended in.
   const best = new Map<string, string>();
+  const suggestions = new Map<string, string>();
   for (const typo of tokens) {
     const candidates = tried.get(typo);
     if (!candidates) continue;
@@ -92,9 +95,11 @@ export async function needConcepts(
       const lex = stem ? lexemeIds.get(stem) : undefined;
       return lex !== undefined && df[lex]! > 0;
     });
-    if (live) best.set(typo, closestForm(typo, live, thesaurus));
+    if (!live) continue;
+    best.set(typo, live);
+    suggestions.set(typo, closestForm(typo, live, thesaurus));
   }
-  return { concepts, corrections: best };
+  return { concepts, corrections: best, suggestions };
 }
 
 /**

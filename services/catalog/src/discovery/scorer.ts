@@ -105,12 +105,12 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
 
   async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance<T>> {
     const tokens = needTokens(need);
-    const { concepts, corrections } = await needConcepts(tokens, after, { lexicon: this.lexicon, thesaurus: this.thesaurus }, this.vocabulary);
+    const { concepts, corrections, suggestions } = await needConcepts(tokens, after, { lexicon: this.lexicon, thesaurus: this.thesaurus }, this.vocabulary);
     // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
     // its worker thread while the lexical scores are computed here.
     let corrected = need;
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
-    const spelling = corrections.size > 0 ? { corrections: [...corrections].map(([word, suggestion]) => ({ word, suggestion })) } : {};
+    const spelling = suggestions.size > 0 ? { corrections: [...suggestions].map(([word, suggestion]) => ({ word, suggestion })) } : {};
     // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
     const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
     const encoder = readable ? this.encoder : null;

@@ -153,7 +153,7 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex): OperationHan
   const page = fitItems(wanted, ctx.replyBudgetBytes - ANSWER_FRAME_BYTES);
   // The closest under the floor are shown, not counted: they are no matches (D8.5, D22.4).
   const totalMatches = closest ? 0 : Math.max(wanted.length, total - dropped);
-  const warnings = warningsOf(deps, index, { body, filters, scored, closest, page });
+  const warnings = warningsOf(deps, index, { body, filters, scored, closest, page, empty: wanted.length === 0 });
   return ctx.effect(deps.tx, async (trx) => {
     await trx.insertInto('discoveryQueries').values({
       id: queryId,
@@ -175,13 +175,15 @@ function warningsOf(deps: CatalogDeps, index: DiscoveryIndex, a: {
   scored: Relevance<IndexedService> | undefined;
   closest: { items: (IndexedService | undefined)[] } | undefined;
   page: DiscoveryMatch[];
+  /** Nothing to show (not merely nothing that fits in one answer: that is `truncated`). */
+  empty: boolean;
 }): DiscoverWarning[] {
   const { body, scored, closest, page } = a;
   const related = scored && (closest ? { items: closest.items, related: 'faint' as const } : { items: scored.items, related: 'match' as const });
   return [
     ...(scored ? meaningWarnings(deps, scored.meaningError) : []),
     ...answerWarnings({ need: scored ? body.need : undefined, shown: page, closestOnly: closest !== undefined, corrections: scored?.corrections }),
-    ...(page.length === 0 ? [emptyAnswerWarning(index, body, a.filters, related)] : []),
+    ...(a.empty ? [emptyAnswerWarning(index, body, a.filters, related)] : []),
   ];
 }
 

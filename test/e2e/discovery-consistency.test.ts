@@ -158,6 +158,7 @@ describe('discovery racing writes', () => {
     // The race was real: services were paused and resumed while the queries ran.
     expect([...changes.values()].flat().length).toBeGreaterThan(100);
     expect(answers.some((a) => a.view.matches.length < services.length)).toBe(true);
-    expect(answers.every((a) => a.view.warnings.length === 0)).toBe(true);
+    // Meaning never dropped out; an answer the pauses left empty says so, and nothing else (D22.4).
+    expect(answers.every((a) => a.view.warnings.every((w) => w.code === 'NO_MATCH' && a.view.matches.length === 0))).toBe(true);
   }, 240_000); // 2,100 discovers and their racing writes on 2 cores, next to the rest of the suite: 38–60 s measured, so not the 60 s default
 });

@@ -37,8 +37,11 @@ describe('meaning turned off (DISCOVERY_MEANING=false)', () => {
 
   it('ranks by words alone and says so on every discover by need; the exchange is ready', async () => {
     const r = unwrap(await env.agent.client.discover({ need: byMeaning }));
-    expect(r.matches).toEqual([]);
-    expect(r.warnings).toEqual([{ code: 'SEMANTIC_RANKING_OFF', message: expect.stringContaining('DISCOVERY_MEANING=false') }]);
+    // By words alone the converter only brushes the need: it is shown as the closest, not as a match (D22.4).
+    expect(r.matches.map((m) => [m.serviceId, m.lowConfidence])).toEqual([[env.serviceId, true]]);
+    expect(r.totalMatches).toBe(0);
+    expect(r.warnings.map((w) => w.code)).toEqual(['SEMANTIC_RANKING_OFF', 'NO_CONFIDENT_MATCH']);
+    expect(r.warnings[0]!.message).toContain('DISCOVERY_MEANING=false');
     const lexical = unwrap(await env.agent.client.discover({ need: 'currency converter' }));
     expect(lexical.matches.map((m) => m.serviceId)).toEqual([env.serviceId]);
     expect(lexical.warnings[0]?.code).toBe('SEMANTIC_RANKING_OFF');

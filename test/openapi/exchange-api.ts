@@ -1711,6 +1711,8 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description Phrases of needs the provider says the service answers, as stored (trimmed) */
+            sampleNeeds: string[];
             status: "active" | "paused" | "inactive";
             /**
              * Format: date-time
@@ -1776,6 +1778,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /** @description At most 10 phrases of 3–200 characters, e.g. "is this a palindrome" */
+            sampleNeeds?: string[];
         };
         ServiceListItem: {
             /**
@@ -1824,6 +1828,8 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description Phrases of needs the provider says the service answers, as stored (trimmed) */
+            sampleNeeds: string[];
             status: "active" | "paused" | "inactive";
             /**
              * Format: date-time
@@ -1893,6 +1899,11 @@ export interface components {
                     /** @description Recent purchases expired, failed, cancelled past the SLA, or in progress past it */
                     recentUndelivered: number;
                 };
+                /**
+                 * @description Present when the service relates only weakly to the need: shown because nothing closer was found, not because it is known to answer it
+                 * @constant
+                 */
+                lowConfidence?: true;
             }[];
             totalMatches: number;
             /**
@@ -1902,8 +1913,32 @@ export interface components {
             queryId: string;
             truncated: boolean;
             warnings: {
-                code: "SEMANTIC_RANKING_OFF" | "SEMANTIC_RANKING_UNAVAILABLE";
+                code: "SEMANTIC_RANKING_OFF" | "SEMANTIC_RANKING_UNAVAILABLE" | "NO_CONFIDENT_MATCH" | "SPELLING_SUGGESTION" | "NO_MATCH";
                 message: string;
+                details?: {
+                    /** @description SPELLING_SUGGESTION: the need with the words that look misspelled replaced ("did you mean …") */
+                    suggestedNeed?: string;
+                    /** @description SPELLING_SUGGESTION: each word that looks misspelled and the catalog's word it was read as */
+                    corrections?: {
+                        word: string;
+                        suggestion: string;
+                    }[];
+                    /** @description NO_MATCH: active services of active providers on the exchange */
+                    activeServices?: number;
+                    /** @description NO_MATCH: services related to the need before the filters (without a need, every active one) */
+                    candidates?: number;
+                    /** @description NO_MATCH: what each filter removed, in the order they apply (a service is counted by the first filter that removes it) */
+                    removedBy?: {
+                        filter: "category" | "maxBudgetCents" | "minTrustScore" | "inputAvailable" | "outputRequired";
+                        services: number;
+                        /** @description maxBudgetCents: the lowest price among the services it removed */
+                        cheapestCents?: number;
+                        /** @description minTrustScore: the highest trust score among the services it removed */
+                        highestTrustScore?: number;
+                        /** @description category: the categories of the services it removed, most services first (at most 5) */
+                        categories?: string[];
+                    }[];
+                };
             }[];
         };
         DiscoverBody: {
@@ -1972,6 +2007,8 @@ export interface components {
                 output: unknown;
                 description?: string;
             }[];
+            /** @description At most 10 phrases of 3–200 characters, e.g. "is this a palindrome" */
+            sampleNeeds?: string[];
         };
         TransactionView: {
             /**

@@ -1,6 +1,7 @@
 /**
- * `pnpm bench:discovery` : discovery quality on two labelled sets — the tuning set
- * the scorer's weights were chosen on, and a held-out set they never were — each against a
+ * `pnpm bench:discovery` : discovery quality on three labelled sets — the tuning set the scorer's
+ * weights were chosen on, a held-out set they never were, and a frozen set written before any
+ * tuning and never edited — each against a
  * keyword-only baseline measured in the same run, then discover and list latency through the
  * gateway with 10,000 services. Everything is real: Postgres, NATS JetStream, every service, HTTP.
  * Each set gets an exchange of its own, so neither catalog affects the other's ranking.
@@ -20,11 +21,14 @@ import type { ExchangeConfig } from '@aex/platform';
 import type { Stack } from '@aex/stack';
 import { withBenchExchange } from '../exchange.js';
 import { row, writeReport, type Row } from '../report.js';
-import { EVAL_QUERIES, type EvalQuery } from './eval-queries.js';
+import { EVAL_NO_RIGHT_SERVICE, EVAL_QUERIES, type EvalQuery } from './eval-queries.js';
 import { EVAL_SERVICES, type EvalService } from './eval-services.js';
 import { HELDOUT_QUERIES } from './heldout-queries.js';
 import { HELDOUT_SERVICES } from './heldout-services.js';
 import { measureLearning } from './learning.bench.js';
+import { FROZEN_NO_RIGHT_SERVICE, FROZEN_QUERIES } from './frozen-queries.js';
+import { FROZEN_SERVICES } from './frozen-services.js';
+import { degraded, printWeakAnswers, saysWeak, weakAnswers, type WeakAnswerFigures } from './weak-answers.js';
 
 const args = process.argv.slice(2);
 /** What `pnpm bench` tabulates (`--json out.json`). */
@@ -43,10 +47,13 @@ interface LabelledSet {
   name: string;
   services: EvalService[];
   queries: EvalQuery[];
+  /** Needs no service of the set answers (D22.4: each should be answered with a warning). */
+  unanswerable: EvalQuery[];
 }
 const SETS: LabelledSet[] = [
-  { name: 'tuning set (the weights were chosen on it)', services: EVAL_SERVICES, queries: EVAL_QUERIES },
-  { name: 'held-out set (never used to choose anything)', services: HELDOUT_SERVICES, queries: HELDOUT_QUERIES },
+  { name: 'tuning set (the weights were chosen on it)', services: EVAL_SERVICES, queries: EVAL_QUERIES, unanswerable: EVAL_NO_RIGHT_SERVICE },
+  { name: 'held-out set (never used to choose anything)', services: HELDOUT_SERVICES, queries: HELDOUT_QUERIES, unanswerable: [] },
+  { name: 'frozen set (written before tuning, never edited)', services: FROZEN_SERVICES, queries: FROZEN_QUERIES, unanswerable: FROZEN_NO_RIGHT_SERVICE },
 ];
 
 
@@ -70,7 +77,7 @@ async function withExchange(run: (ex: Exchange) => Promise<void>): Promise<void>
   });
 }
 
-const results: { set: LabelledSet; exchange: Ranking; baseline: Ranking }[] = [];
+const results: { set: LabelledSet; exchange: Ranking; baseline: Ranking; weak: WeakAnswerFigures }[] = [];
 for (const set of args.includes('--speed') ? [] : SETS) {
   await withExchange(async (ex) => {
     const ids = await registerCatalog(ex, set.services);
@@ -86,7 +93,7 @@ if (!qualityOnly) {
     await speed(ex);
   });
 }
-writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'discovery', reportRows, { services: serviceCount, quality: results.map((r) => ({ set: r.set.name, exchange: r.exchange, baseline: r.baseline })) });
+writeReport(args.includes('--json') ? args[args.indexOf('--json') + 1] : undefined, 'discovery', reportRows, { services: serviceCount, quality: results.map((r) => ({ set: r.set.name, exchange: r.exchange, baseline: r.baseline, weakAnswers: r.weak })) });
 
 // ---------------------------------------------------------------------------------------------
 
@@ -146,19 +153,20 @@ interface Ranking {
   ndcg10: number;
 }
 
-async function quality(ex: Exchange, set: LabelledSet, ids: Map<string, string>): Promise<{ set: LabelledSet; exchange: Ranking; baseline: Ranking }> {
+async function quality(ex: Exchange, set: LabelledSet, ids: Map<string, string>): Promise<(typeof results)[number]> {
   const keyOf = new Map([...ids].map(([k, id]) => [id, k]));
   const client = await provider(ex, 999);
   const overlap = await sharedWords(ex, set);
-  const rows: { query: EvalQuery; exchange: string[]; baseline: string[]; shares: boolean }[] = [];
+  const rows: { query: EvalQuery; exchange: string[]; baseline: string[]; shares: boolean; weak: boolean }[] = [];
   for (const query of set.queries) {
     const found = unwrap(await client.discover({ need: query.need, limit: 10 }));
-    if (found.warnings.length) throw new Error(`discovery is degraded: ${found.warnings.map((w) => w.message).join('; ')}`);
+    if (degraded(found).length) throw new Error(`discovery is degraded: ${degraded(found).map((w) => w.message).join('; ')}`);
     rows.push({
       query,
       exchange: found.matches.map((m) => keyOf.get(m.serviceId)!),
       baseline: await keywordBaseline(ex, query.need, keyOf),
       shares: overlap.get(query.need)!,
+      weak: saysWeak(found),
     });
   }
   const subsets: [string, typeof rows][] = [
@@ -182,7 +190,9 @@ async function quality(ex: Exchange, set: LabelledSet, ids: Map<string, string>)
       console.log(`  "${m.query.need}" → ${m.exchange.slice(0, 3).join(', ') || '(nothing)'}  (want ${m.query.relevant.join(', ')}, at ${rank || '>10'})`);
     }
   }
-  return { set, exchange: metrics(rows.map((r) => [r.query, r.exchange])), baseline: metrics(rows.map((r) => [r.query, r.baseline])) };
+  const weak = await weakAnswers(client, set.unanswerable, rows.map((r) => ({ query: r.query, first: r.exchange[0], weak: r.weak })));
+  printWeakAnswers(weak);
+  return { set, exchange: metrics(rows.map((r) => [r.query, r.exchange])), baseline: metrics(rows.map((r) => [r.query, r.baseline])), weak };
 }
 
 /** Both sets side by side, each with its ratio to the keyword baseline, and the targets. */
@@ -192,7 +202,14 @@ function summary(): void {
     console.log(`${r.set.name.padEnd(52)} ${f(r.exchange.recallAt1).padStart(8)}  ${f(r.exchange.recallAt3).padStart(8)}  ${f(r.exchange.ndcg10).padStart(7)}   ×${ratio(r.exchange.recallAt1, r.baseline.recallAt1)}, ×${ratio(r.exchange.recallAt3, r.baseline.recallAt3)}, ×${ratio(r.exchange.ndcg10, r.baseline.ndcg10)}`);
     console.log(`${'  keyword baseline'.padEnd(52)} ${f(r.baseline.recallAt1).padStart(8)}  ${f(r.baseline.recallAt3).padStart(8)}  ${f(r.baseline.ndcg10).padStart(7)}`);
   }
-  const [tuning, heldOut] = results;
+  const [tuning, heldOut, frozen] = results;
+  if (frozen) {
+    reportRows.push(
+      row({ case: 'frozen recall@3', value: frozen.exchange.recallAt3, unit: '', baseline: frozen.baseline.recallAt3, baselineName: 'keyword baseline', target: 'stated', met: null }),
+      row({ case: 'frozen recall@1', value: frozen.exchange.recallAt1, unit: '', baseline: frozen.baseline.recallAt1, baselineName: 'keyword baseline', target: 'stated', met: null }),
+      row({ case: 'frozen needs with no right service warned', value: frozen.weak.warned / Math.max(1, frozen.weak.unanswerable), unit: '', baseline: Number.NaN, baselineName: 'none', target: 'all', met: frozen.weak.warned === frozen.weak.unanswerable }),
+    );
+  }
   if (heldOut) {
     reportRows.push(
       row({ case: 'held-out recall@3', value: heldOut.exchange.recallAt3, unit: '', baseline: heldOut.baseline.recallAt3, baselineName: 'keyword baseline', target: `≥ ${TARGETS.recallAt3}`, met: heldOut.exchange.recallAt3 >= TARGETS.recallAt3 }),

@@ -93,3 +93,40 @@ export const EVAL_QUERIES: EvalQuery[] = [
   q('geocoding adress to lat long', ['geocode'], ['address-verify'], true),
   q('summarise a lenghty article', ['summarize'], [], true),
 ];
+
+/**
+ * Needs that no service of the tuning catalog answers, in domains it does not cover. What discovery
+ * says about them (D22.4: nothing confident, so a warning) may be tuned on these; the frozen set
+ * has its own (`FROZEN_NO_RIGHT_SERVICE`), never tuned on.
+ */
+export const EVAL_NO_RIGHT_SERVICE: EvalQuery[] = [
+  q('book a table for four at an Italian restaurant tonight', []),
+  q('recommend a red wine to go with steak', []),
+  q('how many penalty points are left on my driving licence', []),
+  q('find a plumber to fix a leaking tap', []),
+  q('what does my horoscope say this week', []),
+  q('who won the Champions League final', []),
+  q('estimate what my house would sell for', []),
+  q('grade this student essay against the rubric', []),
+  q('design a knitting pattern for a winter scarf', []),
+  q('how much fertiliser should go on my wheat field', []),
+  q('adopt a kitten from a shelter near me', []),
+  q('rent a car at Lisbon airport for a week', []),
+  // Needs that share a word with a service of another trade: a word alone is no answer.
+  q('forecast who will win the next election', []),
+  q('hash out a deal with my landlord over the deposit', []),
+  q('get a quote to repaint the outside of my house', []),
+  q('clean my oven without harsh chemicals', []),
+  q('convert my garage into a spare bedroom', []),
+  q('render a 3D animation of our new sofa', []),
+  q('monitor my baby breathing at night', []),
+  q('compare two mattresses for back pain', []),
+  q('classify my wines by region from their taste', []),
+  q('validate my parking ticket at the mall', []),
+  q('detect whether my sourdough starter is ready to bake', []),
+  q('track my lost luggage from the airline', []),
+  q('translate my cat meowing into words', []),
+  q('score my tennis match point by point live', []),
+  q('extract a wisdom tooth without pain', []),
+  q('schedule the feeding times of my aquarium fish', []),
+];

@@ -60,6 +60,12 @@ const Tags = Type.Array(Tag, { maxItems: SERVICE_LIMITS.maxListItems, uniqueItem
 // EXT bounds: with both schemas (64 KiB each, D7.2) a whole contract stays under half a MiB.
 const Capabilities = Type.Array(FreeObjectOf(4 * 1024, 'Capability descriptor, at most 4 KiB as JSON'), { maxItems: SERVICE_LIMITS.maxListItems, maxJsonBytes: 64 * 1024 });
 const Examples = Type.Array(ServiceExample, { maxItems: SERVICE_LIMITS.maxListItems, maxJsonBytes: 256 * 1024 });
+/**
+ * EXT (D22.5): short phrases of needs the provider says the service answers, matched like its
+ * description. The request schema bounds the count and each string; the catalog checks the rest
+ * (3–200 characters once trimmed, no control or invisible characters, no repeats ignoring case).
+ */
+const SampleNeeds = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 10, description: 'At most 10 phrases of 3–200 characters, e.g. "is this a palindrome"' });
 // Schemas are free objects here (D1.5); their own rules (D7.2) answer INVALID_SCHEMA.
 const ContractSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema 2020-12' });
 
@@ -77,10 +83,11 @@ export const CreateServiceBody = Strict({
   capabilities: Type.Optional(Capabilities),
   examples: Type.Optional(Examples),
   metadata: Type.Optional(Metadata),
+  sampleNeeds: Type.Optional(SampleNeeds),
 });
 export type CreateServiceBody = Static<typeof CreateServiceBody>;
 
-/** Spec PATCH fields, plus `examples` and `capabilities` (EXT: a schema change may need new examples). */
+/** Spec PATCH fields, plus `examples` and `capabilities` (EXT: a schema change may need new examples) and `sampleNeeds` (EXT, D22.5). */
 export const UpdateServiceBody = Strict({
   description: Type.Optional(Type.String({ minLength: 10, maxLength: 5000 })),
   version: Type.Optional(Type.String({ maxLength: 256, pattern: SEMVER })),
@@ -93,6 +100,7 @@ export const UpdateServiceBody = Strict({
   metadata: Type.Optional(Metadata),
   capabilities: Type.Optional(Capabilities),
   examples: Type.Optional(Examples),
+  sampleNeeds: Type.Optional(SampleNeeds),
 });
 export type UpdateServiceBody = Static<typeof UpdateServiceBody>;
 
@@ -114,6 +122,8 @@ export const ServiceView = Type.Object({
   capabilities: Type.Array(FreeObject),
   examples: Type.Array(Type.Unknown()),
   metadata: FreeObject,
+  /** EXT (D22.5). */
+  sampleNeeds: Type.Array(Type.String(), { description: 'Phrases of needs the provider says the service answers, as stored (trimmed)' }),
   status: ServiceStatus,
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -184,8 +194,34 @@ export const DiscoveryMatch = Type.Object({
   sla: Sla,
   /** EXT (D22.3): whether the provider delivers; a stalled one ranks lower. */
   liveness: ProviderLiveness,
+  /** EXT (D22.4). */
+  lowConfidence: Type.Optional(Type.Literal(true, { description: 'Present when the service relates only weakly to the need: shown because nothing closer was found, not because it is known to answer it' })),
 });
 export type DiscoveryMatch = Static<typeof DiscoveryMatch>;
+
+/** Filters of a discover, as `NO_MATCH` names what each removed (D22.4). */
+export const DiscoverFilter = Type.Union(['category', 'maxBudgetCents', 'minTrustScore', 'inputAvailable', 'outputRequired'].map((f) => Type.Literal(f)));
+export type DiscoverFilter = 'category' | 'maxBudgetCents' | 'minTrustScore' | 'inputAvailable' | 'outputRequired';
+
+/** EXT: one warning of a discover; `details` carries what a program acts on, by code. */
+export const DiscoverWarning = Type.Object({
+  code: Type.Union(['SEMANTIC_RANKING_OFF', 'SEMANTIC_RANKING_UNAVAILABLE', 'NO_CONFIDENT_MATCH', 'SPELLING_SUGGESTION', 'NO_MATCH'].map((c) => Type.Literal(c))),
+  message: Type.String(),
+  details: Type.Optional(Type.Object({
+    suggestedNeed: Type.Optional(Type.String({ description: 'SPELLING_SUGGESTION: the need with the words that look misspelled replaced ("did you mean …")' })),
+    corrections: Type.Optional(Type.Array(Type.Object({ word: Type.String(), suggestion: Type.String() }), { description: 'SPELLING_SUGGESTION: each word that looks misspelled and the catalog\'s word it was read as' })),
+    activeServices: Type.Optional(Type.Integer({ minimum: 0, description: 'NO_MATCH: active services of active providers on the exchange' })),
+    candidates: Type.Optional(Type.Integer({ minimum: 0, description: 'NO_MATCH: services related to the need before the filters (without a need, every active one)' })),
+    removedBy: Type.Optional(Type.Array(Type.Object({
+      filter: DiscoverFilter,
+      services: Type.Integer({ minimum: 1 }),
+      cheapestCents: Type.Optional(Type.Integer({ description: 'maxBudgetCents: the lowest price among the services it removed' })),
+      highestTrustScore: Type.Optional(Type.Integer({ description: 'minTrustScore: the highest trust score among the services it removed' })),
+      categories: Type.Optional(Type.Array(Type.String(), { description: 'category: the categories of the services it removed, most services first (at most 5)' })),
+    }), { description: 'NO_MATCH: what each filter removed, in the order they apply (a service is counted by the first filter that removes it)' })),
+  })),
+});
+export type DiscoverWarning = Static<typeof DiscoverWarning>;
 
 export const DiscoverView = Type.Object({
   matches: Type.Array(DiscoveryMatch),
@@ -200,11 +236,11 @@ export const DiscoverView = Type.Object({
    * EXT: what made this ranking less than the exchange's best, empty when nothing did — meaning left
    * out because it is turned off (`SEMANTIC_RANKING_OFF`) or because the sentence encoder is not
    * working (`SEMANTIC_RANKING_UNAVAILABLE`): services are then matched by their words alone.
+   * D22.4 adds why an answer is empty or weak: `NO_CONFIDENT_MATCH` (the matches relate only weakly
+   * to the need), `SPELLING_SUGGESTION` (a word of the need looks misspelled) and `NO_MATCH` (nothing
+   * matches, and what removed the candidates).
    */
-  warnings: Type.Array(Type.Object({
-    code: Type.Union([Type.Literal('SEMANTIC_RANKING_OFF'), Type.Literal('SEMANTIC_RANKING_UNAVAILABLE')]),
-    message: Type.String(),
-  })),
+  warnings: Type.Array(DiscoverWarning),
 });
 export type DiscoverView = Static<typeof DiscoverView>;
 

@@ -50,6 +50,8 @@ export interface ServiceRow {
   capabilities: Json<Record<string, unknown>[]>;
   examples: Json<ServiceExample[]>;
   metadata: Json<Record<string, unknown>>;
+  /** D22.5: trimmed, at most 10. */
+  sampleNeeds: string[];
   status: ServiceStatus;
   revision: number;
   priceCents: number;

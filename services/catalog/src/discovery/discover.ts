@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { catalogOps, DiscoverBody, DiscoverView, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
+import type { catalogOps, DiscoverBody, DiscoverView, DiscoverWarning, DiscoveryMatch, Sla, Urgency } from '@aex/contracts';
 import { fitItems, requireAgent, type OperationHandler } from '@aex/platform';
 import type { CatalogDeps } from '../context.js';
 import { inputCompatibility, outputCompatibility, requiredOutput } from '../domain/compatibility.js';
@@ -8,7 +8,10 @@ import { blend, cheapness, clamp01, RANK_WEIGHTS, speed, type RankWeights } from
 import { livenessFactor } from '../domain/liveness.js';
 import { LIVENESS_COLUMNS, livenessView } from '../liveness/provider-liveness.js';
 import type { LearnedRanking } from '../learning/learned-ranking.js';
+import { answerWarnings, CLOSEST_SHOWN, CONFIDENT_RELEVANCE, noMatchWarning } from './answer-warnings.js';
+import { filteredBy, tallyFilters, type DiscoverFilters } from './discover-filters.js';
 import type { DiscoveryIndex, IndexedService } from './index-store.js';
+import type { Relevance } from './relevance-scorer.js';
 import { needTokens } from './need.js';
 
 type Ops = typeof catalogOps;
@@ -104,19 +107,19 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex, learning: Lea
   // D22.2: services bought for needs close to this one move up (failures down), by a bounded share.
   const scored = related && learning.apply(body.need!, related, index.services, deps.now());
   const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
-  const category = body.category?.toLowerCase();
+  const filters: DiscoverFilters = { category: body.category?.toLowerCase(), maxBudgetCents: body.maxBudgetCents, minTrustScore: body.minTrustScore };
+  // D22.4: when no service clears the relevance floor, the closest few under it stand in.
+  const closest = scored !== undefined && scored.items.length === 0 ? scored.faint?.() : undefined;
+  const shown = closest ? Math.min(limit, CLOSEST_SHOWN) : limit;
 
   // Only the best `keep` are kept (sorted insertion into a short list); all are counted.
-  const keep = limit + RECHECK_EXTRA;
+  const keep = shown + RECHECK_EXTRA;
   const best: Candidate[] = [];
   let total = 0;
   const ceiling = ceilingScore(Boolean(body.inputAvailable), wantedOutput !== undefined);
   const consider = (s: IndexedService, need: number | undefined): void => {
     const provider = s.provider;
-    if (provider.status !== 'active') return;
-    if (category !== undefined && s.category !== category) return;
-    if (body.maxBudgetCents !== undefined && s.budgetFloorCents > body.maxBudgetCents) return;
-    if (body.minTrustScore !== undefined && provider.trustScore < body.minTrustScore) return;
+    if (provider.status !== 'active' || filteredBy(s, filters) !== null) return;
     const pref = preferenceOf(urgency, provider.trustScore, s.cheapness, s.speed);
     // With a need, every service related to it that passes the filters matches (its score is at
     // least 0.6 × relevance × 0.85 > 0): it is counted, and fully scored only when the best its
@@ -141,9 +144,10 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex, learning: Lea
   };
   if (scored) {
     // With a need, only the services related to it can match: those, not the whole index.
-    for (let i = 0; i < scored.items.length; i++) {
-      const s = scored.items[i];
-      if (s) consider(s, scored.values[i]!);
+    const pool = closest ?? scored;
+    for (let i = 0; i < pool.items.length; i++) {
+      const s = pool.items[i];
+      if (s) consider(s, pool.values[i]!);
     }
   } else {
     for (const s of index.services.values()) consider(s, undefined);
@@ -151,10 +155,12 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex, learning: Lea
 
   const { matches, dropped } = await recheck(deps, body, best, urgency);
   const queryId = randomUUID();
-  const wanted = matches.slice(0, limit);
+  const wanted = matches.slice(0, shown);
   // Matches carry their schemas (up to 64 KiB each): as many as the answer can carry, best first.
   const page = fitItems(wanted, ctx.replyBudgetBytes - ANSWER_FRAME_BYTES);
-  const totalMatches = Math.max(wanted.length, total - dropped);
+  // The closest under the floor are shown, not counted: they are no matches (D8.5, D22.4).
+  const totalMatches = closest ? 0 : Math.max(wanted.length, total - dropped);
+  const warnings = warningsOf(deps, index, { body, filters, scored, closest, page, empty: wanted.length === 0 });
   return ctx.effect(deps.tx, async (trx) => {
     await trx.insertInto('discoveryQueries').values({
       id: queryId,
@@ -165,9 +171,28 @@ export const discover = (deps: CatalogDeps, index: DiscoveryIndex, learning: Lea
       scorer: index.scorer.name,
       createdAt: deps.now(),
     }).execute();
-    return { data: { matches: page, totalMatches, queryId, truncated: page.length < wanted.length, warnings: scored ? meaningWarnings(deps, scored.meaningError) : [] } };
+    return { data: { matches: page, totalMatches, queryId, truncated: page.length < wanted.length, warnings } };
   });
 };
+
+/** Everything an answer says about itself: meaning left out, a spelling suggestion, weak or no matches (D22.4). */
+function warningsOf(deps: CatalogDeps, index: DiscoveryIndex, a: {
+  body: DiscoverBody;
+  filters: DiscoverFilters;
+  scored: Relevance<IndexedService> | undefined;
+  closest: { items: (IndexedService | undefined)[] } | undefined;
+  page: DiscoveryMatch[];
+  /** Nothing to show (not merely nothing that fits in one answer: that is `truncated`). */
+  empty: boolean;
+}): DiscoverWarning[] {
+  const { body, scored, closest, page } = a;
+  const related = scored && (closest ? { items: closest.items, related: 'faint' as const } : { items: scored.items, related: 'match' as const });
+  return [
+    ...(scored ? meaningWarnings(deps, scored.meaningError) : []),
+    ...answerWarnings({ need: scored ? body.need : undefined, shown: page, closestOnly: closest !== undefined, corrections: scored?.corrections }),
+    ...(a.empty ? [emptyAnswerWarning(index, body, a.filters, related)] : []),
+  ];
+}
 
 /** Why meaning did not count in a ranking by need, when it did not. */
 function meaningWarnings(deps: CatalogDeps, failure: string | undefined): DiscoverView['warnings'] {
@@ -178,6 +203,25 @@ function meaningWarnings(deps: CatalogDeps, failure: string | undefined): Discov
   const reason = failure ?? (status.state === 'unavailable' ? status.reason : undefined);
   if (reason === undefined) return [];
   return [{ code: 'SEMANTIC_RANKING_UNAVAILABLE', message: `Ranking by meaning is unavailable (${reason}): services were matched by their words alone.` }];
+}
+
+/**
+ * Why an answer came out empty (D22.4): what the filters removed from the services related to the
+ * need — or, without one, from every active service. Only run for an empty answer.
+ */
+function emptyAnswerWarning(index: DiscoveryIndex, body: DiscoverBody, filters: DiscoverFilters, related?: { items: (IndexedService | undefined)[]; related: 'match' | 'faint' }): DiscoverWarning {
+  const wantedOutput = body.outputRequired ? requiredOutput(body.outputRequired) : undefined;
+  // Without a need, an input or output a service cannot take at all is what removes it (D8.5).
+  const io = (s: IndexedService) => {
+    if (related) return null;
+    if (body.inputAvailable && inputCompatibility(s.inputSig, body.inputAvailable) === 0) return 'inputAvailable';
+    if (wantedOutput && outputCompatibility(s.outputSig, wantedOutput) === 0) return 'outputRequired';
+    return null;
+  };
+  let active = 0;
+  for (const s of index.services.values()) if (s.provider.status === 'active') active += 1;
+  const tally = tallyFilters(related ? related.items : index.services.values(), filters, io);
+  return noMatchWarning(tally, body, active, related ? related.related : 'all');
 }
 
 /** Room kept in a discover answer for everything but the matches. */
@@ -232,6 +276,8 @@ async function recheck(deps: CatalogDeps, body: DiscoverBody, top: Candidate[], 
         serviceId: row.id, agentId: row.agentId, agentName: row.agentName, serviceName: row.name, compatibilityScore: score,
         trustScore: row.trustScore, priceCents: row.priceCents, estimatedLatencyMs: row.maxLatencyMs,
         inputSchema, outputSchema, sla: row.sla as Sla, liveness: livenessView(row),
+        // D22.4: shown, but related to the need only weakly.
+        ...(parts.need !== undefined && parts.need < CONFIDENT_RELEVANCE ? { lowConfidence: true as const } : {}),
       },
     });
   }

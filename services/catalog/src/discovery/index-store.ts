@@ -231,7 +231,7 @@ export class DiscoveryIndex {
     while (this.unembedded.size > 0 && !this.stopped && !encoder.problem && encoder === this.encoder) {
       const ids = [...this.unembedded].slice(0, BACKFILL_BATCH);
       const rows = await this.db.selectFrom('services')
-        .select(['id', 'name', 'category', 'subcategory', 'tags', 'description', sql<string>`written_xid::text`.as('xid')])
+        .select(['id', 'name', 'category', 'subcategory', 'tags', 'description', 'sampleNeeds', sql<string>`written_xid::text`.as('xid')])
         .where('id', 'in', ids).execute();
       const vectors = await encoder.embed(rows.map(embeddingText)).catch((err: unknown) => {
         if (!encoder.problem) for (const id of ids) this.unembedded.delete(id);

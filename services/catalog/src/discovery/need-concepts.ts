@@ -1,4 +1,4 @@
-import type { Lexicon } from './lexicon.js';
+import { editDistance, type Lexicon } from './lexicon.js';
 import type { Relation, Thesaurus } from './thesaurus.js';
 
 /** A content word of the need, with the index's lexemes that stand for it. */
@@ -37,14 +37,16 @@ const RARE_BROADER_BOOST = 1.5;
 
 /**
  * The need's concepts: each token with its variants — itself, its lemmas, related words and, for
- * unknown words, spellings of the catalog's — as lexemes of the index, and the spelling corrections
- * made (typo → word). Nothing of the index is read before `after` resolves.
+ * unknown words, spellings of the catalog's — as lexemes of the index, the spelling corrections
+ * made (typo → the catalog's word, as the encoder reads it) and the same as suggested to the caller
+ * (typo → the form of that word closest to what was typed). Nothing of the index is read before
+ * `after` resolves.
  */
 export async function needConcepts(
   tokens: string[], after: Promise<void>, words: { lexicon: Lexicon; thesaurus: Thesaurus }, index: IndexVocabulary,
-): Promise<{ concepts: Concept[]; corrections: Map<string, string> }> {
+): Promise<{ concepts: Concept[]; corrections: Map<string, string>; suggestions: Map<string, string> }> {
   const { lexicon, thesaurus } = words;
-  const best = new Map<string, string>();
+  const tried = new Map<string, string[]>();
   const variantWords = tokens.map((t) => expand(thesaurus, t, 1));
   // Stemming needs only Postgres, not the index: it overlaps the caller's catch-up.
   let [stems] = await Promise.all([lexicon.stems([...new Set(variantWords.flatMap((v) => [...v.keys()]))]), after]);
@@ -55,7 +57,7 @@ export async function needConcepts(
     // Real English words are taken as meant ("rain" is not a typo of "main"), and so are short ones.
     if (t.length < 4 || thesaurus.lemmas(t).length > 0) return false;
     const found = (await lexicon.corrections(t, maxEdits(t))).slice(0, 3);
-    if (found[0]) best.set(t, found[0].word);
+    if (found[0]) tried.set(t, found.map((c) => c.word));
     for (const c of found) {
       for (const [w, weight] of expand(thesaurus, c.word, correctionWeight(c.edits))) {
         if ((variantWords[i]!.get(w) ?? 0) < weight) variantWords[i]!.set(w, weight);
@@ -80,7 +82,38 @@ export async function needConcepts(
     for (const [lex, w] of variants) weight = Math.max(weight, w * idf(lex));
     return { token, variants, weight };
   });
-  return { concepts, corrections: best };
+  // Each typo is read as its closest spelling that some indexed service uses: the vocabulary keeps
+  // the words of deleted services, which would make a suggestion that finds nothing (D22.4). In the
+  // need's order, whatever order the lookups ended in.
+  const best = new Map<string, string>();
+  const suggestions = new Map<string, string>();
+  for (const typo of tokens) {
+    const candidates = tried.get(typo);
+    if (!candidates) continue;
+    const live = candidates.find((w) => {
+      const stem = stems.get(w);
+      const lex = stem ? lexemeIds.get(stem) : undefined;
+      return lex !== undefined && df[lex]! > 0;
+    });
+    if (!live) continue;
+    best.set(typo, live);
+    suggestions.set(typo, closestForm(typo, live, thesaurus));
+  }
+  return { concepts, corrections: best, suggestions };
+}
+
+/**
+ * The form of a catalog word closest to what was typed: the vocabulary holds words as services
+ * wrote them ("transcribes", "interviews"), and "trasncribe" reads better as "transcribe".
+ */
+function closestForm(typo: string, word: string, thesaurus: Thesaurus): string {
+  let best = word;
+  let edits = editDistance(typo, word);
+  for (const lemma of thesaurus.lemmas(word)) {
+    const d = editDistance(typo, lemma, edits);
+    if (d < edits) [best, edits] = [lemma, d];
+  }
+  return best;
 }
 
 /** A word with its lemmas and related words, each weighed (times `scale`). */

@@ -51,4 +51,11 @@ export interface Relevance<T = undefined> {
   needVector?: Float32Array;
   /** The model that embedded `needVector` (D22.1): other vectors are compared with it only when of the same model. */
   needModel?: string;
+  /** Words of the need that look misspelled, each with the catalog's word it was read as (D22.4). */
+  corrections?: { word: string; suggestion: string }[];
+  /**
+   * The documents related to the need too faintly to be matches (relevance above 0, under the
+   * floor), with that relevance; computed only when called — for an answer nothing else fills (D22.4).
+   */
+  faint?: () => { items: (T | undefined)[]; values: number[] };
 }

@@ -141,11 +141,12 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
 
   async relevance(need: string, after: Promise<void> = Promise.resolve()): Promise<Relevance<T>> {
     const tokens = needTokens(need);
-    const { concepts, corrections } = await needConcepts(tokens, after, { lexicon: this.lexicon, thesaurus: this.thesaurus }, this.vocabulary);
+    const { concepts, corrections, suggestions } = await needConcepts(tokens, after, { lexicon: this.lexicon, thesaurus: this.thesaurus }, this.vocabulary);
     // The encoder knows words, not typos: it reads the need with its spelling corrected. It runs in
     // its worker thread while the lexical scores are computed here.
     let corrected = need;
     for (const [typo, word] of corrections) corrected = corrected.replace(new RegExp(`\\b${typo}\\b`, 'gi'), word);
+    const spelling = suggestions.size > 0 ? { corrections: [...suggestions].map(([word, suggestion]) => ({ word, suggestion })) } : {};
     // A need with no word anyone knows (not English, not the catalog's) has no meaning to compare.
     const readable = concepts.some((c) => c.variants.size > 0) || tokens.some((t) => this.thesaurus.lemmas(t).length > 0);
     const space = this.meaning;
@@ -157,7 +158,7 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
     try {
       const ids = this.slotIds.slice();
       if (!encoder || encoder.problem || !space) {
-        const found = this.answer(ids, this.lexicalRelevance(concepts), null);
+        const found = { ...this.answer(ids, this.lexicalRelevance(concepts), null), ...spelling };
         return encoder?.problem ? { ...found, meaningError: encoder.problem } : found;
       }
       const vector = encoder.embed([corrected]);
@@ -169,9 +170,9 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
         if (needVector.length !== space.rows.dims) throw new Error(`sentence encoder: ${needVector.length} dimensions where ${space.rows.dims} were expected`);
         semantic = this.semanticRelevance(space.rows, needVector, ids);
       } catch (err) {
-        return { ...this.answer(ids, lexical, null), meaningError: (err as Error).message };
+        return { ...this.answer(ids, lexical, null), ...spelling, meaningError: (err as Error).message };
       }
-      return { ...this.answer(ids, lexical, semantic), needVector, needModel: encoder.name };
+      return { ...this.answer(ids, lexical, semantic), ...spelling, needVector, needModel: encoder.name };
     } finally {
       this.reading -= 1;
       if (this.reading === 0) this.compactIfDue();
@@ -184,16 +185,32 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
    * A service close in meaning that shares no word with the need counts by its meaning alone.
    */
   private answer(ids: (string | null)[], lexical: Float64Array, semantic: Float32Array | null): Relevance<T> {
-    const out: Relevance<T> = { ids: [], items: [], values: [] };
-    const alone = MIN_RELEVANCE / SEMANTIC_SHARE;
+    const out: Relevance<T> = { ids: [], items: [], values: [], faint: () => this.faint(ids, lexical, semantic) };
     for (let slot = 0; slot < ids.length; slot++) {
-      const lex = lexical[slot]!;
-      const sem = semantic ? (semantic[slot] ?? 0) : 0;
-      const r = lex > 0 ? (semantic ? (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * sem : lex) : sem >= alone ? SEMANTIC_SHARE * sem : 0;
+      const r = blended(lexical[slot]!, semantic, slot);
       if (r < MIN_RELEVANCE) continue;
       const id = ids[slot];
       if (id && this.slotIds[slot] === id) {
         out.ids.push(id);
+        out.items.push(this.slotItems[slot]);
+        out.values.push(r);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The documents under the floor, from the same scores (D22.4): meaning alone counts here however
+   * small. Asked after the answer, so a slot is read only if it still holds the document it held.
+   */
+  private faint(ids: (string | null)[], lexical: Float64Array, semantic: Float32Array | null): { items: (T | undefined)[]; values: number[] } {
+    const out: { items: (T | undefined)[]; values: number[] } = { items: [], values: [] };
+    for (let slot = 0; slot < ids.length; slot++) {
+      const lex = lexical[slot]!;
+      const r = lex > 0 ? blended(lex, semantic, slot) : SEMANTIC_SHARE * (semantic?.[slot] ?? 0);
+      if (r <= 0 || r >= MIN_RELEVANCE) continue;
+      const id = ids[slot];
+      if (id && this.slotIds[slot] === id) {
         out.items.push(this.slotItems[slot]);
         out.values.push(r);
       }
@@ -313,6 +330,16 @@ export class LexicalSemanticScorer<T = undefined> implements RelevanceScorer<T> 
     for (const entry of this.slotOf.values()) entry.slot = remap.get(entry.slot)!;
     this.dead = 0;
   }
+}
+
+/**
+ * Relevance from a slot's lexical score and closeness of meaning: the blend when it shares a word
+ * with the need, its meaning alone (at its share) when that is enough to clear the floor, else 0.
+ */
+function blended(lex: number, semantic: Float32Array | null, slot: number): number {
+  const sem = semantic ? (semantic[slot] ?? 0) : 0;
+  if (lex > 0) return semantic ? (1 - SEMANTIC_SHARE) * lex + SEMANTIC_SHARE * sem : lex;
+  return sem >= MIN_RELEVANCE / SEMANTIC_SHARE ? SEMANTIC_SHARE * sem : 0;
 }
 
 /** An encoder with the services' embeddings by its model. */

@@ -158,7 +158,9 @@ const MAX_CHARS = 2000;
 export const toBytes = (v: Float32Array): Buffer => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export const fromBytes = (b: Buffer): Float32Array => new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
 
-/** What a service is, in one text for the encoder: name, category, tags and description. */
-export function embeddingText(s: { name: string; category: string; subcategory: string | null; tags: string[]; description: string }): string {
-  return [s.name, [s.category, s.subcategory].filter(Boolean).join(' / '), s.tags.join(', '), s.description].filter(Boolean).join('. ');
+/** What a service is, in one text for the encoder: name, category, tags, sample needs and description. */
+export function embeddingText(s: { name: string; category: string; subcategory: string | null; tags: string[]; description: string; sampleNeeds?: string[] }): string {
+  // Sample needs (D22.5) are phrased as needs are, so they bring the service's meaning closer to
+  // them; they come before the description, which the encoder's text limit may cut.
+  return [s.name, [s.category, s.subcategory].filter(Boolean).join(' / '), s.tags.join(', '), ...(s.sampleNeeds ?? []), s.description].filter(Boolean).join('. ');
 }

@@ -1,7 +1,7 @@
 /**
  * The words a service is found by (D8.2), in four weight classes of its Postgres `tsvector`:
  *   A — name and tags;   B — category, subcategory and capability descriptors;
- *   C — description;     D — property names, titles and descriptions inside the schemas, example notes.
+ *   C — description and sample needs (D22.5);     D — property names, titles and descriptions inside the schemas, example notes.
  * Identifiers are split into words (`sourceLanguage`, `source_language` → "source language") so that
  * schema vocabulary matches plain-language needs.
  */
@@ -22,6 +22,8 @@ export interface SearchableService {
   inputSchema: Record<string, unknown>;
   outputSchema: Record<string, unknown>;
   examples: { description?: string }[];
+  /** D22.5: phrases of needs the provider says the service answers, matched like the description. */
+  sampleNeeds?: string[];
 }
 
 const MAX_D_CHARS = 20_000;
@@ -30,7 +32,7 @@ export function searchText(s: SearchableService): SearchText {
   return {
     a: [s.name, ...s.tags.map(words)].join(' . '),
     b: [words(s.category), s.subcategory ? words(s.subcategory) : '', ...s.capabilities.map(capabilityText)].filter(Boolean).join(' . '),
-    c: s.description,
+    c: [s.description, ...(s.sampleNeeds ?? [])].join(' . '),
     d: [schemaText(s.inputSchema), schemaText(s.outputSchema), ...s.examples.map((e) => e.description ?? '')].filter(Boolean).join(' . ').slice(0, MAX_D_CHARS),
   };
 }

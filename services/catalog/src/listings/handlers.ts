@@ -5,6 +5,7 @@ import { precompiled, requireActive, requireAgent, type OperationHandler, type S
 import type { CatalogDeps } from '../context.js';
 import type { Database } from '../db/schema.js';
 import { assertContract, budgetFloor, withDefaults, type ContractParts } from '../domain/contract-rules.js';
+import { acceptSampleNeeds } from '../domain/sample-needs.js';
 import { searchText, vocabularyOf } from '../domain/search-text.js';
 import { ensureProvider } from '../providers/replica.js';
 import { expansionText } from '../discovery/expansion.js';
@@ -19,7 +20,7 @@ type Change = 'registered' | 'updated' | 'paused' | 'resumed' | 'deactivated';
 /** Every column but the generated ones, so no write ever sends or reads the stemmed document. */
 const SERVICE_COLUMNS = [
   'id', 'agentId', 'name', 'description', 'version', 'category', 'subcategory', 'tags', 'inputSchema', 'outputSchema',
-  'pricing', 'sla', 'capabilities', 'examples', 'metadata', 'status', 'revision', 'createdAt', 'updatedAt',
+  'pricing', 'sla', 'capabilities', 'examples', 'metadata', 'sampleNeeds', 'status', 'revision', 'createdAt', 'updatedAt',
 ] as const;
 
 
@@ -30,6 +31,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
   const { pricing, sla } = withDefaults(body.pricing, body.sla);
   const contract: ContractParts = { inputSchema: body.inputSchema, outputSchema: body.outputSchema, pricing, sla, examples: (body.examples ?? []) as ServiceExample[] };
   assertContract(contract, new Set(Object.keys(body)));
+  const sampleNeeds = acceptSampleNeeds(body.sampleNeeds) ?? [];
   await ensureProvider(deps, caller, ctx);
 
   const now = deps.now();
@@ -37,7 +39,7 @@ export const createService = (deps: CatalogDeps): OperationHandler<Ops['createSe
   const service: StoredService = {
     id: randomUUID(), agentId: caller.agentId, name: body.name, description: body.description, version: body.version,
     category: body.category, subcategory: body.subcategory ?? null, tags: body.tags ?? [],
-    ...contract, capabilities: body.capabilities ?? [], metadata: body.metadata ?? {},
+    ...contract, capabilities: body.capabilities ?? [], metadata: body.metadata ?? {}, sampleNeeds,
     status: 'active', revision: 1, createdAt: now, updatedAt: now,
   };
   const embedding = await embed(deps, service);
@@ -80,6 +82,7 @@ export const providerServices = (deps: CatalogDeps): OperationHandler<Ops['provi
 export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateService']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
   const now = deps.now();
+  const sampleNeeds = acceptSampleNeeds(body.sampleNeeds);
   const reply = await ctx.effect(deps.tx, async (trx, work) => {
     const current = await loadOwned(trx, caller, path.serviceId, 'change');
     if (current.status === 'inactive') {
@@ -98,6 +101,8 @@ export const updateService = (deps: CatalogDeps): OperationHandler<Ops['updateSe
       capabilities: body.capabilities ?? current.capabilities,
       examples: (body.examples ?? current.examples) as ServiceExample[],
       metadata: body.metadata ?? current.metadata,
+      // Descriptive, like the description: a change is no new contract revision (D22.5).
+      sampleNeeds: sampleNeeds ?? current.sampleNeeds,
       status: body.status ?? current.status,
       updatedAt: now,
     };
@@ -209,6 +214,7 @@ function toRow(s: StoredService, thesaurus: Thesaurus) {
     capabilities: JSON.stringify(s.capabilities),
     examples: JSON.stringify(s.examples),
     metadata: JSON.stringify(s.metadata),
+    sampleNeeds: s.sampleNeeds,
     status: s.status,
     revision: s.revision,
     priceCents: s.pricing.basePriceCents,

@@ -22,7 +22,7 @@ const ORDER: Record<ServiceSort, ReturnType<typeof sql>> = {
 
 const COLUMNS = [
   's.id', 's.agentId', 's.name', 's.description', 's.version', 's.category', 's.subcategory', 's.tags', 's.pricing', 's.sla',
-  's.capabilities', 's.metadata', 's.status', 's.createdAt', 's.updatedAt', 'p.trustScore', 'p.name as providerName',
+  's.capabilities', 's.metadata', 's.sampleNeeds', 's.status', 's.createdAt', 's.updatedAt', 'p.trustScore', 'p.name as providerName',
   ...LIVENESS_COLUMNS,
 ] as const;
 

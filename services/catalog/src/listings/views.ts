@@ -18,6 +18,7 @@ export interface StoredService {
   capabilities: Record<string, unknown>[];
   examples: ServiceExample[];
   metadata: Record<string, unknown>;
+  sampleNeeds: string[];
   status: ServiceStatus;
   revision: number;
   createdAt: Date;
@@ -41,6 +42,7 @@ function listedFields(s: Listed): Omit<ServiceListItem, 'trustScore' | 'provider
     sla: s.sla,
     capabilities: s.capabilities,
     metadata: s.metadata,
+    sampleNeeds: s.sampleNeeds,
     status: s.status,
     createdAt: s.createdAt.toISOString(),
     updatedAt: s.updatedAt.toISOString(),

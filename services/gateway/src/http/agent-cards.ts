@@ -121,7 +121,8 @@ export function providerCard(config: ExchangeConfig, agentId: string, view: Prov
       s.name,
       s.description,
       [...new Set([s.category, ...(s.subcategory ? [s.subcategory] : []), ...s.tags])],
-      (s.examples as Array<{ input: unknown; description?: string }>).map((e) => e.description ?? JSON.stringify(e.input)),
+      // A2A's skill examples are prompts the skill handles: the provider's sample needs first (D22.5).
+      [...s.sampleNeeds, ...(s.examples as Array<{ input: unknown; description?: string }>).map((e) => e.description ?? JSON.stringify(e.input))],
     )),
   };
 }

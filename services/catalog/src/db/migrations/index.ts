@@ -7,6 +7,7 @@ import * as m0005 from './0005-write-guard.js';
 import * as m0006 from './0006-embedding-models.js';
 import * as m0007 from './0007-learning.js';
 import * as m0008 from './0008-liveness.js';
+import * as m0009 from './0009-sample-needs.js';
 
 export const migrations: Record<string, Migration> = {
   '0001-initial': m0001,
@@ -17,6 +18,7 @@ export const migrations: Record<string, Migration> = {
   '0006-embedding-models': m0006,
   '0007-learning': m0007,
   '0008-liveness': m0008,
+  '0009-sample-needs': m0009,
 };
 
 /** The catalog service's schema and migrations: what it migrates at start and what `migrate.ts` runs. */

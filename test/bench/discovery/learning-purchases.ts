@@ -2,6 +2,7 @@ import { generateSigningKey, unwrap, type ExchangeClient } from '@agent-exchange
 import type { CreateServiceBody, TransactionView } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 import type { EvalService } from './eval-services.js';
+import { degraded } from './weak-answers.js';
 
 // The parties of the learning benchmark (D22.2) and their purchases, through the gateway: providers
 // registering a labelled catalog, buyers of accounts of their own, and a purchase from discover to
@@ -84,8 +85,10 @@ async function until(client: ExchangeClient, id: string, status: string): Promis
  * queryId, the provider delivers, the buyer verifies with a quality score. Returns the transaction.
  */
 export async function discoverAndBuy(buyer: Seller, need: string, target: { id: string; seller: Seller; service: EvalService }, qualityScore: number): Promise<string> {
-  const { queryId, warnings } = unwrap(await buyer.client.discover({ need, limit: 10 }));
-  if (warnings.length) throw new Error(`discovery is degraded: ${warnings.map((w) => w.message).join('; ')}`);
+  const found = unwrap(await buyer.client.discover({ need, limit: 10 }));
+  const { queryId } = found;
+  // An answer may say its matches are weak (that is discovery working); only a degraded ranking stops the run.
+  if (degraded(found).length) throw new Error(`discovery is degraded: ${degraded(found).map((w) => w.message).join('; ')}`);
   const created = unwrap(await buyer.client.createTransaction({ serviceId: target.id, input: sampleOf(target.service.input), queryId }));
   if (created.status !== 'funds_held') await until(buyer.client, created.id, 'funds_held');
   unwrap(await target.seller.client.deliver(created.id, sampleOf(target.service.output)));

@@ -23,6 +23,7 @@ import { withBenchExchange, type BenchExchange } from '../exchange.js';
 import { row, writeReport, type Row } from '../report.js';
 import { HELDOUT_QUERIES } from './heldout-queries.js';
 import { HELDOUT_SERVICES } from './heldout-services.js';
+import { degraded } from './weak-answers.js';
 import { LEARNING_FUTURE } from './learning-future.js';
 import { LEARNING_HISTORY } from './learning-history.js';
 import { discoverAndBuy, registerSellers, signingAgent, type Seller } from './learning-purchases.js';
@@ -153,7 +154,8 @@ async function ranked(observer: Seller, needs: Labelled[], keyOf: Map<string, st
   const out: RankedRow[] = [];
   for (const query of needs) {
     const found = unwrap(await observer.client.discover({ need: query.need, limit: 10 }));
-    if (found.warnings.length) throw new Error(`discovery is degraded: ${found.warnings.map((w) => w.message).join('; ')}`);
+    // An answer may say its matches are weak (that is discovery working); only a degraded ranking stops the run.
+    if (degraded(found).length) throw new Error(`discovery is degraded: ${degraded(found).map((w) => w.message).join('; ')}`);
     out.push({ query, ranked: found.matches.map((m) => keyOf.get(m.serviceId)!) });
   }
   return out;

@@ -61,6 +61,20 @@ describe('weak answers are marked (D22.4)', () => {
   });
 });
 
+describe('a weak answer whose confident matches the filters removed (D22.4)', () => {
+  it('says which filter turned the confident ones away', async () => {
+    // The converter (5 cents) answers it; only a weak match fits a budget of 2.
+    const r = await find({ need: 'design a knitting pattern for a scarf or convert 250 euros to yen', maxBudgetCents: 2 });
+    expect(r.matches.length).toBeGreaterThan(0);
+    expect(r.matches.every((m) => m.lowConfidence === true && m.serviceName !== 'Currency Converter')).toBe(true);
+    expect(r.warnings).toEqual([{
+      code: 'NO_CONFIDENT_MATCH',
+      message: expect.stringContaining('The filters removed 1 service that relates to it confidently: 1 costs more than maxBudgetCents 2 (the cheapest costs 5).'),
+      details: { removedBy: [{ filter: 'maxBudgetCents', services: 1, cheapestCents: 5 }] },
+    }]);
+  });
+});
+
 describe('a misspelled need (D22.4)', () => {
   it('is answered as corrected, with the corrected need suggested', async () => {
     const r = await find({ need: 'trasncribe this intervew audio' });

@@ -73,6 +73,18 @@ describe('weak answers and spelling (D22.4)', () => {
     expect(answerWarnings({ ...base, shown: [{ lowConfidence: true }] })[0]).toMatchObject({ code: 'NO_CONFIDENT_MATCH', message: expect.stringContaining('only weakly') });
     expect(answerWarnings({ ...base, closestOnly: true, shown: [{ lowConfidence: true }, { lowConfidence: true }] })[0]!.message).toContain('the 2 closest are shown');
   });
+  it('names the filters that removed the confidently related services of a weak answer', () => {
+    const base = { need: 'n', closestOnly: false, corrections: undefined, shown: [{ lowConfidence: true as const }] };
+    const tally = { candidates: 2, removed: [{ filter: 'minTrustScore' as const, services: 2, highestTrustScore: 40 }] };
+    expect(answerWarnings({ ...base, confidentRemoved: { tally, body: { minTrustScore: 60 } } })[0]).toEqual({
+      code: 'NO_CONFIDENT_MATCH',
+      message: expect.stringContaining('The filters removed 2 services that relate to it confidently: 2 have a trust score below minTrustScore 60 (the highest is 40).'),
+      details: { removedBy: [{ filter: 'minTrustScore', services: 2, highestTrustScore: 40 }] },
+    });
+    // Nothing removed: the plain warning.
+    expect(answerWarnings({ ...base, confidentRemoved: { tally: { candidates: 1, removed: [] }, body: {} } })[0]).toEqual({ code: 'NO_CONFIDENT_MATCH', message: expect.stringContaining('only weakly') });
+  });
+
   it('suggests the need with each misspelled word replaced, whole words only and in any script', () => {
     const w = spellingWarning('Trasncribe this intervew; intervewer stays', [{ word: 'trasncribe', suggestion: 'transcribe' }, { word: 'intervew', suggestion: 'interview' }]);
     expect(w.code).toBe('SPELLING_SUGGESTION');

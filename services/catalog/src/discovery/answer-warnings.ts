@@ -23,6 +23,8 @@ export interface AnswerFacts {
   /** Nothing cleared the floor: the matches are the closest under it. */
   closestOnly: boolean;
   corrections: { word: string; suggestion: string }[] | undefined;
+  /** What the filters removed of the services that relate to the need confidently (a weak answer's reason). */
+  confidentRemoved?: { tally: FilterTally; body: DiscoverBody };
 }
 
 /** The warnings D22.4 adds to a discover: a spelling suggestion, and why the matches are weak. */
@@ -30,11 +32,15 @@ export function answerWarnings(a: AnswerFacts): DiscoverWarning[] {
   const out: DiscoverWarning[] = [];
   if (a.need !== undefined && a.corrections?.length) out.push(spellingWarning(a.need, a.corrections));
   if (a.shown.length > 0 && a.shown.every((m) => m.lowConfidence)) {
-    out.push({
+    const message = a.closestOnly
+      ? `No service clears the relevance floor for this need: the ${a.shown.length === 1 ? 'closest one is' : `${a.shown.length} closest are`} shown, marked lowConfidence, and may not answer it.`
+      : 'No service relates confidently to this need: the matches shown relate to it only weakly (marked lowConfidence) and may not answer it.';
+    const removed = a.confidentRemoved?.tally.removed ?? [];
+    out.push(removed.length === 0 ? { code: 'NO_CONFIDENT_MATCH', message } : {
       code: 'NO_CONFIDENT_MATCH',
-      message: a.closestOnly
-        ? `No service clears the relevance floor for this need: the ${a.shown.length === 1 ? 'closest one is' : `${a.shown.length} closest are`} shown, marked lowConfidence, and may not answer it.`
-        : 'No service relates confidently to this need: the matches shown relate to it only weakly (marked lowConfidence) and may not answer it.',
+      // The services that do relate were turned away by the filters: say which, or the buyer looks elsewhere for nothing.
+      message: `${message} The filters removed ${relateConfidently(removed.reduce((n, r) => n + r.services, 0))}: ${removed.map((r) => removalText(r, a.confidentRemoved!.body)).join('; ')}.`,
+      details: { removedBy: removedByDetails(removed) },
     });
   }
   return out;
@@ -58,6 +64,7 @@ export function spellingWarning(need: string, corrections: { word: string; sugge
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 const services = (n: number) => `${n} service${n === 1 ? '' : 's'}`;
+const relateConfidently = (n: number) => `${services(n)} that relate${n === 1 ? 's' : ''} to it confidently`;
 
 /** The categories a `category` filter turned away, most services first (at most 5). */
 const topCategories = (r: Removal) => [...(r.categories ?? [])].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 5).map(([c]) => c);
@@ -97,12 +104,7 @@ export function noMatchWarning(t: FilterTally, body: DiscoverBody, activeService
       details: { activeServices, candidates: 0 },
     };
   }
-  const removedBy = t.removed.map((r) => ({
-    filter: r.filter, services: r.services,
-    ...(r.cheapestCents !== undefined ? { cheapestCents: r.cheapestCents } : {}),
-    ...(r.highestTrustScore !== undefined ? { highestTrustScore: r.highestTrustScore } : {}),
-    ...(r.categories ? { categories: topCategories(r) } : {}),
-  }));
+  const removedBy = removedByDetails(t.removed);
   const subject = { match: 'relate to the need', faint: 'relate to the need, though only faintly', all: 'are active' }[related];
   const verb = t.candidates === 1 ? subject.replace(/^relate/, 'relates').replace(/^are/, 'is') : subject;
   const reasons = t.removed.map((r) => removalText(r, body));
@@ -110,4 +112,14 @@ export function noMatchWarning(t: FilterTally, body: DiscoverBody, activeService
     ? `${services(t.candidates)} ${verb}, but the filters removed every one: ${reasons.join('; ')}.`
     : `${services(t.candidates)} ${verb}, but none was still on offer when the answer was made; ask again.`;
   return { code: 'NO_MATCH', message, details: { activeServices, candidates: t.candidates, removedBy } };
+}
+
+/** What each filter removed, as `details.removedBy`. */
+function removedByDetails(removed: Removal[]) {
+  return removed.map((r) => ({
+    filter: r.filter, services: r.services,
+    ...(r.cheapestCents !== undefined ? { cheapestCents: r.cheapestCents } : {}),
+    ...(r.highestTrustScore !== undefined ? { highestTrustScore: r.highestTrustScore } : {}),
+    ...(r.categories ? { categories: topCategories(r) } : {}),
+  }));
 }

@@ -187,9 +187,14 @@ function warningsOf(deps: CatalogDeps, index: DiscoveryIndex, a: {
 }): DiscoverWarning[] {
   const { body, scored, closest, page } = a;
   const related = scored && (closest ? { items: closest.items, related: 'faint' as const } : { items: scored.items, related: 'match' as const });
+  const weak = page.length > 0 && page.every((m) => m.lowConfidence);
+  const confident = weak && scored ? scored.items.filter((s, i) => scored.values[i]! >= CONFIDENT_RELEVANCE) : [];
   return [
     ...(scored ? meaningWarnings(deps, scored.meaningError) : []),
-    ...answerWarnings({ need: scored ? body.need : undefined, shown: page, closestOnly: closest !== undefined, corrections: scored?.corrections }),
+    ...answerWarnings({
+      need: scored ? body.need : undefined, shown: page, closestOnly: closest !== undefined, corrections: scored?.corrections,
+      ...(confident.length > 0 ? { confidentRemoved: { tally: tallyFilters(confident, a.filters, () => null), body } } : {}),
+    }),
     ...(a.empty ? [emptyAnswerWarning(index, body, a.filters, related)] : []),
   ];
 }

@@ -22,7 +22,7 @@ unwrap(await me.fund(agentId, 1000));
 
 // Discovery by meaning: the words need not match the service's own. Each match says whether its
 // provider delivers (`liveness`): a `stalled` one's recent purchases went undelivered, so it is skipped.
-const { matches } = unwrap(await me.discover({ need: 'check if a sentence is a palindrome', inputAvailable: { phrase }, maxBudgetCents: 500 }));
+const { matches, queryId } = unwrap(await me.discover({ need: 'check if a sentence is a palindrome', inputAvailable: { phrase }, maxBudgetCents: 500 }));
 for (const m of matches.filter((m) => m.liveness.state === 'stalled')) {
   console.log(`skipping ${m.serviceName} by ${m.agentName}: stalled (${m.liveness.recentUndelivered} recent purchases undelivered)`);
 }
@@ -33,8 +33,9 @@ let delivered;
 for (const [n, match] of live.entries()) {
   console.log(`found ${match.serviceName} by ${match.agentName} for ${match.priceCents} cents (compatibility ${match.compatibilityScore}, provider ${match.liveness.state})`);
   // The purchase: the input is checked against the contract and the price held in escrow. The
-  // Idempotency-Key makes a retried purchase buy once.
-  const tx = unwrap(await me.createTransaction({ serviceId: match.serviceId, input: { phrase } }, { idempotencyKey: `buy-${agentId}-${n + 1}` }));
+  // Idempotency-Key makes a retried purchase buy once. The discover's queryId teaches discovery, by
+  // how this purchase ends, which services answer such needs (it is shown to nobody).
+  const tx = unwrap(await me.createTransaction({ serviceId: match.serviceId, input: { phrase }, queryId }, { idempotencyKey: `buy-${agentId}-${n + 1}` }));
   console.log(`bought ${tx.id}: ${tx.status}, ${tx.agreedPriceCents} cents held`);
 
   // Reads every 250 ms, doubling to 4 s, waiting out a 429's Retry-After: a few reads a minute.

@@ -10,6 +10,32 @@ const baseUrl = process.env.EX ?? 'http://127.0.0.1:8080';
 const port = Number(process.env.PORT ?? 9100);
 const exchange = new ExchangeClient({ baseUrl });
 
+// 0. The webhook receiver listens before anything is registered: a provider that cannot take its
+//    webhooks (the port taken) stops here, leaving no service on sale that nobody would deliver.
+//    Verify first (raw body, Standard Webhooks signature), act once per webhook-id.
+const server = createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let event;
+    try {
+      event = verifyWebhook(req.headers, Buffer.concat(chunks).toString('utf8'), secret);
+    } catch (err) {
+      res.writeHead(err instanceof WebhookVerificationError ? 400 : 500).end();
+      return;
+    }
+    res.writeHead(204).end();
+    const id = req.headers['webhook-id'];
+    if (handled.has(id)) return;
+    handled.add(id);
+    console.log(`webhook ${event.type} ${event.data.transactionId}`);
+    if (event.type === 'transaction.funds_held' && event.data.providerAgentId === agentId) {
+      deliver(event.data.transactionId).catch((err) => console.error(`delivery failed: ${err.message}`));
+    }
+  });
+});
+await new Promise((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+
 // 1. An agent with an API key and a signing key (a real agent keeps both in its secret store).
 let apiKey = process.env.AEX_API_KEY;
 let agentId = process.env.AEX_AGENT_ID;
@@ -50,25 +76,4 @@ async function deliver(transactionId) {
   console.log(`delivered ${transactionId}: ${JSON.stringify(output)} → ${delivered.status}`);
 }
 
-// 4. Webhooks: verify first (raw body, Standard Webhooks signature), act once per webhook-id.
-createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    let event;
-    try {
-      event = verifyWebhook(req.headers, Buffer.concat(chunks).toString('utf8'), secret);
-    } catch (err) {
-      res.writeHead(err instanceof WebhookVerificationError ? 400 : 500).end();
-      return;
-    }
-    res.writeHead(204).end();
-    const id = req.headers['webhook-id'];
-    if (handled.has(id)) return;
-    handled.add(id);
-    console.log(`webhook ${event.type} ${event.data.transactionId}`);
-    if (event.type === 'transaction.funds_held' && event.data.providerAgentId === agentId) {
-      deliver(event.data.transactionId).catch((err) => console.error(`delivery failed: ${err.message}`));
-    }
-  });
-}).listen(port, '127.0.0.1', () => console.log(`provider ${agentId} ready: service ${service.id}, webhooks on port ${port}`));
+console.log(`provider ${agentId} ready: service ${service.id}, webhooks on port ${port}`);

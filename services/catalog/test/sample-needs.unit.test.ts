@@ -26,8 +26,8 @@ describe('sample needs (D22.5)', () => {
   it('refuses repeats ignoring case and compatibility forms, pointing at the later one', () => {
     const { errors } = checkSampleNeeds(['Find a file', 'convert units', 'find a ﬁle', 'CONVERT UNITS ']);
     expect(errors.map((e) => [e.field, e.message])).toEqual([
-      ['/body/sampleNeeds/2', 'sampleNeeds/2 repeats sampleNeeds/0 (case is ignored).'],
-      ['/body/sampleNeeds/3', 'sampleNeeds/3 repeats sampleNeeds/1 (case is ignored).'],
+      ['/body/sampleNeeds/2', 'sampleNeeds/2 repeats sampleNeeds/0 (case and compatibility forms, such as full-width letters, are ignored).'],
+      ['/body/sampleNeeds/3', 'sampleNeeds/3 repeats sampleNeeds/1 (case and compatibility forms, such as full-width letters, are ignored).'],
     ]);
   });
   it('refuses more than ten', () => {

@@ -35,12 +35,12 @@ export function checkSampleNeeds(raw: readonly string[]): { value: string[]; err
     if (bad) return problem(i, `contains an invisible or control character (${codePoint(bad[0])}); write the phrase in plain text.`);
     const length = [...text].length;
     if (length < SAMPLE_NEEDS.minChars || length > SAMPLE_NEEDS.maxChars) {
-      return problem(i, `is ${length} characters long once trimmed; each sample need has ${SAMPLE_NEEDS.minChars} to ${SAMPLE_NEEDS.maxChars}.`);
+      return problem(i, `is ${length} character${length === 1 ? '' : 's'} long once trimmed; each sample need has ${SAMPLE_NEEDS.minChars} to ${SAMPLE_NEEDS.maxChars}.`);
     }
     // Compatibility forms fold too ("ﬁle" and "file"), so a repeat cannot hide behind a ligature.
     const key = text.normalize('NFKC').toLowerCase();
     const first = seen.get(key);
-    if (first !== undefined) return problem(i, `repeats sampleNeeds/${first} (case is ignored).`);
+    if (first !== undefined) return problem(i, `repeats sampleNeeds/${first} (case and compatibility forms, such as full-width letters, are ignored).`);
     seen.set(key, i);
   });
   return { value, errors };

@@ -96,3 +96,37 @@ describe('one exchange per data directory', () => {
     expect(await stopProcess(afterKill.child)).toBe(0);
   });
 });
+
+describe('nothing the stack starts outlives it', () => {
+  it('stops its Postgres and nats-server when it is killed outright (kill -9), and the next start finds nothing left', async () => {
+    const dataDir = tempDir('aex-orphans-');
+    const env = { AEX_DATA_DIR: dataDir, NATS_URL: '', DATABASE_URL: '', PORT: '0', LOG_LEVEL: 'info' };
+    const pidOf = (file: string) => Number.parseInt(readFileSync(join(dataDir, file), 'utf8').split('\n')[0]!, 10);
+    const runs = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      const first = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/, 90_000);
+      const servers = [pidOf('postgres/postmaster.pid'), pidOf('nats-server.pid')];
+      expect(servers.every(runs)).toBe(true);
+      await stopProcess(first.child, 'SIGKILL');
+      // The watchdog tied to the stack by a pipe stops both as soon as the pipe ends.
+      await eventually(async () => !servers.some(runs), 20_000, 100);
+      const again = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/, 90_000);
+      expect(unwrap(await new ExchangeClient({ baseUrl: again.match[1]! }).protocol()).name).toBe('agent-exchange');
+      // Nothing was left for it to stop.
+      expect(again.output()).not.toContain('left running by an earlier stack');
+      const serversAgain = [pidOf('postgres/postmaster.pid'), pidOf('nats-server.pid')];
+      expect(await stopProcess(again.child)).toBe(0);
+      // A clean stop stops them itself, before it exits.
+      expect(serversAgain.some(runs)).toBe(false);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});

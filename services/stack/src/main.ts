@@ -6,6 +6,7 @@ import { startStack } from './service.js';
 import { lockDataDir } from './infra/data-dir-lock.js';
 import { localOperatorToken, localReceiptKey } from './infra/operator-token.js';
 import { stopStack } from './infra/shutdown.js';
+import { noWatchdog, startWatchdog } from './infra/watchdog.js';
 
 // `pnpm start`: the whole exchange in one process (README "Run it, test it"). Local defaults: the
 // sandbox payment processor, private webhook targets allowed (D16), an operator token and a receipt
@@ -20,11 +21,17 @@ await runMain(async () => {
   // Before anything in the data directory is touched: a live exchange there keeps it (and its servers).
   const usesDataDir = !config.DATABASE_URL || !config.NATS_URL;
   const lock = usesDataDir ? await lockDataDir(dataDir, () => ({ pid: process.pid, url })) : null;
+  // Postgres and nats-server stop with the stack, even when it is killed outright.
+  const watchdog = usesDataDir ? startWatchdog(logger) : noWatchdog;
+  const release = async () => {
+    watchdog.close();
+    await lock?.release();
+  };
 
   // A start that fails (a refused configuration, a port taken) leaves nothing running: the servers
   // it started are in process groups of their own and would outlive it.
   const started = await startUp().catch(async (err: unknown) => {
-    await stopStack(logger, { services: async () => undefined, servers: owned, release: async () => lock?.release() });
+    await stopStack(logger, { services: async () => undefined, servers: owned, release });
     throw err;
   });
   const { bus, stack } = started;
@@ -33,14 +40,14 @@ await runMain(async () => {
   async function startUp() {
     let databaseUrl = config.DATABASE_URL;
     if (!databaseUrl) {
-      const pg = await startEmbeddedPostgres(dataDir, logger);
+      const pg = await startEmbeddedPostgres(dataDir, logger, watchdog);
       owned.push(pg);
       databaseUrl = pg.url;
       logger.info({ dir: `${dataDir}/postgres` }, 'embedded Postgres started');
     }
 
     // NATS_URL, else a nats-server from PATH, else the in-process bus.
-    const nats = config.NATS_URL ? null : await startLocalNats(dataDir, logger);
+    const nats = config.NATS_URL ? null : await startLocalNats(dataDir, logger, watchdog);
     if (nats) {
       owned.push(nats);
       logger.info({ dir: `${dataDir}/nats` }, 'nats-server with JetStream started');
@@ -61,21 +68,7 @@ await runMain(async () => {
     return { bus, stack, url: listening };
   }
 
-  console.log(
-    [
-      '',
-      `Agent exchange listening on ${url} (bus: ${bus.kind})`,
-      'Try:',
-      `  curl -s ${url}/v1/protocol`,
-      `  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\`,
-      `    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'`,
-      'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
-      `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
-      `For LLM agents and terminals (MCP server, aex CLI): README.md, "Use it from an LLM agent, or a terminal" · agent card: ${url}/.well-known/agent-card.json`,
-      `Console for people: ${url}/console/ (owners: the owner agent's API key; operators: ${operator ? `the token in ${operator.file}` : 'ADMIN_TOKEN'}) · Prometheus metrics: ${url}/metrics`,
-      '',
-    ].join('\n'),
-  );
+  console.log(banner(url, bus.kind, operator));
 
   stopOnSignals(logger, () => stopStack(logger, {
     services: async () => {
@@ -83,7 +76,7 @@ await runMain(async () => {
       await bus.close();
     },
     servers: owned,
-    release: async () => lock?.release(),
+    release,
   }));
 });
 
@@ -95,4 +88,21 @@ function localDefaults(dataDir: string, operator: { token: string } | null): Rec
     ...(operator ? { ADMIN_TOKEN: operator.token } : {}),
     RECEIPT_SIGNING_KEY: process.env.RECEIPT_SIGNING_KEY ?? localReceiptKey(dataDir),
   };
+}
+
+/** What the terminal shows once the exchange listens: where to go next. */
+function banner(url: string, busKind: string, operator: { file: string } | null): string {
+  return [
+    '',
+    `Agent exchange listening on ${url} (bus: ${busKind})`,
+    'Try:',
+    `  curl -s ${url}/v1/protocol`,
+    `  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\`,
+    `    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'`,
+    'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
+    `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
+    `For LLM agents and terminals (MCP server, aex CLI): README.md, "Use it from an LLM agent, or a terminal" · agent card: ${url}/.well-known/agent-card.json`,
+    `Console for people: ${url}/console/ (owners: the owner agent's API key; operators: ${operator ? `the token in ${operator.file}` : 'ADMIN_TOKEN'}) · Prometheus metrics: ${url}/metrics`,
+    '',
+  ].join('\n');
 }

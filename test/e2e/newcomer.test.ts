@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,11 +42,14 @@ afterAll(async () => {
 
 describe("the README's first purchase with curl and openssl", () => {
   it('settles the purchase, shows both ledgers and receives every webhook verified', async () => {
-    // The walkthrough runs from the repository's root; a copy of that view keeps its files (keys,
-    // logs) out of the repository.
+    // The walkthrough runs from the repository's root (here a view of it with its examples) and moves
+    // to a scratch directory first: it leaves nothing where it started. docs/walkthrough.md goes on in
+    // the same shell.
     const cwd = tempDir('aex-curl-');
     symlinkSync(join(repoRoot, 'examples'), join(cwd, 'examples'));
-    const out = await bash(shellBlocks('README.md', 'walkthrough:curl'), { cwd, env: { EX: ex.url, HOOKS_PORT: String(await freePort()) }, timeoutMs: 90_000 });
+    const script = `${shellBlocks('README.md', 'walkthrough:curl')}\n${shellBlocks('docs/walkthrough.md', 'walkthrough:curl-more')}`;
+    const out = await bash(script, { cwd, env: { EX: ex.url, HOOKS_PORT: String(await freePort()) }, timeoutMs: 90_000 });
+    expect(readdirSync(cwd)).toEqual(['examples']);
     expect(out).toContain('{"funded":true,"newBalanceCents":5000}');
     expect(out).toMatch(/\{"serviceName":"Word counter","priceCents":250,"compatibilityScore":[0-9.]+\}/);
     expect(out).toContain('{"status":"funds_held","agreedPriceCents":250,"platformFeeCents":13}');
@@ -61,7 +64,7 @@ describe("the README's first purchase with curl and openssl", () => {
       '{"txType":"platform_fee","amountCents":-13,"balanceAfterCents":237}',
     ]) expect(out).toContain(entry);
     for (const status of ['initiated', 'funds_held', 'delivered', 'settled']) expect(out).toMatch(new RegExp(`verified transaction\\.${status} [0-9a-f-]{36} ${status}`));
-    // 9–11: the receipt, a metered purchase, a session of three calls.
+    // docs/walkthrough.md: the receipt, a metered purchase, a session of three calls.
     expect(out).toMatch(/\{"status":"settled","priceCents":250,"platformFeeCents":13,"inputDigest":"sha-256=:[A-Za-z0-9+/]+=:"\}/);
     expect(out).toMatch(/\{"kid":"[\w-]+","kty":"OKP","crv":"Ed25519"\}/);
     expect(out).toContain('{"status":"delivered","units":3,"agreedPriceCents":60}');

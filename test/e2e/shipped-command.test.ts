@@ -88,7 +88,7 @@ describe('the README run command, as a newcomer meets it', { shuffle: false }, (
 
   it('points people at the console and the metrics, with an operator token of the data directory\'s own', async () => {
     const file = join(dataDir, 'admin-token');
-    expect(screen()).toContain(`Console for people: ${url}/console/ (owners: the owner agent's API key; operators: the token in ${file})`);
+    expect(screen()).toContain(`Console for people: ${url}/console/ (owners: 'aex console', or the owner agent's API key; operators: the token in ${file})`);
     expect(screen()).toContain(`Prometheus metrics: ${url}/metrics`);
     // Kept for its owner only, never printed.
     expect(statSync(file).mode & 0o777).toBe(0o600);

@@ -99,10 +99,10 @@ function banner(url: string, busKind: string, operator: { file: string } | null)
     `  curl -s ${url}/v1/protocol`,
     `  curl -s -X POST ${url}/v1/accounts -H 'content-type: application/json' \\`,
     `    -d '{"accountType":"individual","email":"you@example.com","displayName":"You","agent":{"name":"my-agent"}}'`,
-    'A first purchase, step by step: README.md, "Your first purchase in ten minutes".',
+    'A first purchase, step by step: README.md, "Your first purchase".',
     `API reference: ${url}/docs/api.md · OpenAPI: ${url}/v1/openapi.json`,
-    `For LLM agents and terminals (MCP server, aex CLI): README.md, "Use it from an LLM agent, or a terminal" · agent card: ${url}/.well-known/agent-card.json`,
-    `Console for people: ${url}/console/ (owners: the owner agent's API key; operators: ${operator ? `the token in ${operator.file}` : 'ADMIN_TOKEN'}) · Prometheus metrics: ${url}/metrics`,
+    `For LLM agents and terminals (MCP server, aex CLI): README.md, "What you can do with it" · agent card: ${url}/.well-known/agent-card.json`,
+    `Console for people: ${url}/console/ (owners: 'aex console', or the owner agent's API key; operators: ${operator ? `the token in ${operator.file}` : 'ADMIN_TOKEN'}) · Prometheus metrics: ${url}/metrics`,
     '',
   ].join('\n');
 }

@@ -1,4 +1,4 @@
-// The local stack's watchdog (docs/architecture.md, "One process on one machine"): Postgres and
+// The local stack's watchdog (docs/architecture.md, "Readiness and the run command"): Postgres and
 // nats-server run in process groups of their own, so a stack killed outright (SIGKILL, an OOM kill, a
 // crash) would leave them running. The stack starts this small process with a pipe on its standard
 // input and writes one line per server it starts: `<pid> <program> <signal>`. When the pipe ends —

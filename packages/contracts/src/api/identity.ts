@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Empty, FreeObject, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
 import { WalletView } from './wallet.js';
 
@@ -20,6 +20,42 @@ export const DelegationRules = Strict({
   autoApproveBelow: Type.Optional(CentsLimit),
 });
 export type DelegationRules = Static<typeof DelegationRules>;
+
+/** The names of the delegation rules, in the order a change lists them. */
+export const DELEGATION_RULES = ['maxTransactionCents', 'maxDailySpendCents', 'allowedCategories', 'blockedCategories', 'requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
+export type DelegationRuleName = (typeof DELEGATION_RULES)[number];
+
+const orNull = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/**
+ * D23.3: a partial change of delegation rules (PATCH). Each field given is set, `null` removes that
+ * rule, the fields not given stay as they are; at least one field is named.
+ */
+export const DelegationPatch = Strict({
+  maxTransactionCents: Type.Optional(orNull(CentsLimit)),
+  maxDailySpendCents: Type.Optional(orNull(CentsLimit)),
+  allowedCategories: Type.Optional(orNull(CategoryList)),
+  blockedCategories: Type.Optional(orNull(CategoryList)),
+  requireHumanApprovalAboveCents: Type.Optional(orNull(CentsLimit)),
+  autoApproveBelow: Type.Optional(orNull(CentsLimit)),
+}, { minProperties: 1 });
+export type DelegationPatch = Static<typeof DelegationPatch>;
+
+const RuleValue = orNull(Type.Union([CentsLimit, CategoryList]));
+/** One rule a PATCH changed: its value before and after (`null`: not set). */
+export const DelegationChange = Type.Object({
+  field: Type.Union(DELEGATION_RULES.map((name) => Type.Literal(name))),
+  from: RuleValue,
+  to: RuleValue,
+});
+export type DelegationChange = Static<typeof DelegationChange>;
+
+/** D23.3: the rules after a PATCH, and the rules whose value it changed (none when it changed nothing). */
+export const DelegationPatchView = Type.Object({
+  rules: DelegationRules,
+  changes: Type.Array(DelegationChange),
+});
+export type DelegationPatchView = Static<typeof DelegationPatchView>;
 
 // D6.2: trimmed, exactly one "@", at most 320 characters.
 export const Email = Type.String({ maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', description: 'Email address' });

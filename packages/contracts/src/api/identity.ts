@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { Empty, FreeObject, Metadata, NullableTimestamp, Strict, Timestamp, Uuid } from '../common.js';
 import { WalletView } from './wallet.js';
 
@@ -25,23 +25,25 @@ export type DelegationRules = Static<typeof DelegationRules>;
 export const DELEGATION_RULES = ['maxTransactionCents', 'maxDailySpendCents', 'allowedCategories', 'blockedCategories', 'requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
 export type DelegationRuleName = (typeof DELEGATION_RULES)[number];
 
-const orNull = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** A rule's new value or `null` (remove it), as one JSON Schema type: a bad value gets one error. */
+const CentsLimitOrNull = Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const CategoryListOrNull = Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string', minLength: 1, maxLength: 100 }, maxItems: 100, uniqueItems: true });
 
 /**
  * D23.3: a partial change of delegation rules (PATCH). Each field given is set, `null` removes that
  * rule, the fields not given stay as they are; at least one field is named.
  */
 export const DelegationPatch = Strict({
-  maxTransactionCents: Type.Optional(orNull(CentsLimit)),
-  maxDailySpendCents: Type.Optional(orNull(CentsLimit)),
-  allowedCategories: Type.Optional(orNull(CategoryList)),
-  blockedCategories: Type.Optional(orNull(CategoryList)),
-  requireHumanApprovalAboveCents: Type.Optional(orNull(CentsLimit)),
-  autoApproveBelow: Type.Optional(orNull(CentsLimit)),
+  maxTransactionCents: Type.Optional(CentsLimitOrNull),
+  maxDailySpendCents: Type.Optional(CentsLimitOrNull),
+  allowedCategories: Type.Optional(CategoryListOrNull),
+  blockedCategories: Type.Optional(CategoryListOrNull),
+  requireHumanApprovalAboveCents: Type.Optional(CentsLimitOrNull),
+  autoApproveBelow: Type.Optional(CentsLimitOrNull),
 }, { minProperties: 1 });
 export type DelegationPatch = Static<typeof DelegationPatch>;
 
-const RuleValue = orNull(Type.Union([CentsLimit, CategoryList]));
+const RuleValue = Type.Union([CentsLimit, CategoryList, Type.Null()]);
 /** One rule a PATCH changed: its value before and after (`null`: not set). */
 export const DelegationChange = Type.Object({
   field: Type.Union(DELEGATION_RULES.map((name) => Type.Literal(name))),

@@ -326,6 +326,80 @@ describe('approvals, as the account owner decides them (D10.3)', () => {
   });
 });
 
+describe('delegation rules (D23.3)', () => {
+  cliTest('D23.3: delegation set changes only the rules given and says which were kept; --unset removes one; --replace replaces them all', async ({ cli }) => {
+    const first = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--require-approval-above-cents', '200']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/^requireHumanApprovalAboveCents +200 \(new\)$/m);
+    const second = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--max-transaction-cents', '250']);
+    expect(second.stdout).toContain('Changed 1 rule; the others are kept.');
+    expect(second.stdout).toMatch(/^maxTransactionCents +250 \(new\)$/m);
+    expect(second.stdout).toMatch(/^requireHumanApprovalAboveCents +200 \(kept\)$/m);
+    expect(await cli.json(['--profile', 'buyer', 'delegation', 'show'])).toEqual({ maxTransactionCents: 250, requireHumanApprovalAboveCents: 200 });
+
+    const raised = await cli.json<{ rules: unknown; changes: unknown[] }>(['--profile', 'buyer', 'delegation', 'set', '--max-transaction-cents', '300', '--unset', 'require-approval-above-cents']);
+    expect(raised).toEqual({
+      rules: { maxTransactionCents: 300 },
+      changes: [{ field: 'maxTransactionCents', from: 250, to: 300 }, { field: 'requireHumanApprovalAboveCents', from: 200, to: null }],
+    });
+    const removed = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--unset', 'max-transaction-cents', '--blocked-categories', 'games,gambling']);
+    expect(removed.stdout).toMatch(/^maxTransactionCents +removed \(was 300\)$/m);
+    expect(removed.stdout).toMatch(/^blockedCategories +games,gambling \(new\)$/m);
+
+    const replaced = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--replace', '--max-daily-spend-cents', '900']);
+    expect(replaced.code, replaced.stderr).toBe(0);
+    expect(replaced.stdout).toContain('Replaced: these are all the rules now; any other rule was removed.');
+    expect(await cli.json(['--profile', 'buyer', 'delegation', 'show'])).toEqual({ maxDailySpendCents: 900 });
+
+    // The account's defaults change the same way.
+    await cli.json(['--profile', 'buyer', 'delegation', 'set', '--account', '--auto-approve-below', '100']);
+    const defaults = await cli.json<{ rules: unknown }>(['--profile', 'buyer', 'delegation', 'set', '--account', '--max-transaction-cents', '5000']);
+    expect(defaults.rules).toEqual({ autoApproveBelow: 100, maxTransactionCents: 5000 });
+  });
+
+  cliTest('D23.3: delegation set refuses nothing to change, an unknown --unset and --unset with --replace, and its help says how it changes rules', async ({ cli }) => {
+    const nothing = await cli.aex(['--profile', 'buyer', 'delegation', 'set']);
+    expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining('Give at least one rule to change')]);
+    const unknown = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--unset', 'max-cents']);
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining('--unset takes one of: max-transaction-cents, max-daily-spend-cents')]);
+    const both = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--replace', '--unset', 'auto-approve-below']);
+    expect(both.code).toBe(2);
+    const help = (await cli.aex(['delegation', 'set', '--help'])).stdout.replace(/\s+/g, ' ');
+    expect(help).toContain('Only the rules given change: the others are kept');
+    expect(help).toContain('--unset <rule> remove one rule, named as its option is (repeatable)');
+    expect(help).toContain('Rules --unset takes: max-transaction-cents, max-daily-spend-cents, allowed-categories, blocked-categories, require-approval-above-cents, auto-approve-below.');
+    expect(help).toContain('--replace replace all the rules with exactly those given: every rule not given is removed');
+  });
+});
+
+describe('aex console (D23.4)', () => {
+  cliTest('D23.4: prints a one-time sign-in link without the key, which signs the owner agent in once; --open hands it to xdg-open', async ({ cli }) => {
+    const key = (JSON.parse(readFileSync(join(cli.home, '.config/agent-exchange/config.json'), 'utf8')) as { profiles: Record<string, { apiKey: string; agentId: string }> }).profiles.buyer!;
+    const printed = await cli.aex(['--profile', 'buyer', 'console']);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.stdout).not.toContain(key.apiKey);
+    const url = /^(http\S+\/console\/#\/signin\?link=[A-Za-z0-9_-]{43})$/m.exec(printed.stdout)?.[1];
+    expect(url, printed.stdout).toBeDefined();
+    const signIn = (token: string) => fetch(`${ex.url}/console/api/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ link: token }) });
+    const token = url!.split('link=')[1]!;
+    const first = await signIn(token);
+    expect(first.status).toBe(201);
+    expect(((await first.json()) as { data: { agentId: string } }).data.agentId).toBe(key.agentId);
+    expect((await signIn(token)).status).toBe(401);
+
+    // --open: the platform's opener (here a stand-in for xdg-open that writes what it was given).
+    const bin = mkdtempSync(join(cli.home, 'bin-'));
+    const opened = join(cli.home, 'opened.txt');
+    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s' "$1" > '${opened}'\n`, { mode: 0o755 });
+    const withOpen = await cli.aex(['--json', '--profile', 'buyer', 'console', '--open'], { PATH: `${bin}:${process.env.PATH ?? ''}` });
+    expect(withOpen.code, withOpen.stderr).toBe(0);
+    const answer = JSON.parse(withOpen.stdout) as { url: string; expiresAt: string; opened: boolean };
+    expect(answer.opened).toBe(true);
+    await vi.waitFor(() => expect(readFileSync(opened, 'utf8')).toBe(answer.url), { timeout: 10_000 });
+    expect((await signIn(answer.url.split('link=')[1]!)).status).toBe(201);
+  });
+});
+
 describe('exit codes, help and completion', () => {
   cliTest('says what went wrong, with an exit code a script can act on', async ({ cli, serviceId }) => {
     const refused = await cli.aex(['--profile', 'buyer', 'services', 'show', '00000000-0000-4000-8000-000000000000']);
@@ -347,7 +421,7 @@ describe('exit codes, help and completion', () => {
     const commands = ['signup', 'login', 'profiles', 'keys generate', 'keys register', 'keys rotate', 'agents show', 'agents create', 'agents deactivate', 'agents spawn', 'delegation show', 'delegation set',
       'wallet balance', 'wallet fund', 'wallet withdraw', 'wallet ledger', 'services register', 'services list', 'services show', 'services pause', 'services resume', 'discover', 'buy',
       'tx list', 'tx show', 'tx cancel', 'tx negotiate', 'deliver', 'verify', 'disputes open', 'disputes show', 'disputes respond', 'disputes decide', 'disputes withdraw', 'listen', 'did resolve', 'completion',
-      'session open', 'session call', 'session show', 'session list', 'session close', 'receipt get', 'receipt verify'];
+      'session open', 'session call', 'session show', 'session list', 'session close', 'receipt get', 'receipt verify', 'console'];
     const results = await Promise.all(commands.map((c) => cli.aex([...c.split(' '), '--help'])));
     results.forEach((r, i) => {
       expect(r.code, commands[i]).toBe(0);

@@ -17,7 +17,7 @@ interface SetOptions {
   autoApproveBelow?: number;
   allowedCategories?: string;
   blockedCategories?: string;
-  unset: string[];
+  unset?: string[];
   replace?: boolean;
 }
 
@@ -44,8 +44,7 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
     });
   delegation
     .command('set')
-    .description('change rules of one agent (--agent, default: this agent) or the account\'s defaults (--account); owner agent only. '
-      + 'Only the rules given change, the others are kept; --unset RULE removes one; --replace sets exactly the rules given and removes all others')
+    .description('change rules of one agent (--agent, default: this agent) or the account\'s defaults (--account); owner agent only. Only the rules given change: the others are kept')
     .option('--agent <agentId>', 'the agent whose rules to change')
     .option('--account', 'change the account\'s defaults instead')
     .option('--max-transaction-cents <n>', 'largest single purchase', cents('--max-transaction-cents'))
@@ -54,15 +53,22 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
     .option('--auto-approve-below <n>', 'only purchases below this go through without the owner\'s approval', cents('--auto-approve-below'))
     .option('--allowed-categories <list>', 'comma-separated categories it may buy in')
     .option('--blocked-categories <list>', 'comma-separated categories it may not buy in')
-    .option('--unset <rule>', `remove one rule (repeatable): ${RULES.map(([o]) => o).join(', ')}`, (v: string, all: string[]) => [...all, v], [])
+    .option('--unset <rule>', 'remove one rule, named as its option is (repeatable)', (v: string, all: string[] | undefined) => [...(all ?? []), v])
     .option('--replace', 'replace all the rules with exactly those given: every rule not given is removed')
+    .addHelpText('after', `
+Rules --unset takes: ${RULES.map(([o]) => o).join(', ')}.
+
+Examples:
+  aex delegation set --max-transaction-cents 250             only this rule changes; the others are kept
+  aex delegation set --unset require-approval-above-cents    removes that rule; the others are kept
+  aex delegation set --replace --max-daily-spend-cents 900   exactly this rule; every other one is removed`)
     .action(async (o: SetOptions, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
       const rules = rulesOf(o);
       const accountId = o.account ? await accountOf(profile, client) : undefined;
       const agentId = o.agent ?? profile.agentId;
       if (o.replace) {
-        if (o.unset.length > 0) throw new CliError('--unset and --replace do not go together: --replace already removes every rule not given.', EXIT.usage);
+        if (o.unset) throw new CliError('--unset and --replace do not go together: --replace already removes every rule not given.', EXIT.usage);
         const stored = accountId
           ? ok(await client.setAccountDelegation(accountId, rules))
           : ok(await client.setAgentDelegation(agentId, rules));
@@ -71,7 +77,7 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
       }
       // D23.3: a PATCH changes only the rules given (and removes those unset); the others are kept.
       const patch: Record<string, unknown> = { ...rules };
-      for (const name of o.unset) {
+      for (const name of o.unset ?? []) {
         const field = fieldOf(name);
         if (field in rules) throw new CliError(`--unset ${name} and a value for it do not go together.`, EXIT.usage);
         patch[field] = null;

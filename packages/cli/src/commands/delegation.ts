@@ -65,29 +65,31 @@ Examples:
     .action(async (o: SetOptions, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
       const rules = rulesOf(o);
+      // D23.3: without --replace, a PATCH changes only the rules given (and removes those unset).
+      const patch = o.replace ? undefined : patchOf(rules, o.unset ?? []);
+      if (o.replace && o.unset) throw new CliError('--unset and --replace do not go together: --replace already removes every rule not given.', EXIT.usage);
       const accountId = o.account ? await accountOf(profile, client) : undefined;
       const agentId = o.agent ?? profile.agentId;
-      if (o.replace) {
-        if (o.unset) throw new CliError('--unset and --replace do not go together: --replace already removes every rule not given.', EXIT.usage);
-        const stored = accountId
-          ? ok(await client.setAccountDelegation(accountId, rules))
-          : ok(await client.setAgentDelegation(agentId, rules));
-        show(ctx, cmd, stored, (d) => `Replaced: these are all the rules now; any other rule was removed.\n${record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none']])}`);
+      if (patch) {
+        const changed = accountId ? ok(await client.patchAccountDelegation(accountId, patch)) : ok(await client.patchAgentDelegation(agentId, patch));
+        show(ctx, cmd, changed, describeChange);
         return;
       }
-      // D23.3: a PATCH changes only the rules given (and removes those unset); the others are kept.
-      const patch: Record<string, unknown> = { ...rules };
-      for (const name of o.unset ?? []) {
-        const field = fieldOf(name);
-        if (field in rules) throw new CliError(`--unset ${name} and a value for it do not go together.`, EXIT.usage);
-        patch[field] = null;
-      }
-      if (Object.keys(patch).length === 0) throw new CliError(`Give at least one rule to change (e.g. --max-transaction-cents 500) or --unset RULE; see aex delegation set --help.`, EXIT.usage);
-      const changed = accountId
-        ? ok(await client.patchAccountDelegation(accountId, patch))
-        : ok(await client.patchAgentDelegation(agentId, patch));
-      show(ctx, cmd, changed, describeChange);
+      const stored = accountId ? ok(await client.setAccountDelegation(accountId, rules)) : ok(await client.setAgentDelegation(agentId, rules));
+      show(ctx, cmd, stored, (d) => `Replaced: these are all the rules now; any other rule was removed.\n${record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none']])}`);
     });
+}
+
+/** The PATCH of the rules given and the rules unset (`null`); at least one. */
+function patchOf(rules: Record<string, unknown>, unset: string[]): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...rules };
+  for (const name of unset) {
+    const field = fieldOf(name);
+    if (field in rules) throw new CliError(`--unset ${name} and a value for it do not go together.`, EXIT.usage);
+    patch[field] = null;
+  }
+  if (Object.keys(patch).length === 0) throw new CliError('Give at least one rule to change (e.g. --max-transaction-cents 500) or --unset RULE; see aex delegation set --help.', EXIT.usage);
+  return patch;
 }
 
 /** The rules the options give, by the names the exchange knows them by; the ones not given are left out. */

@@ -37,7 +37,7 @@ describe('delegation set (D23.3)', () => {
     exchange.on('PATCH', `/v1/agents/${PROVIDER_ID}/delegation`, { data: { rules: {}, changes: [] } });
     const r = await aex(['delegation', 'set', '--agent', PROVIDER_ID, '--require-approval-above-cents', '100', '--auto-approve-below', '50', '--max-transaction-cents', '0']);
     expect(exchange.requests[0]!.body).toEqual({ requireHumanApprovalAboveCents: 100, autoApproveBelow: 50, maxTransactionCents: 0 });
-    expect(r.stdout).toBe('Nothing changed: the rules already were so.\nNo rules: none of its own.\n');
+    expect(r.stdout).toBe('Nothing changed: the rules already were so.\nNo rules now.\n');
   });
 
   cliTest('--unset sends null for each rule named, and says what was removed', async ({ aex, exchange, profile: _ }) => {

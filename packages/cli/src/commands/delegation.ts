@@ -120,5 +120,5 @@ function describeChange({ rules, changes }: DelegationPatchView): string {
     else if (now !== undefined) lines.push([field, `${text(now)} (kept)`]);
   }
   const head = changes.length === 0 ? 'Nothing changed: the rules already were so.' : `Changed ${changes.length === 1 ? '1 rule' : `${changes.length} rules`}; the others are kept.`;
-  return `${head}\n${lines.length ? record(lines) : 'No rules: none of its own.\n'}`;
+  return `${head}\n${lines.length ? record(lines) : 'No rules now.\n'}`;
 }

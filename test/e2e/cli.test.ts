@@ -347,7 +347,7 @@ describe('exit codes, help and completion', () => {
     const commands = ['signup', 'login', 'profiles', 'keys generate', 'keys register', 'keys rotate', 'agents show', 'agents create', 'agents deactivate', 'agents spawn', 'delegation show', 'delegation set',
       'wallet balance', 'wallet fund', 'wallet withdraw', 'wallet ledger', 'services register', 'services list', 'services show', 'services pause', 'services resume', 'discover', 'buy',
       'tx list', 'tx show', 'tx cancel', 'tx negotiate', 'deliver', 'verify', 'disputes open', 'disputes show', 'disputes respond', 'disputes decide', 'disputes withdraw', 'listen', 'did resolve', 'completion',
-      'session open', 'session call', 'session show', 'session list', 'session close', 'receipt get', 'receipt verify'];
+      'session open', 'session call', 'session show', 'session list', 'session close', 'receipt get', 'receipt verify', 'console'];
     const results = await Promise.all(commands.map((c) => cli.aex([...c.split(' '), '--help'])));
     results.forEach((r, i) => {
       expect(r.code, commands[i]).toBe(0);

@@ -62,6 +62,20 @@ describe('transactions replicas keep the rules in force, told of every change (D
     await warm(buyer);
   });
 
+  it('D23.3: a rule changed by PATCH refuses the next purchase on every replica, and removing it with null lets the next through', async () => {
+    const buyer = await funded(ex, 100_000);
+    unwrap(await buyer.owner.client.patchAgentDelegation(buyer.agentId, { maxDailySpendCents: 1_000_000 }));
+    await warm(buyer);
+    unwrap(await buyer.owner.client.patchAgentDelegation(buyer.agentId, { maxTransactionCents: 800 }));
+    await everyPurchaseRefused(buyer, { rule: 'maxTransactionCents', limit: 800, attempted: 1000 });
+    unwrap(await buyer.owner.client.patchAccountDelegation(buyer.accountId, { maxTransactionCents: 100 }));
+    unwrap(await buyer.owner.client.patchAgentDelegation(buyer.agentId, { maxTransactionCents: null }));
+    // The agent's own rule is gone: the account's default, changed by PATCH too, is in force.
+    await everyPurchaseRefused(buyer, { rule: 'maxTransactionCents', limit: 100, attempted: 1000 });
+    unwrap(await buyer.owner.client.patchAccountDelegation(buyer.accountId, { maxTransactionCents: null }));
+    await warm(buyer);
+  });
+
   it('a parent’s tightened rules refuse its child’s next purchase (D6.8: the child starts from them)', async () => {
     const parent = await funded(ex, 100_000);
     const view = unwrap(await parent.client.spawnAgent(parent.agentId, { name: 'child', budgetCents: 50_000 }));

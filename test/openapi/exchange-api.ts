@@ -81,13 +81,14 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set the account’s default delegation rules (owner agent) */
+        /** Replace the account’s default delegation rules: rules not given are removed (owner agent) */
         put: operations["setAccountDelegation"];
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change some of the account’s default delegation rules: those not named stay, `null` removes one; answers the rules after and what changed */
+        patch: operations["patchAccountDelegation"];
         trace?: never;
     };
     "/v1/agents": {
@@ -151,13 +152,14 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Override delegation rules for one agent (owner agent) */
+        /** Replace one agent’s own delegation rules: rules not given are removed (owner agent) */
         put: operations["setAgentDelegation"];
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /** Change some of one agent’s own delegation rules: those not named stay, `null` removes one; answers the rules after and what changed */
+        patch: operations["patchAgentDelegation"];
         trace?: never;
     };
     "/v1/agents/{agentId}/spawn": {
@@ -1428,6 +1430,29 @@ export interface components {
             blockedCategories?: string[];
             requireHumanApprovalAboveCents?: number;
             autoApproveBelow?: number;
+        };
+        DelegationPatchView: {
+            rules: {
+                maxTransactionCents?: number;
+                maxDailySpendCents?: number;
+                allowedCategories?: string[];
+                blockedCategories?: string[];
+                requireHumanApprovalAboveCents?: number;
+                autoApproveBelow?: number;
+            };
+            changes: {
+                field: "maxTransactionCents" | "maxDailySpendCents" | "allowedCategories" | "blockedCategories" | "requireHumanApprovalAboveCents" | "autoApproveBelow";
+                from: number | string[] | null;
+                to: number | string[] | null;
+            }[];
+        };
+        DelegationPatch: {
+            maxTransactionCents?: number | null;
+            maxDailySpendCents?: number | null;
+            allowedCategories?: string[] | null;
+            blockedCategories?: string[] | null;
+            requireHumanApprovalAboveCents?: number | null;
+            autoApproveBelow?: number | null;
         };
         NewAgentView: {
             /**
@@ -3858,6 +3883,74 @@ export interface operations {
             503: components["responses"]["Error503"];
         };
     };
+    patchAccountDelegation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description UUID */
+                accountId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DelegationPatch"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DelegationPatchView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            202: components["responses"]["OutcomeUnknown"];
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
     createAgent: {
         parameters: {
             query?: never;
@@ -4273,6 +4366,74 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: components["schemas"]["DelegationRules"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            202: components["responses"]["OutcomeUnknown"];
+            /** @description The request is invalid: VALIDATION_ERROR, INVALID_JSON */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description Authenticated but not allowed: FORBIDDEN */
+            403: components["responses"]["Error403"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
+            /** @description Conflicts with the resource's current state: IDEMPOTENCY_KEY_IN_USE */
+            409: components["responses"]["Error409"];
+            /** @description The body is larger than the limit: PAYLOAD_TOO_LARGE */
+            413: components["responses"]["Error413"];
+            /** @description The body is not application/json: UNSUPPORTED_MEDIA_TYPE */
+            415: components["responses"]["Error415"];
+            /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
+            422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    patchAgentDelegation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+                /** @description Makes the request safe to retry: the first answer is stored for 48 h and given again, byte for byte, to a repeat with the same method, path and body (docs/api.md, "Idempotency"). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description UUID */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["DelegationPatch"];
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DelegationPatchView"];
                         meta: components["schemas"]["Meta"];
                         errors: null;
                     };

@@ -3,6 +3,7 @@ import { registerAgentCommands } from './commands/agents.js';
 import { registerApprovalCommands } from './commands/approvals.js';
 import { registerBuyCommand } from './commands/buy.js';
 import { registerCompletionCommand } from './commands/completion.js';
+import { registerConsoleCommand } from './commands/console.js';
 import { registerDelegationCommands } from './commands/delegation.js';
 import { registerDeliveryCommands } from './commands/delivery.js';
 import { registerDidCommands } from './commands/did.js';
@@ -56,6 +57,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv = process.env, stopp
   registerSessionCommands(program, ctx);
   registerReceiptCommands(program, ctx);
   registerListenCommand(program, ctx);
+  registerConsoleCommand(program, ctx);
   registerDidCommands(program, ctx);
   registerCompletionCommand(program, ctx);
   return program;

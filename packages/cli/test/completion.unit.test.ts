@@ -9,7 +9,7 @@ describe('completion', () => {
     const r = await aex(['completion', 'bash']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^# aex completion \(bash\): source <\(aex completion bash\)\n/);
-    expect(r.stdout).toContain('    "") words="signup login profiles keys agents delegation wallet services discover buy transactions deliver verify approvals disputes session receipt listen did completion --version -V --profile --url --json --signature-scheme --help" ;;\n');
+    expect(r.stdout).toContain('    "") words="signup login profiles keys agents delegation wallet services discover buy transactions deliver verify approvals disputes session receipt listen console did completion --version -V --profile --url --json --signature-scheme --help" ;;\n');
     expect(r.stdout).toContain('    "wallet") words="balance fund withdraw ledger --help" ;;\n');
     expect(r.stdout).toContain('    "session") words="open call close show list --help" ;;\n');
     expect(r.stdout).toContain('    "wallet ledger") words="--agent --limit --help" ;;\n');

@@ -15,8 +15,8 @@ import type {
   ServiceView,
   UpdateServiceBody,
   DelegationRules,
+  DelegationPatch, DelegationPatchView,
   DidDocument,
-  Envelope,
   FullAgentView,
   TrustView,
   DisputeView,
@@ -60,6 +60,7 @@ import type {
 } from '@aex/contracts';
 import { ExchangeError, type Outcome } from './outcome.js';
 import { RequestSigner } from './request-signer.js';
+import { isEnvelope, queryString } from './wire.js';
 import { publicKeyOf, signingKeyProof, signRequest } from './signing.js';
 
 export { ExchangeError, unwrap, type Failure, type Outcome, type Success } from './outcome.js';
@@ -143,8 +144,12 @@ export class ExchangeClient {
     this.request<NewAccountView>('POST', '/v1/accounts', { body, ...o });
   getAccount = (accountId: string) => this.request<AccountView>('GET', `/v1/accounts/${enc(accountId)}`);
   updateAccount = (accountId: string, body: UpdateAccountBody, o: Keyed = {}) => this.request<AccountView>('PATCH', `/v1/accounts/${enc(accountId)}`, { body, ...o });
+  /** Replaces the account's default rules: a rule not in `body` is removed (`patchAccountDelegation` changes some). */
   setAccountDelegation = (accountId: string, body: DelegationRules, o: Keyed = {}) =>
     this.request<DelegationRules>('PUT', `/v1/accounts/${enc(accountId)}/delegation`, { body, ...o });
+  /** D23.3: changes only the default rules named (`null` removes one); answers the rules after and what changed. */
+  patchAccountDelegation = (accountId: string, patch: DelegationPatch, o: Keyed = {}) =>
+    this.request<DelegationPatchView>('PATCH', `/v1/accounts/${enc(accountId)}/delegation`, { body: patch, ...o });
 
   // --- agents (D6.4–D6.7)
   createAgent = (body: CreateAgentBody, o: Keyed = {}) => this.request<NewAgentView>('POST', '/v1/agents', { body, ...o });
@@ -152,7 +157,16 @@ export class ExchangeClient {
   getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
   updateAgent = (agentId: string, body: UpdateAgentBody, o: Keyed = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
   deactivateAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`, o);
+  /** Replaces the agent's own rules: a rule not in `body` is removed (`patchAgentDelegation` changes some). */
   setAgentDelegation = (agentId: string, body: DelegationRules, o: Keyed = {}) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body, ...o });
+  /** D23.3: changes only the agent's rules named (`null` removes one); answers the rules after and what changed. */
+  patchAgentDelegation = (agentId: string, patch: DelegationPatch, o: Keyed = {}) =>
+    this.request<DelegationPatchView>('PATCH', `/v1/agents/${enc(agentId)}/delegation`, { body: patch, ...o });
+  /**
+   * D23.4: a one-time link (two minutes) that signs the owner agent in to the web console, for a
+   * person to open in a browser; the key itself is never in it. Owner agent only.
+   */
+  consoleSignInLink = () => this.request<{ url: string; expiresAt: string }>('POST', '/console/api/sign-in-links', { body: {} });
   /** D6.8: a child agent with `budgetCents` moved from the parent's wallet; 402 when the parent is short. */
   spawnAgent = (agentId: string, body: SpawnAgentBody, o: Keyed = {}) => this.request<SpawnedAgentView>('POST', `/v1/agents/${enc(agentId)}/spawn`, { body, ...o });
   /**
@@ -379,18 +393,6 @@ export class ExchangeClient {
     }
     return { ok: true, status: res.status, data: json.data as T, pagination: json.pagination, requestId: json.meta.requestId, headers: res.headers };
   }
-}
-
-function isEnvelope(v: unknown): v is Envelope {
-  return typeof v === 'object' && v !== null && 'data' in v && 'errors' in v && typeof (v as { meta?: { requestId?: unknown } }).meta?.requestId === 'string';
-}
-
-function queryString(query: RequestOptions['query']): string {
-  if (!query) return '';
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined) params.append(k, String(v));
-  const s = params.toString();
-  return s ? `?${s}` : '';
 }
 
 const enc = encodeURIComponent;

@@ -50,12 +50,16 @@ export const identityOps = {
   listAccountAgents: operation('identity', 'listAccountAgents', 'agent', parts(I.AccountPath, PageQuery, Type.Any()), Type.Array(I.FullAgentView)),
   updateAccount: effect('identity', 'updateAccount', 'agent', parts(I.AccountPath, Empty, I.UpdateAccountBody), I.AccountView),
   setAccountDelegation: effect('identity', 'setAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationRules), I.DelegationRules),
+  /** D23.3: changes only the rules named; `null` removes one. */
+  patchAccountDelegation: effect('identity', 'patchAccountDelegation', 'agent', parts(I.AccountPath, Empty, I.DelegationPatch), I.DelegationPatchView),
   createAgent: effect('identity', 'createAgent', 'agent', parts(Empty, Empty, I.CreateAgentBody), I.NewAgentView),
   getAgent: operation('identity', 'getAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.AgentView),
   getTrust: operation('identity', 'getTrust', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.TrustView),
   updateAgent: effect('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
   deactivateAgent: effect('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
   setAgentDelegation: effect('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
+  /** D23.3: changes only the rules named; `null` removes one. */
+  patchAgentDelegation: effect('identity', 'patchAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationPatch), I.DelegationPatchView),
   spawnAgent: effect('identity', 'spawnAgent', 'agent', parts(I.AgentPath, Empty, I.SpawnAgentBody), I.SpawnedAgentView),
   rotateKey: effect('identity', 'rotateKey', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.RotatedKeyView),
   /** Operator (D15.3): deactivate any agent. */

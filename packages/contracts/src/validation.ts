@@ -92,6 +92,10 @@ export function toEntries(errors: ErrorObject[], prefix = '', code: ErrorCode = 
       entries.push({ code, message, field, details: { keyword: e.keyword, ...e.params, allowedProperties: allowed, ...(guess ? { didYouMean: guess } : {}) } });
       if (entries.length >= 20) break;
       continue;
+    } else if (e.keyword === 'minProperties' && (e.params as { limit: number }).limit === 1) {
+      // A change that must name something (D23.3): which fields it may name.
+      const allowed = Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+      message = `${describe(field)} must name at least one field${allowed.length ? `: ${allowed.join(', ')}` : ''}.`;
     } else {
       message = `${describe(field)} ${e.message ?? 'is invalid'}.`;
     }

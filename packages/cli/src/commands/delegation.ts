@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
+import type { DelegationPatchView } from '@aex/contracts';
 import type { Context } from '../context.js';
 import { ok } from '../exchange-outcome.js';
+import { CliError, EXIT } from '../exit-codes.js';
 import { cents } from '../number-arguments.js';
 import { accountOf, actingAgent } from '../profile-loading.js';
 import { show } from '../show.js';
@@ -15,7 +17,19 @@ interface SetOptions {
   autoApproveBelow?: number;
   allowedCategories?: string;
   blockedCategories?: string;
+  unset?: string[];
+  replace?: boolean;
 }
+
+/** Each rule by its option's name (what `--unset` takes) and by the name the exchange knows it by. */
+const RULES: Array<[option: string, field: string]> = [
+  ['max-transaction-cents', 'maxTransactionCents'],
+  ['max-daily-spend-cents', 'maxDailySpendCents'],
+  ['allowed-categories', 'allowedCategories'],
+  ['blocked-categories', 'blockedCategories'],
+  ['require-approval-above-cents', 'requireHumanApprovalAboveCents'],
+  ['auto-approve-below', 'autoApproveBelow'],
+];
 
 /** `aex delegation …`: the spending rules of an agent, or the account's defaults. */
 export function registerDelegationCommands(program: Command, ctx: Context): void {
@@ -30,23 +44,52 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
     });
   delegation
     .command('set')
-    .description('set rules for one agent (--agent) or the account\'s defaults (--account); owner agent only')
-    .option('--agent <agentId>', 'the agent whose rules to set')
-    .option('--account', 'set the account\'s defaults instead')
+    .description('change rules of one agent (--agent, default: this agent) or the account\'s defaults (--account); owner agent only. Only the rules given change: the others are kept')
+    .option('--agent <agentId>', 'the agent whose rules to change')
+    .option('--account', 'change the account\'s defaults instead')
     .option('--max-transaction-cents <n>', 'largest single purchase', cents('--max-transaction-cents'))
     .option('--max-daily-spend-cents <n>', 'rolling 24 h spend', cents('--max-daily-spend-cents'))
     .option('--require-approval-above-cents <n>', 'the owner approves purchases above this (aex approvals)', cents('--require-approval-above-cents'))
     .option('--auto-approve-below <n>', 'only purchases below this go through without the owner\'s approval', cents('--auto-approve-below'))
     .option('--allowed-categories <list>', 'comma-separated categories it may buy in')
     .option('--blocked-categories <list>', 'comma-separated categories it may not buy in')
+    .option('--unset <rule>', 'remove one rule, named as its option is (repeatable)', (v: string, all: string[] | undefined) => [...(all ?? []), v])
+    .option('--replace', 'replace all the rules with exactly those given: every rule not given is removed')
+    .addHelpText('after', `
+Rules --unset takes: ${RULES.map(([o]) => o).join(', ')}.
+
+Examples:
+  aex delegation set --max-transaction-cents 250             only this rule changes; the others are kept
+  aex delegation set --unset require-approval-above-cents    removes that rule; the others are kept
+  aex delegation set --replace --max-daily-spend-cents 900   exactly this rule; every other one is removed`)
     .action(async (o: SetOptions, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
       const rules = rulesOf(o);
-      const stored = o.account
-        ? ok(await client.setAccountDelegation(await accountOf(profile, client), rules))
-        : ok(await client.setAgentDelegation(o.agent ?? profile.agentId, rules));
-      show(ctx, cmd, stored, (d) => record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none']]));
+      // D23.3: without --replace, a PATCH changes only the rules given (and removes those unset).
+      const patch = o.replace ? undefined : patchOf(rules, o.unset ?? []);
+      if (o.replace && o.unset) throw new CliError('--unset and --replace do not go together: --replace already removes every rule not given.', EXIT.usage);
+      const accountId = o.account ? await accountOf(profile, client) : undefined;
+      const agentId = o.agent ?? profile.agentId;
+      if (patch) {
+        const changed = accountId ? ok(await client.patchAccountDelegation(accountId, patch)) : ok(await client.patchAgentDelegation(agentId, patch));
+        show(ctx, cmd, changed, describeChange);
+        return;
+      }
+      const stored = accountId ? ok(await client.setAccountDelegation(accountId, rules)) : ok(await client.setAgentDelegation(agentId, rules));
+      show(ctx, cmd, stored, (d) => `Replaced: these are all the rules now; any other rule was removed.\n${record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none']])}`);
     });
+}
+
+/** The PATCH of the rules given and the rules unset (`null`); at least one. */
+function patchOf(rules: Record<string, unknown>, unset: string[]): Record<string, unknown> {
+  const patch: Record<string, unknown> = { ...rules };
+  for (const name of unset) {
+    const field = fieldOf(name);
+    if (field in rules) throw new CliError(`--unset ${name} and a value for it do not go together.`, EXIT.usage);
+    patch[field] = null;
+  }
+  if (Object.keys(patch).length === 0) throw new CliError('Give at least one rule to change (e.g. --max-transaction-cents 500) or --unset RULE; see aex delegation set --help.', EXIT.usage);
+  return patch;
 }
 
 /** The rules the options give, by the names the exchange knows them by; the ones not given are left out. */
@@ -56,4 +99,26 @@ function rulesOf(o: SetOptions): Record<string, unknown> {
     maxTransactionCents: o.maxTransactionCents, maxDailySpendCents: o.maxDailySpendCents, requireHumanApprovalAboveCents: o.requireApprovalAboveCents, autoApproveBelow: o.autoApproveBelow,
     allowedCategories: list(o.allowedCategories), blockedCategories: list(o.blockedCategories),
   }).filter(([, v]) => v !== undefined));
+}
+
+/** The exchange's name of a rule given to --unset by its option's name (or by the exchange's own). */
+function fieldOf(name: string): string {
+  const rule = RULES.find(([option, field]) => name === option || name === `--${option}` || name === field);
+  if (!rule) throw new CliError(`--unset takes one of: ${RULES.map(([o]) => o).join(', ')} (not "${name}").`, EXIT.usage);
+  return rule[1];
+}
+
+/** Every rule now, each marked as changed, new, kept or removed. */
+function describeChange({ rules, changes }: DelegationPatchView): string {
+  const text = (v: unknown) => (Array.isArray(v) ? v.join(',') : String(v));
+  const lines: Array<[string, string]> = [];
+  for (const [, field] of RULES) {
+    const change = changes.find((c) => c.field === field);
+    const now = (rules as Record<string, unknown>)[field];
+    if (change && change.to === null) lines.push([field, `removed (was ${text(change.from)})`]);
+    else if (change) lines.push([field, `${text(change.to)} (${change.from === null ? 'new' : `was ${text(change.from)}`})`]);
+    else if (now !== undefined) lines.push([field, `${text(now)} (kept)`]);
+  }
+  const head = changes.length === 0 ? 'Nothing changed: the rules already were so.' : `Changed ${changes.length === 1 ? '1 rule' : `${changes.length} rules`}; the others are kept.`;
+  return `${head}\n${lines.length ? record(lines) : 'No rules now.\n'}`;
 }

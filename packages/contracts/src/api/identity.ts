@@ -21,6 +21,44 @@ export const DelegationRules = Strict({
 });
 export type DelegationRules = Static<typeof DelegationRules>;
 
+/** The names of the delegation rules, in the order a change lists them. */
+export const DELEGATION_RULES = ['maxTransactionCents', 'maxDailySpendCents', 'allowedCategories', 'blockedCategories', 'requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
+export type DelegationRuleName = (typeof DELEGATION_RULES)[number];
+
+/** A rule's new value or `null` (remove it), as one JSON Schema type: a bad value gets one error. */
+const CentsLimitOrNull = Type.Unsafe<number | null>({ type: ['integer', 'null'], minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
+const CategoryListOrNull = Type.Unsafe<string[] | null>({ type: ['array', 'null'], items: { type: 'string', minLength: 1, maxLength: 100 }, maxItems: 100, uniqueItems: true });
+
+/**
+ * D23.3: a partial change of delegation rules (PATCH). Each field given is set, `null` removes that
+ * rule, the fields not given stay as they are; at least one field is named.
+ */
+export const DelegationPatch = Strict({
+  maxTransactionCents: Type.Optional(CentsLimitOrNull),
+  maxDailySpendCents: Type.Optional(CentsLimitOrNull),
+  allowedCategories: Type.Optional(CategoryListOrNull),
+  blockedCategories: Type.Optional(CategoryListOrNull),
+  requireHumanApprovalAboveCents: Type.Optional(CentsLimitOrNull),
+  autoApproveBelow: Type.Optional(CentsLimitOrNull),
+}, { minProperties: 1 });
+export type DelegationPatch = Static<typeof DelegationPatch>;
+
+const RuleValue = Type.Union([CentsLimit, CategoryList, Type.Null()]);
+/** One rule a PATCH changed: its value before and after (`null`: not set). */
+export const DelegationChange = Type.Object({
+  field: Type.Union(DELEGATION_RULES.map((name) => Type.Literal(name))),
+  from: RuleValue,
+  to: RuleValue,
+});
+export type DelegationChange = Static<typeof DelegationChange>;
+
+/** D23.3: the rules after a PATCH, and the rules whose value it changed (none when it changed nothing). */
+export const DelegationPatchView = Type.Object({
+  rules: DelegationRules,
+  changes: Type.Array(DelegationChange),
+});
+export type DelegationPatchView = Static<typeof DelegationPatchView>;
+
 // D6.2: trimmed, exactly one "@", at most 320 characters.
 export const Email = Type.String({ maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', description: 'Email address' });
 export const DisplayName = Type.String({ minLength: 1, maxLength: 200 });

@@ -3,7 +3,27 @@ import { h, say } from '../elements.js';
 import { go } from '../navigation.js';
 import { state } from '../session.js';
 
+// D23.4: a sign-in link (`aex console`) carries a one-time token in the address's fragment
+// (`#/signin?link=…`), which the browser sends to no server: it reaches no log and no Referer. Before
+// the console starts, the token is taken out of the address and traded for a session; the console
+// then opens on the approvals, or — a link used or expired — on this page, saying so.
+let linkProblem = await signInWithLink();
+
+async function signInWithLink() {
+  const token = /^#\/signin\?(?:.*&)?link=([A-Za-z0-9_-]+)/.exec(location.hash)?.[1];
+  if (!token) return null;
+  const at = (hash) => history.replaceState(null, '', `${location.pathname}${location.search}${hash}`);
+  at('#/signin');
+  const r = await api('POST', '/console/api/session', { link: token });
+  if (!r.ok) return r.error;
+  state.session = r.data;
+  at('#/approvals');
+  return null;
+}
+
 export function signInPage() {
+  if (linkProblem) say(linkProblem, 'error');
+  linkProblem = null;
   const form = (id, label, field, help, kind) => {
     const input = h('input', { id: `${id}-input`, name: field, type: 'password', autocomplete: 'off', required: true, 'aria-describedby': `${id}-help` });
     return h('form', {

@@ -8,6 +8,7 @@ import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError } from '../guards/rate-limit.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
+import { ownerOfLink, serveSignInLinks } from './sign-in-links.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
@@ -40,12 +41,13 @@ export const CONSOLE_HEADERS: Record<string, string> = {
   'cache-control': 'no-cache',
 };
 
-const SIGN_IN_FIELDS = new Set(['apiKey', 'operatorToken']);
+const SIGN_IN_FIELDS = new Set(['apiKey', 'operatorToken', 'link']);
 
 /**
  * The web console (docs/console.md): its page and files at `/console/`, and its sessions at
- * `/console/api/session` — signing in with the owner agent's API key or the operator token once,
- * reading the session (and its CSRF token) back, signing out. Everything else the console does goes
+ * `/console/api/session` — signing in with the owner agent's API key, a one-time sign-in link made
+ * with that key (`/console/api/sign-in-links`, D23.4) or the operator token once, reading the
+ * session (and its CSRF token) back, signing out. Everything else the console does goes
  * through the API's own routes with the session's cookie (pipeline.ts `callerOf`).
  */
 export function serveConsole(app: FastifyInstance, guards: Guards, config: ExchangeConfig): void {
@@ -71,8 +73,8 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     const body = (req.body ?? {}) as Record<string, unknown>;
     const given = Object.keys(body);
     const unknown = given.find((k) => !SIGN_IN_FIELDS.has(k));
-    if (unknown) throw new AppError('VALIDATION_ERROR', `Unknown field ${unknown}: give apiKey or operatorToken.`, { field: `/body/${unknown}` });
-    if (given.length !== 1 || typeof body[given[0]!] !== 'string') throw new AppError('VALIDATION_ERROR', 'Give either apiKey (your owner agent\'s API key) or operatorToken, as a string.', { field: '/body' });
+    if (unknown) throw new AppError('VALIDATION_ERROR', `Unknown field ${unknown}: give apiKey, link or operatorToken.`, { field: `/body/${unknown}` });
+    if (given.length !== 1 || typeof body[given[0]!] !== 'string') throw new AppError('VALIDATION_ERROR', 'Give one of apiKey (your owner agent\'s API key), link (a sign-in link\'s token) or operatorToken, as a string.', { field: '/body' });
     // Each sign-in takes a token of the client's failed-authentication bucket, given back when it succeeds.
     const limited = await guards.limiter.take('auth_failures_ip', req.ip);
     if (!limited.allowed) throw new RateLimitedError('Too many sign-in attempts from this address; retry later.', limited);
@@ -82,6 +84,8 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
       if (!principal.isOwner) throw new AppError('FORBIDDEN', 'Sign in with your account\'s owner agent\'s API key: the console acts for the whole account.');
       if (principal.status !== 'active') throw new AppError('AGENT_INACTIVE', 'This agent is not active.');
       opened = await guards.console.open({ kind: 'owner', keyHash: hashApiKey(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
+    } else if (typeof body.link === 'string') {
+      opened = await guards.console.open({ kind: 'owner', ...await ownerOfLink(guards, body.link, req) });
     } else {
       if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'The operator API is off on this exchange: it needs ADMIN_TOKEN set.');
       checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string);
@@ -91,6 +95,8 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     reply.header('set-cookie', sessionCookie(opened.id, secure(req)));
     return answer(req, reply, 201, view(opened.session));
   });
+
+  serveSignInLinks(app, guards, config, answer);
 
   app.get('/console/api/session', async (req, reply) => {
     const session = await guards.console.find(cookieOf(req.headers.cookie, CONSOLE_COOKIE));

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AppError, names } from '@aex/contracts';
-import { sameSecret, withinBudget, type Bus, type KvStore } from '@aex/platform';
+import { KvConflictError, sameSecret, withinBudget, type Bus, type KvStore } from '@aex/platform';
 
 /**
  * Sessions of the web console (docs/console.md). The browser holds only an unguessable session id,
@@ -33,6 +33,20 @@ export interface ConsoleSession {
   csrf: string;
   createdAt: number;
   seenAt: number;
+}
+
+/** D23.4: a sign-in link (`aex console`) works this long after it is made, and once. */
+export const SIGN_IN_LINK_MS = 2 * 60_000;
+/** What a link's entry holds once it has been used: a second use, on any gateway, finds it. */
+const USED_LINK = 'used';
+
+/** A sign-in link's entry: for whom it opens a session, and until when. */
+export interface SignInLink {
+  /** The SHA-256 of the API key it was made with: a key rotated since makes it useless. */
+  keyHash: string;
+  agentId: string;
+  accountId: string;
+  expiresAt: number;
 }
 
 export const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -76,11 +90,43 @@ export class ConsoleSessions {
     return session;
   }
 
+  /**
+   * D23.4: a one-time sign-in link's token (32 random bytes, base64url), never stored: the bucket
+   * keeps its SHA-256, under a key of its own kind (`link.`), so it is never a session's id.
+   */
+  async issueLink(fields: Omit<SignInLink, 'expiresAt'>): Promise<{ token: string; expiresAt: number }> {
+    const token = randomBytes(32).toString('base64url');
+    const expiresAt = Date.now() + SIGN_IN_LINK_MS;
+    await this.kv.create(linkKey(token), JSON.stringify({ ...fields, expiresAt } satisfies SignInLink));
+    return { token, expiresAt };
+  }
+
+  /**
+   * The link of a token, claimed by a compare-and-set on its entry, so that of two uses at once —
+   * on one gateway or two — one gets it; null when it is unknown, used or expired.
+   */
+  async claimLink(token: string): Promise<SignInLink | null> {
+    if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return null;
+    const key = linkKey(token);
+    const entry = await this.kv.getLatest(key);
+    if (!entry || entry.value === USED_LINK) return null;
+    try {
+      await this.kv.update(key, USED_LINK, entry.revision);
+    } catch (err) {
+      if (err instanceof KvConflictError) return null;
+      throw err;
+    }
+    const link = JSON.parse(entry.value) as SignInLink;
+    return Date.now() < link.expiresAt ? link : null;
+  }
+
   /** Ends the session on every gateway. */
   async close(id: string): Promise<void> {
     await this.kv.delete(sha256(id));
   }
 }
+
+const linkKey = (token: string) => `link.${sha256(token)}`;
 
 /** The value of cookie `name` in a Cookie header. */
 export function cookieOf(header: string | undefined, name: string): string | undefined {

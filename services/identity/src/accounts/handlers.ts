@@ -10,6 +10,7 @@ import { accountAgents, findAgent, insertAgent, principalOf } from '../agents/re
 import { forgetAfterCommit, warmKeyCache } from '../agents/key-cache.js';
 import { fullAgentView, type AgentRecord } from '../agents/views.js';
 import { awaitWallet, requestWallet } from '../agents/wallet-saga.js';
+import { delegationChanges, patchDelegation } from '../domain/delegation.js';
 
 type Ops = typeof identityOps;
 
@@ -145,6 +146,29 @@ export const setAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['
   });
   // D10.1: every agent of the account now has other rules in force; the transactions replicas that
   // keep them (docs/gateway-caches.md) forget them before this is answered.
+  await forgetAfterCommit(deps, { accountIds: [path.accountId] }, ctx.logger);
+  return reply;
+};
+
+/**
+ * PATCH /v1/accounts/{id}/delegation (D23.3): the owner agent, as for PUT; only the defaults named
+ * change, a `null` removes one. Read, merged and written under the account's row lock, so two
+ * changes of different rules at once both hold.
+ */
+export const patchAccountDelegation = (deps: IdentityDeps): OperationHandler<Ops['patchAccountDelegation']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  await loadOwnAccount(deps, path.accountId, caller.accountId);
+  requireOwner(caller, path.accountId, 'set the account delegation rules');
+  const reply = await ctx.effect(deps.tx, async (trx) => {
+    const { defaultDelegation: before } = await trx.selectFrom('accounts').select('defaultDelegation').where('id', '=', path.accountId).forUpdate().executeTakeFirstOrThrow();
+    const rules = patchDelegation(before, body);
+    const changes = delegationChanges(before, rules);
+    if (changes.length > 0) {
+      await trx.updateTable('accounts').set({ defaultDelegation: JSON.stringify(rules) as never, updatedAt: deps.now() }).where('id', '=', path.accountId).execute();
+    }
+    return { data: { rules, changes } };
+  });
+  // D10.1: as PUT, the replicas that keep the rules in force forget the account's before this is answered.
   await forgetAfterCommit(deps, { accountIds: [path.accountId] }, ctx.logger);
   return reply;
 };

@@ -13,6 +13,7 @@ import { activeKeyHash, addSigningKey, agentFacts, findAgent, insertAgent, princ
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 import { recordOperatorAction } from '../operator/audit.js';
 import { clampForChild } from './effective-delegation.js';
+import { delegationChanges, patchDelegation } from '../domain/delegation.js';
 
 type Ops = typeof identityOps;
 
@@ -188,6 +189,29 @@ export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['se
   });
   // The full profile shows the rules (D2.3); the transactions replicas keep the rules in force of
   // this agent and of its children, tagged with it (D10.1, D6.8).
+  await forgetAfterCommit(deps, { agentIds: [path.agentId] }, ctx.logger);
+  return reply;
+};
+
+/**
+ * PATCH /v1/agents/{id}/delegation (D23.3): who may is as for PUT; only the rules named change, a
+ * `null` removes one. Read, merged and written under the agent's row lock, so two changes of
+ * different rules at once both hold.
+ */
+export const patchAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['patchAgentDelegation']> => async ({ path, body }, ctx) => {
+  const caller = requireAgent(ctx);
+  const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
+  const reply = await ctx.effect(deps.tx, async (trx) => {
+    const { delegation: before } = await trx.selectFrom('agents').select('delegation').where('id', '=', path.agentId).forUpdate().executeTakeFirstOrThrow();
+    const merged = patchDelegation(before, body);
+    // D6.8, as PUT: a child's rules only tighten what it starts from; looser values are clamped.
+    const rules = target.parentAgentId ? await clampForChild(trx, { ...target, parentAgentId: target.parentAgentId }, merged) : merged;
+    const changes = delegationChanges(before, rules);
+    if (changes.length > 0) {
+      await trx.updateTable('agents').set({ delegation: JSON.stringify(rules) as never, updatedAt: deps.now() }).where('id', '=', path.agentId).execute();
+    }
+    return { data: { rules, changes } };
+  });
   await forgetAfterCommit(deps, { agentIds: [path.agentId] }, ctx.logger);
   return reply;
 };

@@ -1,4 +1,4 @@
-import type { DelegationRules } from '@aex/contracts';
+import { DELEGATION_RULES, type DelegationChange, type DelegationPatch, type DelegationRules } from '@aex/contracts';
 
 const NUMERIC = ['maxTransactionCents', 'maxDailySpendCents', 'requireHumanApprovalAboveCents', 'autoApproveBelow'] as const;
 
@@ -43,6 +43,30 @@ export function clampDelegation(inherited: DelegationRules, own: DelegationRules
   // A block-list only ever tightens: the child's stays its own.
   if (own.blockedCategories) out.blockedCategories = [...own.blockedCategories];
   return out;
+}
+
+/**
+ * D23.3: stored rules with a PATCH applied — each field given set, a `null` one removed, the others
+ * as they were.
+ */
+export function patchDelegation(current: DelegationRules, patch: DelegationPatch): DelegationRules {
+  const out: Record<string, unknown> = { ...current };
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) delete out[field];
+    else if (value !== undefined) out[field] = value;
+  }
+  return dropUndefined(out as DelegationRules);
+}
+
+/** D23.3: the rules whose value differs between `before` and `after`, in the order of the contract. */
+export function delegationChanges(before: DelegationRules, after: DelegationRules): DelegationChange[] {
+  const changes: DelegationChange[] = [];
+  for (const field of DELEGATION_RULES) {
+    const from = before[field] ?? null;
+    const to = after[field] ?? null;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes.push({ field, from, to });
+  }
+  return changes;
 }
 
 function dropUndefined(rules: DelegationRules): DelegationRules {

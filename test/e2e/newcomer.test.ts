@@ -161,7 +161,7 @@ describe("the README's MCP client configuration", () => {
       expect((found.matches as unknown as Array<{ serviceId: string }>).map((m) => m.serviceId)).toContain(service.id);
       const bought = (await call('buy_service', { serviceId: service.id, input: { text: 'four words right here' } })).transaction as unknown as { id: string; status: string };
       expect(bought.status).toBe('funds_held');
-      unwrap(await seller.client.deliver(bought.id, { words: 4 }));
+      unwrap(await seller.client.deliver(bought.id, { output: { words: 4 } }));
       expect(await call('wait_for_delivery', { transactionId: bought.id })).toMatchObject({ delivered: true });
       expect(await call('accept_delivery', { transactionId: bought.id, qualityScore: 90 })).toMatchObject({ transaction: { status: 'settled' } });
       expect(await call('get_balance', {})).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { budgetCents: 2000, spentCents: 250, maxPerCallCents: 500 } });

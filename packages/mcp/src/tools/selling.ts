@@ -79,7 +79,7 @@ export const deliver = tool({
       const check = checkAgainstContract(service.outputSchema, args.output, '/output');
       if (check.ok === false) throw new ToolFailure(`Not sent (no attempt used): the output does not pass the service's outputSchema:\n${describeProblems(check.problems)}`);
     }
-    const after = ok(await ctx.client.deliver(tx.id, args.output));
+    const after = ok(await ctx.client.deliver(tx.id, { output: args.output }));
     return { transaction: after, note: after.status === 'delivered' ? 'Delivered: the consumer now accepts it or disputes it.' : `The transaction is ${after.status}.` };
   },
 });

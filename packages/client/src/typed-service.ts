@@ -50,10 +50,10 @@ export function serviceHandle<Input, Output>(client: ExchangeClient, serviceId: 
   return {
     serviceId,
     contract: () => client.getService(serviceId),
-    buy: async (input, terms = {}, o = {}) =>
-      (await client.createTransaction({ ...terms, serviceId, input: input as Record<string, unknown> }, o)) as Outcome<Tx>,
-    transaction: async (transactionId) => (await client.getTransaction(transactionId)) as Outcome<Tx>,
-    waitForDelivery: async (transactionId, opts) => (await waitForDelivery(client, transactionId, opts)) as TypedDeliveryWait<Input, Output>,
-    deliver: async (transactionId, body, o = {}) => (await client.deliver(transactionId, body as { output: Record<string, unknown> }, o)) as Outcome<Tx>,
+    buy: (input, terms = {}, o = {}) => client.createTransaction({ ...terms, serviceId, input: input as Record<string, unknown> }, o) as Promise<Outcome<Tx>>,
+    transaction: (transactionId) => client.getTransaction(transactionId) as Promise<Outcome<Tx>>,
+    waitForDelivery: (transactionId, opts) => waitForDelivery(client, transactionId, opts) as Promise<TypedDeliveryWait<Input, Output>>,
+    // Not async: a body of the wrong shape throws here, as the client's deliver does.
+    deliver: (transactionId, body, o = {}) => client.deliver(transactionId, body as { output: Record<string, unknown> }, o) as Promise<Outcome<Tx>>,
   };
 }

@@ -83,7 +83,10 @@ describe('D23.5 schema-derived types', () => {
         referenced: { $ref: '#/$defs/x' },
       },
     } as const;
-    expectTypeOf<FromSchema<typeof schema>>().toEqualTypeOf<{
+    type Derived = FromSchema<typeof schema>;
+    // Every property of the schema is a key of its type.
+    expect(Object.keys(schema.properties).sort()).toEqual((['text', 'mode', 'tags', 'limit', 'ratio', 'strict', 'kind', 'note', 'either', 'nested', 'free', 'list', 'nothing', 'referenced'] satisfies Array<keyof Derived>).sort());
+    expectTypeOf<Derived>().toEqualTypeOf<{
       text: string;
       mode: 'fast' | 'careful';
       tags: string[];

@@ -44,7 +44,7 @@ const WORDS = {
   sla: { maxLatencyMs: 60_000, timeoutMs: 120_000 },
 };
 
-const { session, call, data, refusal } = mcpKit(() => ({ ex, bin, dir, clients }));
+const { session, data, refusal } = mcpKit(() => ({ ex, bin, dir, clients }));
 
 /** A buying agent of its own, with 5,000 cents. */
 async function buyingAgent(): Promise<Agent> {
@@ -152,50 +152,6 @@ describe('the MCP server over stdio', () => {
     expect(wallet).toMatchObject({ balanceCents: 4750, heldCents: 0 });
     const balance = await data<{ wallet: { balanceCents: number }; budget: { spentCents: number; remainingCents: number } }>(buyer, 'get_balance', {});
     expect(balance).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { spentCents: 250, remainingCents: 750 } });
-  });
-
-  mcpTest('D23.6: results are compact JSON, transactions summarized to what a model acts on; get_transaction answers every field', async ({ buyer, serviceId }) => {
-    const ajv = new Ajv2020({ strict: false, formats: { uuid: true, 'date-time': true } });
-    const outputSchemas = new Map((await buyer.listTools()).tools.concat((await seller.listTools()).tools).map((t) => [t.name, ajv.compile(t.outputSchema!)]));
-    /** A call's text and structured content: the same data, the text compact JSON, valid against the tool's output schema. */
-    const answered = async (client: Client, name: string, args: Record<string, unknown>) => {
-      const r = await call(client, name, args);
-      expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
-      const text = (r.content[0] as { text: string }).text;
-      expect(text).toBe(JSON.stringify(r.structuredContent));
-      expect(outputSchemas.get(name)!(r.structuredContent), JSON.stringify(outputSchemas.get(name)!.errors)).toBe(true);
-      return { text, data: r.structuredContent as Tx & { transactions: Array<Record<string, unknown>> } };
-    };
-
-    const bought = await answered(buyer, 'buy_service', { serviceId, input: { text: 'four words right here' } });
-    const id = bought.data.transaction.id;
-    expect(Object.keys(bought.data.transaction).sort()).toEqual(['agreedPriceCents', 'expiresAt', 'id', 'serviceId', 'serviceName', 'status', 'units']);
-    expect(bought.data.transaction).toMatchObject({ status: 'funds_held', serviceName: 'Word counter', agreedPriceCents: 250, units: 1 });
-
-    // Every field on request: the transaction as the API answers it.
-    const full = await answered(buyer, 'get_transaction', { transactionId: id });
-    expect(Object.keys(full.data.transaction).length).toBeGreaterThanOrEqual(30);
-    expect(full.data.transaction).toMatchObject({ id, consumerAgentId: expect.any(String), platformFeeCents: 13, input: { text: 'four words right here' }, metadata: {} });
-    // The old answer: the whole transaction, pretty-printed. The summary is well under a third of it.
-    const old = JSON.stringify({ transaction: full.data.transaction, note: bought.data.note }, null, 2);
-    expect(bought.text.length).toBeLessThan(old.length / 3);
-
-    // The provider owing the work sees what to work on and the attempts left.
-    const pending = await answered(seller, 'list_pending_deliveries', {});
-    expect(pending.data.transactions.find((t) => t.id === id)).toMatchObject({ status: 'funds_held', input: { text: 'four words right here' }, deliveryAttempts: 0, maxDeliveryAttempts: expect.any(Number) });
-    const delivered = await answered(seller, 'deliver', { transactionId: id, output: { words: 4 } });
-    expect(delivered.data.transaction).toMatchObject({ status: 'delivered', serviceName: 'Word counter', output: { words: 4 } });
-    expect(delivered.data.transaction).not.toHaveProperty('input');
-
-    // Delivered: the output, and the deadline that now runs (the review window), not the one that ended.
-    const waited = await answered(buyer, 'wait_for_delivery', { transactionId: id, waitSeconds: 30 });
-    expect(waited.data.transaction).toMatchObject({ status: 'delivered', output: { words: 4 }, reviewEndsAt: expect.any(String) });
-    expect(waited.data.transaction).not.toHaveProperty('expiresAt');
-    const listed = await answered(buyer, 'list_transactions', { role: 'consumer', limit: 5 });
-    expect(listed.data.transactions.find((t) => t.id === id)).toEqual(waited.data.transaction);
-    const settled = await answered(buyer, 'accept_delivery', { transactionId: id, qualityScore: 90 });
-    expect(settled.data.transaction).toMatchObject({ status: 'settled', output: { words: 4 } });
-    for (const ended of ['expiresAt', 'reviewEndsAt', 'input']) expect(settled.data.transaction).not.toHaveProperty(ended);
   });
 
   mcpTest('AEX_SIGNATURE_SCHEME=rfc9421: the server buys and delivers with RFC 9421 signatures, and the receipt says so (D20.1, D20.3)', async ({ consumer, serviceId }) => {

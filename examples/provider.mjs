@@ -72,7 +72,7 @@ async function deliver(transactionId) {
   const tx = unwrap(await me.getTransaction(transactionId));
   const normalized = String(tx.input.phrase).toLowerCase().replace(/[^a-z0-9]/g, '');
   const output = { palindrome: normalized === [...normalized].reverse().join(''), normalized };
-  const delivered = unwrap(await me.deliver(transactionId, output, { idempotencyKey: `deliver-${transactionId}` }));
+  const delivered = unwrap(await me.deliver(transactionId, { output }, { idempotencyKey: `deliver-${transactionId}` }));
   console.log(`delivered ${transactionId}: ${JSON.stringify(output)} → ${delivered.status}`);
 }
 

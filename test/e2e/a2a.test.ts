@@ -34,7 +34,7 @@ describe('buying a provider\'s service over A2A JSON-RPC (D21.2)', () => {
     expect(working.metadata).toMatchObject({ transactionStatus: 'funds_held', agreedPriceCents: 1000 });
 
     // The provider delivers through REST; the buyer sees the task completed with the output.
-    unwrap(await provider.client.deliver(task.id, OUTPUT));
+    unwrap(await provider.client.deliver(task.id, { output: OUTPUT }));
     const completed = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
     expect(stateOf(completed)).toBe('TASK_STATE_COMPLETED');
     expect(completed.metadata).toMatchObject({ transactionStatus: 'delivered' });

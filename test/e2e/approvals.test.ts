@@ -97,7 +97,7 @@ describe('a purchase awaiting approval (D10.3)', () => {
     if (!again.ok) expect(again.error.errors[0]!.details).toMatchObject({ status: 'funds_held' });
     expectError(await buyer.owner.client.deny(asked.id), 409, 'INVALID_STATE');
     // The approved purchase goes on as any other.
-    expect(unwrap(await provider.client.deliver(asked.id, { digest: 'a'.repeat(64) })).status).toBe('delivered');
+    expect(unwrap(await provider.client.deliver(asked.id, { output: { digest: 'a'.repeat(64) } })).status).toBe('delivered');
   });
 
   it('is denied by the owner: cancelled approval_denied with the reason, which only the buyer\'s account sees', async ({ provider, buyer, asked }) => {

@@ -30,7 +30,7 @@ async function buy(w: Worker, buyer: Member, keyed = true): Promise<string | nul
   return held ? made.id : null;
 }
 
-const deliver = (w: Worker, id: string) => w.t.keyed('deliver', (via, key) => via(w.provider).deliver(id, OUTPUT, { idempotencyKey: key }));
+const deliver = (w: Worker, id: string) => w.t.keyed('deliver', (via, key) => via(w.provider).deliver(id, { output: OUTPUT }, { idempotencyKey: key }));
 const verify = (w: Worker, by: Creds, id: string) => w.t.keyed('verify', (via, key) => via(by).verify(id, { qualityScore: 90 }, { idempotencyKey: key }));
 const cancel = (w: Worker, by: Creds, id: string) => w.t.keyed('cancel', (via, key) => via(by).cancel(id, { idempotencyKey: key }));
 

@@ -242,7 +242,7 @@ describe('expiry of a child (D6.8)', () => {
     unwrap(await a.seller.client.cancel(cancelled.id));
     await expect.poll(async () => (await walletOf(parent)).balanceCents, { timeout: 10_000, interval: 200 }).toBe(4500);
     // The other is delivered and settles at the end of its review window (the child can no longer verify).
-    unwrap(await b.seller.client.deliver(paid.id, OUTPUT));
+    unwrap(await b.seller.client.deliver(paid.id, { output: OUTPUT }));
     const settled = await waitForStatus(b.seller, paid.id, 'settled', 15_000);
     expect(settled.agreedPriceCents).toBe(500);
     expect(unwrap(await parent.client.getWallet(child.agentId))).toMatchObject({ balanceCents: 0, heldCents: 0, availableCents: 0 });

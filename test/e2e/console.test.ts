@@ -102,7 +102,7 @@ async function disputedPurchase(reason: 'output_incomplete' | 'output_quality', 
   const [consumer, provider] = await Promise.all([funded(ex, 3000), party(ex)]);
   const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
   const t = unwrap(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-  unwrap(await provider.client.deliver(t.id, OUTPUT));
+  unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
   const dispute = unwrap(await consumer.client.openDispute(t.id, { reason, description }));
   return { consumer, provider, serviceId, t, dispute };
 }
@@ -133,7 +133,7 @@ describe('the console (owners)', () => {
     expect(unwrap(await buyer.client.getTransaction(transactionId)).status).toBe('funds_held');
 
     // The provider delivers, the buyer verifies: the owner watches it settle.
-    unwrap(await provider.client.deliver(transactionId, OUTPUT));
+    unwrap(await provider.client.deliver(transactionId, { output: OUTPUT }));
     unwrap(await buyer.client.verify(transactionId, { qualityScore: 90 }));
     await page.goto(`/console/#/purchases/${transactionId}`);
     await page.locator('#purchase-status').getByText('settled').waitFor();
@@ -232,7 +232,7 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
       unwrap(await buyer.client.updateAgent(buyer.agentId, { webhookUrl: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook` }));
       await webhookUrlKnown(buyer.client, buyer.agentId);
       unwrap(await buyer.owner.client.approve(transactionId));
-      unwrap(await provider.client.deliver(transactionId, OUTPUT));
+      unwrap(await provider.client.deliver(transactionId, { output: OUTPUT }));
       unwrap(await buyer.client.verify(transactionId));
       await eventually(async () => unwrap(await buyer.client.webhookDeliveries(buyer.agentId, { status: 'dead' })).some((d) => d.eventType === 'transaction.settled') || null, 15_000);
 
@@ -322,7 +322,7 @@ describe('the console (owners): sessions, usage and receipts (D17, D18)', () => 
     const buyer = await funded(ex, 5000);
     const opened = unwrap(await buyer.client.openSession({ serviceId: perPage, budgetCents: 1000 }));
     const call = unwrap(await buyer.client.callInSession(opened.id, INPUT, { maxUnits: 20 }));
-    unwrap(await provider.client.deliver(call.id, OUTPUT, { usage: { units: 7 } }));
+    unwrap(await provider.client.deliver(call.id, { output: OUTPUT, usage: { units: 7 } }));
     await eventually(async () => unwrap(await buyer.client.getTransaction(call.id)).status === 'settled' || null, 10_000, 100);
 
     const page = await visit();

@@ -57,7 +57,7 @@ describe('a purchase that carried a queryId (D22.2)', () => {
     const opened = unwrap(await b.client.openSession({ serviceId, budgetCents: 3000, queryId }));
     const session = opened.status === 'open' ? opened : await waitForOpen(b, opened.id);
     const call = unwrap(await b.client.callInSession(session.id, INPUT));
-    unwrap(await provider.client.deliver(call.id, OUTPUT));
+    unwrap(await provider.client.deliver(call.id, { output: OUTPUT }));
     await waitForStatus(b, call.id, 'settled');
     expect(await judged(ex, call.id)).toBeNull();
     const after = await onAndOff(ex, b, 'mark the moments someone talks in an audio clip', serviceId);

@@ -55,7 +55,7 @@ const swept = <T>(read: () => Promise<T>) => async () => {
 
 async function settle(buyer: Party, s: { p: Party; serviceId: string }): Promise<void> {
   const t = await createHeld(buyer, { serviceId: s.serviceId, input: INPUT });
-  unwrap(await s.p.client.deliver(t.id, OUTPUT));
+  unwrap(await s.p.client.deliver(t.id, { output: OUTPUT }));
   unwrap(await buyer.client.verify(t.id, { qualityScore: 95 }));
 }
 
@@ -118,7 +118,7 @@ describe('D22.3 liveness in discovery and listing', () => {
     const s = await seller(category, 100);
     const buyer = await funded(ex, 1000);
     const failing = await createHeld(buyer, { serviceId: s.serviceId, input: INPUT });
-    for (let i = 0; i <= SLA.maxRetries; i++) expect((await s.p.client.deliver(failing.id, { palindrome: 'yes' })).status).toBe(400);
+    for (let i = 0; i <= SLA.maxRetries; i++) expect((await s.p.client.deliver(failing.id, { output: { palindrome: 'yes' } })).status).toBe(400);
     await waitForStatus(buyer, failing.id, 'failed');
     const expiring = await createHeld(buyer, { serviceId: s.serviceId, input: INPUT });
     ex.clock.advance(SLA.timeoutMs + 1);
@@ -137,7 +137,7 @@ describe('D22.3 liveness in discovery and listing', () => {
     await poll(swept(() => discoverOrder(buyer, category))).toEqual([dear.p.agentId, cheap.p.agentId]);
     expect(await listOrder(buyer, category)).toEqual([dear.p.agentId, cheap.p.agentId]);
     // Delivered late: it answered after all.
-    unwrap(await cheap.p.client.deliver(late.id, OUTPUT));
+    unwrap(await cheap.p.client.deliver(late.id, { output: OUTPUT }));
     await poll(() => standing(buyer, category, cheap.p.agentId)).toEqual({ state: 'delivering', score: 1, recentDelivered: 1, recentUndelivered: 0 });
     expect(await discoverOrder(buyer, category)).toEqual([cheap.p.agentId, dear.p.agentId]);
     expect(await listOrder(buyer, category)).toEqual([cheap.p.agentId, dear.p.agentId]);

@@ -29,7 +29,7 @@ async function delivered(on = ex): Promise<{ provider: Party; consumer: Party; t
   const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
   const consumer = await funded(on, 3000);
   const held = await createHeld(consumer, { serviceId, input: INPUT });
-  unwrap(await provider.client.deliver(held.id, OUTPUT));
+  unwrap(await provider.client.deliver(held.id, { output: OUTPUT }));
   return { provider, consumer, txId: held.id };
 }
 
@@ -169,7 +169,7 @@ describe('outcomes and their money (D12.3–D12.8)', () => {
     expect(redo).toMatchObject({ status: 'executing', statusReason: 'dispute_provider_redo', output: null, deliveredAt: null, deliveryAttempts: 0, disputeId });
     expect(Date.parse(redo.expiresAt!)).toBeGreaterThanOrEqual(before + 600_000 - 1000);
     expect(await wallet(consumer)).toMatchObject({ heldCents: 1000 });
-    unwrap(await provider.client.deliver(txId, OUTPUT));
+    unwrap(await provider.client.deliver(txId, { output: OUTPUT }));
     // Disputed once: the consumer verifies or lets the review window settle it.
     expectError(await consumer.client.openDispute(txId, OPENING), 409, 'INVALID_STATE');
     expect(unwrap(await consumer.client.verify(txId, { qualityScore: 70 })).status).toBe('settled');
@@ -293,7 +293,7 @@ describe('the ledger after each outcome', () => {
     const redone = await disputed();
     unwrap(await redone.provider.client.respondDispute(redone.disputeId, { outcome: 'provider_redo' }));
     unwrap(await redone.consumer.client.decideDispute(redone.disputeId, { accept: true }));
-    unwrap(await redone.provider.client.deliver(redone.txId, OUTPUT));
+    unwrap(await redone.provider.client.deliver(redone.txId, { output: OUTPUT }));
     unwrap(await redone.consumer.client.verify(redone.txId, { qualityScore: 80 }));
     for (const [d, status] of [[won, 'failed'], [split, 'settled'], [withdrawn, 'settled'], [redone, 'settled']] as const) await waitForStatus(d.consumer, d.txId, status);
     expect(unwrap(await ex.admin.checkLedger()).violations).toEqual([]);

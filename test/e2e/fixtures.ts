@@ -26,5 +26,5 @@ export function exchangeTest(overrides: Partial<Record<keyof ExchangeConfig, str
     .extend('service', async ({ provider }) => unwrap(await provider.client.createService(serviceBody())).id)
     .extend('consumer', async ({ exchange }) => funded(exchange, 3000))
     .extend('trade', async ({ consumer, service }) => createHeld(consumer, { serviceId: service, input: INPUT }))
-    .extend('delivered', async ({ provider, trade }) => unwrap(await provider.client.deliver(trade.id, OUTPUT)));
+    .extend('delivered', async ({ provider, trade }) => unwrap(await provider.client.deliver(trade.id, { output: OUTPUT })));
 }

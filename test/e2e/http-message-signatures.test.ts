@@ -155,7 +155,7 @@ describe('the client signs with RFC 9421 when told to (D20.1)', () => {
     const seller = ex.anon.as({ apiKey: provider.apiKey, signingSecretKey: provider.keys!.secretKey, signatureScheme: 'rfc9421', signingKeyId: await keyIdOf(provider.agentId) });
     const created = unwrap(await buyer.createTransaction({ serviceId, input: INPUT }));
     await waitForStatus(consumer, created.id, 'funds_held');
-    unwrap(await seller.deliver(created.id, OUTPUT));
+    unwrap(await seller.deliver(created.id, { output: OUTPUT }));
     unwrap(await buyer.verify(created.id));
     await waitForStatus(consumer, created.id, 'settled');
     expect(unwrap(await buyer.receipt(created.id)).claims.delivery).toMatchObject({ scheme: 'rfc9421', signatureInput: expect.stringMatching(/^sig1=\("@method" "@target-uri" "content-digest"\);created=\d+;keyid="did:web:[^"]+#key-1";alg="ed25519"$/) });

@@ -39,7 +39,7 @@ describe('a replica that knows a transaction', () => {
     const t = await createHeld(consumer, { serviceId, input: INPUT });
     await waitForStatus(consumer, t.id, 'funds_held');
     expect(known().get(t.id)).toMatchObject({ status: 'funds_held', hold: 'held', version: await versionOf(t.id) });
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     expect(known().get(t.id)).toMatchObject({ status: 'delivered', version: await versionOf(t.id) });
     expect(known().get(t.id)).not.toHaveProperty('output');
   });
@@ -51,7 +51,7 @@ describe('a replica that knows a transaction', () => {
     expect(stale.status).toBe('funds_held');
     unwrap(await consumer.client.cancel(t.id));
     known().set(stale.id, stale);
-    const r = await provider.client.deliver(t.id, OUTPUT);
+    const r = await provider.client.deliver(t.id, { output: OUTPUT });
     expectError(r, 409, 'INVALID_STATE');
     expect(!r.ok && r.error.errors[0]!.details).toMatchObject({ status: 'cancelled' });
     expect(unwrap(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'cancelled', output: null });
@@ -60,7 +60,7 @@ describe('a replica that knows a transaction', () => {
   it('refuses a verify of a transaction disputed since it last knew it, and settles nothing', async () => {
     const { provider, consumer, serviceId } = await bought();
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     const stale = known().get(t.id)!;
     unwrap(await consumer.client.openDispute(t.id, { reason: 'output_quality', description: 'The digest is wrong.' }));
     known().set(stale.id, stale);

@@ -69,7 +69,7 @@ export async function smoke(gateway: string): Promise<void> {
   await eventually(async () => unwrap(await consumer.client.discover({ need: 'echo the text back' })).matches.some((m) => m.serviceId === service.id), 20_000, 1000);
   const created = unwrap(await consumer.client.createTransaction({ serviceId: service.id, input: { text: 'hi' } }));
   expect(created.status).toBe('funds_held');
-  expect(unwrap(await provider.client.deliver(created.id, { text: 'hi' })).status).toBe('delivered');
+  expect(unwrap(await provider.client.deliver(created.id, { output: { text: 'hi' } })).status).toBe('delivered');
   expect(unwrap(await consumer.client.verify(created.id)).status).toBe('settled');
   expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(665);
   // The webhook service answers for the agent (no URL set: nothing to sign yet).

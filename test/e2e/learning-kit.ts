@@ -43,11 +43,11 @@ export async function buyTo(ex: TestExchange, m: Member, seller: Party, serviceI
   }
   if (ending === 'failed') {
     // The digest contract allows 1 + maxRetries = 2 attempts; both invalid end it failed.
-    for (let i = 0; i < 2; i++) await seller.client.deliver(held.id, { digest: 'not a digest' });
+    for (let i = 0; i < 2; i++) await seller.client.deliver(held.id, { output: { digest: 'not a digest' } });
     await waitForStatus(m, held.id, 'failed');
     return held.id;
   }
-  unwrap(await seller.client.deliver(held.id, OUTPUT));
+  unwrap(await seller.client.deliver(held.id, { output: OUTPUT }));
   if (ending === 'dispute_lost') {
     const dispute = unwrap(await m.client.openDispute(held.id, { reason: 'output_quality', description: 'Not what was asked.' }));
     unwrap(await seller.client.respondDispute(dispute.id, { outcome: 'consumer_wins', message: 'Sorry.' }));

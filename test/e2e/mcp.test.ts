@@ -326,7 +326,7 @@ describe('prepaid sessions and receipts through MCP (D17.4–D17.6, D18)', () =>
     const inSession = async () => unwrap(await provider.client.listTransactions({ role: 'provider', status: 'funds_held' })).find((t) => t.sessionId === opened.session.id);
     await expect.poll(inSession, { timeout: 10_000 }).toBeDefined();
     const pending = (await inSession())!;
-    unwrap(await provider.client.deliver(pending.id, { words: 2 }));
+    unwrap(await provider.client.deliver(pending.id, { output: { words: 2 } }));
     const called = await calling;
     expect(called.transaction).toMatchObject({ id: pending.id, status: 'settled', agreedPriceCents: 250 });
     expect((await data<{ session: { spentCents: number } }>(buyer, 'get_session', { sessionId: opened.session.id })).session.spentCents).toBe(250);

@@ -29,7 +29,7 @@ describe('metered purchases (D17)', () => {
     expect(held).toMatchObject({ metered: true, maxUnits: 10, units: null, agreedPriceCents: 1000 });
     expect(await wallet(consumer)).toMatchObject({ balanceCents: 5000, heldCents: 1000 });
 
-    const delivered = unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 3 } }));
+    const delivered = unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 3 } }));
     expect(delivered).toMatchObject({ status: 'delivered', units: 3, agreedPriceCents: 300, platformFeeCents: 15 });
     expect(unwrap(await consumer.client.verify(held.id))).toMatchObject({ status: 'settled', units: 3, agreedPriceCents: 300 });
 
@@ -59,25 +59,25 @@ describe('metered purchases (D17)', () => {
   it('D17.2: a delivery without usage, beyond maxUnits, or with usage on a purchase of known size is refused and uses no attempt', async ({ exchange: ex, provider, trade }) => {
     const consumer = await funded(ex, 5000);
     const held = await heldMetered(consumer, await meteredService(provider), 4);
-    const none = await provider.client.deliver(held.id, OUTPUT);
+    const none = await provider.client.deliver(held.id, { output: OUTPUT });
     expectError(none, 400, 'VALIDATION_ERROR');
     expect(!none.ok && none.error.errors[0]?.field).toBe('/body/usage');
-    const over = await provider.client.deliver(held.id, OUTPUT, { usage: { units: 5 } });
+    const over = await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 5 } });
     expectError(over, 400, 'VALIDATION_ERROR');
     expect(!over.ok && over.error.errors[0]?.field).toBe('/body/usage/units');
-    expectError(await provider.client.deliver(held.id, OUTPUT, { usage: { units: -1 } }), 400, 'VALIDATION_ERROR');
+    expectError(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: -1 } }), 400, 'VALIDATION_ERROR');
     expect(unwrap(await consumer.client.getTransaction(held.id))).toMatchObject({ status: 'funds_held', deliveryAttempts: 0, units: null });
-    const plain = await provider.client.deliver(trade.id, OUTPUT, { usage: { units: 1 } });
+    const plain = await provider.client.deliver(trade.id, { output: OUTPUT, usage: { units: 1 } });
     expectError(plain, 400, 'VALIDATION_ERROR');
     expect(!plain.ok && plain.error.errors[0]?.field).toBe('/body/usage');
     // The usage is part of the signed body: a delivery of 4 units is the provider's claim.
-    expect(unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 4 } }))).toMatchObject({ units: 4, agreedPriceCents: 400 });
+    expect(unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 4 } }))).toMatchObject({ units: 4, agreedPriceCents: 400 });
   });
 
   it('D17.3: a delivery of no units settles with the whole hold returned, price and fee 0', async ({ exchange: ex, provider }) => {
     const consumer = await funded(ex, 5000);
     const held = await heldMetered(consumer, await meteredService(provider), 7);
-    expect(unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 0 } }))).toMatchObject({ units: 0, agreedPriceCents: 0, platformFeeCents: 0 });
+    expect(unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 0 } }))).toMatchObject({ units: 0, agreedPriceCents: 0, platformFeeCents: 0 });
     const v = await consumer.client.verify(held.id);
     const settled = v.ok && v.data.status === 'settled' ? v.data : await waitForStatus(consumer, held.id, 'settled');
     expect(settled).toMatchObject({ status: 'settled', agreedPriceCents: 0, platformFeeCents: 0 });
@@ -92,7 +92,7 @@ describe('metered purchases (D17)', () => {
     const tiered: Pricing = { model: 'tiered', basePriceCents: 10, tiers: [{ upToUnits: 10, unitPriceCents: 10 }, { upToUnits: null, unitPriceCents: 5 }] };
     const held = await heldMetered(consumer, await meteredService(provider, tiered), 30);
     expect(held.agreedPriceCents).toBe(10 * 10 + 20 * 5);
-    expect(unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 15 } }))).toMatchObject({ agreedPriceCents: 10 * 10 + 5 * 5 });
+    expect(unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 15 } }))).toMatchObject({ agreedPriceCents: 10 * 10 + 5 * 5 });
     unwrap(await consumer.client.verify(held.id));
     expect(await ledgerOf(consumer, held.id)).toEqual([['fund_hold', -200], ['fund_release', 125], ['fund_return', 75], ['settlement_out', -125]]);
   });
@@ -109,7 +109,7 @@ describe('metered purchases (D17)', () => {
   it('D17.3 with D12: usage_overstated is a reason; a partial refund applies to the charged price', async ({ exchange: ex, provider }) => {
     const consumer = await funded(ex, 5000);
     const held = await heldMetered(consumer, await meteredService(provider), 10);
-    unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 5 } }));
+    unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 5 } }));
     const dispute = unwrap(await consumer.client.openDispute(held.id, { reason: 'usage_overstated', description: 'Only two pages were read, five were billed.' }));
     expectError(await provider.client.respondDispute(dispute.id, { outcome: 'partial_refund', refundCents: 500 }), 400, 'VALIDATION_ERROR');
     unwrap(await provider.client.respondDispute(dispute.id, { outcome: 'partial_refund', refundCents: 200 }));
@@ -125,13 +125,13 @@ describe('metered purchases (D17)', () => {
   it('a provider redoing a metered delivery reports its usage again; the other parties cannot see it', async ({ exchange: ex, provider }) => {
     const consumer = await funded(ex, 5000);
     const held = await heldMetered(consumer, await meteredService(provider), 10);
-    unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 9 } }));
+    unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 9 } }));
     const dispute = unwrap(await consumer.client.openDispute(held.id, { reason: 'usage_overstated', description: 'Nine pages billed for a three-page document.' }));
     unwrap(await provider.client.respondDispute(dispute.id, { outcome: 'provider_redo' }));
     unwrap(await consumer.client.decideDispute(dispute.id, { accept: true }));
     const redo = await waitForStatus(consumer, held.id, 'executing');
     expect(redo).toMatchObject({ units: null, agreedPriceCents: 1000 });
-    expect(unwrap(await provider.client.deliver(held.id, OUTPUT, { usage: { units: 3 } }))).toMatchObject({ units: 3, agreedPriceCents: 300 });
+    expect(unwrap(await provider.client.deliver(held.id, { output: OUTPUT, usage: { units: 3 } }))).toMatchObject({ units: 3, agreedPriceCents: 300 });
     expectError(await (await party(ex)).client.getTransaction(held.id), 404, 'NOT_FOUND');
   });
 });

@@ -47,7 +47,7 @@ describe('/metrics', () => {
       await webhookUrlKnown(provider.client, provider.agentId);
       got.length = 0;
       const second = unwrap(await consumer.client.createTransaction({ serviceId: trade.serviceId, input: trade.input }));
-      unwrap(await provider.client.deliver(second.id, OUTPUT));
+      unwrap(await provider.client.deliver(second.id, { output: OUTPUT }));
       expect(unwrap(await consumer.client.verify(second.id)).status).toBe('settled');
       await waitForStatus(consumer, delivered.id, 'settled');
       await eventually(async () => got.length > 0 || null, 10_000);

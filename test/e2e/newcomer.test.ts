@@ -128,6 +128,15 @@ describe("the README's first purchase with the client, installed from its packed
       "const outcome: Outcome<{ status: string }> = await client.getTransaction('t');",
       'const status: string = outcome.ok ? outcome.data.status : outcome.error.code;',
       'export const checked: [string, typeof ExchangeError] = [status, ExchangeError];',
+      // D23.5: a delivery is the API's body; the output alone does not compile; a contract written `as const` types a service.
+      "await client.deliver('t', { output: { words: 4 }, usage: { units: 1 } }, { idempotencyKey: 'deliver-t' });",
+      '// @ts-expect-error the output goes inside { output }',
+      "await client.deliver('t', { words: 4 });",
+      "const counter = client.service('s', { inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] }, outputSchema: { type: 'object', properties: { words: { type: 'integer' } }, required: ['words'] } } as const);",
+      "const bought = await counter.buy({ text: 'four words right here' });",
+      'export const words: number | undefined = bought.ok ? bought.data.output?.words : undefined;',
+      '// @ts-expect-error words is a number',
+      "await counter.deliver('t', { output: { words: 'four' } });",
       '',
     ].join('\n'));
     writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', lib: ['ES2023', 'DOM'], types: [] }, files: ['agent.ts'] }));
@@ -164,7 +173,7 @@ describe("the README's MCP client configuration", () => {
       expect((found.matches as unknown as Array<{ serviceId: string }>).map((m) => m.serviceId)).toContain(service.id);
       const bought = (await call('buy_service', { serviceId: service.id, input: { text: 'four words right here' } })).transaction as unknown as { id: string; status: string };
       expect(bought.status).toBe('funds_held');
-      unwrap(await seller.client.deliver(bought.id, { words: 4 }));
+      unwrap(await seller.client.deliver(bought.id, { output: { words: 4 } }));
       expect(await call('wait_for_delivery', { transactionId: bought.id })).toMatchObject({ delivered: true });
       expect(await call('accept_delivery', { transactionId: bought.id, qualityScore: 90 })).toMatchObject({ transaction: { status: 'settled' } });
       expect(await call('get_balance', {})).toMatchObject({ wallet: { balanceCents: 4750 }, budget: { budgetCents: 2000, spentCents: 250, maxPerCallCents: 500 } });

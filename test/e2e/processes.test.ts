@@ -72,7 +72,7 @@ describe('services as separate processes', () => {
     }));
     const created = await consumer.client.createTransaction({ serviceId: service.id, input: { text: 'hi' } });
     expect([created.status, unwrap(created).status]).toEqual([201, 'funds_held']);
-    expect(unwrap(await provider.client.deliver(unwrap(created).id, { text: 'hi' })).status).toBe('delivered');
+    expect(unwrap(await provider.client.deliver(unwrap(created).id, { output: { text: 'hi' } })).status).toBe('delivered');
     expect(unwrap(await consumer.client.verify(unwrap(created).id)).status).toBe('settled');
     expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(665);
     // The consumer hears of it, signed with its secret.

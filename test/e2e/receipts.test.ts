@@ -74,7 +74,7 @@ async function consumer(): Promise<Party> {
 
 async function settled(c: Party) {
   const held = await createHeld(c, { serviceId, input: INPUT });
-  unwrap(await provider.client.deliver(held.id, OUTPUT));
+  unwrap(await provider.client.deliver(held.id, { output: OUTPUT }));
   unwrap(await c.client.verify(held.id));
   return waitForStatus(c, held.id, 'settled');
 }
@@ -150,7 +150,7 @@ describe('signed receipts (D18)', () => {
     const c = await consumer();
     const t = unwrap(await c.client.createTransaction({ serviceId: meteredId, input: INPUT, maxUnits: 10 }));
     await waitForStatus(c, t.id, 'funds_held');
-    unwrap(await provider.client.deliver(t.id, OUTPUT, { usage: { units: 6 } }));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT, usage: { units: 6 } }));
     const dispute = unwrap(await c.client.openDispute(t.id, { reason: 'usage_overstated', description: 'Four pages were read, six were billed.' }));
     unwrap(await provider.client.respondDispute(dispute.id, { outcome: 'partial_refund', refundCents: 200 }));
     unwrap(await c.client.decideDispute(dispute.id, { accept: true }));

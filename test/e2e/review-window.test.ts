@@ -17,10 +17,10 @@ describe('the review window (D9.7)', () => {
     const serviceId = unwrap(await provider.client.createService(serviceBody({ sla: { maxLatencyMs: 60_000, timeoutMs: 600_000, maxRetries: 1 } }))).id;
     const held = await createHeld(consumer, { serviceId, input: INPUT });
     expect(held.reviewEndsAt).toBeNull();
-    const bad = await provider.client.deliver(held.id, { digest: 'not hex' });
+    const bad = await provider.client.deliver(held.id, { output: { digest: 'not hex' } });
     expect(bad.status).toBe(400);
     expect(unwrap(await consumer.client.getTransaction(held.id))).toMatchObject({ status: 'validation_failed', reviewEndsAt: null });
-    const t = unwrap(await provider.client.deliver(held.id, OUTPUT));
+    const t = unwrap(await provider.client.deliver(held.id, { output: OUTPUT }));
     expect(t.status).toBe('delivered');
     expect(Date.parse(t.reviewEndsAt!) - Date.parse(t.deliveredAt!)).toBe(WINDOW_MS);
     // Both parties see it.
@@ -132,5 +132,5 @@ async function deliveredIn(ex: TestExchange) {
   const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
   const consumer = await funded(ex, 3000);
   const held = await createHeld(consumer, { serviceId, input: INPUT });
-  return { consumer, t: unwrap(await provider.client.deliver(held.id, OUTPUT)) };
+  return { consumer, t: unwrap(await provider.client.deliver(held.id, { output: OUTPUT })) };
 }

@@ -86,7 +86,7 @@ describe(`prepaid sessions with the exchange killed at random (seed ${SEED}; SES
         unwrap(await known((key) => as(c).cancel(created.data.id, { idempotencyKey: key }), killAt.has(n)));
       } else {
         const usage = isMetered ? { usage: { units: r.int(11) } } : {};
-        unwrap(await known((key) => as(p).deliver(created.data.id, { digest: 'x' }, { idempotencyKey: key, ...usage }), killAt.has(n)));
+        unwrap(await known((key) => as(p).deliver(created.data.id, { output: { digest: 'x' }, ...usage }, { idempotencyKey: key }), killAt.has(n)));
       }
     }
     for (const [i, c] of consumers.entries()) unwrap(await known((key) => as(c).closeSession(sessions[i]!.id, { idempotencyKey: key })));

@@ -61,7 +61,7 @@ async function waitForSession(client: ExchangeClient, id: string, status: string
 async function paidCall(c: Party, sessionId: string, usage?: number) {
   const call = unwrap(await c.client.createTransaction({ sessionId, input: INPUT, ...(usage !== undefined ? { maxUnits: 10 } : {}) }));
   expect(call).toMatchObject({ status: 'funds_held', sessionId });
-  const d = unwrap(await provider.client.deliver(call.id, OUTPUT, usage !== undefined ? { usage: { units: usage } } : {}));
+  const d = unwrap(await provider.client.deliver(call.id, { output: OUTPUT, ...(usage !== undefined && { usage: { units: usage } }) }));
   return d.status === 'settled' ? d : waitForStatus(c, call.id, 'settled');
 }
 
@@ -136,7 +136,7 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     const closing = unwrap(await c.client.closeSession(s.id));
     expect(closing).toMatchObject({ status: 'closing', reservedCents: 100, remainingCents: 400, returnedCents: 0 });
     adds(closing);
-    expect(unwrap(await provider.client.deliver(call.id, OUTPUT)).status).toMatch(/settled|delivered/);
+    expect(unwrap(await provider.client.deliver(call.id, { output: OUTPUT })).status).toMatch(/settled|delivered/);
     const closed = await waitForSession(c.client, s.id, 'closed');
     expect(closed).toMatchObject({ spentCents: 100, returnedCents: 400, reservedCents: 0 });
     expect(await wallet(c)).toMatchObject({ balanceCents: 4900, heldCents: 0 });
@@ -164,7 +164,7 @@ describe('prepaid sessions (D17.4–D17.7)', () => {
     const c = await funded(ex, 5000);
     const s = await openSession(c, { serviceId: fixedId, budgetCents: 300, autoVerify: false });
     const call = unwrap(await c.client.createTransaction({ sessionId: s.id, input: INPUT }));
-    expect(unwrap(await provider.client.deliver(call.id, OUTPUT))).toMatchObject({ status: 'delivered' });
+    expect(unwrap(await provider.client.deliver(call.id, { output: OUTPUT }))).toMatchObject({ status: 'delivered' });
     expect(unwrap(await c.client.getSession(s.id))).toMatchObject({ reservedCents: 100, spentCents: 0 });
     expect(unwrap(await c.client.verify(call.id))).toMatchObject({ status: 'settled' });
     expect(unwrap(await c.client.getSession(s.id))).toMatchObject({ reservedCents: 0, spentCents: 100 });

@@ -134,7 +134,7 @@ describe('the README run command, as a newcomer meets it', { shuffle: false }, (
     const created = await consumer.client.createTransaction({ serviceId: service.id, input: { text: 'one two three' } });
     expect([created.status, unwrap(created).status]).toEqual([201, 'funds_held']);
     const id = unwrap(created).id;
-    expect(unwrap(await provider.client.deliver(id, { words: 3 })).status).toBe('delivered');
+    expect(unwrap(await provider.client.deliver(id, { output: { words: 3 } })).status).toBe('delivered');
     expect(unwrap(await consumer.client.verify(id, { qualityScore: 100 })).status).toBe('settled');
     expect(unwrap(await consumer.client.getWallet(consumer.id))).toMatchObject({ balanceCents: 800, heldCents: 0 });
     expect(unwrap(await provider.client.getWallet(provider.id)).balanceCents).toBe(190);

@@ -143,20 +143,20 @@ const paths: Record<string, () => Promise<Watched>> = {
   async 'failed: its only delivery invalid'() {
     const c = await consumer();
     const { t, watched } = await held(c, oneTryId);
-    await walletBusy(c, () => provider.client.deliver(t.id, { digest: 'not hex', algorithm: 'sha256' }));
+    await walletBusy(c, () => provider.client.deliver(t.id, { output: { digest: 'not hex', algorithm: 'sha256' } }));
     return watched;
   },
   async 'settled on verify'() {
     const c = await consumer();
     const { t, watched } = await held(c);
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     await walletBusy(c, async () => unwrap(await c.client.verify(t.id, { qualityScore: 90 })));
     return watched;
   },
   async 'failed: the consumer won its dispute'() {
     const c = await consumer();
     const { t, watched } = await held(c);
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     const d = unwrap(await c.client.openDispute(t.id, { reason: 'output_quality', description: 'Wrong digest.' }));
     await walletBusy(c, async () => unwrap(await provider.client.respondDispute(d.id, { outcome: 'consumer_wins', message: 'Refunded.' })));
     return watched;
@@ -164,7 +164,7 @@ const paths: Record<string, () => Promise<Watched>> = {
   async 'settled: a partial refund agreed'() {
     const c = await consumer();
     const { t, watched } = await held(c);
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     const d = unwrap(await c.client.openDispute(t.id, { reason: 'output_quality', description: 'Half of it.' }));
     unwrap(await provider.client.respondDispute(d.id, { outcome: 'partial_refund', refundCents: 400 }));
     await walletBusy(c, async () => unwrap(await c.client.decideDispute(d.id, { accept: true })));
@@ -173,7 +173,7 @@ const paths: Record<string, () => Promise<Watched>> = {
   async 'settled: a dispute withdrawn'() {
     const c = await consumer();
     const { t, watched } = await held(c);
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     const d = unwrap(await c.client.openDispute(t.id, { reason: 'output_quality', description: 'My mistake.' }));
     await walletBusy(c, async () => unwrap(await c.client.withdrawDispute(d.id, {})));
     return watched;
@@ -212,7 +212,7 @@ describe('terminal means settled (D9.7, D9.9)', () => {
     const reviewed = await Promise.all([1, 2, 3].map(async () => {
       const c = await consumer();
       const { t, watched } = await held(c);
-      unwrap(await provider.client.deliver(t.id, OUTPUT));
+      unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
       return { c, watched };
     }));
     // Past every expiry and review window at once (D9.5, D9.7), each consumer's wallet busy meanwhile.

@@ -161,7 +161,7 @@ describe('transactions, disputes and child agents against a reference model, wit
         exp = !can ? { status: 409 }
           : kind === 'deliver' ? { status: 200, apply: set({ status: t.session ? 'settled' : 'delivered', attempts, ...(t.metered && { price: units * t.metered.unit }) }) }
             : { status: 400, apply: set({ status: attempts >= 2 ? 'failed' : 'validation_failed', attempts }) };
-        send = (key) => client(provider).deliver(t.id, kind === 'deliver' ? OUTPUT : { digest: 'nope' }, { idempotencyKey: key, ...(t.metered && { usage: { units } }) });
+        send = (key) => client(provider).deliver(t.id, { output: kind === 'deliver' ? OUTPUT : { digest: 'nope' }, ...(t.metered && { usage: { units } }) }, { idempotencyKey: key });
       } else if (kind === 'verify') {
         exp = t.status === 'delivered' ? { status: 200, apply: set({ status: 'settled' }) } : { status: 409 };
         send = (key) => client(consumer).verify(t.id, { qualityScore: 90 }, { idempotencyKey: key });
@@ -226,7 +226,7 @@ describe('transactions, disputes and child agents against a reference model, wit
         exp = { status: 403 };
         const consumerTries = r.next() < 0.5;
         by = consumerTries ? t.consumer : t.provider;
-        send = (key) => (consumerTries ? client(consumer).deliver(t.id, OUTPUT, { idempotencyKey: key }) : client(provider).verify(t.id, {}, { idempotencyKey: key }));
+        send = (key) => (consumerTries ? client(consumer).deliver(t.id, { output: OUTPUT }, { idempotencyKey: key }) : client(provider).verify(t.id, {}, { idempotencyKey: key }));
       }
     }
     // D6.8: an expired child's key no longer authenticates, whatever it asks.
@@ -262,7 +262,7 @@ describe('transactions, disputes and child agents against a reference model, wit
     model.txs.set(t.id, t);
     if (!negotiating) await waitForModelStatus(t, 'funds_held');
     if (kind === 'verifies' || kind === 'verify and dispute') {
-      unwrap(await outcome((key) => client(parties[p]!).deliver(t.id, OUTPUT, { idempotencyKey: key }), false));
+      unwrap(await outcome((key) => client(parties[p]!).deliver(t.id, { output: OUTPUT }, { idempotencyKey: key }), false));
       Object.assign(t, { status: 'delivered', attempts: 1 });
     }
     const consumer = client(parties[t.consumer]!);
@@ -286,7 +286,7 @@ describe('transactions, disputes and child agents against a reference model, wit
       else Object.assign(t, { status: 'disputed', dispute: { id: (d as { data: { id: string } }).data.id, status: 'open' } });
     } else if (kind === 'deliver and cancel') {
       const [dl, c] = await Promise.all([
-        keyed((key) => provider.deliver(t.id, OUTPUT, { idempotencyKey: key })),
+        keyed((key) => provider.deliver(t.id, { output: OUTPUT }, { idempotencyKey: key })),
         keyed((key) => (r.next() < 0.5 ? consumer : provider).cancel(t.id, { idempotencyKey: key })),
       ]);
       expect([at(dl), at(c)].sort(), said([dl, c])).toEqual([200, 409]);

@@ -66,7 +66,7 @@ describe('with the wallet stopped (D9.9)', () => {
 
   it('answers verify 202 delivered, and settles once the wallet is back', async ({ exchange: ex, provider, service: serviceId, consumer }) => {
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     await ex.stopWallet();
     try {
       const r = await consumer.client.verify(t.id, { qualityScore: 80 });

@@ -118,7 +118,7 @@ describe('concurrent requests for the same move: exactly one makes it (D9.14)', 
 
   it('ten parallel verifies: one settles, nine answer 409 INVALID_STATE with the status, and money moves once', async () => {
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    data(await provider.client.deliver(t.id, OUTPUT));
+    data(await provider.client.deliver(t.id, { output: OUTPUT }));
     const answers = (await Promise.all(Array.from({ length: 10 }, () => consumer.client.verify(t.id, { qualityScore: 80 })))).map(outcome);
     expect(answers.filter((a) => a === 200 || a === 202)).toHaveLength(1);
     expect(answers.filter((a) => typeof a === 'string' && /^409 INVALID_STATE (delivered|settled)$/.test(a))).toHaveLength(9);
@@ -129,7 +129,7 @@ describe('concurrent requests for the same move: exactly one makes it (D9.14)', 
   it('deliver racing cancel: one of them moves the transaction, the other answers 409', async () => {
     for (let i = 0; i < 3; i++) {
       const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-      const [delivered, cancelled] = await Promise.all([provider.client.deliver(t.id, OUTPUT), consumer.client.cancel(t.id)]);
+      const [delivered, cancelled] = await Promise.all([provider.client.deliver(t.id, { output: OUTPUT }), consumer.client.cancel(t.id)]);
       expect([delivered.ok, cancelled.ok].filter(Boolean)).toHaveLength(1);
       const loser = delivered.ok ? cancelled : delivered;
       expect(outcome(loser)).toMatch(/^409 INVALID_STATE /);

@@ -47,26 +47,26 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
 
   purchaseTest('lets only the provider start and deliver, and only the consumer verify (D9.8)', async ({ provider, consumer, tx }) => {
     expectError(await consumer.client.startWork(tx.id), 403, 'FORBIDDEN');
-    expectError(await consumer.client.deliver(tx.id, OUTPUT), 403, 'FORBIDDEN');
+    expectError(await consumer.client.deliver(tx.id, { output: OUTPUT }), 403, 'FORBIDDEN');
     expectError(await provider.client.verify(tx.id), 403, 'FORBIDDEN');
     expectError(await consumer.client.verify(tx.id), 409, 'INVALID_STATE');
   });
 
   purchaseTest('requires the signature on deliver (D3.3)', async ({ provider, tx }) => {
     const unsigned = suite.ex().anon.as({ apiKey: provider.apiKey });
-    expectError(await unsigned.deliver(tx.id, OUTPUT), 401, 'SIGNATURE_REQUIRED');
+    expectError(await unsigned.deliver(tx.id, { output: OUTPUT }), 401, 'SIGNATURE_REQUIRED');
   });
 
   purchaseTest('starts (EXT), then delivers valid output; no cancel once delivered', async ({ provider, consumer, tx }) => {
     expect(data(await provider.client.startWork(tx.id)).status).toBe('executing');
-    const d = data(await provider.client.deliver(tx.id, OUTPUT));
+    const d = data(await provider.client.deliver(tx.id, { output: OUTPUT }));
     expect(d).toMatchObject({ status: 'delivered', output: OUTPUT, deliveryAttempts: 1 });
     expect(d.deliveredAt).not.toBeNull();
     expectError(await consumer.client.cancel(tx.id), 409, 'INVALID_STATE');
   });
 
   purchaseTest('verifies: settled at once, the provider paid minus the fee, the fee in the platform wallet', async ({ provider, consumer, tx }) => {
-    data(await provider.client.deliver(tx.id, OUTPUT));
+    data(await provider.client.deliver(tx.id, { output: OUTPUT }));
     const r = await consumer.client.verify(tx.id, { qualityScore: 95, notes: 'correct digest' });
     expect(r.status).toBe(200);
     expect(data(r)).toMatchObject({ status: 'settled', qualityScore: 95, notes: 'correct digest' });
@@ -79,7 +79,7 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
 
   purchaseTest('announces every move as transaction.<status> with both parties and the previous status (D9.7, D14.1)', async ({ provider, consumer, serviceId, tx }) => {
     data(await provider.client.startWork(tx.id));
-    data(await provider.client.deliver(tx.id, OUTPUT));
+    data(await provider.client.deliver(tx.id, { output: OUTPUT }));
     data(await consumer.client.verify(tx.id));
     await expect.poll(() => eventsOf(tx.id).length).toBe(5);
     const events = eventsOf(tx.id);
@@ -99,7 +99,7 @@ describe('an uncontested purchase (D9.5, D9.7, D9.11, D13.2)', () => {
   });
 
   purchaseTest('lists it for both parties, newest first, filtered by role and status', async ({ provider, consumer, serviceId, tx }) => {
-    data(await provider.client.deliver(tx.id, OUTPUT));
+    data(await provider.client.deliver(tx.id, { output: OUTPUT }));
     data(await consumer.client.verify(tx.id));
     const later = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
     expect(data(await consumer.client.listTransactions({ role: 'consumer' })).map((t) => t.id)).toEqual([later.id, tx.id]);
@@ -122,7 +122,7 @@ describe('what agents write is given back as written', () => {
     const created = data(await consumer.client.createTransaction({ serviceId: service.id, input, metadata }));
     expect(created).toMatchObject({ input, metadata });
     const output = { hex_digest: 'abc' };
-    const delivered = data(await provider.client.deliver(created.id, output));
+    const delivered = data(await provider.client.deliver(created.id, { output: output }));
     expect(delivered).toMatchObject({ input, metadata, output });
     // A delivery written at commit answers with the row as committed, not as it was predicted.
     expect(data(await consumer.client.getTransaction(created.id))).toEqual(delivered);
@@ -209,7 +209,7 @@ describe('refusals at creation (D9.1, D9.2, D9.3, D6.5, D10)', () => {
     const held = data(await buyer.client.createTransaction({ serviceId, input: INPUT }));
     data(await buyer.owner.client.deactivateAgent(buyer.agentId));
     expectError(await buyer.client.createTransaction({ serviceId, input: INPUT }), 403, 'AGENT_INACTIVE');
-    expect(data(await provider.client.deliver(held.id, OUTPUT)).status).toBe('delivered');
+    expect(data(await provider.client.deliver(held.id, { output: OUTPUT })).status).toBe('delivered');
     expect(data(await buyer.client.verify(held.id)).status).toBe('settled');
   });
 });
@@ -233,23 +233,23 @@ describe('delivery checked against the pinned contract (D9.7)', () => {
     const t = data(await consumer.client.createTransaction({ serviceId: service.id, input: INPUT }));
     // The provider changes its output schema after the sale: the transaction keeps the old one.
     data(await provider.client.updateService(service.id, { outputSchema: { type: 'object' } }));
-    const bad = await provider.client.deliver(t.id, { digest: 'NOT-HEX' });
+    const bad = await provider.client.deliver(t.id, { output: { digest: 'NOT-HEX' } });
     expectError(bad, 400, 'OUTPUT_VALIDATION_FAILED');
     if (!bad.ok) expect(bad.error.errors[0]).toMatchObject({ field: '/output/digest', details: { status: 'validation_failed', attemptsLeft: 1 } });
     expect(data(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'validation_failed', deliveryAttempts: 1 });
-    expectError(await provider.client.deliver(t.id, { digest: 'still wrong' }), 400, 'OUTPUT_VALIDATION_FAILED');
+    expectError(await provider.client.deliver(t.id, { output: { digest: 'still wrong' } }), 400, 'OUTPUT_VALIDATION_FAILED');
     expect(data(await consumer.client.getTransaction(t.id))).toMatchObject({ status: 'failed', statusReason: 'output_validation_failed', deliveryAttempts: 2 });
     await expect.poll(async () => (await wallet(consumer)).heldCents).toBe(0);
     expect(await ledgerOf(consumer, t.id)).toEqual([['fund_hold', -1000], ['fund_return', 1000]]);
-    expectError(await provider.client.deliver(t.id, OUTPUT), 409, 'INVALID_STATE');
+    expectError(await provider.client.deliver(t.id, { output: OUTPUT }), 409, 'INVALID_STATE');
   });
 
   it('accepts a good delivery after a bad one', async () => {
     const [provider, consumer] = await Promise.all([party(), funded(2000)]);
     const service = data(await provider.client.createService(serviceBody()));
     const t = data(await consumer.client.createTransaction({ serviceId: service.id, input: INPUT }));
-    expectError(await provider.client.deliver(t.id, {}), 400, 'OUTPUT_VALIDATION_FAILED');
-    expect(data(await provider.client.deliver(t.id, OUTPUT))).toMatchObject({ status: 'delivered', deliveryAttempts: 2 });
+    expectError(await provider.client.deliver(t.id, { output: {} }), 400, 'OUTPUT_VALIDATION_FAILED');
+    expect(data(await provider.client.deliver(t.id, { output: OUTPUT }))).toMatchObject({ status: 'delivered', deliveryAttempts: 2 });
   });
 });
 
@@ -276,7 +276,7 @@ describe('cancellation and expiry return the hold (D9.7)', () => {
     const expired = await waitFor(consumer, t.id, 'expired', 15_000);
     expect(expired.statusReason).toBe('sla_timeout');
     await expect.poll(async () => (await wallet(consumer)).heldCents).toBe(0);
-    expectError(await provider.client.deliver(t.id, OUTPUT), 409, 'INVALID_STATE');
+    expectError(await provider.client.deliver(t.id, { output: OUTPUT }), 409, 'INVALID_STATE');
   });
 });
 
@@ -321,11 +321,11 @@ describe('limits and the pinned validators (D9.6)', () => {
     const serviceId = data(await provider.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 100 } }))).id;
     const contracts = suite.ex().transactions!.deps.contracts;
     const t = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-    data(await provider.client.deliver(t.id, OUTPUT));
+    data(await provider.client.deliver(t.id, { output: OUTPUT }));
     const before = contracts.compiles;
     for (let i = 0; i < 5; i++) {
       const next = data(await consumer.client.createTransaction({ serviceId, input: INPUT }));
-      data(await provider.client.deliver(next.id, OUTPUT));
+      data(await provider.client.deliver(next.id, { output: OUTPUT }));
     }
     expect(contracts.compiles).toBe(before);
   });
@@ -351,10 +351,10 @@ async function endEachWay(): Promise<void> {
   const [provider, consumer, poor] = await Promise.all([party(), funded(10_000), funded(500)]);
   const serviceId = data(await provider.client.createService(serviceBody())).id;
   const [settled, cancelled, failed] = await Promise.all([1, 2, 3].map(() => createHeld(consumer, { serviceId, input: INPUT })));
-  data(await provider.client.deliver(settled!.id, OUTPUT));
+  data(await provider.client.deliver(settled!.id, { output: OUTPUT }));
   await Promise.all(Array.from({ length: 10 }, () => consumer.client.verify(settled!.id)));
   data(await provider.client.cancel(cancelled!.id));
-  for (const output of [{}, { digest: 'not hex' }]) expectError(await provider.client.deliver(failed!.id, output), 400, 'OUTPUT_VALIDATION_FAILED');
+  for (const output of [{}, { digest: 'not hex' }]) expectError(await provider.client.deliver(failed!.id, { output: output }), 400, 'OUTPUT_VALIDATION_FAILED');
   expectError(await poor.client.createTransaction({ serviceId, input: INPUT }), 402, 'INSUFFICIENT_FUNDS');
   await waitFor(consumer, settled!.id, 'settled');
   await waitFor(consumer, failed!.id, 'failed');

@@ -48,7 +48,7 @@ describe('trust from outcomes (D15.2)', () => {
     expect(await trustOf(p)).toBe(50);
     const consumer = await funded(ex, 5000);
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await p.client.deliver(t.id, OUTPUT));
+    unwrap(await p.client.deliver(t.id, { output: OUTPUT }));
     expect(unwrap(await consumer.client.verify(t.id, { qualityScore: 90 })).status).toBe('settled');
     // (5 × 0.5 + 0.9) / 6 = 0.567
     await eventuallyTrust(p, 57);
@@ -63,7 +63,7 @@ describe('trust from outcomes (D15.2)', () => {
     // (2.5 + 0) / 6
     await eventuallyTrust(p, 42);
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await p.client.deliver(t.id, OUTPUT));
+    unwrap(await p.client.deliver(t.id, { output: OUTPUT }));
     unwrap(await consumer.client.verify(t.id));
     // (2.5 + 0 + 0.8) / 7
     await eventuallyTrust(p, 47);
@@ -84,7 +84,7 @@ describe('trust from outcomes (D15.2)', () => {
     const t = await createHeld(consumer, { serviceId, input: INPUT });
     // Past the 1 ms the contract allows, on the services' clock.
     ex.clock.advance(20);
-    unwrap(await p.client.deliver(t.id, OUTPUT));
+    unwrap(await p.client.deliver(t.id, { output: OUTPUT }));
     unwrap(await consumer.client.verify(t.id, { qualityScore: 100 }));
     // (2.5 + 0.5 × 1) / 5.5 = 0.545
     await eventuallyTrust(p, 55);
@@ -95,7 +95,7 @@ describe('trust from outcomes (D15.2)', () => {
     const { p, serviceId } = await provider();
     const consumer = await funded(ex, 5000);
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    for (let i = 0; i < 3; i++) expect((await p.client.deliver(t.id, { digest: 'not hex' })).status).toBe(400);
+    for (let i = 0; i < 3; i++) expect((await p.client.deliver(t.id, { output: { digest: 'not hex' } })).status).toBe(400);
     expect(unwrap(await consumer.client.getTransaction(t.id)).status).toBe('failed');
     await eventuallyTrust(p, 42);
   });
@@ -109,7 +109,7 @@ describe('trust from outcomes (D15.2)', () => {
     expect((await poor.client.createTransaction({ serviceId, input: INPUT })).status).toBe(402);
     // A settled one afterwards is the only outcome counted.
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await p.client.deliver(t.id, OUTPUT));
+    unwrap(await p.client.deliver(t.id, { output: OUTPUT }));
     unwrap(await consumer.client.verify(t.id, { qualityScore: 100 }));
     await eventuallyTrust(p, 58);
   });

@@ -126,7 +126,7 @@ describe('webhooks through kills of the exchange and of NATS', () => {
       }
       const t = unwrap(await settle((key) => as(consumer).createTransaction({ serviceId, input: INPUT }, { idempotencyKey: key })));
       await eventually(async () => (unwrap(await as(consumer).getTransaction(t.id)).status === 'funds_held' ? true : null), 60_000, 50);
-      unwrap(await settle((key) => as(provider).deliver(t.id, OUTPUT, { idempotencyKey: key })));
+      unwrap(await settle((key) => as(provider).deliver(t.id, { output: OUTPUT }, { idempotencyKey: key })));
       unwrap(await settle((key) => as(consumer).verify(t.id, { qualityScore: 90 }, { idempotencyKey: key })));
     }
 

@@ -72,7 +72,7 @@ describe('webhooks of a purchase (D14.1–D14.3)', () => {
     const [cr, pr] = [await hooked(consumer), await hooked(provider)];
     const serviceId = unwrap(await provider.client.createService(serviceBody())).id;
     const t = await createHeld(consumer, { serviceId, input: INPUT });
-    unwrap(await provider.client.deliver(t.id, OUTPUT));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     unwrap(await consumer.client.verify(t.id, { qualityScore: 95 }));
     await waitForStatus(consumer, t.id, 'settled');
     await eventually(async () => typesOf(cr).includes('transaction.settled') && typesOf(pr).includes('transaction.settled'), 10_000);

@@ -44,6 +44,7 @@ import type {
   PayoutView,
   ReconciliationView,
   CreateTransactionBody,
+  DeliverBody,
   ListTransactionsQuery,
   ListApprovalsQuery,
   AccountTransactionsQuery,
@@ -58,10 +59,13 @@ import type {
   WebhookTestView,
   WebhookView,
 } from '@aex/contracts';
+import { checkDeliverBody } from './deliver-body.js';
 import { ExchangeError, type Outcome } from './outcome.js';
+import { isEnvelope, queryString } from './request-parts.js';
 import { RequestSigner } from './request-signer.js';
-import { isEnvelope, queryString } from './wire.js';
+import type { FromSchema } from './schema-types.js';
 import { publicKeyOf, signingKeyProof, signRequest } from './signing.js';
+import { serviceHandle, type ServiceContract, type ServiceHandle } from './typed-service.js';
 
 export { ExchangeError, unwrap, type Failure, type Outcome, type Success } from './outcome.js';
 
@@ -203,6 +207,14 @@ export class ExchangeClient {
   listServices = (query: ListServicesQuery = {}) => this.request<ServiceListItem[]>('GET', '/v1/services', { query });
   discover = (body: DiscoverBody, o: Keyed = {}) => this.request<DiscoverView>('POST', '/v1/services/discover', { body, ...o });
 
+  /**
+   * One service through its contract (D23.5): `buy`, `transaction`, `waitForDelivery` and `deliver` typed by its input and output,
+   * given as `service<Input, Output>(id)` or derived from schemas written `as const`: `service(id, { inputSchema, outputSchema })`.
+   */
+  service<Input = Record<string, unknown>, Output = Record<string, unknown>>(serviceId: string): ServiceHandle<Input, Output>;
+  service<const C extends ServiceContract>(serviceId: string, contract: C): ServiceHandle<FromSchema<C['inputSchema']>, FromSchema<C['outputSchema']>>;
+  service(serviceId: string): ServiceHandle<unknown, unknown> { return serviceHandle(this, serviceId); }
+
   // --- transactions (D9) and negotiation (D11); create and deliver are signed (D3.3)
   /** Buys (signed). Give `queryId`, the discover's answer's, when the service was found by one: discovery learns from how it ends (D22.2). */
   createTransaction = (body: CreateTransactionBody, o: Keyed = {}) => this.request<TransactionView>('POST', '/v1/transactions', { body, ...o });
@@ -212,10 +224,13 @@ export class ExchangeClient {
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/negotiate`, { body, ...o });
   negotiations = (transactionId: string) => this.request<NegotiationView[]>('GET', `/v1/transactions/${enc(transactionId)}/negotiations`);
   startWork = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/start`, { body: {}, ...o });
-  /** Delivers `output`; a metered purchase (bought with `maxUnits`) says what it used with `usage` (D17.2), signed with the body. */
-  deliver = (transactionId: string, output: Record<string, unknown>, o: Keyed & { usage?: { units: number } } = {}) => {
-    const { usage, ...keyed } = o;
-    return this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body: usage ? { output, usage } : { output }, ...keyed });
+  /**
+   * Delivers (signed) the body of `POST /v1/transactions/{id}/deliver` (D23.5): `{ output }`, with `usage: { units }` for a metered
+   * purchase (D17.2). Another shape throws a `TypeError` before any request: a refused output uses up a delivery attempt.
+   */
+  deliver = (transactionId: string, body: DeliverBody, o: Keyed = {}) => {
+    checkDeliverBody(body, o);
+    return this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body, ...o });
   };
   verify = (transactionId: string, body: { qualityScore?: number; notes?: string } = {}, o: Keyed = {}) =>
     this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/verify`, { body, ...o });

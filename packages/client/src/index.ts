@@ -3,3 +3,5 @@ export { generateSigningKey, publicKeyOf, signHttpMessage, signRequest, signingK
 export { signWebhook, verifyWebhook, WebhookVerificationError, type VerifyOptions } from './webhooks.js';
 export { verifyReceipt, ReceiptVerificationError } from './receipts.js';
 export { deliveryDeadlineMs, waitForDelivery, type DeliveryWait, type WaitForDeliveryOptions } from './delivery.js';
+export type { FromSchema } from './schema-types.js';
+export type { ServiceContract, ServiceHandle, TypedDeliverBody, TypedDeliveryWait, TypedTransaction } from './typed-service.js';

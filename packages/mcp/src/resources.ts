@@ -26,7 +26,7 @@ export function serveResources(server: Server, client: ExchangeClient): void {
     if (!m) throw new McpError(ErrorCode.InvalidParams, `Unknown resource ${uri}: aex://services/{id} and aex://transactions/{id} are served.`);
     try {
       const data = m[1] === 'services' ? ok(await client.getService(m[2]!)) : ok(await client.getTransaction(m[2]!));
-      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(data, null, 2) }] };
+      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(data) }] };
     } catch (err) {
       throw new McpError(ErrorCode.InvalidParams, (err as Error).message);
     }

@@ -33,7 +33,8 @@ export function serveTools(server: Server, tools: Tool[], opts: ExchangeMcpOptio
     if (!check(args)) return failure(`The arguments do not match ${t.name}'s input schema:\n${problemsOf(check).join('\n')}`);
     try {
       const data = (await t.run(args as never, toolContext(server, opts, request.params._meta?.progressToken, extra))) as Record<string, unknown>;
-      return { content: [{ type: 'text', text: JSON.stringify(data, null, 2) }], structuredContent: data };
+      // D23.6: compact JSON, the same data as structuredContent: a model's context is not spent on indentation.
+      return { content: [{ type: 'text', text: JSON.stringify(data) }], structuredContent: data };
     } catch (err) {
       if (err instanceof ToolFailure) return failure(err.message);
       // Anything else is this server's fault, said plainly; the session goes on.

@@ -91,7 +91,7 @@ export async function discoverAndBuy(buyer: Seller, need: string, target: { id: 
   if (degraded(found).length) throw new Error(`discovery is degraded: ${degraded(found).map((w) => w.message).join('; ')}`);
   const created = unwrap(await buyer.client.createTransaction({ serviceId: target.id, input: sampleOf(target.service.input), queryId }));
   if (created.status !== 'funds_held') await until(buyer.client, created.id, 'funds_held');
-  unwrap(await target.seller.client.deliver(created.id, sampleOf(target.service.output)));
+  unwrap(await target.seller.client.deliver(created.id, { output: sampleOf(target.service.output) }));
   const verified = unwrap(await buyer.client.verify(created.id, { qualityScore }));
   if (verified.status !== 'settled') await until(buyer.client, created.id, 'settled');
   return created.id;

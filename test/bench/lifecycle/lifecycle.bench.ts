@@ -179,7 +179,7 @@ async function throughTheGateway(url: string): Promise<LoadResult> {
     const consumer = consumers[i % CONCURRENCY]!;
     const t = unwrap(await timed(into.create, () => consumer.client.createTransaction({ serviceId: s.id, input: INPUT })));
     if (t.status !== 'funds_held') throw new Error(`created as ${t.status}`);
-    unwrap(await timed(into.deliver, () => s.provider.client.deliver(t.id, OUTPUT)));
+    unwrap(await timed(into.deliver, () => s.provider.client.deliver(t.id, { output: OUTPUT })));
     const v = unwrap(await timed(into.verify, () => consumer.client.verify(t.id)));
     if (v.status !== 'settled') throw new Error(`verified as ${v.status}`);
   };

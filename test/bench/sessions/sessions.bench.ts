@@ -92,7 +92,7 @@ await withBenchExchange(async ({ url, stack }) => {
     const c = consumers[i % CONCURRENCY]!;
     const t = unwrap(await timedCreate(create, () => c.client.createTransaction(metered ? { serviceId: meteredId, input: INPUT, maxUnits: 10 } : { serviceId: fixedId, input: INPUT })));
     if (t.status !== 'funds_held') throw new Error(`created as ${t.status}`);
-    unwrap(await provider.client.deliver(t.id, OUTPUT, metered ? { usage: { units: 7 } } : {}));
+    unwrap(await provider.client.deliver(t.id, { output: OUTPUT, ...(metered && { usage: { units: 7 } }) }));
     if (unwrap(await c.client.verify(t.id)).status !== 'settled') throw new Error('not settled');
   };
   const sessions = await Promise.all(consumers.map(async (c) => unwrap(await c.client.openSession({ serviceId: fixedId, budgetCents: 100 * (2 * COUNT + 100), expiresInSeconds: 86_400 })).id));
@@ -100,7 +100,7 @@ await withBenchExchange(async ({ url, stack }) => {
     const c = consumers[i % CONCURRENCY]!;
     const t = unwrap(await timedCreate(create, () => c.client.callInSession(sessions[i % CONCURRENCY]!, INPUT)));
     if (t.status !== 'funds_held') throw new Error(`call created as ${t.status}`);
-    const d = unwrap(await provider.client.deliver(t.id, OUTPUT));
+    const d = unwrap(await provider.client.deliver(t.id, { output: OUTPUT }));
     if (d.status !== 'settled') throw new Error(`call delivered as ${d.status}`);
     paidCalls++;
   };
@@ -121,7 +121,7 @@ await withBenchExchange(async ({ url, stack }) => {
   const one = unwrap(await consumers[0]!.client.openSession({ serviceId: fixedId, budgetCents: 100 * ONE, expiresInSeconds: 3600 })).id;
   const oneCall = async () => {
     const t = unwrap(await consumers[0]!.client.callInSession(one, INPUT));
-    if (unwrap(await provider.client.deliver(t.id, OUTPUT)).status !== 'settled') throw new Error('a call of the one session did not settle');
+    if (unwrap(await provider.client.deliver(t.id, { output: OUTPUT })).status !== 'settled') throw new Error('a call of the one session did not settle');
     paidCalls++;
   };
   const paidBeforeOne = await providerPaid();

@@ -38,6 +38,6 @@ async function deliver(ctx: Context, cmd: Command, id: string, file: string, usa
     const check = checkAgainstContract(service.outputSchema, output, '/output');
     if (check.ok === false) throw new CliError(`Not sent (no delivery attempt used): the output does not pass the service's outputSchema:\n${describeProblems(check.problems)}`, EXIT.usage, { problems: check.problems });
   }
-  const usage = usageUnits !== undefined ? { usage: { units: usageUnits } } : {};
-  show(ctx, cmd, ok(await client.deliver(id, output, usage)), (d) => `Transaction ${d.id} is ${d.status}${d.units !== null && usageUnits !== undefined ? ` (${d.units} units, ${d.agreedPriceCents} cents)` : ''}.\n`);
+  const body = usageUnits !== undefined ? { output, usage: { units: usageUnits } } : { output };
+  show(ctx, cmd, ok(await client.deliver(id, body)), (d) => `Transaction ${d.id} is ${d.status}${d.units !== null && usageUnits !== undefined ? ` (${d.units} units, ${d.agreedPriceCents} cents)` : ''}.\n`);
 }

@@ -214,6 +214,7 @@ export const DeliverBody = Strict({
   output: FreeObjectOf(256 * 1024, 'Must pass the service outputSchema; at most 256 KiB as JSON'),
   usage: Type.Optional(Usage),
 });
+export type DeliverBody = Static<typeof DeliverBody>;
 export const VerifyBody = Strict({
   qualityScore: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
   notes: Type.Optional(Type.String({ maxLength: 2000 })),

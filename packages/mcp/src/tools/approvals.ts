@@ -1,9 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { Outcome } from '@agent-exchange/client';
-import { TransactionView } from '@aex/contracts';
+import type { TransactionView } from '@aex/contracts';
 import { ok } from './exchange-calls.js';
 import { approvalWhy } from './next-step.js';
 import { TxId, TxOut, Uuid } from './schemas.js';
+import { summarize, TransactionSummary } from './summary.js';
 import { IRREVERSIBLE, READ, tool, ToolFailure, type ToolContext } from './tool.js';
 
 // D10.3: for the account's owner agent.
@@ -18,13 +19,13 @@ export const listApprovals = tool({
     state: Type.Optional(Type.Union([Type.Literal('pending'), Type.Literal('decided'), Type.Literal('all')])),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   }, { additionalProperties: false }),
-  output: Type.Object({ transactions: Type.Array(TransactionView), note: Type.String() }),
+  output: Type.Object({ transactions: Type.Array(TransactionSummary), note: Type.String() }),
   annotations: READ,
   async run(args, ctx) {
     const accountId = ctx.profile.accountId ?? ok(await ctx.client.getAgent(ctx.profile.agentId) as Outcome<{ accountId: string }>).accountId;
     const transactions = ok(await ctx.client.listApprovals(accountId, { state: args.state ?? 'pending', limit: args.limit ?? 20 }));
     const pending = transactions.filter((t) => t.status === 'awaiting_approval').length;
-    return { transactions, note: pending ? `${pending} purchase(s) await a decision: approve_purchase (asks your human first) or deny_purchase.` : 'Nothing awaits a decision.' };
+    return { transactions: transactions.map((t) => summarize(t, { approval: true })), note: pending ? `${pending} purchase(s) await a decision: approve_purchase (asks your human first) or deny_purchase.` : 'Nothing awaits a decision.' };
   },
 });
 
@@ -45,7 +46,7 @@ export const approvePurchase = tool({
       throw new ToolFailure(`Not approved: an approval is a human's decision, and this client cannot ask the human (no MCP elicitation). They approve with \`aex approvals approve ${tx.id}\` or in the console (/console/).`);
     }
     const after = ok(await ctx.client.approve(tx.id));
-    return { transaction: after, note: after.status === 'funds_held' ? 'Approved: the price is held and the provider may start.' : `Approved; the transaction is ${after.status}.` };
+    return { transaction: summarize(after, { approval: true }), note: after.status === 'funds_held' ? 'Approved: the price is held and the provider may start.' : `Approved; the transaction is ${after.status}.` };
   },
 });
 
@@ -58,7 +59,7 @@ export const denyPurchase = tool({
   annotations: IRREVERSIBLE,
   async run(args, ctx) {
     const after = ok(await ctx.client.deny(args.transactionId, args.reason ? { reason: args.reason } : {}));
-    return { transaction: after, note: `Denied: the transaction is ${after.status} (${after.statusReason}).` };
+    return { transaction: summarize(after, { approval: true }), note: `Denied: the transaction is ${after.status} (${after.statusReason}).` };
   },
 });
 

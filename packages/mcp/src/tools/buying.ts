@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
-import { listPrice, NegotiationView, TransactionView } from '@aex/contracts';
+import { listPrice, NegotiationView } from '@aex/contracts';
 import { checkAgainstContract, describeProblems } from '@aex/agent-kit';
 import { contract, ok, waitFor } from './exchange-calls.js';
 import { nextStep } from './next-step.js';
 import { TxId, TxOut, Uuid, WaitSeconds } from './schemas.js';
+import { summarize, TransactionSummary } from './summary.js';
 import { withinLimits } from './spending-limits.js';
 import { IRREVERSIBLE, READ, tool, ToolFailure, WRITE } from './tool.js';
 
@@ -61,7 +62,7 @@ export const buyService = tool({
     const waited = await waitFor(ctx, tx.id, ['funds_held', 'executing', 'delivered', 'negotiating', 'awaiting_approval', 'settled'], args.waitSeconds, 'purchase');
     const now = waited.transaction;
     const note = replayed ? 'This repeats an earlier identical call: the purchase it made is returned, nothing was bought again. ' : '';
-    return { transaction: now, note: note + nextStep(now.status, now) };
+    return { transaction: summarize(now, { serviceName: service.name }), note: note + nextStep(now.status, now) };
   },
 });
 
@@ -77,7 +78,7 @@ export const negotiate = tool({
     priceCents: Type.Optional(Type.Integer({ minimum: 1, description: 'With counter: your price' })),
     message: Type.Optional(Type.String({ maxLength: 1000 })),
   }, { additionalProperties: false }),
-  output: Type.Object({ transaction: TransactionView, negotiation: Type.Array(NegotiationView), note: Type.String() }),
+  output: Type.Object({ transaction: TransactionSummary, negotiation: Type.Array(NegotiationView), note: Type.String() }),
   annotations: WRITE,
   spending: true,
   alsoForProviders: true,
@@ -97,7 +98,7 @@ export const negotiate = tool({
     const body = { type: type[args.action], terms: args.priceCents !== undefined ? { priceCents: args.priceCents } : {}, ...(args.message ? { message: args.message } : {}) };
     const after = ok(await ctx.client.negotiate(tx.id, body));
     if (committing !== undefined) ctx.guard.commit(tx.id, committing);
-    return { transaction: after, negotiation: ok(await ctx.client.negotiations(tx.id)), note: nextStep(after.status) };
+    return { transaction: summarize(after), negotiation: ok(await ctx.client.negotiations(tx.id)), note: nextStep(after.status) };
   },
 });
 
@@ -106,13 +107,13 @@ export const waitForDelivery = tool({
   title: 'Wait for delivery',
   description: 'Waits (reporting progress) until the provider delivers, or the transaction ends, or the time is up; answers the transaction with its output. Call again if it is still in progress.',
   input: Type.Object({ transactionId: Uuid, waitSeconds: WaitSeconds }, { additionalProperties: false }),
-  output: Type.Object({ transaction: TransactionView, delivered: Type.Boolean(), note: Type.String() }),
+  output: Type.Object({ transaction: TransactionSummary, delivered: Type.Boolean(), note: Type.String() }),
   annotations: READ,
   async run(args, ctx) {
     const waited = await waitFor(ctx, args.transactionId, ['delivered', 'disputed'], args.waitSeconds, 'waiting for delivery');
     const tx = waited.transaction;
     const note = waited.reached || !('timedOut' in waited) || !waited.timedOut ? nextStep(tx.status) : `Still ${tx.status}: call wait_for_delivery again.`;
-    return { transaction: tx, delivered: tx.status === 'delivered', note };
+    return { transaction: summarize(tx), delivered: tx.status === 'delivered', note };
   },
 });
 
@@ -130,7 +131,7 @@ export const acceptDelivery = tool({
   async run(args, ctx) {
     const tx = ok(await ctx.client.verify(args.transactionId, { qualityScore: args.qualityScore, ...(args.notes ? { notes: args.notes } : {}) }));
     const done = tx.status === 'settled' ? tx : (await waitFor(ctx, tx.id, ['settled'], 30, 'settling')).transaction;
-    return { transaction: done, note: nextStep(done.status) };
+    return { transaction: summarize(done), note: nextStep(done.status) };
   },
 });
 
@@ -143,6 +144,6 @@ export const cancelTransaction = tool({
   annotations: IRREVERSIBLE,
   async run(args, ctx) {
     const tx = ok(await ctx.client.cancel(args.transactionId));
-    return { transaction: tx, note: nextStep(tx.status) };
+    return { transaction: summarize(tx), note: nextStep(tx.status) };
   },
 });

@@ -1,9 +1,10 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import type { ExchangeClient } from '@agent-exchange/client';
-import { CreateServiceBody, ServiceView, TransactionView, UpdateServiceBody } from '@aex/contracts';
+import { CreateServiceBody, ServiceView, UpdateServiceBody } from '@aex/contracts';
 import { AWAITING_DELIVERY, checkAgainstContract, describeProblems } from '@aex/agent-kit';
 import { contract, ok } from './exchange-calls.js';
 import { TxOut, Uuid } from './schemas.js';
+import { summarize, TransactionSummary } from './summary.js';
 import { READ, tool, ToolFailure, WRITE } from './tool.js';
 
 // The provider's tools: its services and what it owes.
@@ -50,15 +51,15 @@ export const pauseService = serviceChange(
 export const listPendingDeliveries = tool({
   name: 'list_pending_deliveries',
   title: 'Transactions waiting for delivery',
-  description: 'The transactions in which this agent is the provider and owes a delivery (funds held, work started, or an earlier delivery failed validation), oldest deadline first.',
+  description: 'The transactions in which this agent is the provider and owes a delivery (funds held, work started, or an earlier delivery failed validation), oldest deadline first, each with its input and the delivery attempts used and allowed.',
   input: Type.Object({}, { additionalProperties: false }),
-  output: Type.Object({ transactions: Type.Array(TransactionView) }),
+  output: Type.Object({ transactions: Type.Array(TransactionSummary) }),
   annotations: READ,
   provider: true,
   async run(_args, ctx) {
     const lists = await Promise.all(AWAITING_DELIVERY.map(async (status) => ok(await ctx.client.listTransactions({ role: 'provider', status, limit: 100 } as Parameters<ExchangeClient['listTransactions']>[0]))));
     const all = lists.flat().sort((a, b) => (a.expiresAt ?? '').localeCompare(b.expiresAt ?? ''));
-    return { transactions: all };
+    return { transactions: all.map((t) => summarize(t, { work: true })) };
   },
 });
 
@@ -79,7 +80,7 @@ export const deliver = tool({
       const check = checkAgainstContract(service.outputSchema, args.output, '/output');
       if (check.ok === false) throw new ToolFailure(`Not sent (no attempt used): the output does not pass the service's outputSchema:\n${describeProblems(check.problems)}`);
     }
-    const after = ok(await ctx.client.deliver(tx.id, args.output));
-    return { transaction: after, note: after.status === 'delivered' ? 'Delivered: the consumer now accepts it or disputes it.' : `The transaction is ${after.status}.` };
+    const after = ok(await ctx.client.deliver(tx.id, { output: args.output }));
+    return { transaction: summarize(after, { serviceName: service.name }), note: after.status === 'delivered' ? 'Delivered: the consumer now accepts it or disputes it.' : `The transaction is ${after.status}.` };
   },
 });

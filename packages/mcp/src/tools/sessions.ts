@@ -6,6 +6,7 @@ import { checkAgainstContract, describeProblems } from '@aex/agent-kit';
 import { contract, ok, waitFor } from './exchange-calls.js';
 import { TxOut, Uuid, WaitSeconds } from './schemas.js';
 import { withinLimits } from './spending-limits.js';
+import { summarize } from './summary.js';
 import { READ, tool, ToolFailure, WRITE } from './tool.js';
 
 const SessionOut = Type.Object({ session: SessionView, note: Type.String() });
@@ -62,7 +63,7 @@ export const callInSession = tool({
     const call = ok(await ctx.client.callInSession(args.sessionId, args.input, { ...(args.units ? { units: args.units } : {}), ...(args.maxUnits ? { maxUnits: args.maxUnits } : {}) }));
     const waited = await waitFor(ctx, call.id, ['settled', 'delivered', 'failed', 'expired', 'cancelled'], args.waitSeconds, 'call');
     const t = waited.transaction;
-    return { transaction: t, note: t.status === 'settled' ? `Settled: ${t.agreedPriceCents} cents paid from the session.` : `The call is ${t.status}; get_transaction follows it.` };
+    return { transaction: summarize(t, { serviceName: service.name }), note: t.status === 'settled' ? `Settled: ${t.agreedPriceCents} cents paid from the session.` : `The call is ${t.status}; get_transaction follows it.` };
   },
 });
 

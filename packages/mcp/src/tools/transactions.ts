@@ -4,12 +4,13 @@ import { NegotiationView, TransactionView } from '@aex/contracts';
 import { ok } from './exchange-calls.js';
 import { nextStep } from './next-step.js';
 import { TxId } from './schemas.js';
+import { summarize, TransactionSummary } from './summary.js';
 import { READ, tool } from './tool.js';
 
 export const getTransaction = tool({
   name: 'get_transaction',
   title: 'Read a transaction',
-  description: 'A transaction as it is now: status, price, fee, input, output once delivered, and for a negotiation its messages.',
+  description: 'A transaction as it is now, every field (the other tools answer a summary): status, price, fee, input, output once delivered, deadlines, attempts, and for a negotiation its messages.',
   input: TxId,
   output: Type.Object({ transaction: TransactionView, negotiation: Type.Array(NegotiationView), note: Type.String() }),
   annotations: READ,
@@ -23,15 +24,16 @@ export const getTransaction = tool({
 export const listTransactions = tool({
   name: 'list_transactions',
   title: 'List transactions',
-  description: 'The agent\'s transactions, newest first, as consumer or provider.',
+  description: 'The agent\'s transactions, newest first, as consumer or provider: a summary of each (get_transaction answers every field).',
   input: Type.Object({
     role: Type.Optional(Type.Union([Type.Literal('consumer'), Type.Literal('provider')])),
     status: Type.Optional(Type.String({ maxLength: 40 })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   }, { additionalProperties: false }),
-  output: Type.Object({ transactions: Type.Array(TransactionView) }),
+  output: Type.Object({ transactions: Type.Array(TransactionSummary) }),
   annotations: READ,
   async run(args, ctx) {
-    return { transactions: ok(await ctx.client.listTransactions({ ...args, limit: args.limit ?? 20 } as Parameters<ExchangeClient['listTransactions']>[0])) };
+    const transactions = ok(await ctx.client.listTransactions({ ...args, limit: args.limit ?? 20 } as Parameters<ExchangeClient['listTransactions']>[0]));
+    return { transactions: transactions.map((t) => summarize(t)) };
   },
 });

@@ -1,12 +1,12 @@
 import type { Envelope } from '@aex/contracts';
 import type { RequestOptions } from './client.js';
 
-/** Whether an answer is in the D1 envelope. */
+/** A D1 envelope: `data`, `errors` and the request id in `meta`. */
 export function isEnvelope(v: unknown): v is Envelope {
   return typeof v === 'object' && v !== null && 'data' in v && 'errors' in v && typeof (v as { meta?: { requestId?: unknown } }).meta?.requestId === 'string';
 }
 
-/** A request's query as the part of its address after `?` (the values left undefined are left out). */
+/** `?a=1&b=x` of the query's defined values ('' when none). */
 export function queryString(query: RequestOptions['query']): string {
   if (!query) return '';
   const params = new URLSearchParams();

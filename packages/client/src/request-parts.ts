@@ -1,5 +1,5 @@
 import type { Envelope } from '@aex/contracts';
-import type { RequestOptions } from './client.js';
+import type { RequestOptions } from './options.js';
 
 /** A D1 envelope: `data`, `errors` and the request id in `meta`. */
 export function isEnvelope(v: unknown): v is Envelope {

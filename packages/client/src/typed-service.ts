@@ -1,6 +1,7 @@
 import type { CreateTransactionBody, ServiceView, TransactionView, Usage } from '@aex/contracts';
 import type { Static } from '@sinclair/typebox';
-import type { ExchangeClient, RequestOptions } from './client.js';
+import type { ExchangeClient } from './client.js';
+import type { RequestOptions } from './options.js';
 import { waitForDelivery, type WaitForDeliveryOptions } from './delivery.js';
 import type { ExchangeError, Outcome } from './outcome.js';
 

@@ -5,7 +5,6 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, hashApiKey } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 import { checkAdminToken } from '../guards/auth.js';
-import { RateLimitedError } from '../guards/rate-limit.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
@@ -73,9 +72,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     const unknown = given.find((k) => !SIGN_IN_FIELDS.has(k));
     if (unknown) throw new AppError('VALIDATION_ERROR', `Unknown field ${unknown}: give apiKey or operatorToken.`, { field: `/body/${unknown}` });
     if (given.length !== 1 || typeof body[given[0]!] !== 'string') throw new AppError('VALIDATION_ERROR', 'Give either apiKey (your owner agent\'s API key) or operatorToken, as a string.', { field: '/body' });
-    // Each sign-in takes a token of the client's failed-authentication bucket, given back when it succeeds.
-    const limited = await guards.limiter.take('auth_failures_ip', req.ip);
-    if (!limited.allowed) throw new RateLimitedError('Too many sign-in attempts from this address; retry later.', limited);
+    // A wrong key or token takes from the address's failed-authentication limit, as a bearer one would (D24.1).
     let opened;
     if (typeof body.apiKey === 'string') {
       const principal = await guards.auth.authenticate(`Bearer ${body.apiKey}`, req.id, req.ip);
@@ -84,10 +81,9 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
       opened = await guards.console.open({ kind: 'owner', keyHash: hashApiKey(body.apiKey), agentId: principal.agentId, accountId: principal.accountId });
     } else {
       if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'The operator API is off on this exchange: it needs ADMIN_TOKEN set.');
-      checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string);
+      await checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string, guards.failures, req.ip);
       opened = await guards.console.open({ kind: 'operator', tokenHash: sha256(body.operatorToken as string) });
     }
-    void guards.limiter.refund('auth_failures_ip', req.ip);
     reply.header('set-cookie', sessionCookie(opened.id, secure(req)));
     return answer(req, reply, 201, view(opened.session));
   });

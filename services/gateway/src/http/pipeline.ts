@@ -3,6 +3,7 @@ import { AppError, validator, type ErrorEntry, type Principal, type RequestSigna
 import { bearerToken, callOperation, OUTCOME_UNKNOWN_STATUS, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
+import type { AuthFailures } from '../guards/auth-failures.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
@@ -17,6 +18,8 @@ import { CONSOLE_COOKIE, cookieOf, requireCsrf, sha256, type ConsoleSessions } f
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
+  /** D24.1: the failed-authentication limit per client address, shared by every secret checked. */
+  failures: AuthFailures;
   limiter: RateLimiter;
   /** D5.6: each Idempotency-Key bound to the first request that used it, across services. */
   keys: IdempotencyKeyBinding;
@@ -74,7 +77,7 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
   // hot path. Anything else takes the same steps asynchronously.
   return (req, reply) => {
     const authorization = spec.auth === 'agent' ? req.headers.authorization : undefined;
-    const principal = authorization !== undefined ? guards.auth.fromMemory(authorization) : undefined;
+    const principal = authorization !== undefined ? guards.auth.fromMemory(authorization, req.ip) : undefined;
     if (principal !== undefined) return admitted(req, reply, principal);
     return callerOf(spec, req, reply, guards, config).then((p) => admitted(req, reply, p));
   };
@@ -116,7 +119,7 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
   const sessionId = spec.auth !== 'none' && req.headers.authorization === undefined ? cookieOf(req.headers.cookie, CONSOLE_COOKIE) : undefined;
   if (sessionId === undefined) {
     if (spec.auth === 'agent') return guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
-    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, bearerToken(req.headers.authorization));
+    if (spec.auth === 'admin') await checkAdminToken(config.ADMIN_TOKEN, bearerToken(req.headers.authorization), guards.failures, req.ip);
     return null;
   }
   reply.header('cache-control', 'no-store').header('vary', 'Cookie');

@@ -1,4 +1,4 @@
-import { AppError, subjects } from '@aex/contracts';
+import { subjects, type AppError } from '@aex/contracts';
 import { RecentMap, type Bus, type Stoppable } from '@aex/platform';
 import { takeResult } from '../domain/token-bucket.js';
 import { RateLimitedError, withHeaders, type LimitDecision, type RateLimiter } from './rate-limit.js';

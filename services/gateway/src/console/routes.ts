@@ -8,6 +8,7 @@ import { checkAdminToken } from '../guards/auth.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
+import { liveSession } from './session-liveness.js';
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -88,10 +89,11 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     return answer(req, reply, 201, view(opened.session));
   });
 
+  // Read back: only while its key or token still holds, else it ends here (D24.3).
   app.get('/console/api/session', async (req, reply) => {
-    const session = await guards.console.find(cookieOf(req.headers.cookie, CONSOLE_COOKIE));
-    if (!session) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
-    return answer(req, reply, 200, view(session));
+    const live = await liveSession(req, reply, guards, config);
+    if (!live) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
+    return answer(req, reply, 200, view(live.session));
   });
 
   // Sign out: the session ends on every gateway, and the cookie is cleared.

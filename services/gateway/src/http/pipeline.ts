@@ -14,7 +14,8 @@ import { protocolView } from './protocol.js';
 import { carriesSignature, verifiedSignature } from './request-signature.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
-import { CONSOLE_COOKIE, cookieOf, requireCsrf, sha256, type ConsoleSessions } from '../console/sessions.js';
+import { CONSOLE_COOKIE, cookieOf, requireCsrf, type ConsoleSessions } from '../console/sessions.js';
+import { liveSession } from '../console/session-liveness.js';
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
@@ -123,16 +124,17 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
     return null;
   }
   reply.header('cache-control', 'no-store').header('vary', 'Cookie');
-  const session = await guards.console.find(sessionId);
-  if (!session) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
+  // A session whose key or token no longer holds ends here (D24.3).
+  const live = await liveSession(req, reply, guards, config);
+  if (!live) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
+  const { session, principal } = live;
   if (MUTATING.has(req.method)) requireCsrf(header(req, 'x-csrf-token'), session);
   if (spec.auth === 'agent') {
-    if (session.kind !== 'owner') throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
-    return guards.auth.authenticateHash(session.keyHash!, req.id, req.ip);
+    if (!principal) throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
+    return principal;
   }
-  // The operator's session holds while the deployment's token is the one it signed in with.
   if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'No such route.');
-  if (session.kind !== 'operator' || session.tokenHash !== sha256(config.ADMIN_TOKEN)) throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
+  if (session.kind !== 'operator') throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
   return null;
 }
 

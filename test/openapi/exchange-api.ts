@@ -7937,9 +7937,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -7977,9 +7979,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8020,9 +8024,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8091,9 +8097,11 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8133,9 +8141,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8175,9 +8185,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8224,9 +8236,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8269,11 +8283,13 @@ export interface operations {
             404: components["responses"]["Error404"];
             /** @description Conflicts with the resource's current state: INVALID_STATE */
             409: components["responses"]["Error409"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
             /** @description Not configured on this exchange: PAYMENTS_NOT_CONFIGURED */
             501: components["responses"]["Error501"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8466,9 +8482,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8502,9 +8520,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };

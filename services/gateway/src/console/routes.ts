@@ -8,7 +8,7 @@ import { checkAdminToken } from '../guards/auth.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
-import { liveSession } from './session-liveness.js';
+import { liveSession, secureCookie } from './session-liveness.js';
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -59,7 +59,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
   app.get('/console/', asset('index.html'));
   for (const name of files.keys()) if (name !== 'index.html') app.get(`/console/${name}`, asset(name));
 
-  const secure = (req: FastifyRequest) => req.protocol === 'https' || config.PUBLIC_BASE_URL.startsWith('https:');
+  const secure = (req: FastifyRequest) => secureCookie(req, config);
   const answer = (req: FastifyRequest, reply: FastifyReply, status: number, data: unknown) => {
     reply.header('cache-control', 'no-store').header('vary', 'Cookie');
     return send(reply, status, successBody(data, req.id));

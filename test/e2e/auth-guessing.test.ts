@@ -124,6 +124,15 @@ describe('one failed-authentication limit per address (D24.1)', () => {
     expect((await agentRead(address(), owner.apiKey)).status).toBe(200);
   });
 
+  it('D24.1: a malformed key is a failed check too; a request without any secret is not', async () => {
+    const from = address();
+    expectLimitReached((await untilLimited(() => agentRead(from, `not-a-key-${wrongToken()}`))).before);
+    expectLimited(await agentRead(from, owner.apiKey));
+    const quiet = address();
+    expect((await fail(LIMIT + 5, () => call(quiet, `/v1/agents/${owner.agentId}`))).map((a) => a.status)).toEqual(Array(LIMIT + 5).fill(401));
+    expect((await agentRead(quiet, owner.apiKey)).status).toBe(200);
+  });
+
   it('D24.1: the console sign-in takes from the limit, with a wrong key or a wrong operator token', async () => {
     const from = address();
     let i = 0;

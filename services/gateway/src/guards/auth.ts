@@ -66,7 +66,13 @@ export class ApiKeyAuthenticator {
    */
   fromMemory(authorization: string | undefined, clientIp: string): PrincipalT | undefined {
     this.failures.check(clientIp);
-    const known = this.local.get(keyHashOf(authorization));
+    let hash: string;
+    try {
+      hash = keyHashOf(authorization);
+    } catch {
+      return undefined; // `authenticate` answers a malformed key, counting it (D24.1)
+    }
+    const known = this.local.get(hash);
     return known && unexpired(known);
   }
 

@@ -199,6 +199,16 @@ describe('the console (owners)', () => {
     expect(replayed.status).toBe(401);
   });
 
+  it('D24.3: the owner agent\'s key rotated, a reload finds the session ended and its cookie cleared', async () => {
+    const { buyer } = await awaitingPurchase();
+    const page = await visit();
+    await signInAsOwner(page, buyer.owner.apiKey);
+    unwrap(await buyer.owner.client.rotateKey(buyer.owner.agentId));
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect(await page.context().cookies()).toEqual([]);
+  });
+
   it('takes the owner agent\'s key only: another agent\'s key and a wrong key are refused', async () => {
     const { buyer } = await awaitingPurchase();
     const page = await visit();

@@ -8098,9 +8098,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8138,9 +8140,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8181,9 +8185,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8252,9 +8258,11 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8294,9 +8302,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8336,9 +8346,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8385,9 +8397,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8430,11 +8444,13 @@ export interface operations {
             404: components["responses"]["Error404"];
             /** @description Conflicts with the resource's current state: INVALID_STATE */
             409: components["responses"]["Error409"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
             /** @description Not configured on this exchange: PAYMENTS_NOT_CONFIGURED */
             501: components["responses"]["Error501"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8627,9 +8643,11 @@ export interface operations {
             409: components["responses"]["Error409"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };
@@ -8663,9 +8681,11 @@ export interface operations {
             401: components["responses"]["Error401"];
             /** @description No such resource, or one the caller may not see: NOT_FOUND */
             404: components["responses"]["Error404"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */
             500: components["responses"]["Error500"];
-            /** @description A part of the exchange is unavailable; retry: SERVICE_UNAVAILABLE */
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
             503: components["responses"]["Error503"];
         };
     };

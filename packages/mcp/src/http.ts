@@ -14,6 +14,12 @@ export interface HttpHostOptions {
   path?: string;
   /** Host headers accepted besides the listener's own address and localhost (`name:port`). */
   allowedHosts?: string[];
+  /**
+   * Origin headers accepted besides the listener's own (`http://127.0.0.1:<port>`,
+   * `http://localhost:<port>`), each as a browser sends it (`https://app.example`). A request
+   * without Origin is a client, not a page, and is not refused for it.
+   */
+  allowedOrigins?: string[];
   /** A session without a request for this long is closed (default 30 minutes): clients vanish without a DELETE. */
   sessionIdleMs?: number;
   /** Hears of each session closed for being idle (main.ts says so on stderr). */
@@ -26,6 +32,8 @@ const MAX_BODY = 4 * 1024 * 1024;
 interface Endpoint {
   path: string;
   sessions: HttpSessions;
+  /** The Origin headers accepted (D24.4). */
+  origins(): string[];
   authorized(req: IncomingMessage): boolean;
   /** A new session's transport, connected to an MCP server of its own. */
   open(): Promise<StreamableHTTPServerTransport>;
@@ -36,7 +44,8 @@ interface Endpoint {
  * `Mcp-Session-Id`), all sharing the process's agent, client and spending guard; a session idle for
  * `sessionIdleMs` is closed, since a client may vanish without ending it. Requests need the
  * bearer token given at launch, compared in constant time, and a Host naming this listener (DNS
- * rebinding protection).
+ * rebinding protection). A request with an Origin that is not allowed — a web page's — is refused
+ * with 403 before anything else, as the MCP specification asks (D24.4).
  */
 export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions): Promise<{ url: string; close(): Promise<void> }> {
   const sessions = new HttpSessions(opts.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS, opts.onIdleClose);
@@ -44,9 +53,13 @@ export async function serveHttp(mcp: ExchangeMcpOptions, opts: HttpHostOptions):
     path: opts.path ?? '/mcp',
     sessions,
     authorized: bearerCheck(opts.token),
+    origins: () => {
+      const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+      return [...new Set([`http://${host}:${port()}`, `http://localhost:${port()}`, `http://127.0.0.1:${port()}`, ...(opts.allowedOrigins ?? [])])];
+    },
     open: async () => {
       const allowedHosts = [`${opts.host}:${port()}`, `localhost:${port()}`, `127.0.0.1:${port()}`, ...(opts.allowedHosts ?? [])];
-      const transport = openTransport(sessions, allowedHosts);
+      const transport = openTransport(sessions, allowedHosts, endpoint.origins());
       await createExchangeMcpServer(mcp).connect(transport);
       return transport;
     },
@@ -80,7 +93,7 @@ function bearerCheck(token: string): (req: IncomingMessage) => boolean {
 }
 
 /** A transport for a new session: in the table once initialized, out of it once closed. */
-function openTransport(sessions: HttpSessions, allowedHosts: string[]): StreamableHTTPServerTransport {
+function openTransport(sessions: HttpSessions, allowedHosts: string[], allowedOrigins: string[]): StreamableHTTPServerTransport {
   const transport = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     onsessioninitialized: (id) => {
@@ -88,6 +101,7 @@ function openTransport(sessions: HttpSessions, allowedHosts: string[]): Streamab
     },
     enableDnsRebindingProtection: true,
     allowedHosts,
+    allowedOrigins,
   });
   transport.onclose = () => {
     if (transport.sessionId) sessions.remove(transport.sessionId);
@@ -96,6 +110,11 @@ function openTransport(sessions: HttpSessions, allowedHosts: string[]): Streamab
 }
 
 async function handle(endpoint: Endpoint, req: IncomingMessage, res: ServerResponse) {
+  // A page's request (a browser always sends Origin) from an origin not allowed: refused first, so
+  // it learns nothing — not even whether the token it sent is right. The SDK's transport checks the
+  // same list again; this also covers requests that never reach one.
+  const origin = req.headers.origin;
+  if (origin !== undefined && !endpoint.origins().includes(origin)) return reply(res, 403, -32000, `Forbidden: Origin ${origin} is not allowed (--allowed-origin).`);
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (url.pathname !== endpoint.path) return reply(res, 404, -32601, `The MCP endpoint is ${endpoint.path}.`);
   if (!endpoint.authorized(req)) {

@@ -23,6 +23,8 @@ Options (each also an environment variable):
   --host H / --port P       AEX_MCP_HOST / AEX_MCP_PORT where to listen (127.0.0.1:8765)
   --allowed-host NAME:PORT  AEX_MCP_ALLOWED_HOSTS       more Host headers to accept (comma-separated),
                                                         when clients reach the server by another name
+  --allowed-origin ORIGIN   AEX_MCP_ALLOWED_ORIGINS     web pages allowed to call it (https://app.example,
+                                                        comma-separated); others are refused (403)
                             AEX_MCP_HTTP_TOKEN          bearer token HTTP clients must send (required)
                             AEX_MCP_SESSION_IDLE_SECONDS an HTTP session idle this long is closed (1800)
   --max-wait-seconds N      AEX_MCP_MAX_WAIT_SECONDS    longest a tool waits for the exchange (50: MCP
@@ -37,12 +39,26 @@ function integer(name: string, value: string | undefined, fallback: number, min 
   return Number(value);
 }
 
+/** An allowed origin as a browser sends it (`https://app.example`, `http://host:8080`): scheme, host and port only. */
+function originOf(given: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(given);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.username || url.password || url.pathname !== '/' || url.search || url.hash) {
+    throw new UsageError(`--allowed-origin / AEX_MCP_ALLOWED_ORIGINS takes origins such as https://app.example or http://localhost:3000, without a path (got "${given}").`);
+  }
+  return url.origin;
+}
+
 export async function main(argv = process.argv.slice(2), env = process.env): Promise<void> {
   const { values } = parseArgs({
     args: argv,
     options: {
       'budget-cents': { type: 'string' }, 'max-per-call-cents': { type: 'string' }, provider: { type: 'boolean' }, http: { type: 'boolean' },
-      host: { type: 'string' }, port: { type: 'string' }, 'allowed-host': { type: 'string', multiple: true }, 'max-wait-seconds': { type: 'string' }, profile: { type: 'string' },
+      host: { type: 'string' }, port: { type: 'string' }, 'allowed-host': { type: 'string', multiple: true }, 'allowed-origin': { type: 'string', multiple: true }, 'max-wait-seconds': { type: 'string' }, profile: { type: 'string' },
       help: { type: 'boolean' }, version: { type: 'boolean' },
     },
     strict: true,
@@ -70,9 +86,10 @@ export async function main(argv = process.argv.slice(2), env = process.env): Pro
     const host = values.host ?? env.AEX_MCP_HOST ?? '127.0.0.1';
     const port = integer('--port / AEX_MCP_PORT', values.port ?? env.AEX_MCP_PORT, 8765);
     const allowedHosts = [...(values['allowed-host'] ?? []), ...(env.AEX_MCP_ALLOWED_HOSTS ?? '').split(',')].map((h) => h.trim()).filter(Boolean);
+    const allowedOrigins = [...(values['allowed-origin'] ?? []), ...(env.AEX_MCP_ALLOWED_ORIGINS ?? '').split(',')].map((o) => o.trim()).filter(Boolean).map(originOf);
     const sessionIdleMs = integer('AEX_MCP_SESSION_IDLE_SECONDS', env.AEX_MCP_SESSION_IDLE_SECONDS, 1800, 1) * 1000;
     const onIdleClose = (sessionId: string) => say(`session ${sessionId} closed: no request for ${sessionIdleMs / 1000} s`);
-    const served = await serveHttp(options, { host, port, token, allowedHosts, sessionIdleMs, onIdleClose });
+    const served = await serveHttp(options, { host, port, token, allowedHosts, allowedOrigins, sessionIdleMs, onIdleClose });
     say(`agent ${profile.agentId} on ${profile.url}; ${tools} tools; ${spending}; listening on ${served.url}`);
     const stop = () => void served.close().then(() => process.exit(0));
     process.once('SIGINT', stop).once('SIGTERM', stop);

@@ -3,6 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { AppError } from '@aex/contracts';
 import { CacheMembership, LocalCache, type Bus, type ExchangeConfig, type HealthCheck, type Logger } from '@aex/platform';
 import { ApiKeyAuthenticator } from './guards/auth.js';
+import { AuthFailures } from './guards/auth-failures.js';
 import { IdempotencyKeyBinding } from './guards/idempotency-keys.js';
 import { RateLimiter } from './guards/rate-limit.js';
 import { answerMalformedHttp, errorSender } from './http/error-answers.js';
@@ -68,6 +69,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   });
   countAnswers(app);
   app.addHook('onClose', async () => {
+    await guards.failures.stop();
     await guards.limiter.stop();
     await membership.stop();
   });
@@ -91,7 +93,7 @@ export async function buildGateway(opts: GatewayOptions): Promise<FastifyInstanc
   serveAgentCards(app, guards.limiter, bus, config);
   serveA2a(app, guards, bus, config);
   serveHealth(app, bus, opts.checks, sendError);
-  serveMetrics(app, config, sendError);
+  serveMetrics(app, config, guards.failures, sendError);
   return app;
 }
 
@@ -108,7 +110,8 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
     public_ip: config.RATE_LIMIT_PUBLIC_PER_MIN_PER_IP,
     auth_failures_ip: config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP,
   }, Date.now, logger);
-  const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
+  const failures = await AuthFailures.create(bus, limiter, config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP);
+  const auth = await ApiKeyAuthenticator.create(bus, failures, config.RPC_TIMEOUT_MS, membership);
   const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
-  return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
+  return { auth, failures, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
 }

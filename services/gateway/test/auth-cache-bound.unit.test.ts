@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Principal } from '@aex/contracts';
 import type { Bus, CacheMembership, KvStore } from '@aex/platform';
 import { ApiKeyAuthenticator } from '../src/guards/auth.js';
-import type { RateLimiter } from '../src/guards/rate-limit.js';
+import type { AuthFailures } from '../src/guards/auth-failures.js';
 
 // D2.5 through a lost NATS node: the shared API-key cache is a bucket whose leader may be being
 // elected, and nats.js would wait 5 s for its answer. A request waits for it at most a second, then
@@ -18,9 +18,9 @@ function setUp(cache: Partial<KvStore>) {
     kv: async () => cache as KvStore,
     request: async () => (asked++, { ok: true, status: 200, data: principal }),
   } as unknown as Bus;
-  const limiter = { take: async () => ({ allowed: true }), refund: async () => undefined } as unknown as RateLimiter;
+  const failures = { check: () => undefined, take: async () => ({ allowed: true, remaining: 1 }), failedAfter: () => undefined, succeeded: () => undefined } as unknown as AuthFailures;
   const membership = { onForget: () => undefined, usable: () => false, epoch: 0 } as unknown as CacheMembership;
-  return { auth: ApiKeyAuthenticator.create(bus, limiter, 5_000, membership), asked: () => asked };
+  return { auth: ApiKeyAuthenticator.create(bus, failures, 5_000, membership), asked: () => asked };
 }
 
 const never = () => new Promise<never>(() => undefined);

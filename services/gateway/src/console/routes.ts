@@ -5,11 +5,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, hashApiKey } from '@aex/contracts';
 import type { ExchangeConfig } from '@aex/platform';
 import { checkAdminToken } from '../guards/auth.js';
-import { RateLimitedError } from '../guards/rate-limit.js';
 import { send, type Guards } from '../http/pipeline.js';
 import { successBody } from '../http/envelope.js';
 import { ownerOfLink, serveSignInLinks } from './sign-in-links.js';
 import { CONSOLE_COOKIE, cookieOf, requireCsrf, sessionCookie, sha256, SESSION_IDLE_MS, type ConsoleSession } from './sessions.js';
+import { liveSession, secureCookie } from './session-liveness.js';
 
 /** The console's files beside the gateway's sources (in a clone and in the image alike): no build step. */
 const CONSOLE_DIR = fileURLToPath(new URL('../../console/', import.meta.url));
@@ -61,7 +61,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
   app.get('/console/', asset('index.html'));
   for (const name of files.keys()) if (name !== 'index.html') app.get(`/console/${name}`, asset(name));
 
-  const secure = (req: FastifyRequest) => req.protocol === 'https' || config.PUBLIC_BASE_URL.startsWith('https:');
+  const secure = (req: FastifyRequest) => secureCookie(req, config);
   const answer = (req: FastifyRequest, reply: FastifyReply, status: number, data: unknown) => {
     reply.header('cache-control', 'no-store').header('vary', 'Cookie');
     return send(reply, status, successBody(data, req.id));
@@ -75,9 +75,7 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
     const unknown = given.find((k) => !SIGN_IN_FIELDS.has(k));
     if (unknown) throw new AppError('VALIDATION_ERROR', `Unknown field ${unknown}: give apiKey, link or operatorToken.`, { field: `/body/${unknown}` });
     if (given.length !== 1 || typeof body[given[0]!] !== 'string') throw new AppError('VALIDATION_ERROR', 'Give one of apiKey (your owner agent\'s API key), link (a sign-in link\'s token) or operatorToken, as a string.', { field: '/body' });
-    // Each sign-in takes a token of the client's failed-authentication bucket, given back when it succeeds.
-    const limited = await guards.limiter.take('auth_failures_ip', req.ip);
-    if (!limited.allowed) throw new RateLimitedError('Too many sign-in attempts from this address; retry later.', limited);
+    // A wrong key, link or token takes from the address's failed-authentication limit, as a bearer one would (D24.1).
     let opened;
     if (typeof body.apiKey === 'string') {
       const principal = await guards.auth.authenticate(`Bearer ${body.apiKey}`, req.id, req.ip);
@@ -88,20 +86,20 @@ export function serveConsole(app: FastifyInstance, guards: Guards, config: Excha
       opened = await guards.console.open({ kind: 'owner', ...await ownerOfLink(guards, body.link, req) });
     } else {
       if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'The operator API is off on this exchange: it needs ADMIN_TOKEN set.');
-      checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string);
+      await checkAdminToken(config.ADMIN_TOKEN, body.operatorToken as string, guards.failures, req.ip);
       opened = await guards.console.open({ kind: 'operator', tokenHash: sha256(body.operatorToken as string) });
     }
-    void guards.limiter.refund('auth_failures_ip', req.ip);
     reply.header('set-cookie', sessionCookie(opened.id, secure(req)));
     return answer(req, reply, 201, view(opened.session));
   });
 
   serveSignInLinks(app, guards, config, answer);
 
+  // Read back: only while its key or token still holds, else it ends here (D24.3).
   app.get('/console/api/session', async (req, reply) => {
-    const session = await guards.console.find(cookieOf(req.headers.cookie, CONSOLE_COOKIE));
-    if (!session) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
-    return answer(req, reply, 200, view(session));
+    const live = await liveSession(req, reply, guards, config);
+    if (!live) throw new AppError('UNAUTHENTICATED', 'Not signed in.');
+    return answer(req, reply, 200, view(live.session));
   });
 
   // Sign out: the session ends on every gateway, and the cookie is cleared.

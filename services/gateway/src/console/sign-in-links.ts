@@ -32,7 +32,8 @@ export function serveSignInLinks(app: FastifyInstance, guards: Guards, config: E
  */
 export async function ownerOfLink(guards: Guards, token: string, req: FastifyRequest): Promise<{ keyHash: string; agentId: string; accountId: string }> {
   const link = await guards.console.claimLink(token);
-  if (!link) throw new AppError('UNAUTHENTICATED', 'This sign-in link has been used or has expired: make another (aex console) or sign in with the key.');
+  // A link that is not (or no longer) one is a failed secret like a wrong key (D24.1).
+  if (!link) return guards.failures.failed(req.ip, new AppError('UNAUTHENTICATED', 'This sign-in link has been used or has expired: make another (aex console) or sign in with the key.'));
   const principal = await guards.auth.authenticateHash(link.keyHash, req.id, req.ip).catch((err: unknown) => {
     if (err instanceof AppError && err.code === 'UNAUTHENTICATED') throw new AppError('UNAUTHENTICATED', 'The API key this sign-in link was made with has been rotated or revoked: make another (aex console).');
     throw err;

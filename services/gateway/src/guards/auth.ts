@@ -1,6 +1,6 @@
 import { API_KEY_PATTERN, AppError, AUTH_CACHE, hashApiKey, identityOps, Principal, validator, type Principal as PrincipalT } from '@aex/contracts';
 import { agentTag, callOperation, keyTag, LocalCache, sameSecret, within, type Bus, type CacheMembership, type KvStore } from '@aex/platform';
-import { RateLimitedError, type RateLimiter } from './rate-limit.js';
+import type { AuthFailures } from './auth-failures.js';
 
 const principalCheck = validator(Principal);
 const unauthenticated = (message: string) => new AppError('UNAUTHENTICATED', message);
@@ -25,9 +25,10 @@ const SHARED_CACHE_MS = 1_000;
  *
  * Keys that are not cached cost identity a database query, so guessing is bounded twice: an unknown
  * key hash is remembered locally (answered 401 without asking again), and every lookup of an
- * uncached key takes a token from the client IP's `auth_failures_ip` bucket — given back when the
- * key turns out valid — so one client cannot make identity look up more than that many per minute
- * (429 beyond, with the D4.3 headers).
+ * uncached key takes a token from the client address's failed-authentication limit (D24.1,
+ * auth-failures.ts) — given back when the key turns out valid — so one client cannot make identity
+ * look up more than that many per minute (429 beyond, with the D4.3 headers). Past that limit every
+ * key from the address is refused, one held in memory included.
  */
 export class ApiKeyAuthenticator {
   private readonly unknownKeys = new Map<string, number>();
@@ -36,27 +37,42 @@ export class ApiKeyAuthenticator {
   private constructor(
     private readonly bus: Bus,
     private readonly cache: KvStore,
-    private readonly limiter: RateLimiter,
+    private readonly failures: AuthFailures,
     private readonly timeoutMs: number,
     membership: CacheMembership,
   ) {
     this.local = new LocalCache(membership, LOCAL_PRINCIPALS);
   }
 
-  static async create(bus: Bus, limiter: RateLimiter, timeoutMs: number, membership: CacheMembership): Promise<ApiKeyAuthenticator> {
-    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), limiter, timeoutMs, membership);
+  static async create(bus: Bus, failures: AuthFailures, timeoutMs: number, membership: CacheMembership): Promise<ApiKeyAuthenticator> {
+    return new ApiKeyAuthenticator(bus, await bus.kv(AUTH_CACHE.bucket(bus.namespace), { ttlMs: AUTH_CACHE.ttlMs }), failures, timeoutMs, membership);
   }
 
   async authenticate(authorization: string | undefined, requestId: string, clientIp: string): Promise<PrincipalT> {
-    return this.authenticateHash(keyHashOf(authorization), requestId, clientIp);
+    let hash: string;
+    try {
+      hash = keyHashOf(authorization);
+    } catch (err) {
+      // No header is no guess; a malformed key is a failed one (D24.1).
+      if (authorization === undefined) throw err;
+      return this.failures.failed(clientIp, err as AppError);
+    }
+    return this.authenticateHash(hash, requestId, clientIp);
   }
 
   /**
    * The principal of the Authorization header when this replica holds it in memory, without a
    * promise (the authenticated read's hot path); undefined when it must be looked up (`authenticate`).
    */
-  fromMemory(authorization: string | undefined): PrincipalT | undefined {
-    const known = this.local.get(keyHashOf(authorization));
+  fromMemory(authorization: string | undefined, clientIp: string): PrincipalT | undefined {
+    this.failures.check(clientIp);
+    let hash: string;
+    try {
+      hash = keyHashOf(authorization);
+    } catch {
+      return undefined; // `authenticate` answers a malformed key, counting it (D24.1)
+    }
+    const known = this.local.get(hash);
     return known && unexpired(known);
   }
 
@@ -65,6 +81,7 @@ export class ApiKeyAuthenticator {
    * key itself, authorized afresh on every request (a rotated or revoked key ends the session).
    */
   async authenticateHash(hash: string, requestId: string, clientIp: string): Promise<PrincipalT> {
+    this.failures.check(clientIp);
     const known = this.local.get(hash);
     if (known) return unexpired(known);
     const fill = this.local.begin();
@@ -77,19 +94,20 @@ export class ApiKeyAuthenticator {
         return unexpired(cached.value);
       }
     }
-    const limited = await this.limiter.take('auth_failures_ip', clientIp);
-    if (!limited.allowed) {
-      throw new RateLimitedError('Too many requests with unknown API keys from this address; retry later.', limited);
+    const taken = await this.failures.take(clientIp);
+    if (this.isKnownUnknown(hash)) {
+      this.failures.failedAfter(clientIp, taken);
+      throw unauthenticated('The API key is unknown or has been revoked.');
     }
-    if (this.isKnownUnknown(hash)) throw unauthenticated('The API key is unknown or has been revoked.');
     const reply = await callOperation(this.bus, identityOps.authenticate, { ctx: { requestId, principal: null }, input: { path: {}, query: {}, body: { keyHash: hash } } }, { timeoutMs: this.timeoutMs });
     if (!reply.ok) throw AppError.many(reply.errors);
     const principal = reply.data === null ? null : principalCheck.check(reply.data);
     if (!principal || !principal.ok) {
       this.rememberUnknown(hash);
+      this.failures.failedAfter(clientIp, taken);
       throw unauthenticated('The API key is unknown or has been revoked.');
     }
-    void this.limiter.refund('auth_failures_ip', clientIp);
+    this.failures.succeeded(clientIp);
     const json = JSON.stringify(principal.value);
     const store = entry ? this.cache.update(hash, json, entry.revision) : this.cache.create(hash, json);
     // A lost compare-and-set means identity marked the key meanwhile; a cache that cannot be written
@@ -128,8 +146,13 @@ function unexpired(p: PrincipalT): PrincipalT {
   return p;
 }
 
-/** D15.3: the operator token given (a bearer token, or the console's sign-in), compared in constant time. */
-export function checkAdminToken(configured: string | undefined, given: string | undefined): void {
+/**
+ * D15.3: the operator token given (a bearer token, or the console's sign-in), compared in constant
+ * time; a wrong one takes from the address's failed-authentication limit (D24.1).
+ */
+export async function checkAdminToken(configured: string | undefined, given: string | undefined, failures: AuthFailures, clientIp: string): Promise<void> {
+  failures.check(clientIp);
   if (!configured) throw new AppError('NOT_FOUND', 'No such route.');
-  if (given === undefined || !sameSecret(given, configured)) throw unauthenticated('The operator token is missing or wrong.');
+  if (given === undefined) throw unauthenticated('The operator token is missing or wrong.');
+  if (!sameSecret(given, configured)) await failures.failed(clientIp, unauthenticated('The operator token is missing or wrong.'));
 }

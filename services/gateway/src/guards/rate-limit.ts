@@ -366,6 +366,6 @@ const bucketKey = (group: RateGroup, subject: string) => `${group}.${subject.rep
 const unavailable = () => new AppError('RATE_LIMITER_UNAVAILABLE', 'The rate limiter is unavailable; the request was refused.');
 
 /** `r` (a result made for this answer alone) with its D4.3 headers. */
-function withHeaders(r: TakeResult): LimitDecision {
+export function withHeaders(r: TakeResult): LimitDecision {
   return Object.assign(r, { headers: { 'ratelimit-limit': String(r.limit), 'ratelimit-remaining': String(r.remaining), 'ratelimit-reset': String(r.resetSeconds) } });
 }

@@ -56,7 +56,8 @@ export function routeErrorCodes(r: RouteSpec): ErrorCode[] {
   }
   if (r.auth === 'admin') ['UNAUTHENTICATED', 'NOT_FOUND'].forEach((c) => codes.add(c as ErrorCode));
   if (MUTATING.has(r.method) && r.op) ['IDEMPOTENCY_KEY_IN_USE', 'IDEMPOTENCY_KEY_REUSED'].forEach((c) => codes.add(c as ErrorCode));
-  if (r.rateGroup) ['RATE_LIMITED', 'RATE_LIMITER_UNAVAILABLE'].forEach((c) => codes.add(c as ErrorCode));
+  // A route that checks a secret is also limited by the address's failed authentications (D24.1).
+  if (r.rateGroup || r.auth !== 'none') ['RATE_LIMITED', 'RATE_LIMITER_UNAVAILABLE'].forEach((c) => codes.add(c as ErrorCode));
   if (r.op) codes.add('SERVICE_UNAVAILABLE');
   codes.add('INTERNAL_ERROR');
   return [...codes];

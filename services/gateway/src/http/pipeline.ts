@@ -3,6 +3,7 @@ import { AppError, validator, type ErrorEntry, type Principal, type RequestSigna
 import { bearerToken, callOperation, OUTCOME_UNKNOWN_STATUS, type Bus, type ExchangeConfig, type Logger } from '@aex/platform';
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
+import type { AuthFailures } from '../guards/auth-failures.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
@@ -13,10 +14,13 @@ import { protocolView } from './protocol.js';
 import { carriesSignature, verifiedSignature } from './request-signature.js';
 import { coerceQuery, isMalformedQuery } from './query-string.js';
 import type { RouteSpec } from './routes.js';
-import { CONSOLE_COOKIE, cookieOf, requireCsrf, sha256, type ConsoleSessions } from '../console/sessions.js';
+import { CONSOLE_COOKIE, cookieOf, requireCsrf, type ConsoleSessions } from '../console/sessions.js';
+import { liveSession } from '../console/session-liveness.js';
 
 export interface Guards {
   auth: ApiKeyAuthenticator;
+  /** D24.1: the failed-authentication limit per client address, shared by every secret checked. */
+  failures: AuthFailures;
   limiter: RateLimiter;
   /** D5.6: each Idempotency-Key bound to the first request that used it, across services. */
   keys: IdempotencyKeyBinding;
@@ -74,7 +78,7 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
   // hot path. Anything else takes the same steps asynchronously.
   return (req, reply) => {
     const authorization = spec.auth === 'agent' ? req.headers.authorization : undefined;
-    const principal = authorization !== undefined ? guards.auth.fromMemory(authorization) : undefined;
+    const principal = authorization !== undefined ? guards.auth.fromMemory(authorization, req.ip) : undefined;
     if (principal !== undefined) return admitted(req, reply, principal);
     return callerOf(spec, req, reply, guards, config).then((p) => admitted(req, reply, p));
   };
@@ -116,20 +120,21 @@ async function callerOf(spec: RouteSpec, req: FastifyRequest, reply: FastifyRepl
   const sessionId = spec.auth !== 'none' && req.headers.authorization === undefined ? cookieOf(req.headers.cookie, CONSOLE_COOKIE) : undefined;
   if (sessionId === undefined) {
     if (spec.auth === 'agent') return guards.auth.authenticate(req.headers.authorization, req.id, req.ip);
-    if (spec.auth === 'admin') checkAdminToken(config.ADMIN_TOKEN, bearerToken(req.headers.authorization));
+    if (spec.auth === 'admin') await checkAdminToken(config.ADMIN_TOKEN, bearerToken(req.headers.authorization), guards.failures, req.ip);
     return null;
   }
   reply.header('cache-control', 'no-store').header('vary', 'Cookie');
-  const session = await guards.console.find(sessionId);
-  if (!session) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
+  // A session whose key or token no longer holds ends here (D24.3).
+  const live = await liveSession(req, reply, guards, config);
+  if (!live) throw new AppError('UNAUTHENTICATED', 'The console session has ended; sign in again.');
+  const { session, principal } = live;
   if (MUTATING.has(req.method)) requireCsrf(header(req, 'x-csrf-token'), session);
   if (spec.auth === 'agent') {
-    if (session.kind !== 'owner') throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
-    return guards.auth.authenticateHash(session.keyHash!, req.id, req.ip);
+    if (!principal) throw new AppError('FORBIDDEN', 'An operator\'s console session does not act as an agent.');
+    return principal;
   }
-  // The operator's session holds while the deployment's token is the one it signed in with.
   if (!config.ADMIN_TOKEN) throw new AppError('NOT_FOUND', 'No such route.');
-  if (session.kind !== 'operator' || session.tokenHash !== sha256(config.ADMIN_TOKEN)) throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
+  if (session.kind !== 'operator') throw new AppError('UNAUTHENTICATED', 'The operator token is missing or wrong.');
   return null;
 }
 

@@ -2031,6 +2031,8 @@ export interface components {
              * @description UUID
              */
             serviceId: string;
+            serviceName: string | null;
+            providerName: string | null;
             status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
             /** @description Arbitrary key-value pairs */
             input: {
@@ -2225,6 +2227,8 @@ export interface components {
                  * @description UUID
                  */
                 serviceId: string;
+                serviceName: string | null;
+                providerName: string | null;
                 status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 /** @description Arbitrary key-value pairs */
                 input: {
@@ -4949,6 +4953,8 @@ export interface operations {
             query?: {
                 status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 role?: "consumer" | "provider";
+                /** @description Only transactions whose service name or provider name contains this text (case-insensitive) */
+                q?: string;
                 limit?: number;
                 offset?: number;
             };
@@ -5826,6 +5832,8 @@ export interface operations {
                 agentId?: string;
                 /** @description UUID */
                 sessionId?: string;
+                /** @description Only transactions whose service name or provider name contains this text (case-insensitive) */
+                q?: string;
                 limit?: number;
                 offset?: number;
             };

@@ -37,6 +37,7 @@ export async function figuresPage() {
   if (!r.ok) return h('p', { class: 'error' }, r.error);
   const f = r.data;
   const hourly = (k) => f.perHour.map((p) => [Date.parse(p.hour), p[k]]);
+  const perHour = { xLabel: 'Hour', yLabel: 'US dollars', xTick: (ms) => new Date(ms).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) };
   const section = h('section', {},
     h('h1', {}, 'Figures'),
     h('div', { class: 'card' }, h('dl', { class: 'facts', id: 'figures' },
@@ -44,9 +45,9 @@ export async function figuresPage() {
       h('dt', {}, 'Purchases, last 24 h'), h('dd', {}, String(f.purchases)),
       h('dt', {}, 'Settled, last 24 h'), h('dd', {}, usd(f.settledCents)),
       h('dt', {}, 'Fees earned, last 24 h'), h('dd', {}, usd(f.feesCents)))),
-    h('h2', {}, 'Purchases per hour'), lineChart(hourly('purchases'), 'Purchases per hour', String),
-    h('h2', {}, 'Volume settled per hour'), lineChart(hourly('volumeCents'), 'Volume settled per hour', usd),
-    h('h2', {}, 'Fees per hour'), lineChart(hourly('feesCents'), 'Fees per hour', usd));
+    h('h2', {}, 'Purchases per hour'), lineChart(hourly('purchases'), 'Purchases per hour', String, { ...perHour, yLabel: 'Purchases' }),
+    h('h2', {}, 'Volume settled per hour'), lineChart(hourly('volumeCents'), 'Volume settled per hour', usd, perHour),
+    h('h2', {}, 'Fees per hour'), lineChart(hourly('feesCents'), 'Fees per hour', usd, perHour));
   return section;
 }
 

@@ -82,7 +82,7 @@ export async function agentsPage() {
     h('h1', {}, 'Agents and rules'),
     shownKey,
     scroller('Agents', h('table', { id: 'agents' },
-      h('thead', {}, h('tr', {}, ...['Agent', 'Status', 'Trust', 'Key', 'Rules of its own', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ...['Agent', 'Status', 'Trust', 'Key', 'Rules of its own', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, agents.map((a) => h('tr', { 'data-agent': a.id },
         h('td', {}, named(a.name, a.id, 'agent id'), a.id === state.session.agentId ? h('span', { class: 'muted' }, ' (owner)') : null),
         h('td', {}, pill(a.status)), h('td', {}, `${a.trustScore}/100`), h('td', {}, h('code', {}, `${a.keyPrefix}…`)),

@@ -63,7 +63,7 @@ export async function deadLettersPage() {
   return h('section', {},
     h('h1', {}, 'Dead letters'),
     r.data.length === 0 ? h('p', { id: 'no-dead-letters' }, 'No webhook is dead-lettered.') : h('table', { id: 'dead-letters' },
-      h('thead', {}, h('tr', {}, ...['Event', 'Agent', 'Attempts', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+      h('thead', {}, h('tr', {}, ...['Event', 'Agent', 'Attempts', 'Created', 'Action'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, r.data.map((d) => h('tr', { 'data-webhook': d.webhookId }, h('td', {}, d.eventType), h('td', {}, short(d.agentId)), h('td', {}, String(d.attempts.length)), h('td', {}, when(d.createdAt)),
         h('td', {}, h('button', { type: 'button', onclick: retry(d), 'aria-label': `Retry ${d.eventType} to ${short(d.agentId)}` }, 'Retry')))))));
 }

@@ -20,7 +20,7 @@ export async function webhooksPage() {
     lists.map(({ a, r }) => h('div', { class: 'card' },
       h('h2', {}, named(a.name, a.id, 'agent id'), a.webhookUrl ? h('span', { class: 'muted' }, ` → ${a.webhookUrl}`) : null),
       !r.ok ? h('p', { class: 'error' }, r.error) : r.data.length === 0 ? h('p', { class: 'muted' }, 'No deliveries.') : scroller(`Deliveries to ${a.name}`, h('table', {},
-        h('thead', {}, h('tr', {}, ...['Event', 'Status', 'Attempts', 'Last answer', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+        h('thead', {}, h('tr', {}, ...['Event', 'Status', 'Attempts', 'Last answer', 'Created', 'Action'].map((c) => h('th', { scope: 'col' }, c)))),
         h('tbody', {}, r.data.map((d) => {
           const last = d.attempts[d.attempts.length - 1];
           return h('tr', { 'data-webhook': d.webhookId }, h('td', {}, d.eventType), h('td', {}, pill(d.status === 'dead' ? 'failed' : d.status === 'delivered' ? 'settled' : 'funds_held'), ` ${d.status}`),

@@ -103,6 +103,7 @@ describe('the owner\'s desk (D23.2)', () => {
 
     await card.getByRole('button', { name: 'Approve Text summariser from Acme for $12.00' }).click();
     await page.getByRole('status').getByText('Approved Text summariser from Acme for $12.00: the price is held.').waitFor();
+    await card.waitFor({ state: 'detached' });
     const other = page.locator(`#approvals [data-transaction="${resize.id}"]`);
     await other.getByLabel('Reason to deny').fill('Not this week');
     await other.getByRole('button', { name: /^Deny/ }).click();
@@ -173,7 +174,7 @@ describe('the owner\'s desk (D23.2)', () => {
     expect(await chart.locator('.axis-label').allTextContents()).toEqual(['Date', 'Balance (US dollars)']);
     const ticks = await chart.locator('.tick').allTextContents();
     expect(ticks.some((t) => /^\$\d+\.\d\d$/.test(t))).toBe(true);
-    expect(ticks.some((t) => /^[A-Z][a-z]{2} \d{1,2}$/.test(t))).toBe(true);
+    expect(ticks.some((t) => /^[A-Z][a-z]{2} \d{1,2}(, \d\d:\d\d( [AP]M)?)?$/.test(t))).toBe(true);
     expect(await chart.getAttribute('aria-label')).toMatch(/^Balance of Research assistant: from \$100\.00 on .* to \$100\.00 on /);
     expect(await accessibilityProblems(page)).toEqual([]);
     await screenshot(page, 'desk-wallets');
@@ -204,15 +205,15 @@ describe('the owner\'s desk (D23.2)', () => {
     }
   });
 
-  it('D23.2: every page fits a laptop and a phone — nothing wider than the screen, the sections in one row — with no accessibility violation', async () => {
-    const { owner, summary } = await scene();
-    for (const viewport of [PHONE, LAPTOP]) {
+  for (const [size, viewport] of [['a phone', PHONE], ['a laptop', LAPTOP]] as const) {
+    it(`D23.2: every page fits ${size} (${viewport.width}×${viewport.height}) — nothing wider than the screen, the sections in one row — with no accessibility violation`, async () => {
+      const { owner, summary } = await scene();
       const page = await browser.visit('', viewport);
       await signInAsOwner(page, owner.apiKey);
       for (const hash of [...OWNER_PAGES, `#/purchases/${summary.id}`]) {
         await open(page, hash);
-        expect(await layoutProblems(page), `${hash} at ${viewport.width}×${viewport.height}`).toEqual([]);
-        expect(await accessibilityProblems(page), `${hash} at ${viewport.width}×${viewport.height}`).toEqual([]);
+        expect(await layoutProblems(page), hash).toEqual([]);
+        expect(await accessibilityProblems(page), hash).toEqual([]);
         if (viewport === PHONE && (hash === '#/approvals' || hash === '#/purchases')) await screenshot(page, `desk-phone-${hash.slice(2)}`);
       }
       const operator = await browser.visit('', viewport);
@@ -221,14 +222,13 @@ describe('the owner\'s desk (D23.2)', () => {
       await operator.getByRole('heading', { name: 'Figures' }).waitFor();
       for (const hash of OPERATOR_PAGES) {
         await open(operator, hash);
-        expect(await layoutProblems(operator), `${hash} at ${viewport.width}×${viewport.height}`).toEqual([]);
-        expect(await accessibilityProblems(operator), `${hash} at ${viewport.width}×${viewport.height}`).toEqual([]);
+        expect(await layoutProblems(operator), hash).toEqual([]);
+        expect(await accessibilityProblems(operator), hash).toEqual([]);
       }
-      await open(operator, '#/operator/figures');
       const signIn = await browser.visit('#/signin', viewport);
       await signIn.getByRole('heading', { name: 'Sign in' }).waitFor();
       expect(await layoutProblems(signIn)).toEqual([]);
       expect(await accessibilityProblems(signIn)).toEqual([]);
-    }
-  });
+    }, 180_000);
+  }
 });

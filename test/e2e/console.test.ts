@@ -87,7 +87,7 @@ describe('the console (owners)', () => {
     await page.goto(`/console/#/purchases/${transactionId}`);
     await page.locator('#purchase-status').getByText('settled').waitFor();
     const timeline = await page.locator('#timeline').textContent();
-    for (const step of ['Created', 'Awaiting approval (above $5.00)', 'Approved by owner', 'Price held in escrow', 'Delivered', 'Settled: the provider was paid', 'Ledger: fund hold −$10.00', 'Ledger: settlement out −$10.00']) {
+    for (const step of ['Created', 'Awaiting approval (above the $5.00 that needs your approval)', 'Approved by owner', 'Price held in escrow', 'Delivered', 'Settled: the provider was paid', 'Ledger: fund hold −$10.00', 'Ledger: settlement out −$10.00']) {
       expect(timeline).toContain(step);
     }
     expect(await accessibilityProblems(page)).toEqual([]);

@@ -15,8 +15,11 @@ const el = (tag, attrs, text) => {
  * them, `xLabel` says what they are), values on y (`format` writes them, `yLabel` names the unit).
  * Its figures are also in its accessible name.
  */
-export function lineChart(points, label, format, { xLabel = 'Date', yLabel = 'US dollars', xTick = (ms) => new Date(ms).toLocaleDateString(undefined, { month: 'short', day: 'numeric' }) } = {}) {
+export function lineChart(points, label, format, { xLabel = 'Date', yLabel = 'US dollars', xTick } = {}) {
   if (points.length === 0) return h('p', { class: 'muted' }, `${label}: nothing yet.`);
+  // Dates; within two days, with the time of day too.
+  const span = points[points.length - 1][0] - points[0][0];
+  xTick ??= (ms) => new Date(ms).toLocaleString(undefined, span < 2 * 86_400_000 ? { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' } : { month: 'short', day: 'numeric' });
   const W = 640, H = 220, L = 64, R = 16, T = 16, B = 48;
   const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
   const [x0, x1] = [Math.min(...xs), Math.max(...xs)], [y0, y1] = [Math.min(0, ...ys), Math.max(1, ...ys)];

@@ -24,7 +24,7 @@ export async function purchasesPage() {
       sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ q: search.value.trim(), status: status.value, agentId: agent.value }).toString());
       void render();
     },
-  }, h('label', { for: 'filter-q' }, 'Service or provider'), h('div', {}, search, h('span', { id: 'filter-q-help', class: 'muted' }, ' any part of the name')),
+  }, h('label', { for: 'filter-q' }, 'Service or provider'), h('div', {}, search, h('span', { id: 'filter-q-help', class: 'hint' }, 'Any part of the name, in any case.')),
   h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Bought by'), agent,
   h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Find'), filter.toString() && [...filter.values()].some(Boolean)
     ? h('button', { type: 'button', class: 'secondary', onclick: () => { sessionStorage.removeItem('aex.purchases.filter'); void render(); } }, 'Show all') : null));

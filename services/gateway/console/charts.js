@@ -30,8 +30,9 @@ export function lineChart(points, label, format, { xLabel = 'Date', yLabel = 'US
   for (const v of [y0, (y0 + y1) / 2, y1]) {
     svg.append(el('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), class: 'grid' }), el('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', class: 'tick' }, format(Math.round(v))));
   }
-  const times = x1 === x0 ? [x0] : [x0, (x0 + x1) / 2, x1];
-  for (const t of times) svg.append(el('text', { x: X(t), y: H - B + 16, 'text-anchor': t === x0 && times.length > 1 ? 'start' : t === x1 && times.length > 1 ? 'end' : 'middle', class: 'tick' }, xTick(t)));
+  // Within a minute, one time says it all.
+  const times = x1 - x0 < 60_000 ? [x0] : [x0, (x0 + x1) / 2, x1];
+  for (const t of times) svg.append(el('text', { x: X(t), y: H - B + 16, 'text-anchor': x1 === x0 ? 'middle' : t === x0 ? 'start' : t === x1 ? 'end' : 'middle', class: 'tick' }, xTick(t)));
   svg.append(
     el('line', { x1: L, x2: W - R, y1: Y(0), y2: Y(0), class: 'axis' }),
     el('line', { x1: L, x2: L, y1: T, y2: H - B, class: 'axis' }),

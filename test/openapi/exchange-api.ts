@@ -5049,6 +5049,8 @@ export interface operations {
                      *         "consumerAgentId": "3f1c2a9e-5b7d-4e8f-9a1b-2c3d4e5f6a7b",
                      *         "providerAgentId": "8a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c5d",
                      *         "serviceId": "c0ffee00-1234-4abc-9def-0123456789ab",
+                     *         "serviceName": "Text summariser",
+                     *         "providerName": "Acme",
                      *         "status": "funds_held",
                      *         "input": {
                      *           "text": "the quick brown fox"

@@ -5,9 +5,9 @@ import { exchangeTest } from './fixtures.js';
 import { expectError } from './harness.js';
 import { createHeld, funded, INPUT, party, serviceBody } from './transaction-kit.js';
 
-// D23.1: a purchase carries the names of its service and provider (a snapshot made when it is
-// created; older purchases get theirs from a backfill that asks the catalog), and an account's
-// purchases are found by either name with `q`.
+// D23.1: a purchase (and a prepaid session) carries the names of its service and provider (a
+// snapshot made when it is created; older ones get theirs from a backfill that asks the catalog), and
+// an account's purchases are found by either name with `q`.
 
 const it = exchangeTest().extend('named', async ({ exchange }) => {
   const provider = await party(exchange);
@@ -39,6 +39,19 @@ describe('names on purchases (D23.1)', () => {
     expect(await exchange.transactions!.nameOlderPurchases()).toBe(0);
     const rows = await sql<{ n: number }>`select count(*)::int as n from transactions where service_name is null`.execute(db);
     expect(rows.rows[0]!.n).toBe(0);
+  });
+
+  it('D23.1: a prepaid session carries the names too, and one opened without them gets them from the backfill', async ({ exchange, named }) => {
+    const buyer = await funded(exchange, 3000);
+    const opened = unwrap(await buyer.client.openSession({ serviceId: named.service, budgetCents: 2000 }));
+    expect(opened).toMatchObject({ serviceName: named.name, providerName: named.providerName });
+    const db = exchange.transactions!.deps.db;
+    await sql`update sessions set service_name = null, provider_name = null where id = ${opened.id}`.execute(db);
+    const row = async () => (await sql<{ serviceName: string | null; providerName: string | null }>`select service_name as "serviceName", provider_name as "providerName" from sessions where id = ${opened.id}`.execute(db)).rows[0];
+    expect(await row()).toEqual({ serviceName: null, providerName: null });
+    await exchange.transactions!.nameOlderPurchases();
+    expect(await row()).toEqual({ serviceName: named.name, providerName: named.providerName });
+    expect(unwrap(await buyer.client.getSession(opened.id))).toMatchObject({ serviceName: named.name, providerName: named.providerName });
   });
 
   it('D23.1: q finds the account\'s purchases by service name and by provider name, case-insensitively', async ({ exchange, named }) => {

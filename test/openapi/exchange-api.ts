@@ -2424,6 +2424,8 @@ export interface components {
              * @description UUID
              */
             serviceId: string;
+            serviceName: string | null;
+            providerName: string | null;
             /**
              * Format: uuid
              * @description UUID

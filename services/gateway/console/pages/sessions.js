@@ -13,7 +13,8 @@ export async function sessionsPage() {
   const role = sessionStorage.getItem('aex.sessions.role') === 'provider' ? 'provider' : 'consumer';
   const r = await api('GET', `/v1/accounts/${account}/sessions?limit=50&role=${role}`);
   if (!r.ok) return h('p', { class: 'error' }, r.error);
-  const names = new Map(await Promise.all([...new Set(r.data.map((s) => s.serviceId))].map(async (id) => [id, (await service(id))?.name ?? `service ${short(id)}`])));
+  // D23.1: sessions carry their service's name; one not yet named is asked of the catalog.
+  const names = new Map(await Promise.all([...new Set(r.data.filter((s) => !s.serviceName).map((s) => s.serviceId))].map(async (id) => [id, (await service(id))?.name ?? `service ${short(id)}`])));
   const switcher = h('p', { class: 'actions' },
     h('button', { type: 'button', class: role === 'consumer' ? '' : 'secondary', onclick: () => { sessionStorage.setItem('aex.sessions.role', 'consumer'); void render(); } }, 'Bought'),
     h('button', { type: 'button', class: role === 'provider' ? '' : 'secondary', onclick: () => { sessionStorage.setItem('aex.sessions.role', 'provider'); void render(); } }, 'Sold'));
@@ -25,7 +26,7 @@ export async function sessionsPage() {
       h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Session of'), h('th', { scope: 'col' }, 'Status'),
         ...['Budget', 'Spent', 'Reserved', 'Left', 'Returned'].map((c) => h('th', { scope: 'col', class: 'money' }, c)), h('th', { scope: 'col' }, 'Calls'), h('th', { scope: 'col' }, 'Expires'))),
       h('tbody', {}, r.data.map((s) => h('tr', { 'data-session': s.id },
-        h('td', {}, h('a', { href: `#/sessions/${s.id}`, title: s.id }, names.get(s.serviceId))), h('td', {}, pill(s.status)),
+        h('td', {}, h('a', { href: `#/sessions/${s.id}`, title: s.id }, s.serviceName ?? names.get(s.serviceId))), h('td', {}, pill(s.status)),
         ...[s.budgetCents, s.spentCents, s.reservedCents, s.remainingCents, s.returnedCents].map((c) => h('td', { class: 'money' }, usd(c))),
         h('td', {}, String(s.calls)), h('td', {}, when(s.expiresAt))))))));
 }
@@ -40,9 +41,9 @@ export async function sessionPage(id) {
   if (!sessions.ok) return h('p', { class: 'error' }, sessions.error);
   const s = sessions.data.find((x) => x.id === id);
   if (!s) return h('p', { class: 'error' }, 'No such session of this account.');
-  const svc = await service(s.serviceId);
+  const svc = s.serviceName ? { name: s.serviceName } : await service(s.serviceId);
   return h('section', {},
-    h('h1', {}, `Session of ${svc?.name ?? `service ${short(s.serviceId)}`}`),
+    h('h1', {}, `Session of ${svc?.name ?? `service ${short(s.serviceId)}`}${s.providerName ? ` from ${s.providerName}` : ''}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts', id: 'session-facts' },
       h('dt', {}, 'Status'), h('dd', {}, pill(s.status), s.statusReason ? ` ${s.statusReason}` : ''),
       h('dt', {}, 'Budget'), h('dd', {}, usd(s.budgetCents)),
@@ -51,6 +52,7 @@ export async function sessionPage(id) {
       h('dt', {}, s.status === 'closed' ? 'Returned' : 'Left'), h('dd', { id: 'session-left' }, usd(s.status === 'closed' ? s.returnedCents : s.remainingCents)),
       h('dt', {}, 'Settles on delivery'), h('dd', {}, s.autoVerify ? 'yes' : 'no: each call waits for a verify'),
       h('dt', {}, 'Service'), h('dd', {}, named(svc?.name ?? 'the service', s.serviceId, 'service id')),
+      h('dt', {}, 'Provider'), h('dd', {}, named(s.providerName ?? 'the provider', s.providerAgentId, 'provider id')),
       h('dt', {}, 'Session'), h('dd', {}, named(`session ${short(s.id)}`, s.id, 'session id')),
       h('dt', {}, 'Expires'), h('dd', {}, when(s.expiresAt)))),
     h('h2', {}, `Calls (${s.calls})`),

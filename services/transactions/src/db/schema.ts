@@ -154,6 +154,9 @@ export interface SessionRow {
   consumerAccountId: string;
   providerAccountId: string | null;
   serviceId: string;
+  /** D23.1: as on a purchase (`TransactionRow`). */
+  serviceName: string | null;
+  providerName: string | null;
   serviceRevision: number;
   category: string;
   status: SessionStatus;

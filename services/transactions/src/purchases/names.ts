@@ -19,7 +19,8 @@ const SERVICES_PER_BATCH = 20;
 const ROWS_PER_UPDATE = 500;
 
 /**
- * D23.1: purchases made before their names were kept get them from the catalog, in the background:
+ * D23.1: purchases (and prepaid sessions) made before their names were kept get them from the
+ * catalog, in the background:
  * a batch of services at a time, each service's names asked once and written in bounded updates of
  * the purchases still without (`where service_name is null`, so two replicas doing it at once write
  * the same names once, and a purchase that has its names keeps them). A service the catalog does not
@@ -60,10 +61,17 @@ export class NameBackfill {
   }
 
   private async pass(): Promise<number> {
+    return (await this.name('transactions')) + (await this.name('sessions'));
+  }
+
+  /** Names the rows of `table` still without (purchases and prepaid sessions alike: both keep the same three columns). */
+  private async name(table: 'transactions' | 'sessions'): Promise<number> {
+    // The same columns in both tables: typed as one of them.
+    const rows = table as 'transactions';
     let named = 0;
     for (;;) {
       const skip = [...this.unknown];
-      const services = await this.deps.db.selectFrom('transactions').select('serviceId').distinct()
+      const services = await this.deps.db.selectFrom(rows).select('serviceId').distinct()
         .where('serviceName', 'is', null)
         .$if(skip.length > 0, (q) => q.where('serviceId', 'not in', skip))
         .limit(SERVICES_PER_BATCH).execute();
@@ -78,9 +86,9 @@ export class NameBackfill {
           continue;
         }
         for (;;) {
-          const { numUpdatedRows } = await this.deps.db.updateTable('transactions')
+          const { numUpdatedRows } = await this.deps.db.updateTable(rows)
             .set({ serviceName: contract.name, providerName: contract.providerName })
-            .where('id', 'in', (eb) => eb.selectFrom('transactions').select('id').where('serviceId', '=', serviceId).where('serviceName', 'is', null).limit(ROWS_PER_UPDATE))
+            .where('id', 'in', (eb) => eb.selectFrom(rows).select('id').where('serviceId', '=', serviceId).where('serviceName', 'is', null).limit(ROWS_PER_UPDATE))
             .where('serviceName', 'is', null)
             .executeTakeFirst();
           named += Number(numUpdatedRows);

@@ -2056,6 +2056,8 @@ export interface components {
              * @description UUID
              */
             serviceId: string;
+            serviceName: string | null;
+            providerName: string | null;
             status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
             /** @description Arbitrary key-value pairs */
             input: {
@@ -2250,6 +2252,8 @@ export interface components {
                  * @description UUID
                  */
                 serviceId: string;
+                serviceName: string | null;
+                providerName: string | null;
                 status: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 /** @description Arbitrary key-value pairs */
                 input: {
@@ -2445,6 +2449,8 @@ export interface components {
              * @description UUID
              */
             serviceId: string;
+            serviceName: string | null;
+            providerName: string | null;
             /**
              * Format: uuid
              * @description UUID
@@ -5110,6 +5116,8 @@ export interface operations {
             query?: {
                 status?: "initiated" | "negotiating" | "matched" | "funds_held" | "executing" | "delivered" | "settled" | "validation_failed" | "cancelled" | "expired" | "failed" | "disputed" | "awaiting_approval";
                 role?: "consumer" | "provider";
+                /** @description Only transactions whose service name or provider name contains this text (case-insensitive) */
+                q?: string;
                 limit?: number;
                 offset?: number;
             };
@@ -5204,6 +5212,8 @@ export interface operations {
                      *         "consumerAgentId": "3f1c2a9e-5b7d-4e8f-9a1b-2c3d4e5f6a7b",
                      *         "providerAgentId": "8a7b6c5d-4e3f-4a2b-8c1d-0e9f8a7b6c5d",
                      *         "serviceId": "c0ffee00-1234-4abc-9def-0123456789ab",
+                     *         "serviceName": "Text summariser",
+                     *         "providerName": "Acme",
                      *         "status": "funds_held",
                      *         "input": {
                      *           "text": "the quick brown fox"
@@ -5987,6 +5997,8 @@ export interface operations {
                 agentId?: string;
                 /** @description UUID */
                 sessionId?: string;
+                /** @description Only transactions whose service name or provider name contains this text (case-insensitive) */
+                q?: string;
                 limit?: number;
                 offset?: number;
             };

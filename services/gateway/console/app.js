@@ -6,8 +6,8 @@
 // starts; the modules beside it are what the pages share.
 
 import { api } from './api.js';
-import { h } from './elements.js';
-import { short } from './format.js';
+import { agentsById } from './directory.js';
+import { forgetNoticeOf, h } from './elements.js';
 import { go, routeWith } from './navigation.js';
 import { state } from './session.js';
 import { agentsPage } from './pages/agents.js';
@@ -30,14 +30,17 @@ function chrome() {
   const pages = !state.session ? [] : state.session.kind === 'owner' ? OWNER_PAGES : OPERATOR_PAGES;
   nav.replaceChildren(...pages.map(([href, label]) => h('a', { href, 'aria-current': location.hash.startsWith(href) ? 'page' : null }, label)));
   who.replaceChildren(...(state.session
-    ? [h('span', {}, state.session.kind === 'owner' ? `Owner agent ${short(state.session.agentId)}` : 'Operator'), h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')]
+    ? [h('span', { title: state.session.agentId ?? null }, state.session.kind === 'owner' ? `Signed in as ${state.agents?.get(state.session.agentId)?.name ?? 'the owner agent'}` : 'Operator'), h('button', { type: 'button', class: 'secondary', id: 'signout', onclick: signOut }, 'Sign out')]
     : []));
 }
 
 async function render() {
-  const main = document.getElementById('main');
+  const main = document.getElementById('page');
   const hash = location.hash || '#/';
   if (!state.session && hash !== '#/signin') return go('#/signin');
+  forgetNoticeOf(location.hash);
+  // D23.2: the account's agents by name, for every page (and the bar: who is signed in).
+  if (state.session && state.session.kind === 'owner') await agentsById();
   chrome();
   main.setAttribute('aria-busy', 'true');
   try {

@@ -11,7 +11,7 @@ function transaction(status: TransactionStatus, over: Partial<TransactionView> =
   const at = '2026-11-28T12:00:00.000Z';
   return {
     id: '3f1c2d4e-5a6b-4c7d-8e9f-0a1b2c3d4e5f', consumerAgentId: '11111111-1111-4111-8111-111111111111', providerAgentId: '22222222-2222-4222-8222-222222222222',
-    serviceId: '33333333-3333-4333-8333-333333333333', status, input: { text: 'hi' }, agreedPriceCents: 1000, platformFeeCents: 50, initiatedAt: at, fundsHeldAt: null,
+    serviceId: '33333333-3333-4333-8333-333333333333', serviceName: 'Summariser', providerName: 'Acme', status, input: { text: 'hi' }, agreedPriceCents: 1000, platformFeeCents: 50, initiatedAt: at, fundsHeldAt: null,
     expiresAt: null, metadata: {}, createdAt: at, updatedAt: at, serviceVersion: '1.0.0', units: 1, sessionId: null, metered: false, maxUnits: null, output: null,
     deliveredAt: null, settledAt: null, statusReason: null, qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, reviewEndsAt: null,
     disputeId: null, approval: null, x402: false, ...over,

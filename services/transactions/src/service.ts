@@ -6,6 +6,7 @@ import type { Database } from './db/schema.js';
 import { database } from './db/migrations/index.js';
 import { disputeAggregate } from './disputes/aggregate.js';
 import { purchaseAggregate, purchasePolicy, type PurchaseTypes } from './purchases/aggregate.js';
+import { NameBackfill } from './purchases/names.js';
 import { PinnedContracts } from './purchases/pinned-contracts.js';
 import * as approvals from './purchases/approvals.js';
 import * as account from './purchases/account.js';
@@ -29,6 +30,8 @@ export interface TransactionService extends Component {
   deps: TransactionDeps;
   /** Fires every timer due by the service's clock now, instead of at the runner's next poll; how many fired. */
   fireDueTimers(): Promise<number>;
+  /** D23.1: names the purchases made without names now, instead of at the backfill's next pass; how many it named. */
+  nameOlderPurchases(): Promise<number>;
 }
 
 /**
@@ -63,6 +66,8 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   // transaction that deletes them, within a poll (250 ms) of being due, after any restart, once.
   const timers = new TimerRunner<Database>(tx, { ...purchaseTimers(deps), ...disputes.disputeTimers(deps), ...sessionTimers(deps) }, logger, { pollMs: opts.timerPollMs ?? 250, now });
   timers.start();
+  const names = new NameBackfill(deps);
+  names.start();
   const server = await serveOperations({
     bus: opts.bus,
     now,
@@ -77,11 +82,13 @@ export async function startTransactionService(opts: { bus: Bus; databaseUrl: str
   return {
     deps,
     fireDueTimers: () => timers.fireDue(now()),
+    nameOlderPurchases: () => names.run(),
     checks: async () => [await databaseCheck(db)],
     async stop() {
       await server.stop();
       await membership.stop();
       await timers.stop();
+      await names.stop();
       await saga.stop();
       await notices.stop();
       await sessionNotices.stop();

@@ -23,7 +23,7 @@ export const POLICY: PurchasePolicy = { maxTransactionCents: 10_000_000, maxActi
 
 export const base: Purchase = {
   id: '00000000-0000-4000-8000-000000000001', consumerAgentId: CONSUMER, providerAgentId: PROVIDER, consumerAccountId: 'acct', providerAccountId: 'acct-p', serviceId: 'svc',
-  serviceRevision: 1, serviceVersion: '1.0.0', category: 'text', pricing: { model: 'fixed', basePriceCents: 1000 },
+  serviceRevision: 1, serviceVersion: '1.0.0', serviceName: 'Summariser', providerName: 'Acme', category: 'text', pricing: { model: 'fixed', basePriceCents: 1000 },
   sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, status: 'initiated', statusReason: null, units: 1, maxUnits: null, inputDigest: null, outputDigest: null, deliverySignature: null, deliverySignatureTimestamp: null, deliverySignatureScheme: null, deliverySignatureInput: null, refundedCents: 0, sessionId: null, autoVerify: false, x402Nonce: null, x402TimeoutSeconds: null, x402Verified: false, queryId: null, listPriceCents: 1000,
   maxPriceCents: null, agreedPriceCents: 1000, platformFeeCents: 50, hold: 'requested', holdAttempt: 1, pendingAcceptBy: null, pendingAcceptPriceCents: null,
   pendingAcceptMessage: null, initiatedAt: HELD_AT, fundsHeldAt: null, expiresAt: null, deliveredAt: null, settledAt: null, reviewEndsAt: null, disputeId: null,
@@ -136,7 +136,7 @@ export const after = (t: Purchase, d: PurchaseDecision): Purchase => ({ ...t, ..
 
 /** A service's contract as the catalog gives it. */
 export const contract = (over: Partial<ContractView> = {}): ContractView => ({
-  serviceId: 'svc', agentId: PROVIDER, providerAccountId: 'acct-p', revision: 1, version: '1.0.0', category: 'text', status: 'active', providerStatus: 'active',
+  serviceId: 'svc', agentId: PROVIDER, providerAccountId: 'acct-p', name: 'Summariser', providerName: 'Acme', revision: 1, version: '1.0.0', category: 'text', status: 'active', providerStatus: 'active',
   inputSchema: {}, outputSchema: {}, pricing: { model: 'fixed', basePriceCents: 1000 }, sla: { maxLatencyMs: 60_000, timeoutMs: 3_600_000, maxRetries: 2 }, ...over,
 });
 

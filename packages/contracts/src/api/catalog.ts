@@ -252,6 +252,9 @@ export const ContractView = Type.Object({
   agentId: Uuid,
   /** The provider's account: its owner agent sees the sales and acts in their disputes. */
   providerAccountId: Uuid,
+  /** D23.1: the service's name and its provider's, kept on each purchase so that people read names, not ids. */
+  name: Type.String(),
+  providerName: Type.String(),
   revision: Type.Integer({ minimum: 1 }),
   version: Type.String(),
   category: Type.String(),

@@ -41,6 +41,9 @@ export const CloseSessionBody = Strict({});
 export const SessionView = Type.Object({
   id: Uuid,
   serviceId: Uuid,
+  /** EXT (D23.1): the service's name and its provider's when the session was opened; null only while not yet known. */
+  serviceName: Type.Union([Type.String(), Type.Null()]),
+  providerName: Type.Union([Type.String(), Type.Null()]),
   consumerAgentId: Uuid,
   providerAgentId: Uuid,
   status: SessionStatus,

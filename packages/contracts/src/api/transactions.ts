@@ -47,9 +47,13 @@ export type CreateTransactionBody = Static<typeof CreateTransactionBody>;
 
 export const TransactionPath = Strict({ transactionId: Uuid });
 
+/** EXT (D23.1): only the transactions whose service name or provider name contains this text, case-insensitively (`%` and `_` are plain characters). */
+const NameSearch = Type.String({ minLength: 1, maxLength: 100, description: 'Only transactions whose service name or provider name contains this text (case-insensitive)' });
+
 export const ListTransactionsQuery = Strict({
   status: Type.Optional(TransactionStatus),
   role: Type.Optional(Type.Union([Type.Literal('consumer'), Type.Literal('provider')])),
+  q: Type.Optional(NameSearch),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
 });
@@ -85,6 +89,9 @@ export const TransactionView = Type.Object({
   consumerAgentId: Uuid,
   providerAgentId: Uuid,
   serviceId: Uuid,
+  /** EXT (D23.1): the service's name and its provider's when the purchase was made; null only while not yet known. */
+  serviceName: Type.Union([Type.String(), Type.Null()]),
+  providerName: Type.Union([Type.String(), Type.Null()]),
   status: TransactionStatus,
   input: FreeObject,
   agreedPriceCents: NullableInt,
@@ -128,6 +135,7 @@ export const AccountTransactionsQuery = Strict({
   agentId: Type.Optional(Uuid),
   /** EXT (D17.5): the calls of one prepaid session. */
   sessionId: Type.Optional(Uuid),
+  q: Type.Optional(NameSearch),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 })),
 });

@@ -145,12 +145,12 @@ export const deleteService = (deps: CatalogDeps): OperationHandler<Ops['deleteSe
   return reply;
 };
 
-/** A service's contract at a revision, with its provider's status (compiled once: every purchase reads it). */
+/** A service's contract at a revision, with its provider's status and both names (D23.1; compiled once: every purchase reads it). */
 const contractQuery = (db: Kysely<Database>, serviceId: string, revision: Expression<number>) => db
   .selectFrom('services as s')
   .innerJoin('providers as p', 'p.agentId', 's.agentId')
   .innerJoin('contractRevisions as r', (j) => j.onRef('r.serviceId', '=', 's.id'))
-  .select(['s.id', 's.agentId', 'p.accountId as providerAccountId', 's.category', 's.status', 'p.status as providerStatus', 'r.revision', 'r.version', 'r.inputSchema', 'r.outputSchema', 'r.pricing', 'r.sla'])
+  .select(['s.id', 's.agentId', 'p.accountId as providerAccountId', 's.name', 'p.name as providerName', 's.category', 's.status', 'p.status as providerStatus', 'r.revision', 'r.version', 'r.inputSchema', 'r.outputSchema', 'r.pricing', 'r.sla'])
   .where('s.id', '=', serviceId)
   .where('r.revision', '=', revision);
 const currentContract = precompiled((db: Kysely<Database>, $: Slots<{ serviceId: string }>) => contractQuery(db, $.serviceId, sql<number>`s.revision`));
@@ -162,7 +162,7 @@ export const getContract = (deps: CatalogDeps): OperationHandler<Ops['getContrac
   if (!row) throw new AppError('NOT_FOUND', query.revision === undefined ? 'No such service.' : 'No such service or revision.');
   return {
     data: {
-      serviceId: row.id, agentId: row.agentId, providerAccountId: row.providerAccountId, revision: row.revision, version: row.version, category: row.category,
+      serviceId: row.id, agentId: row.agentId, providerAccountId: row.providerAccountId, name: row.name, providerName: row.providerName, revision: row.revision, version: row.version, category: row.category,
       status: row.status, providerStatus: row.providerStatus, inputSchema: row.inputSchema, outputSchema: row.outputSchema,
       pricing: row.pricing, sla: row.sla,
     },

@@ -1,48 +1,73 @@
 import { api } from '../api.js';
-import { h, pill, say } from '../elements.js';
-import { short } from '../format.js';
+import { h, named, pill, say, scroller } from '../elements.js';
+import { usd } from '../format.js';
 import { render } from '../navigation.js';
 import { state } from '../session.js';
 
 // The account's agents, their keys and spending rules.
 
+/** The delegation rules as a person edits them: money in dollars, categories as a list. */
 const RULES = [
-  ['maxTransactionCents', 'Largest purchase (cents)', 'number'],
-  ['maxDailySpendCents', 'Spending in 24 hours (cents)', 'number'],
-  ['requireHumanApprovalAboveCents', 'Approve purchases above (cents)', 'number'],
-  ['autoApproveBelow', 'Only purchases below this go through alone (cents)', 'number'],
-  ['allowedCategories', 'Allowed categories (comma-separated)', 'list'],
-  ['blockedCategories', 'Blocked categories (comma-separated)', 'list'],
+  ['maxTransactionCents', 'Max per purchase', 'money', 'No single purchase above this.'],
+  ['maxDailySpendCents', 'Max spending per 24 hours', 'money', 'Purchases over the last 24 hours, added up.'],
+  ['requireHumanApprovalAboveCents', 'Ask me above', 'money', 'A purchase above this waits for your approval.'],
+  ['autoApproveBelow', 'Goes through alone below', 'money', 'Only a purchase below this goes through without you.'],
+  ['allowedCategories', 'Allowed categories', 'list', 'Comma-separated; empty: every category.'],
+  ['blockedCategories', 'Blocked categories', 'list', 'Comma-separated.'],
 ];
+const LABEL = Object.fromEntries(RULES.map(([name, label]) => [name, label.toLowerCase()]));
 
-/** A form editing a set of delegation rules; `save(rules)` answers the API's outcome. */
+/** A rule's value as the notice says it: "$2.50", "a, b", "—" when there is none. */
+const shown = (name, v) => (v === null || v === undefined ? (RULES.find((r) => r[0] === name)?.[2] === 'money' ? '$—' : '—') : Array.isArray(v) ? v.join(', ') : typeof v === 'number' ? usd(v) : String(v));
+
+/** What the field holds as the API's value: cents, a list, or null when emptied. */
+function valueOf(kind, text) {
+  const v = text.trim();
+  if (v === '') return null;
+  if (kind === 'money') return Math.round(Number(v) * 100);
+  return v.split(',').map((x) => x.trim()).filter(Boolean);
+}
+
+const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+/**
+ * A form editing a set of delegation rules. It sends only the fields the person changed (`save`
+ * PATCHes them: a field emptied is null, which removes that rule) and says what changed.
+ */
 function rulesForm(id, title, rules, save) {
-  const inputs = RULES.map(([name, label, kind]) => {
+  const inputs = RULES.map(([name, label, kind, hint]) => {
     const value = rules[name];
-    const input = h('input', { id: `${id}-${name}`, name, type: kind === 'number' ? 'number' : 'text', min: kind === 'number' ? 1 : null, step: kind === 'number' ? 1 : null, value: value === undefined ? '' : Array.isArray(value) ? value.join(', ') : value });
-    return { name, kind, input, row: h('div', { class: 'stack' }, h('label', { for: input.id }, label), input) };
+    const input = h('input', {
+      id: `${id}-${name}`, name, type: kind === 'money' ? 'number' : 'text', min: kind === 'money' ? 0.01 : null, step: kind === 'money' ? 0.01 : null, inputmode: kind === 'money' ? 'decimal' : null,
+      value: value === undefined ? '' : Array.isArray(value) ? value.join(', ') : (value / 100).toFixed(2), 'aria-describedby': `${id}-${name}-hint`,
+    });
+    return { name, kind, input, row: [h('label', { for: input.id }, kind === 'money' ? `${label} ($)` : label), input, h('span', { class: 'hint', id: `${id}-${name}-hint` }, hint)] };
   });
   return h('form', {
-    class: 'card stack', id, 'aria-labelledby': `${id}-title`,
+    class: 'card', id, 'aria-labelledby': `${id}-title`,
     onsubmit: async (e) => {
       e.preventDefault();
-      const next = {};
+      const changed = {};
       for (const { name, kind, input } of inputs) {
-        const v = input.value.trim();
-        if (v === '') continue;
-        next[name] = kind === 'number' ? Number(v) : v.split(',').map((x) => x.trim()).filter(Boolean);
+        const next = valueOf(kind, input.value);
+        if (!same(next, rules[name])) changed[name] = next;
       }
-      const r = await save(next);
-      say(r.ok ? `Saved the rules: ${Object.keys(r.data).length ? Object.entries(r.data).map(([k, v]) => `${k} ${Array.isArray(v) ? v.join('/') : v}`).join(', ') : 'none'}.` : r.error, r.ok ? 'done' : 'error');
+      if (Object.keys(changed).length === 0) return say('Nothing changed: no rule was sent.');
+      const r = await save(changed);
+      if (!r.ok) return say(r.error, 'error');
+      const changes = r.data.changes ?? [];
+      say(changes.length ? `Changed: ${changes.map((c) => `${LABEL[c.field] ?? c.field} ${shown(c.field, c.from)} → ${shown(c.field, c.to)}`).join('; ')}.` : 'Nothing changed.');
+      void render();
     },
-  }, h('h2', { id: `${id}-title` }, title), inputs.map((i) => i.row), h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save rules')),
-  h('p', { class: 'muted' }, 'Empty fields set nothing. Saving replaces these rules as a whole.'));
+  }, h('h2', { id: `${id}-title` }, title), h('div', { class: 'rules-grid' }, inputs.map((i) => i.row)),
+  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Save changes')),
+  h('p', { class: 'muted' }, 'Only the rules you change are sent; empty a field to remove its rule.'));
 }
 
 export async function agentsPage() {
   const account = state.session.accountId;
-  const [agents, acc] = await Promise.all([api('GET', `/v1/accounts/${account}/agents?limit=100`), api('GET', `/v1/accounts/${account}`)]);
-  if (!agents.ok) return h('p', { class: 'error' }, agents.error);
+  const acc = await api('GET', `/v1/accounts/${account}`);
+  const agents = [...(state.agents?.values() ?? [])];
   const shownKey = h('div', { role: 'alert', id: 'new-key' });
   const rotate = (a) => async () => {
     const r = await api('POST', `/v1/agents/${a.id}/keys/rotate`);
@@ -50,20 +75,21 @@ export async function agentsPage() {
     const own = a.id === state.session.agentId;
     shownKey.replaceChildren(h('div', { class: 'card' }, h('p', {}, `New API key of ${a.name} (shown once; the old one stopped working):`), h('code', {}, r.data.apiKey),
       own ? h('p', {}, 'It was the key of this session: sign in again with the new one.') : null));
-    if (!own) void render().then(() => document.getElementById('main').prepend(shownKey));
+    if (!own) void render().then(() => document.getElementById('page').prepend(shownKey));
   };
+  const rulesText = (d) => (Object.keys(d).length ? Object.entries(d).map(([k, v]) => `${LABEL[k] ?? k}: ${shown(k, v)}`).join('; ') : h('span', { class: 'muted' }, 'the account\'s defaults'));
   return h('section', {},
     h('h1', {}, 'Agents and rules'),
     shownKey,
-    h('table', { id: 'agents' },
-      h('thead', {}, h('tr', {}, ...['Agent', 'Status', 'Trust', 'Key', 'Rules of its own', ''].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, agents.data.map((a) => h('tr', { 'data-agent': a.id },
-        h('td', {}, a.name, h('br'), h('span', { class: 'muted' }, short(a.id)), a.id === state.session.agentId ? h('span', { class: 'muted' }, ' (owner)') : null),
-        h('td', {}, pill(a.status)), h('td', {}, String(a.trustScore)), h('td', {}, h('code', {}, `${a.keyPrefix}…`)),
-        h('td', {}, Object.keys(a.delegation).length ? Object.entries(a.delegation).map(([k, v]) => `${k}: ${Array.isArray(v) ? v.join(', ') : v}`).join('; ') : h('span', { class: 'muted' }, 'the account\'s defaults')),
+    scroller('Agents', h('table', { id: 'agents' },
+      h('thead', {}, h('tr', {}, ...['Agent', 'Status', 'Trust', 'Key', 'Rules of its own', 'Actions'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, agents.map((a) => h('tr', { 'data-agent': a.id },
+        h('td', {}, named(a.name, a.id, 'agent id'), a.id === state.session.agentId ? h('span', { class: 'muted' }, ' (owner)') : null),
+        h('td', {}, pill(a.status)), h('td', {}, `${a.trustScore}/100`), h('td', {}, h('code', {}, `${a.keyPrefix}…`)),
+        h('td', {}, rulesText(a.delegation)),
         h('td', {}, h('div', { class: 'actions' },
-          h('a', { href: `#/agents`, onclick: (e) => { e.preventDefault(); document.getElementById(`rules-${a.id}`)?.scrollIntoView(); } }, 'Edit rules'),
-          h('button', { type: 'button', class: 'secondary', onclick: rotate(a), 'aria-label': `Rotate key of ${a.name}` }, 'Rotate key'))))))),
-    acc.ok ? rulesForm('account-rules', 'The account\'s default rules', acc.data.defaultDelegation, (rules) => api('PUT', `/v1/accounts/${account}/delegation`, rules)) : null,
-    agents.data.filter((a) => a.id !== state.session.agentId).map((a) => rulesForm(`rules-${a.id}`, `Rules of ${a.name} (${short(a.id)})`, a.delegation, (rules) => api('PUT', `/v1/agents/${a.id}/delegation`, rules))));
+          a.id === state.session.agentId ? null : h('a', { href: `#/agents`, onclick: (e) => { e.preventDefault(); document.getElementById(`rules-${a.id}`)?.scrollIntoView(); } }, `Edit rules of ${a.name}`),
+          h('button', { type: 'button', class: 'secondary', onclick: rotate(a), 'aria-label': `Rotate key of ${a.name}` }, 'Rotate key')))))))),
+    acc.ok ? rulesForm('account-rules', 'The account\'s default rules', acc.data.defaultDelegation, (rules) => api('PATCH', `/v1/accounts/${account}/delegation`, rules)) : null,
+    agents.filter((a) => a.id !== state.session.agentId).map((a) => rulesForm(`rules-${a.id}`, `Rules of ${a.name}`, a.delegation, (rules) => api('PATCH', `/v1/agents/${a.id}/delegation`, rules))));
 }

@@ -1,6 +1,6 @@
 import { api } from '../api.js';
-import { h, pill, say } from '../elements.js';
-import { short, usd, when } from '../format.js';
+import { h, pill, say, scroller } from '../elements.js';
+import { bought, usd, when } from '../format.js';
 import { render } from '../navigation.js';
 import { state } from '../session.js';
 
@@ -44,12 +44,12 @@ export function disputeCard(d, roles) {
 
 export async function ownerDisputesPage() {
   const account = state.session.accountId;
-  const [bought, sold] = await Promise.all(['consumer', 'provider'].map((role) => api('GET', `/v1/accounts/${account}/transactions?role=${role}&status=disputed&limit=100`)));
-  const rows = [...(bought.ok ? bought.data.map((t) => ['purchase', t]) : []), ...(sold.ok ? sold.data.map((t) => ['sale', t]) : [])];
+  const [purchases, sold] = await Promise.all(['consumer', 'provider'].map((role) => api('GET', `/v1/accounts/${account}/transactions?role=${role}&status=disputed&limit=100`)));
+  const rows = [...(purchases.ok ? purchases.data.map((t) => ['purchase', t]) : []), ...(sold.ok ? sold.data.map((t) => ['sale', t]) : [])];
   return h('section', {},
     h('h1', {}, 'Disputes'),
     h('p', { class: 'muted' }, 'Disputes of your agents\' purchases and sales still open. Open one to answer it for your provider, or to decide on a proposal for your buyer.'),
-    rows.length === 0 ? h('p', { id: 'no-owner-disputes' }, 'No dispute is open.') : h('table', { id: 'owner-disputes' },
-      h('thead', {}, h('tr', {}, ...['Transaction', 'Side', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'))),
-      h('tbody', {}, rows.map(([side, t]) => h('tr', { 'data-transaction': t.id }, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, side), h('td', {}, pill(t.status)), h('td', { class: 'money' }, usd(t.agreedPriceCents)))))));
+    rows.length === 0 ? h('p', { id: 'no-owner-disputes' }, 'No dispute is open.') : scroller('Open disputes', h('table', { id: 'owner-disputes' },
+      h('thead', {}, h('tr', {}, ...['What', 'Side', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'))),
+      h('tbody', {}, rows.map(([side, t]) => h('tr', { 'data-transaction': t.id }, h('td', {}, h('a', { href: `#/purchases/${t.id}`, title: t.id }, bought(t))), h('td', {}, side), h('td', {}, pill(t.status)), h('td', { class: 'money' }, usd(t.agreedPriceCents))))))));
 }

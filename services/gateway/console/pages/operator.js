@@ -1,6 +1,6 @@
 import { api } from '../api.js';
 import { lineChart } from '../charts.js';
-import { h, say } from '../elements.js';
+import { h, say, scroller } from '../elements.js';
 import { short, usd, when } from '../format.js';
 import { render } from '../navigation.js';
 
@@ -27,9 +27,9 @@ export async function escalatedDisputesPage() {
   return h('section', {},
     h('h1', {}, 'Escalated disputes'),
     h('p', { class: 'muted' }, 'Disputes the provider contested or the consumer refused to settle: yours to decide. Resolving moves the money at once.'),
-    rows.length === 0 ? h('p', { id: 'no-disputes' }, 'No dispute waits for you.') : h('table', { id: 'disputes' },
+    rows.length === 0 ? h('p', { id: 'no-disputes' }, 'No dispute waits for you.') : scroller('Escalated disputes', h('table', { id: 'disputes' },
       h('thead', {}, h('tr', {}, ...['Dispute', 'Purchase', 'Reason', 'Description', 'Deadline', 'Resolve'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, rows)));
+      h('tbody', {}, rows))));
 }
 
 export async function figuresPage() {
@@ -37,6 +37,7 @@ export async function figuresPage() {
   if (!r.ok) return h('p', { class: 'error' }, r.error);
   const f = r.data;
   const hourly = (k) => f.perHour.map((p) => [Date.parse(p.hour), p[k]]);
+  const perHour = { xLabel: 'Hour', yLabel: 'US dollars', xTick: (ms) => new Date(ms).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) };
   const section = h('section', {},
     h('h1', {}, 'Figures'),
     h('div', { class: 'card' }, h('dl', { class: 'facts', id: 'figures' },
@@ -44,9 +45,9 @@ export async function figuresPage() {
       h('dt', {}, 'Purchases, last 24 h'), h('dd', {}, String(f.purchases)),
       h('dt', {}, 'Settled, last 24 h'), h('dd', {}, usd(f.settledCents)),
       h('dt', {}, 'Fees earned, last 24 h'), h('dd', {}, usd(f.feesCents)))),
-    h('h2', {}, 'Purchases per hour'), lineChart(hourly('purchases'), 'Purchases per hour', String),
-    h('h2', {}, 'Volume settled per hour'), lineChart(hourly('volumeCents'), 'Volume settled per hour', usd),
-    h('h2', {}, 'Fees per hour'), lineChart(hourly('feesCents'), 'Fees per hour', usd));
+    h('h2', {}, 'Purchases per hour'), lineChart(hourly('purchases'), 'Purchases per hour', String, { ...perHour, yLabel: 'Purchases' }),
+    h('h2', {}, 'Volume settled per hour'), lineChart(hourly('volumeCents'), 'Volume settled per hour', usd, perHour),
+    h('h2', {}, 'Fees per hour'), lineChart(hourly('feesCents'), 'Fees per hour', usd, perHour));
   return section;
 }
 
@@ -61,10 +62,10 @@ export async function deadLettersPage() {
   };
   return h('section', {},
     h('h1', {}, 'Dead letters'),
-    r.data.length === 0 ? h('p', { id: 'no-dead-letters' }, 'No webhook is dead-lettered.') : h('table', { id: 'dead-letters' },
-      h('thead', {}, h('tr', {}, ...['Event', 'Agent', 'Attempts', 'Created', ''].map((c) => h('th', { scope: 'col' }, c)))),
+    r.data.length === 0 ? h('p', { id: 'no-dead-letters' }, 'No webhook is dead-lettered.') : scroller('Dead letters', h('table', { id: 'dead-letters' },
+      h('thead', {}, h('tr', {}, ...['Event', 'Agent', 'Attempts', 'Created', 'Action'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, r.data.map((d) => h('tr', { 'data-webhook': d.webhookId }, h('td', {}, d.eventType), h('td', {}, short(d.agentId)), h('td', {}, String(d.attempts.length)), h('td', {}, when(d.createdAt)),
-        h('td', {}, h('button', { type: 'button', onclick: retry(d), 'aria-label': `Retry ${d.eventType} to ${short(d.agentId)}` }, 'Retry')))))));
+        h('td', {}, h('button', { type: 'button', onclick: retry(d), 'aria-label': `Retry ${d.eventType} to ${short(d.agentId)}` }, 'Retry'))))))));
 }
 
 export function suspendPage() {
@@ -87,9 +88,9 @@ export async function auditPage() {
   if (!r.ok) return h('p', { class: 'error' }, r.error);
   return h('section', {},
     h('h1', {}, 'Audit log'),
-    r.data.length === 0 ? h('p', {}, 'No operator action yet.') : h('table', { id: 'audit' },
+    r.data.length === 0 ? h('p', {}, 'No operator action yet.') : scroller('Audit log', h('table', { id: 'audit' },
       h('thead', {}, h('tr', {}, ...['When', 'Action', 'Target', 'Details'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, r.data.map((a) => h('tr', {}, h('td', {}, when(a.at)), h('td', {}, a.action), h('td', {}, a.target ? `${a.target.type} ${short(a.target.id)}` : '–'), h('td', {}, JSON.stringify(a.details)))))));
+      h('tbody', {}, r.data.map((a) => h('tr', {}, h('td', {}, when(a.at)), h('td', {}, a.action), h('td', {}, a.target ? `${a.target.type} ${short(a.target.id)}` : '–'), h('td', {}, JSON.stringify(a.details))))))));
 }
 
 export async function ledgerPage() {
@@ -99,6 +100,6 @@ export async function ledgerPage() {
     h('h1', {}, 'Ledger check'),
     h('div', { class: 'card' }, h('p', { id: 'ledger-result' }, r.data.ok ? `OK: ${r.data.walletsChecked} wallets checked, every invariant holds.` : `${r.data.violations.length} violation(s) found.`),
       h('p', { class: 'muted' }, `Checked ${when(r.data.checkedAt)}.`)),
-    r.data.violations.length ? h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Invariant'), h('th', { scope: 'col' }, 'Wallet'), h('th', { scope: 'col' }, 'Details'))),
-      h('tbody', {}, r.data.violations.map((v) => h('tr', {}, h('td', {}, v.invariant), h('td', {}, v.walletId || '–'), h('td', {}, JSON.stringify(v.details)))))) : null);
+    r.data.violations.length ? scroller('Violations', h('table', {}, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Invariant'), h('th', { scope: 'col' }, 'Wallet'), h('th', { scope: 'col' }, 'Details'))),
+      h('tbody', {}, r.data.violations.map((v) => h('tr', {}, h('td', {}, v.invariant), h('td', {}, v.walletId || '–'), h('td', {}, JSON.stringify(v.details))))))) : null);
 }

@@ -1,6 +1,7 @@
 import { api } from '../api.js';
-import { h, pill } from '../elements.js';
-import { short, usd, when, approvalReason } from '../format.js';
+import { agentName } from '../directory.js';
+import { h, named, pill, scroller } from '../elements.js';
+import { bought, short, usd, when, approvalReason } from '../format.js';
 import { render } from '../navigation.js';
 import { state } from '../session.js';
 import { disputeCard } from './disputes.js';
@@ -11,26 +12,32 @@ const STATUSES = ['awaiting_approval', 'negotiating', 'funds_held', 'executing',
 
 export async function purchasesPage() {
   const filter = new URLSearchParams(sessionStorage.getItem('aex.purchases.filter') ?? '');
-  const query = new URLSearchParams({ limit: '50', ...(filter.get('status') ? { status: filter.get('status') } : {}), ...(filter.get('agentId') ? { agentId: filter.get('agentId') } : {}) });
-  const [r, agents] = await Promise.all([api('GET', `/v1/accounts/${state.session.accountId}/transactions?${query}`), api('GET', `/v1/accounts/${state.session.accountId}/agents?limit=100`)]);
-  if (!r.ok) return h('p', { class: 'error' }, r.error);
+  const query = new URLSearchParams({ limit: '50', ...(filter.get('status') ? { status: filter.get('status') } : {}), ...(filter.get('agentId') ? { agentId: filter.get('agentId') } : {}), ...(filter.get('q') ? { q: filter.get('q') } : {}) });
+  const r = await api('GET', `/v1/accounts/${state.session.accountId}/transactions?${query}`);
+  const search = h('input', { id: 'filter-q', type: 'search', maxlength: 100, value: filter.get('q') ?? '', placeholder: 'e.g. summariser, Acme', 'aria-describedby': 'filter-q-help' });
   const status = h('select', { id: 'filter-status' }, h('option', { value: '' }, 'any'), STATUSES.map((st) => h('option', { value: st, selected: filter.get('status') === st }, st.replace(/_/g, ' '))));
-  const agent = h('select', { id: 'filter-agent' }, h('option', { value: '' }, 'any'), (agents.ok ? agents.data : []).map((a) => h('option', { value: a.id, selected: filter.get('agentId') === a.id }, `${a.name} (${short(a.id)})`)));
+  const agent = h('select', { id: 'filter-agent' }, h('option', { value: '' }, 'any'), [...(state.agents?.values() ?? [])].map((a) => h('option', { value: a.id, selected: filter.get('agentId') === a.id }, a.name)));
   const filters = h('form', {
-    class: 'actions card', id: 'filters',
+    class: 'search card', id: 'filters', role: 'search',
     onsubmit: (e) => {
       e.preventDefault();
-      sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ status: status.value, agentId: agent.value }).toString());
+      sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ q: search.value.trim(), status: status.value, agentId: agent.value }).toString());
       void render();
     },
-  }, h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Agent'), agent, h('button', { type: 'submit' }, 'Filter'));
+  }, h('label', { for: 'filter-q' }, 'Service or provider'), h('div', {}, search, h('span', { id: 'filter-q-help', class: 'hint' }, 'Any part of the name, in any case.')),
+  h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Bought by'), agent,
+  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Find'), filter.toString() && [...filter.values()].some(Boolean)
+    ? h('button', { type: 'button', class: 'secondary', onclick: () => { sessionStorage.removeItem('aex.purchases.filter'); void render(); } }, 'Show all') : null));
   return h('section', {},
     h('h1', {}, 'Purchases'),
     filters,
-    r.data.length === 0 ? h('p', {}, 'No purchase matches.') : h('table', { id: 'purchases' },
-      h('thead', {}, h('tr', {}, ...['Purchase', 'Agent', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
-      h('tbody', {}, r.data.map((t) => h('tr', {}, h('td', {}, h('a', { href: `#/purchases/${t.id}` }, short(t.id))), h('td', {}, short(t.consumerAgentId)), h('td', {}, pill(t.status)),
-        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt)))))));
+    !r.ok ? h('p', { class: 'error' }, r.error) : r.data.length === 0 ? h('p', { id: 'no-purchases' }, 'No purchase matches.') : scroller('Purchases', h('table', { id: 'purchases' },
+      h('caption', {}, `${r.pagination ? r.pagination.total : r.data.length} ${filter.get('q') ? `matching “${filter.get('q')}”` : 'in all'}${r.pagination && r.pagination.total > r.data.length ? `, the newest ${r.data.length} shown` : ''}`),
+      h('thead', {}, h('tr', {}, ...['Service', 'Provider', 'Bought by', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
+      h('tbody', {}, r.data.map((t) => h('tr', { 'data-transaction': t.id },
+        h('td', {}, h('a', { href: `#/purchases/${t.id}`, title: t.id }, t.serviceName ?? `service ${short(t.serviceId)}`)), h('td', { title: t.providerAgentId }, t.providerName ?? '–'),
+        h('td', {}, agentName(t.consumerAgentId)), h('td', {}, pill(t.status)),
+        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt))))))));
 }
 
 export async function purchasePage(id) {
@@ -48,7 +55,7 @@ export async function purchasePage(id) {
     .filter(([k]) => t[k]).map(([k, text]) => ({ at: t[k], text }));
   if (t.approval) {
     events.push({ at: t.approval.requestedAt, text: `Awaiting approval (${approvalReason(t.approval)})` });
-    if (t.approval.decidedAt) events.push({ at: t.approval.decidedAt, text: `${t.approval.decision === 'denied' ? 'Denied' : 'Approved'} by ${short(t.approval.decidedBy)}${t.approval.reason ? `: ${t.approval.reason}` : ''}` });
+    if (t.approval.decidedAt) events.push({ at: t.approval.decidedAt, text: `${t.approval.decision === 'denied' ? 'Denied' : 'Approved'} by ${agentName(t.approval.decidedBy)}${t.approval.reason ? `: ${t.approval.reason}` : ''}` });
   }
   for (const m of negotiation) events.push({ at: m.createdAt, text: `Negotiation, round ${m.round}: ${m.messageType.replace(/_/g, ' ')}${m.terms.priceCents ? ` at ${usd(m.terms.priceCents)}` : ''} by ${m.fromAgentId === t.consumerAgentId ? 'the buyer' : 'the provider'}` });
   if (dispute) events.push({ at: dispute.openedAt, text: `Disputed: ${dispute.reason.replace(/_/g, ' ')}` });
@@ -61,15 +68,16 @@ export async function purchasePage(id) {
   }
   events.sort((a, b) => a.at.localeCompare(b.at));
   return h('section', {},
-    h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'} ${short(t.id)}`),
+    h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'}: ${bought(t)}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
       h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)} (fee ${usd(t.platformFeeCents)})`),
       ...(t.metered ? [h('dt', {}, 'Usage'), h('dd', { id: 'purchase-usage' }, t.units === null ? `metered: up to ${t.maxUnits} units held, usage not reported yet` : `${t.units} of at most ${t.maxUnits} units, as the provider's signed delivery reports`)] : []),
-      ...(t.sessionId ? [h('dt', {}, 'Session'), h('dd', {}, h('a', { href: `#/sessions/${t.sessionId}` }, short(t.sessionId)))] : []),
-      h('dt', {}, 'Buying agent'), h('dd', {}, t.consumerAgentId),
-      h('dt', {}, 'Provider'), h('dd', {}, t.providerAgentId),
-      h('dt', {}, 'Service'), h('dd', {}, `${t.serviceId} (version ${t.serviceVersion})`))),
+      ...(t.sessionId ? [h('dt', {}, 'Session'), h('dd', {}, h('a', { href: `#/sessions/${t.sessionId}`, title: t.sessionId }, `session ${short(t.sessionId)}`))] : []),
+      h('dt', {}, 'Service'), h('dd', { id: 'purchase-service' }, named(t.serviceName ?? 'the service', t.serviceId, 'service id'), h('span', { class: 'muted' }, ` version ${t.serviceVersion}`)),
+      h('dt', {}, 'Provider'), h('dd', { id: 'purchase-provider' }, named(t.providerName ?? 'the provider', t.providerAgentId, 'provider id')),
+      h('dt', {}, 'Buying agent'), h('dd', { id: 'purchase-buyer' }, named(roles.includes('consumer') ? agentName(t.consumerAgentId) : 'another account\'s agent', t.consumerAgentId, 'agent id')),
+      h('dt', {}, 'Purchase'), h('dd', {}, named(`purchase ${short(t.id)}`, t.id, 'purchase id')))),
     dispute ? disputeCard(dispute, roles) : null,
     receipt ? receiptCard(receipt) : null,
     h('h2', {}, 'Timeline'),

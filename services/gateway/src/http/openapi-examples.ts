@@ -9,7 +9,7 @@ const TX = 'b4d5e6f7-0819-4a2b-8c3d-4e5f60718293';
 const AT = '2026-01-31T12:00:00.000Z';
 
 const transaction = {
-  id: TX, consumerAgentId: AGENT, providerAgentId: PROVIDER, serviceId: SERVICE, status: 'funds_held', input: { text: 'the quick brown fox' },
+  id: TX, consumerAgentId: AGENT, providerAgentId: PROVIDER, serviceId: SERVICE, serviceName: 'Text summariser', providerName: 'Acme', status: 'funds_held', input: { text: 'the quick brown fox' },
   agreedPriceCents: 250, platformFeeCents: 13, initiatedAt: AT, fundsHeldAt: AT, expiresAt: '2026-01-31T12:01:00.000Z', metadata: {},
   createdAt: AT, updatedAt: AT, serviceVersion: '1.0.0', units: 1, sessionId: null, metered: false, maxUnits: null, x402: false, output: null, deliveredAt: null, settledAt: null, statusReason: null,
   qualityScore: null, notes: null, deliveryAttempts: 0, maxDeliveryAttempts: 3, reviewEndsAt: null, disputeId: null, approval: null,

@@ -35,6 +35,9 @@ export interface TransactionRow {
   /** The contract revision the transaction was created with (pinned, D7.6). */
   serviceRevision: number;
   serviceVersion: string;
+  /** D23.1: the service's and its provider's names when it was made; null until the backfill finds them (purchases made before they were kept). */
+  serviceName: string | null;
+  providerName: string | null;
   category: string;
   pricing: Pricing;
   sla: Sla;
@@ -151,6 +154,9 @@ export interface SessionRow {
   consumerAccountId: string;
   providerAccountId: string | null;
   serviceId: string;
+  /** D23.1: as on a purchase (`TransactionRow`). */
+  serviceName: string | null;
+  providerName: string | null;
   serviceRevision: number;
   category: string;
   status: SessionStatus;

@@ -117,7 +117,7 @@ function initiated(caller: Caller, order: Order, units: number, listPriceCents: 
   const { contract } = order;
   return {
     id: order.id, consumerAgentId: caller.agentId, providerAgentId: contract.agentId, consumerAccountId: caller.accountId, providerAccountId: contract.providerAccountId,
-    serviceId: contract.serviceId, serviceRevision: contract.revision, serviceVersion: contract.version, category: contract.category, pricing: contract.pricing, sla: contract.sla,
+    serviceId: contract.serviceId, serviceRevision: contract.revision, serviceVersion: contract.version, serviceName: contract.name, providerName: contract.providerName, category: contract.category, pricing: contract.pricing, sla: contract.sla,
     status: 'initiated', statusReason: null, units: order.maxUnits !== undefined ? null : units, maxUnits: order.maxUnits ?? null, listPriceCents, maxPriceCents: order.maxPriceCents ?? null,
     agreedPriceCents: negotiating ? null : listPriceCents, platformFeeCents: negotiating ? null : platformFee(listPriceCents),
     hold: 'none', holdAttempt: 0, pendingAcceptBy: null, pendingAcceptPriceCents: null, pendingAcceptMessage: null,

@@ -183,7 +183,7 @@ function openSession(caller: Caller, o: SessionOrder, facts: PurchaseFacts, poli
   if (limited) return refused(limited);
   const base: Session = {
     id: o.id, consumerAgentId: caller.agentId, providerAgentId: contract.agentId, consumerAccountId: caller.accountId, providerAccountId: contract.providerAccountId,
-    serviceId: contract.serviceId, serviceRevision: contract.revision, category: contract.category, status: 'opening', statusReason: null,
+    serviceId: contract.serviceId, serviceRevision: contract.revision, serviceName: contract.name, providerName: contract.providerName, category: contract.category, status: 'opening', statusReason: null,
     budgetCents: o.budgetCents, spentCents: 0, reservedCents: 0, returnedCents: 0, calls: 0, autoVerify: o.autoVerify, hold: 'requested', approval: null, queryId: o.queryId ?? null,
     expiresAt: o.expiresAt, createdAt: now, updatedAt: now, closedAt: null,
   };

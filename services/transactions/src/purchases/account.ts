@@ -4,6 +4,7 @@ import { requireAgent, type OperationHandler } from '@aex/platform';
 import type { TransactionDeps } from '../context.js';
 import { disputeView } from '../disputes/views.js';
 import { sessionsPage } from '../sessions/aggregate.js';
+import { namedLike } from './names.js';
 import { transactionsPage } from './repository.js';
 import { negotiationView, transactionView } from './views.js';
 
@@ -30,7 +31,8 @@ export const listAccountTransactions = (deps: TransactionDeps): OperationHandler
     .where(selling ? 'providerAccountId' : 'consumerAccountId', '=', path.accountId)
     .$if(query.status !== undefined, (b) => b.where('status', '=', query.status!))
     .$if(query.agentId !== undefined, (b) => b.where(selling ? 'providerAgentId' : 'consumerAgentId', '=', query.agentId!))
-    .$if(query.sessionId !== undefined, (b) => b.where('sessionId', '=', query.sessionId!));
+    .$if(query.sessionId !== undefined, (b) => b.where('sessionId', '=', query.sessionId!))
+    .$if(query.q !== undefined, (b) => b.where(namedLike(query.q!)));
   return transactionsPage(q, query, caller.accountId);
 };
 

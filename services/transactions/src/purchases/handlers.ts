@@ -7,6 +7,7 @@ import { isParty } from '../domain/purchase-access.js';
 import type { Order } from '../domain/purchase.js';
 import { isSessionParty } from '../domain/session.js';
 import { delegationOf } from './delegations.js';
+import { namedLike } from './names.js';
 import { readTransaction, transactionsPage, type VersionedRow } from './repository.js';
 import { transactionView } from './views.js';
 
@@ -92,6 +93,7 @@ export const listTransactions = (deps: TransactionDeps): OperationHandler<Ops['l
       : query.role === 'provider' ? eb('providerAgentId', '=', me)
         : eb.or([eb('consumerAgentId', '=', me), eb('providerAgentId', '=', me)]));
   if (query.status) q = q.where('status', '=', query.status);
+  if (query.q !== undefined) q = q.where(namedLike(query.q));
   return transactionsPage(q, query, caller.accountId);
 };
 

@@ -38,7 +38,7 @@ export function knownOf(row: VersionedRow | KnownRow): KnownRow {
 
 /** Every column of a transaction row, in the order the creation's insert lists them. */
 const COLUMNS = [
-  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'category', 'pricing', 'sla',
+  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'serviceVersion', 'serviceName', 'providerName', 'category', 'pricing', 'sla',
   'status', 'statusReason', 'input', 'output', 'units', 'maxUnits', 'listPriceCents', 'maxPriceCents', 'agreedPriceCents', 'platformFeeCents', 'hold',
   'holdAttempt', 'pendingAcceptBy', 'pendingAcceptPriceCents', 'pendingAcceptMessage', 'initiatedAt', 'fundsHeldAt', 'expiresAt', 'deliveredAt',
   'settledAt', 'reviewEndsAt', 'disputeId', 'approval', 'qualityScore', 'notes', 'endingStatus', 'endingReason', 'deliveryAttempts', 'maxDeliveryAttempts',

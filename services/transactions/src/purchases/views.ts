@@ -24,6 +24,8 @@ export function transactionView(t: TransactionRow, viewerAccountId: string): Tra
     consumerAgentId: t.consumerAgentId,
     providerAgentId: t.providerAgentId,
     serviceId: t.serviceId,
+    serviceName: t.serviceName,
+    providerName: t.providerName,
     status: t.status,
     input: t.input,
     agreedPriceCents: t.agreedPriceCents,

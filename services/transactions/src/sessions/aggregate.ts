@@ -27,7 +27,7 @@ const COUNTERS = { calls: exchangeMetrics.sessionCalls(), reserved: exchangeMetr
 
 /** Every column of a session row, in the order the creation's insert lists them. */
 const COLUMNS = [
-  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'category', 'status', 'statusReason',
+  'id', 'consumerAgentId', 'providerAgentId', 'consumerAccountId', 'providerAccountId', 'serviceId', 'serviceRevision', 'serviceName', 'providerName', 'category', 'status', 'statusReason',
   'budgetCents', 'spentCents', 'reservedCents', 'returnedCents', 'calls', 'autoVerify', 'hold', 'approval', 'queryId', 'expiresAt', 'createdAt', 'updatedAt', 'closedAt',
 ] as const satisfies ReadonlyArray<keyof SessionRow>;
 
@@ -126,7 +126,7 @@ async function applySessionEffects(work: UnitOfWork, s: Session, effects: readon
 /** D17.4: a session as its parties see it. */
 export function sessionView(s: Session): SessionView {
   return {
-    id: s.id, serviceId: s.serviceId, consumerAgentId: s.consumerAgentId, providerAgentId: s.providerAgentId, status: s.status, statusReason: s.statusReason,
+    id: s.id, serviceId: s.serviceId, serviceName: s.serviceName, providerName: s.providerName, consumerAgentId: s.consumerAgentId, providerAgentId: s.providerAgentId, status: s.status, statusReason: s.statusReason,
     budgetCents: s.budgetCents, spentCents: s.spentCents, reservedCents: s.reservedCents, remainingCents: remainingOf(s), returnedCents: s.returnedCents,
     calls: s.calls, autoVerify: s.autoVerify, expiresAt: s.expiresAt.toISOString(), createdAt: s.createdAt.toISOString(), closedAt: s.closedAt ? s.closedAt.toISOString() : null,
   };

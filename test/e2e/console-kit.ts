@@ -85,12 +85,3 @@ export async function layoutProblems(page: Page): Promise<string[]> {
     ...(navRows > 1 ? [`the navigation wraps into ${navRows} rows`] : []),
   ];
 }
-
-/** PATCH of delegation rules answers (another part of the exchange adds it): probed with an empty change. */
-export async function patchDelegationExists(page: Page, agentId: string): Promise<boolean> {
-  return page.evaluate(async (id) => {
-    const csrf = ((await (await fetch('/console/api/session')).json()) as { data: { csrfToken: string } }).data.csrfToken;
-    const r = await fetch(`/v1/agents/${id}/delegation`, { method: 'PATCH', headers: { 'content-type': 'application/json', 'x-csrf-token': csrf }, body: '{}' });
-    return r.status === 200;
-  }, agentId);
-}

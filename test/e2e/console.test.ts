@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { unwrap } from '@agent-exchange/client';
 import { eventually } from '@aex/platform/testing';
-import { accessibilityProblems, consoleBrowser, patchDelegationExists, screenshot, signInAsOwner, type ConsoleBrowser } from './console-kit.js';
+import { accessibilityProblems, consoleBrowser, screenshot, signInAsOwner, type ConsoleBrowser } from './console-kit.js';
 import { ADMIN_TOKEN, startTestExchange, type TestExchange } from './harness.js';
 import { funded, INPUT, OUTPUT, party, serviceBody, webhookUrlKnown, type Party } from './transaction-kit.js';
 
@@ -204,16 +204,13 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
       expect(await form.getByLabel('Ask me above ($)').inputValue()).toBe('5.00');
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'agents-and-rules');
-      // PATCH of the rules comes with another part of the exchange: this step runs once it answers.
-      if (await patchDelegationExists(page, buyer.agentId)) {
-        await form.getByLabel('Max per purchase ($)').fill('25');
-        await form.getByLabel('Ask me above ($)').fill('8');
-        await form.getByLabel('Blocked categories').fill('gambling, crypto');
-        await form.getByRole('button', { name: 'Save changes' }).click();
-        await page.getByRole('status').getByText('Changed: max per purchase $— → $25.00; ask me above $5.00 → $8.00; blocked categories — → gambling, crypto.').waitFor();
-        const agent = unwrap(await buyer.owner.client.getAgent(buyer.agentId)) as { delegation: Record<string, unknown> };
-        expect(agent.delegation).toEqual({ maxTransactionCents: 2500, requireHumanApprovalAboveCents: 800, blockedCategories: ['gambling', 'crypto'] });
-      }
+      await form.getByLabel('Max per purchase ($)').fill('25');
+      await form.getByLabel('Ask me above ($)').fill('8');
+      await form.getByLabel('Blocked categories').fill('gambling, crypto');
+      await form.getByRole('button', { name: 'Save changes' }).click();
+      await page.getByRole('status').getByText('Changed: max per purchase $— → $25.00; ask me above $5.00 → $8.00; blocked categories — → gambling, crypto.').waitFor();
+      const agent = unwrap(await buyer.owner.client.getAgent(buyer.agentId)) as { delegation: Record<string, unknown> };
+      expect(agent.delegation).toEqual({ maxTransactionCents: 2500, requireHumanApprovalAboveCents: 800, blockedCategories: ['gambling', 'crypto'] });
 
       // The wallet: its balance over time and what was spent, by category.
       await page.getByRole('link', { name: 'Wallets' }).click();

@@ -208,7 +208,7 @@ describe('the console (owners): agents, rules, wallets, webhooks', () => {
       await form.getByLabel('Ask me above ($)').fill('8');
       await form.getByLabel('Blocked categories').fill('gambling, crypto');
       await form.getByRole('button', { name: 'Save changes' }).click();
-      await page.getByRole('status').getByText('Changed: max per purchase $— → $25.00; ask me above $5.00 → $8.00; blocked categories — → gambling, crypto.').waitFor();
+      await page.getByRole('status').getByText('Changed: max per purchase $— → $25.00; blocked categories — → gambling, crypto; ask me above $5.00 → $8.00.').waitFor();
       const agent = unwrap(await buyer.owner.client.getAgent(buyer.agentId)) as { delegation: Record<string, unknown> };
       expect(agent.delegation).toEqual({ maxTransactionCents: 2500, requireHumanApprovalAboveCents: 800, blockedCategories: ['gambling', 'crypto'] });
 

@@ -211,6 +211,10 @@ describe('the account\'s purchases, for its owner agent', () => {
     expect(agents[1]).toMatchObject({ accountId: buyer.accountId, keyPrefix: buyer.apiKey.slice(0, agents[1]!.keyPrefix.length), delegation: { requireHumanApprovalAboveCents: 500 } });
     expectError(await provider.client.listAccountAgents(buyer.accountId), 404, 'NOT_FOUND');
     expect(unwrap(await buyer.owner.client.spending(buyer.accountId, { days: 7 }))).toEqual({ days: 7, categories: [{ category: 'crypto', purchases: 1, settledCents: 0, heldCents: 1000 }] });
+    // D23.2: one agent's alone, what its daily limit is measured against; another agent of the account spent nothing.
+    expect(unwrap(await buyer.owner.client.spending(buyer.accountId, { days: 1, agentId: buyer.agentId })).categories).toEqual([{ category: 'crypto', purchases: 1, settledCents: 0, heldCents: 1000 }]);
+    expect(unwrap(await buyer.owner.client.spending(buyer.accountId, { days: 1, agentId: buyer.owner.agentId })).categories).toEqual([]);
+    expect(unwrap(await buyer.owner.client.spending(buyer.accountId, { agentId: provider.agentId })).categories).toEqual([]);
     expectError(await buyer.client.spending(buyer.accountId), 403, 'FORBIDDEN');
     expectError(await provider.owner.client.spending(buyer.accountId), 404, 'NOT_FOUND');
     const figures = unwrap(await exchange.admin.figures({ hours: 2 }));

@@ -88,7 +88,7 @@ describe('the owner\'s desk (D23.2)', () => {
     expect(text).toContain('Research assistant');
     expect(text).toContain('Summarises a text in a few sentences, in the language asked.');
     expect(await card.locator(`#trust-${summary.id}`).textContent()).toMatch(/trust \d+\/100/);
-    expect(await card.locator(`#today-${summary.id}`).textContent()).toBe('Your account spent $0.00 of the $50.00 this agent may spend a day; with this purchase, $12.00.');
+    expect(await card.locator(`#today-${summary.id}`).textContent()).toBe('This agent spent $0.00 of the $50.00 it may spend a day; with this purchase, $12.00.');
     // The input in a few lines, the long text cut, the whole of it behind a disclosure.
     const input = await card.locator(`#input-${summary.id}`).textContent();
     expect(input).toContain('maxWords50');

@@ -6110,6 +6110,8 @@ export interface operations {
         parameters: {
             query?: {
                 days?: number;
+                /** @description UUID */
+                agentId?: string;
             };
             header?: {
                 /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */

@@ -216,7 +216,7 @@ export class ExchangeClient {
     this.request<TransactionDetailView>('GET', `/v1/accounts/${enc(accountId)}/transactions/${enc(transactionId)}`);
 
   /** What the account's agents spent in the last `days` days, by category (owner agent). */
-  spending = (accountId: string, query: { days?: number } = {}) => this.request<SpendingView>('GET', `/v1/accounts/${enc(accountId)}/spending`, { query });
+  spending = (accountId: string, query: { days?: number; agentId?: string } = {}) => this.request<SpendingView>('GET', `/v1/accounts/${enc(accountId)}/spending`, { query });
   /** Operator: money held; purchases, volume settled and fees per hour of the last `hours` hours. */
   figures = (query: { hours?: number } = {}) => this.request<FiguresView>('GET', '/admin/v1/figures', { query });
 

@@ -141,7 +141,11 @@ export const AccountTransactionsQuery = Strict({
 });
 export type AccountTransactionsQuery = Static<typeof AccountTransactionsQuery>;
 
-export const SpendingQuery = Strict({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })) });
+export const SpendingQuery = Strict({
+  days: Type.Optional(Type.Integer({ minimum: 1, maximum: 366, default: 30 })),
+  /** One of the account's agents: what it spent alone (D23.2, what its daily limit is measured against). */
+  agentId: Type.Optional(Uuid),
+});
 /** What the account's agents spent, by the category of what they bought (purchases whose price was held in the period). */
 export const SpendingView = Type.Object({
   days: Type.Integer(),

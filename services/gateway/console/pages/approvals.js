@@ -52,8 +52,8 @@ function approvalCard(t, { svc, trust, rules, spentToday }) {
       h('dt', {}, 'Provider'), h('dd', {}, named(t.providerName ?? 'the provider', t.providerAgentId, 'provider id'),
         trust ? h('span', { id: `trust-${id}` }, ` · trust ${trust.trustScore}/100 (${trust.counts.settled} settled, ${trust.counts.failed + trust.counts.expired} failed or expired, ${trust.counts.disputesLost} disputes lost)`) : null),
       h('dt', {}, 'Last 24 hours'), h('dd', { id: `today-${id}` }, daily === undefined
-        ? `Your account spent ${usd(spentToday)}; this agent has no daily limit.`
-        : `Your account spent ${usd(spentToday)} of the ${usd(daily)} this agent may spend a day; with this purchase, ${usd(afterThis)}${afterThis > daily ? ' — over the limit' : ''}.`),
+        ? `This agent spent ${usd(spentToday)}; it has no daily limit.`
+        : `This agent spent ${usd(spentToday)} of the ${usd(daily)} it may spend a day; with this purchase, ${usd(afterThis)}${afterThis > daily ? ' — over the limit' : ''}.`),
       h('dt', {}, 'Decide by'), h('dd', {}, when(t.approval && t.approval.expiresAt), h('span', { class: 'muted' }, ' (then it is cancelled)'))),
     h('h3', {}, 'Input'),
     inputSummary(t.input, id),
@@ -65,22 +65,29 @@ function approvalCard(t, { svc, trust, rules, spentToday }) {
 
 export async function approvalsPage() {
   const account = state.session.accountId;
-  const [pending, decided, acc, today] = await Promise.all([
+  const [pending, decided, acc] = await Promise.all([
     api('GET', `/v1/accounts/${account}/approvals?state=pending&limit=100`),
     api('GET', `/v1/accounts/${account}/approvals?state=decided&limit=20`),
     api('GET', `/v1/accounts/${account}`),
-    api('GET', `/v1/accounts/${account}/spending?days=1`),
   ]);
   if (!pending.ok) return h('p', { class: 'error' }, pending.error);
   const defaults = acc.ok ? acc.data.defaultDelegation : {};
-  const spentToday = today.ok ? today.data.categories.reduce((n, c) => n + c.settledCents + c.heldCents, 0) : 0;
+  // What each buying agent spent in the last 24 hours: what its daily limit is measured against.
+  const spent = new Map();
+  const spentBy = (id) => {
+    if (!spent.has(id)) {
+      spent.set(id, api('GET', `/v1/accounts/${account}/spending?days=1&agentId=${id}`)
+        .then((r) => (r.ok ? r.data.categories.reduce((n, c) => n + c.settledCents + c.heldCents, 0) : 0)));
+    }
+    return spent.get(id);
+  };
   const trusts = new Map();
   const trustOf = (id) => {
     if (!trusts.has(id)) trusts.set(id, api('GET', `/v1/agents/${id}/trust`).then((r) => (r.ok ? r.data : null)));
     return trusts.get(id);
   };
   const cards = await Promise.all(pending.data.map(async (t) => approvalCard(t, {
-    svc: await service(t.serviceId), trust: await trustOf(t.providerAgentId), rules: rulesOf(t.consumerAgentId, defaults), spentToday,
+    svc: await service(t.serviceId), trust: await trustOf(t.providerAgentId), rules: rulesOf(t.consumerAgentId, defaults), spentToday: await spentBy(t.consumerAgentId),
   })));
   return h('section', {},
     h('h1', {}, 'Approvals'),

@@ -60,7 +60,7 @@ export const listAccountSessions = (deps: TransactionDeps): OperationHandler<Ops
   return sessionsPage(q, query);
 };
 
-/** GET /v1/accounts/{id}/spending: the account's purchases of the last `days` days whose price was held, by category (owner agent). */
+/** GET /v1/accounts/{id}/spending: the account's (or one of its agents') purchases of the last `days` days whose price was held, by category (owner agent). */
 export const spending = (deps: TransactionDeps): OperationHandler<Ops['spending']> => async ({ path, query }, ctx) => {
   requireOwnerOf(requireAgent(ctx), path.accountId);
   const days = query.days ?? 30;
@@ -70,6 +70,7 @@ export const spending = (deps: TransactionDeps): OperationHandler<Ops['spending'
       sql<string>`coalesce(sum(agreed_price_cents) filter (where hold = 'settled'), 0)`.as('settled'),
       sql<string>`coalesce(sum(agreed_price_cents) filter (where hold in ('held', 'settling')), 0)`.as('held')])
     .where('consumerAccountId', '=', path.accountId)
+    .$if(query.agentId !== undefined, (b) => b.where('consumerAgentId', '=', query.agentId!))
     .where('fundsHeldAt', '>=', since)
     .groupBy('category')
     .orderBy(sql`sum(agreed_price_cents)`, 'desc')

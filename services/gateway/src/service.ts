@@ -5,6 +5,7 @@ import { CacheMembership, LocalCache, type Bus, type ExchangeConfig, type Health
 import { ApiKeyAuthenticator } from './guards/auth.js';
 import { IdempotencyKeyBinding } from './guards/idempotency-keys.js';
 import { RateLimiter } from './guards/rate-limit.js';
+import { UsedSignatures } from './guards/used-signatures.js';
 import { answerMalformedHttp, errorSender } from './http/error-answers.js';
 import { serveHealth } from './http/health-routes.js';
 import { acceptJsonBodies } from './http/json-body.js';
@@ -110,5 +111,6 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
   }, Date.now, logger);
   const auth = await ApiKeyAuthenticator.create(bus, limiter, config.RPC_TIMEOUT_MS, membership);
   const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
-  return { auth, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
+  const signatures = await UsedSignatures.create(bus, `${config.PUBLIC_BASE_URL}/docs/signing.md#a-signature-is-used-once`);
+  return { auth, limiter, keys, signatures, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
 }

@@ -4,6 +4,7 @@ import { bearerToken, callOperation, OUTCOME_UNKNOWN_STATUS, type Bus, type Exch
 import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
+import type { UsedSignatures } from '../guards/used-signatures.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
@@ -20,6 +21,8 @@ export interface Guards {
   limiter: RateLimiter;
   /** D5.6: each Idempotency-Key bound to the first request that used it, across services. */
   keys: IdempotencyKeyBinding;
+  /** D24.2: each signature accepted once, across replicas. */
+  signatures: UsedSignatures;
   /** Answers of `localCache` routes, as the JSON of their `data` (docs/gateway-caches.md). */
   views: LocalCache<string>;
   /** The web console's sessions (docs/console.md). */
@@ -48,8 +51,12 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
   const check = compileChecks(spec);
   /** Signature, validation and the owner's answer, once the caller is known and admitted. */
   const answer = async (req: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
-    const signature = principal ? verifiedSignature(req, principal, spec.signature === 'required', config) : undefined;
+    const signed = principal ? verifiedSignature(req, principal, spec.signature === 'required', config) : undefined;
     const idempotency = operationKeyOf(spec, req, principal);
+    // D24.2: a used signature is refused — unless the request repeats its first one's Idempotency-Key,
+    // which the key's owner answers with the stored answer (D5).
+    if (signed) await guards.signatures.use(signed.use, req.id, idempotency && !idempotency.made ? idempotency.ctx : undefined);
+    const signature = signed?.view;
     let answer: Answer;
     try {
       answer = await execute(spec, check, req, principal, signature, idempotency, guards, bus, config);

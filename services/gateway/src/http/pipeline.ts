@@ -5,6 +5,7 @@ import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
 import type { UsedSignatures } from '../guards/used-signatures.js';
+import { refuseUnseenResource } from '../guards/resource-access.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
@@ -144,7 +145,15 @@ async function execute(
   spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signature: RequestSignature | undefined, idempotency: OperationKey | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
-  const input = checkInput(spec, check, req);
+  let input: ReturnType<typeof checkInput>;
+  try {
+    input = checkInput(spec, check, req);
+  } catch (err) {
+    // D24.5: who may act on the resource is decided before the body: an invalid request for what
+    // the caller may not see or change gets the 404 or 403 a valid one would.
+    if (principal) await refuseUnseenResource(spec, (req.params ?? {}) as Record<string, unknown>, principal, req.id, bus, config);
+    throw err;
+  }
   // Bound only once the request is valid: what the gateway refuses is never stored under a key (D5.4).
   // A key the gateway made is new: nothing else can have used it.
   if (idempotency && !idempotency.made) await guards.keys.bind(idempotency.ctx);

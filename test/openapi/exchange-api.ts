@@ -1313,12 +1313,14 @@ export interface components {
             accountType: "individual" | "organization";
             /** @description Email address */
             email: string;
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             displayName: string;
             /** @description Arbitrary key-value pairs, at most 16 KiB as JSON */
             metadata?: {
                 [key: string]: unknown;
             };
             agent: {
+                /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
                 name: string;
                 description?: string;
                 agentType?: "persistent" | "ephemeral" | "platform_managed";
@@ -1413,6 +1415,7 @@ export interface components {
             updatedAt: string;
         };
         UpdateAccountBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             displayName?: string;
             /** @description Email address */
             email?: string;
@@ -1477,6 +1480,7 @@ export interface components {
             apiKey: string;
         };
         CreateAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             agentType: "persistent" | "ephemeral" | "platform_managed";
             description?: string;
@@ -1525,6 +1529,7 @@ export interface components {
             lastChangedAt: string | null;
         };
         UpdateAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name?: string;
             description?: string;
             capabilities?: string[];
@@ -1612,6 +1617,7 @@ export interface components {
             } | null;
         };
         SpawnAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             description?: string;
             inheritDelegation?: boolean;
@@ -1726,6 +1732,7 @@ export interface components {
             updatedAt: string;
         };
         CreateServiceBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             description: string;
             /** @description Semantic version 2.0 */

@@ -80,7 +80,7 @@ const cases = resourceRoutes.flatMap((r) => {
 describe('another account\'s resources answer one way, whatever the body (D24.5)', () => {
   it('D24.5: covers every agent route that names a resource', () => {
     expect(resourceRoutes.length).toBeGreaterThan(40);
-    for (const r of resourceRoutes) for (const p of r.url.match(/:[A-Za-z]+/g)!) expect(Object.keys(ids).concat(Object.keys(ids))).toContain(p.slice(1));
+    for (const r of resourceRoutes) for (const p of r.url.match(/:[A-Za-z]+/g)!) expect(Object.keys(ids)).toContain(p.slice(1));
   });
 
   it.each(cases)('D24.5: $name → $expected.0', async ({ route, body, expected }) => {

@@ -88,7 +88,7 @@ export class UsedSignatures {
     const found = await within(this.kv.get(entry), ATTEMPT_MS, 'the used-signature store').catch((err: unknown) => {
       throw new StoreUnreachableError(String(err));
     });
-    // Expired between the two calls: no longer within its window, which the verification has said it was.
+    // Gone between the two calls (expired): the next attempt records it.
     if (!found) throw new StoreUnreachableError('the entry expired between its create and its read');
     const first = JSON.parse(found.value) as Recorded;
     if (first.r === mine.r) return; // this request's own attempt, written after it was given up on

@@ -37,7 +37,8 @@ export function exchangeFetch(ex: TestExchange, who: Credentials): typeof fetch 
     if (signer?.scheme === 'rfc9421') {
       headers['content-digest'] = `sha-256=:${createHash('sha256').update(body).digest('base64')}:`;
       const signed = await httpbis.signMessage(
-        { key: signerOf(signer.keys, await keyIdOf(ex.url, signer.agentId)), fields: ['@method', '@target-uri', 'content-digest'], paramValues: { created: new Date() } },
+        // A nonce makes each signature new: `created` counts seconds, and a signature is used once (D24.2).
+        { key: signerOf(signer.keys, await keyIdOf(ex.url, signer.agentId)), fields: ['@method', '@target-uri', 'content-digest'], params: ['keyid', 'alg', 'created', 'expires', 'nonce'], paramValues: { created: new Date(), nonce: randomUUID() } },
         { method, url: url.href, headers },
       );
       headers = signed.headers as Record<string, string>;

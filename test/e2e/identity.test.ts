@@ -215,7 +215,7 @@ describe('PUT /v1/agents/{id}/delegation (D2.2)', () => {
     expect(unwrap(await owner.client.setAgentDelegation(owner.agentId, { autoApproveBelow: 50 }))).toEqual({ autoApproveBelow: 50 });
   });
   it('refuses an agent changing its own rules with 403', async () => expectError(await sibling.client.setAgentDelegation(sibling.agentId, {}), 403, 'FORBIDDEN'));
-  it('refuses another account with 403', async () => expectError(await stranger.client.setAgentDelegation(sibling.agentId, {}), 403, 'FORBIDDEN'));
+  it('D24.5: answers another account with 404, as if the agent did not exist', async () => expectError(await stranger.client.setAgentDelegation(sibling.agentId, {}), 404, 'NOT_FOUND'));
   it('needs authentication', async () => expectError(await ex.anon.setAgentDelegation(sibling.agentId, {}), 401, 'UNAUTHENTICATED'));
 });
 
@@ -288,7 +288,7 @@ describe('POST /v1/agents/{id}/keys/rotate (D2.5)', () => {
     expectError(await worker.client.getAgent(worker.agentId), 401, 'UNAUTHENTICATED');
   });
   it('refuses a non-owner agent rotating a sibling’s key', async () => expectError(await sibling.client.rotateKey(owner.agentId), 403, 'FORBIDDEN'));
-  it('refuses another account', async () => expectError(await stranger.client.rotateKey(sibling.agentId), 403, 'FORBIDDEN'));
+  it('D24.5: answers another account with 404, as if the agent did not exist', async () => expectError(await stranger.client.rotateKey(sibling.agentId), 404, 'NOT_FOUND'));
   it('needs authentication', async () => expectError(await ex.anon.rotateKey(sibling.agentId), 401, 'UNAUTHENTICATED'));
   it('limits rotations per agent to the key_rotation group (D4.1)', async () => {
     const m = await ex.signUp();

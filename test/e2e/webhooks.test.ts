@@ -111,8 +111,9 @@ describe('GET /v1/agents/{id}/webhook and the secret (D14.2)', () => {
     const sibling = await ex.addAgent(m.owner);
     const stranger = await party(ex);
     expectError(await sibling.client.getWebhook(m.agentId), 403, 'FORBIDDEN');
-    expectError(await stranger.client.getWebhook(m.agentId), 403, 'FORBIDDEN');
-    expectError(await stranger.owner.client.getWebhook(m.agentId), 403, 'FORBIDDEN');
+    // D24.5: another account's agent's webhooks are not its to see: as if the agent did not exist.
+    expectError(await stranger.client.getWebhook(m.agentId), 404, 'NOT_FOUND');
+    expectError(await stranger.owner.client.getWebhook(m.agentId), 404, 'NOT_FOUND');
     expectError(await ex.anon.getWebhook(m.agentId), 401, 'UNAUTHENTICATED');
     expectError(await m.client.getWebhook(randomUUID()), 404, 'NOT_FOUND');
     expectError(await m.client.getWebhook('nope'), 400, 'VALIDATION_ERROR');
@@ -160,7 +161,7 @@ describe('POST /v1/agents/{id}/webhook/test', () => {
     // A failed test is not retried: it is dead at once, listed and retryable like any delivery.
     const dead = unwrap(await m.client.webhookDeliveries(m.agentId, { status: 'dead' }));
     expect(dead.map((d) => d.webhookId)).toEqual([bad.webhookId]);
-    expectError(await (await party(ex)).client.testWebhook(m.agentId), 403, 'FORBIDDEN');
+    expectError(await (await party(ex)).client.testWebhook(m.agentId), 404, 'NOT_FOUND');
     expectError(await ex.anon.testWebhook(m.agentId), 401, 'UNAUTHENTICATED');
   });
 });

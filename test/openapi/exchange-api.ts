@@ -1315,12 +1315,14 @@ export interface components {
             accountType: "individual" | "organization";
             /** @description Email address */
             email: string;
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             displayName: string;
             /** @description Arbitrary key-value pairs, at most 16 KiB as JSON */
             metadata?: {
                 [key: string]: unknown;
             };
             agent: {
+                /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
                 name: string;
                 description?: string;
                 agentType?: "persistent" | "ephemeral" | "platform_managed";
@@ -1415,6 +1417,7 @@ export interface components {
             updatedAt: string;
         };
         UpdateAccountBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             displayName?: string;
             /** @description Email address */
             email?: string;
@@ -1502,6 +1505,7 @@ export interface components {
             apiKey: string;
         };
         CreateAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             agentType: "persistent" | "ephemeral" | "platform_managed";
             description?: string;
@@ -1550,6 +1554,7 @@ export interface components {
             lastChangedAt: string | null;
         };
         UpdateAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name?: string;
             description?: string;
             capabilities?: string[];
@@ -1637,6 +1642,7 @@ export interface components {
             } | null;
         };
         SpawnAgentBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             description?: string;
             inheritDelegation?: boolean;
@@ -1751,6 +1757,7 @@ export interface components {
             updatedAt: string;
         };
         CreateServiceBody: {
+            /** @description Plain text, trimmed: bidirectional controls and invisible characters are refused */
             name: string;
             description: string;
             /** @description Semantic version 2.0 */

@@ -32,12 +32,27 @@ export function signingString(timestamp: string, method: string, target: string,
   return `${timestamp}:${method.toUpperCase()}:${target}:${bytesToHex(sha256(bytes))}`;
 }
 
-/** The two D3 headers for one request; `target` is the path plus `?query` exactly as sent. */
+let lastTimestampMs = 0;
+
+/**
+ * Now, as a signature timestamp: a millisecond later than the last one this process made when the
+ * clock has not moved on. An exchange accepts a signature once (D24.2), and two identical requests
+ * signed in the same millisecond would otherwise carry the same one.
+ */
+function freshTimestamp(): string {
+  lastTimestampMs = Math.max(Date.now(), lastTimestampMs + 1);
+  return new Date(lastTimestampMs).toISOString();
+}
+
+/**
+ * The two D3 headers for one request; `target` is the path plus `?query` exactly as sent. Each call
+ * signs anew (the exchange accepts a signature once, D24.2): sign every attempt of a request.
+ */
 export function signRequest(
   secretKeyB64: string,
   req: { method: string; target: string; body?: string | Uint8Array; timestamp?: string },
 ): { 'x-ae-signature': string; 'x-ae-signature-timestamp': string } {
-  const timestamp = req.timestamp ?? new Date().toISOString();
+  const timestamp = req.timestamp ?? freshTimestamp();
   const message = utf8ToBytes(signingString(timestamp, req.method, req.target, req.body));
   const signature = sign(message, fromBase64(secretKeyB64));
   return { 'x-ae-signature': toBase64(signature), 'x-ae-signature-timestamp': timestamp };
@@ -46,15 +61,17 @@ export function signRequest(
 /**
  * RFC 9421 HTTP Message Signature headers for one request (D20): `Signature-Input` and `Signature`
  * (label `sig1`) over `@method`, `@target-uri` and — with a body — `content-digest`, whose RFC 9530
- * `Content-Digest` header is added too; parameters `created`, `keyid` and `alg="ed25519"`. `url` is
- * the full URL as sent (scheme, host, path and query); `keyId` the key's id in the agent's DID
- * document (`did:web:…#key-N`, the document's `assertionMethod`).
+ * `Content-Digest` header is added too; parameters `created`, `keyid`, `alg="ed25519"` and `nonce` —
+ * random unless given: `created` counts seconds, and the exchange accepts a signature, and a nonce,
+ * once (D24.2). `url` is the full URL as sent (scheme, host, path and query); `keyId` the key's id in
+ * the agent's DID document (`did:web:…#key-N`, the document's `assertionMethod`).
  */
 export function signHttpMessage(
   secretKeyB64: string,
-  req: { method: string; url: string; body?: string | Uint8Array; keyId: string; created?: number },
+  req: { method: string; url: string; body?: string | Uint8Array; keyId: string; created?: number; nonce?: string },
 ): Record<string, string> {
   const created = req.created ?? Math.floor(Date.now() / 1000);
+  const nonce = req.nonce ?? toBase64(crypto.getRandomValues(new Uint8Array(16))).replace(/=+$/, '');
   const headers: Record<string, string> = {};
   const components = ['@method', '@target-uri'];
   const values = [req.method.toUpperCase(), req.url];
@@ -65,7 +82,8 @@ export function signHttpMessage(
     values.push(headers['content-digest']);
   }
   if (/["\\]/.test(req.keyId) || /[^\x20-\x7e]/.test(req.keyId)) throw new Error('a keyid is printable ASCII without quotes or backslashes');
-  const params = `(${components.map((c) => `"${c}"`).join(' ')});created=${created};keyid="${req.keyId}";alg="ed25519"`;
+  if (/["\\]/.test(nonce) || /[^\x20-\x7e]/.test(nonce)) throw new Error('a nonce is printable ASCII without quotes or backslashes');
+  const params = `(${components.map((c) => `"${c}"`).join(' ')});created=${created};keyid="${req.keyId}";alg="ed25519";nonce="${nonce}"`;
   const base = [...components.map((c, i) => `"${c}": ${values[i]}`), `"@signature-params": ${params}`].join('\n');
   headers['signature-input'] = `sig1=${params}`;
   headers.signature = `sig1=:${toBase64(sign(utf8ToBytes(base), fromBase64(secretKeyB64)))}:`;

@@ -129,6 +129,27 @@ describe('D5.4: a write whose outcome is unknown', () => {
     expect(sent).toEqual([null, 'aex-op-made', 'aex-op-made']);
   });
 
+  it('D24.2: is signed anew on every repeat, in either scheme, and identical calls at once carry different signatures', async () => {
+    const keys = generateSigningKey();
+    for (const scheme of ['x-ae', 'rfc9421'] as const) {
+      const signatures: string[] = [];
+      const answers = [
+        new Response(envelope(null, unknownOutcome), { status: 202, headers: { 'idempotency-key': 'aex-op-made', 'retry-after': '1' } }),
+        new Response(envelope({ id: 't1' }, null), { status: 201 }),
+      ];
+      const fetch = (async (_url: string, init: RequestInit) => {
+        const h = new Headers(init.headers);
+        signatures.push(`${h.get('x-ae-signature') ?? h.get('signature')} ${h.get('x-ae-signature-timestamp') ?? h.get('signature-input')}`);
+        return answers.shift() ?? new Response(envelope({ id: 'a' }, null), { status: 200 });
+      }) as unknown as typeof globalThis.fetch;
+      const client = new ExchangeClient({ baseUrl: 'http://exchange', apiKey: 'ae_live_x', signingSecretKey: keys.secretKey, signatureScheme: scheme, signingKeyId: 'did:web:exchange:agents:a#key-1', fetch });
+      expect(await client.request('POST', '/v1/transactions', { body: { serviceId: 's' } })).toMatchObject({ ok: true, status: 201 });
+      await Promise.all([1, 2, 3].map(() => client.request('GET', '/v1/agents/a')));
+      expect(signatures).toHaveLength(5);
+      expect(new Set(signatures).size).toBe(5);
+    }
+  });
+
   it('is given as it is when repeats are turned off', async () => {
     const fetch = (async () => new Response(envelope(null, unknownOutcome), { status: 202, headers: { 'idempotency-key': 'k' } })) as unknown as typeof globalThis.fetch;
     const client = new ExchangeClient({ baseUrl: 'http://exchange', fetch, outcomeRepeats: 0 });

@@ -4,6 +4,7 @@ export * from './signing-key-proof.js';
 export * from './common.js';
 export * from './envelope.js';
 export * from './validation.js';
+export { characterName, plainTextProblem } from './plain-text.js';
 export * from './principal.js';
 export * from './subjects.js';
 export * from './messages.js';

@@ -1,7 +1,9 @@
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import { Ajv2020, type AnySchemaObject, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
+import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { AppError, type ErrorCode, type ErrorEntry } from './errors.js';
+import { plainTextProblem } from './plain-text.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 
@@ -22,6 +24,24 @@ function makeAjv(coerceTypes: boolean): Ajv2020 {
     return false;
   };
   ajv.addKeyword({ keyword: 'maxJsonBytes', type: ['object', 'array'], schemaType: 'number', errors: true, validate: maxJsonBytes });
+  // `plainText` (D24.6): a name shown to people holds no bidirectional control or invisible
+  // character, and is stored without leading and trailing spaces (trimmed here, so the value a
+  // service receives and stores is the trimmed one; `minLength` holds once trimmed).
+  const plainText = function check(enabled: boolean, data: string, parent?: AnySchemaObject, cxt?: DataValidationCxt): boolean {
+    if (!enabled) return true;
+    const minLength = typeof parent?.minLength === 'number' ? parent.minLength : 0;
+    const fail = (message: string, params: Record<string, unknown>) => {
+      (check as unknown as { errors: Partial<ErrorObject>[] }).errors = [{ keyword: 'plainText', message, params }];
+      return false;
+    };
+    const problem = plainTextProblem(data);
+    if (problem) return fail(`contains ${problem}: names are plain text, without bidirectional controls or invisible characters`, { character: problem });
+    const trimmed = data.trim();
+    if (trimmed.length < minLength) return fail(`must not be blank (at least ${minLength} character${minLength === 1 ? '' : 's'} once leading and trailing spaces are removed)`, { limit: minLength });
+    if (trimmed !== data && cxt?.parentData) (cxt.parentData as Record<string | number, unknown>)[cxt.parentDataProperty] = trimmed;
+    return true;
+  };
+  ajv.addKeyword({ keyword: 'plainText', type: 'string', schemaType: 'boolean', modifying: true, errors: true, validate: plainText });
   return ajv;
 }
 

@@ -112,3 +112,54 @@ describe('unknown properties name the closest allowed one', () => {
     });
   });
 });
+
+describe('D24.6 names are plain text', () => {
+  const account = validator(CreateAccountBody);
+  const body = (displayName: string, name = 'owner') => ({ accountType: 'individual', email: 'a@b.c', displayName, agent: { name } });
+
+  it.each([
+    ['\u202E', 'U+202E RIGHT-TO-LEFT OVERRIDE'],
+    ['\u202A', 'U+202A LEFT-TO-RIGHT EMBEDDING'],
+    ['\u2066', 'U+2066 LEFT-TO-RIGHT ISOLATE'],
+    ['\u2069', 'U+2069 POP DIRECTIONAL ISOLATE'],
+    ['\u200E', 'U+200E LEFT-TO-RIGHT MARK'],
+    ['\u200F', 'U+200F RIGHT-TO-LEFT MARK'],
+    ['\u061C', 'U+061C ARABIC LETTER MARK'],
+    ['\u200B', 'U+200B ZERO WIDTH SPACE'],
+    ['\u200D', 'U+200D ZERO WIDTH JOINER'],
+    ['\u2060', 'U+2060 WORD JOINER'],
+    ['\uFEFF', 'U+FEFF ZERO WIDTH NO-BREAK SPACE'],
+    ['\u00AD', 'U+00AD SOFT HYPHEN'],
+    ['\u{E0001}', 'U+E0001, an invisible format character'],
+    ['\u0007', 'U+0007, a control character'],
+  ])('D24.6: refuses %j in a name, naming the field and the character (%s)', (c, named) => {
+    for (const [value, field] of [[body(`Acme${c}Corp`), '/body/displayName'], [body('Acme', `gpt${c}exe`), '/body/agent/name']] as const) {
+      const r = account.check(value, '/body');
+      expect(r.ok).toBe(false);
+      if (r.ok) return;
+      expect(r.errors).toEqual([expect.objectContaining({ code: 'VALIDATION_ERROR', field, message: expect.stringContaining(`contains ${named}`) })]);
+      expect(r.errors[0]!.message).toMatch(new RegExp(`^"${field.split('/').pop()}" contains`));
+    }
+  });
+
+  it('D24.6: refuses a leading byte-order mark rather than trimming it away', () => {
+    expect(account.check(body('\uFEFFAcme')).ok).toBe(false);
+  });
+
+  it('D24.6: removes leading and trailing spaces, and refuses a name of spaces alone', () => {
+    const r = account.check(body('  Acme Corp  ', ' worker '));
+    expect(r.ok && [r.value.displayName, r.value.agent.name]).toEqual(['Acme Corp', 'worker']);
+    const blank = account.check(body('   '), '/body');
+    expect(!blank.ok && blank.errors[0]).toMatchObject({ field: '/body/displayName', message: expect.stringContaining('must not be blank') });
+  });
+
+  it('D24.6: keeps letters of every script, and descriptions may hold format characters', () => {
+    const r = account.check(body('שלום عالم 世界 Zoë'));
+    expect(r.ok).toBe(true);
+    const service = validator(catalogOps.createService.input.properties.body);
+    const named = (name: string) => service.check({ name, description: 'An Arabic\u200F sentence, marks and all.', version: '1.0.0', category: 'text', inputSchema: {}, outputSchema: {}, pricing: { model: 'fixed', basePriceCents: 1 }, sla: { maxLatencyMs: 1, timeoutMs: 1, maxRetries: 0 } }, '/body');
+    expect(named(' Digest ').ok).toBe(true);
+    const refused = named('Dig\u202Eest');
+    expect(!refused.ok && refused.errors.map((e) => e.field)).toEqual(['/body/name']);
+  });
+});

@@ -6,6 +6,7 @@ import { ApiKeyAuthenticator } from './guards/auth.js';
 import { AuthFailures } from './guards/auth-failures.js';
 import { IdempotencyKeyBinding } from './guards/idempotency-keys.js';
 import { RateLimiter } from './guards/rate-limit.js';
+import { UsedSignatures } from './guards/used-signatures.js';
 import { answerMalformedHttp, errorSender } from './http/error-answers.js';
 import { serveHealth } from './http/health-routes.js';
 import { acceptJsonBodies } from './http/json-body.js';
@@ -113,5 +114,6 @@ async function createGuards(bus: Bus, config: ExchangeConfig, membership: CacheM
   const failures = await AuthFailures.create(bus, limiter, config.RATE_LIMIT_AUTH_FAILURES_PER_MIN_PER_IP);
   const auth = await ApiKeyAuthenticator.create(bus, failures, config.RPC_TIMEOUT_MS, membership);
   const keys = await IdempotencyKeyBinding.create(bus, config.IDEMPOTENCY_TTL_HOURS);
-  return { auth, failures, limiter, keys, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
+  const signatures = await UsedSignatures.create(bus, `${config.PUBLIC_BASE_URL}/docs/signing.md#a-signature-is-used-once`);
+  return { auth, failures, limiter, keys, signatures, views: new LocalCache<string>(membership, LOCAL_VIEWS), console: await ConsoleSessions.create(bus) };
 }

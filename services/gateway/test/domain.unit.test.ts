@@ -59,7 +59,8 @@ describe('D3 signatures', () => {
   });
 
   it('verifies a signature made by the client package (noble) with node:crypto', () => {
-    expect(signed()).toEqual({ ok: true });
+    const h = signRequest(keys.secretKey, { method: 'POST', target: '/v1/transactions?x=1', body: '{"a":1}', timestamp: '2026-06-01T12:00:00.000Z' });
+    expect(signed()).toEqual({ ok: true, signatureBytes: Buffer.from(h['x-ae-signature'], 'base64') });
   });
 
   it('verifies a signature made by node:crypto itself', () => {
@@ -67,7 +68,7 @@ describe('D3 signatures', () => {
     const raw = publicKey.export({ format: 'jwk' }).x!;
     const ts = new Date(now).toISOString();
     const sig = sign(null, Buffer.from(signingString(ts, 'GET', '/v1/x', undefined)), privateKey).toString('base64');
-    expect(checkSignature({ signature: sig, timestamp: ts, method: 'GET', target: '/v1/x', rawBody: undefined, publicKey: Buffer.from(raw, 'base64url').toString('base64'), nowMs: now })).toEqual({ ok: true });
+    expect(checkSignature({ signature: sig, timestamp: ts, method: 'GET', target: '/v1/x', rawBody: undefined, publicKey: Buffer.from(raw, 'base64url').toString('base64'), nowMs: now })).toEqual({ ok: true, signatureBytes: Buffer.from(sig, 'base64') });
   });
 
   it.each([

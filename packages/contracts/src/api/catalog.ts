@@ -70,7 +70,8 @@ const SampleNeeds = Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 10,
 const ContractSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema 2020-12' });
 
 export const CreateServiceBody = Strict({
-  name: Type.String({ minLength: 1, maxLength: 200 }),
+  // D24.6: plain text (validation.ts `plainText`), stored trimmed; the description may hold any text.
+  name: Type.String({ minLength: 1, maxLength: 200, plainText: true, description: 'Plain text, trimmed: bidirectional controls and invisible characters are refused' }),
   description: Type.String({ minLength: 10, maxLength: 5000 }),
   version: Type.String({ maxLength: 256, pattern: SEMVER, description: 'Semantic version 2.0' }),
   category: Label,

@@ -61,8 +61,9 @@ export type DelegationPatchView = Static<typeof DelegationPatchView>;
 
 // D6.2: trimmed, exactly one "@", at most 320 characters.
 export const Email = Type.String({ maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', description: 'Email address' });
-export const DisplayName = Type.String({ minLength: 1, maxLength: 200 });
-export const AgentName = Type.String({ minLength: 1, maxLength: 200 });
+// D24.6: plain text (validation.ts `plainText`), stored trimmed.
+export const DisplayName = Type.String({ minLength: 1, maxLength: 200, plainText: true, description: 'Plain text, trimmed: bidirectional controls and invisible characters are refused' });
+export const AgentName = Type.String({ minLength: 1, maxLength: 200, plainText: true, description: 'Plain text, trimmed: bidirectional controls and invisible characters are refused' });
 export const Description = Type.String({ maxLength: 2000 });
 export const Capabilities = Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { maxItems: 50 });
 /** Base64 of a raw 32-byte Ed25519 public key (D3.2). */

@@ -32,7 +32,10 @@ export function serveA2a(app: FastifyInstance, guards: Guards, bus: Bus, config:
     const decision = await guards.limiter.decide(typeof method === 'string' && READS.has(method) ? 'read' : 'write', principal.agentId);
     if (!decision.allowed) throw new RateLimitedError('Too many requests; retry later.', decision);
     reply.headers(decision.headers);
-    const signature = verifiedSignature(req, principal, true, config)!;
+    const signed = verifiedSignature(req, principal, true, config)!;
+    // D24.2: used once; a message sent again is signed anew (its messageId makes the repeat idempotent).
+    await guards.signatures.use(signed.use, req.id, undefined);
+    const signature = signed.view;
     const { providerAgentId } = req.params as { providerAgentId: string };
     if (!UUID.test(providerAgentId)) throw new AppError('VALIDATION_ERROR', '"/path/providerAgentId" must be a UUID.', { field: '/path/providerAgentId' });
     if (typeof method === 'string' && STREAMING.has(method)) {

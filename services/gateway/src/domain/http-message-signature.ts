@@ -7,8 +7,8 @@ import { MAX_SKEW_MS, publicKeyObject } from './signature.js';
  * of the `X-AE-*` headers: one Ed25519 signature by the agent's registered key whose covered
  * components include `@method`, the target (`@target-uri`, or `@authority` + `@path` + `@query`
  * when a query is sent) and, with a body, `content-digest`; parameters `created` (within 300 s),
- * `expires` (optional, not past), `keyid` (the key's id in the agent's DID document) and `alg`
- * (`ed25519`, optional).
+ * `expires` (optional, not past), `keyid` (the key's id in the agent's DID document), `alg`
+ * (`ed25519`, optional) and `nonce` (optional; used once per key, D24.2).
  */
 export interface HttpSignatureInput {
   signatureInput: string;
@@ -40,7 +40,7 @@ export interface HttpSignatureHelp {
 
 export type HttpSignatureCheck =
   /** `signature` and `signatureInput`: the members of the two headers for the verified signature alone. */
-  | { ok: true; label: string; signature: string; signatureInput: string; created: number }
+  | { ok: true; label: string; signature: string; signatureInput: string; created: number; signatureBytes: Buffer; keyid: string; nonce?: string }
   | { ok: false; code: 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED'; message: string; help: HttpSignatureHelp };
 
 const REQUIRED_PARAMS = ['created', 'keyid'];
@@ -80,6 +80,8 @@ export function checkHttpMessageSignature(input: HttpSignatureInput): HttpSignat
   if (expires !== undefined && !Number.isInteger(expires)) return refuse('The expires parameter must be an integer (seconds since the epoch).');
   if (typeof keyid !== 'string') return refuse('The keyid parameter must be a string: the key\'s id in the agent\'s DID document.');
   if (alg !== undefined && alg !== 'ed25519') return refuse('The alg parameter, when given, must be "ed25519".');
+  const nonce = params.get('nonce');
+  if (nonce !== undefined && (typeof nonce !== 'string' || nonce.length === 0)) return refuse('The nonce parameter, when given, must be a non-empty string (it is used once per key).');
   if (Math.abs(input.nowMs - (created as number) * 1000) > MAX_SKEW_MS) return refuse('The signature\'s created time is more than 5 minutes away from the server clock; sign with the current time.', 'SIGNATURE_EXPIRED');
   if (expires !== undefined && (expires as number) * 1000 <= input.nowMs) return refuse('The signature has expired (its expires parameter is past).', 'SIGNATURE_EXPIRED');
   const keyProblem = keyidProblem(keyid, input.did, input.currentKeyId);
@@ -109,7 +111,10 @@ export function checkHttpMessageSignature(input: HttpSignatureInput): HttpSignat
     const base = [...lines, paramsLine].join('\n');
     signatureBase ??= base;
     if (verify(null, Buffer.from(base, 'utf8'), key, signatureBytes)) {
-      return { ok: true, label, signature: `${label}=:${signatureBytes.toString('base64')}:`, signatureInput: `${label}=${serializeInnerList(inner)}`, created: created as number };
+      return {
+        ok: true, label, signature: `${label}=:${signatureBytes.toString('base64')}:`, signatureInput: `${label}=${serializeInnerList(inner)}`, created: created as number,
+        signatureBytes, keyid, ...(typeof nonce === 'string' ? { nonce } : {}),
+      };
     }
   }
   return refuse('The signature does not verify against the registered key: compare your signature base with details.signatureBase.');

@@ -41,7 +41,8 @@ export interface SignatureHelp {
 }
 
 export type SignatureCheck =
-  | { ok: true }
+  /** `signatureBytes`: the verified signature, decoded (what names its one use, D24.2). */
+  | { ok: true; signatureBytes: Buffer }
   | { ok: false; code: 'SIGNATURE_REQUIRED' | 'SIGNATURE_INVALID' | 'SIGNATURE_EXPIRED'; message: string; help: SignatureHelp };
 
 const keyCache = new Map<string, KeyObject>();
@@ -90,5 +91,5 @@ export function checkSignature(input: {
   if (!verify(null, message, key, sig)) {
     return refuse('SIGNATURE_INVALID', 'The signature does not verify against the registered key: compare your signed string with details.signedString.');
   }
-  return { ok: true };
+  return { ok: true, signatureBytes: sig };
 }

@@ -8,10 +8,10 @@ import type { RouteSpec } from './routes.js';
  * Our schemas' own keywords become `x-` extensions in the document (OpenAPI tools accept only
  * those); TypeBox's symbols are dropped by the JSON round trip.
  */
-const OWN_KEYWORDS: Record<string, string> = { maxJsonBytes: 'x-max-json-bytes' };
+const OWN_KEYWORDS: Record<string, string> = { maxJsonBytes: 'x-max-json-bytes', plainText: 'x-plain-text' };
 const plain = (s: TSchema | undefined): unknown =>
   s === undefined ? undefined : JSON.parse(JSON.stringify(s), function (this: Record<string, unknown>, key, value) {
-    if (key in OWN_KEYWORDS && typeof value === 'number') {
+    if (key in OWN_KEYWORDS && (typeof value === 'number' || typeof value === 'boolean')) {
       this[OWN_KEYWORDS[key]!] = value;
       return undefined;
     }

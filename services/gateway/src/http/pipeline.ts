@@ -5,6 +5,8 @@ import type { LocalCache } from '@aex/platform';
 import type { ApiKeyAuthenticator } from '../guards/auth.js';
 import type { AuthFailures } from '../guards/auth-failures.js';
 import type { IdempotencyKeyBinding } from '../guards/idempotency-keys.js';
+import type { UsedSignatures } from '../guards/used-signatures.js';
+import { refuseUnseenResource } from '../guards/resource-access.js';
 import { checkAdminToken } from '../guards/auth.js';
 import { RateLimitedError, type LimitDecision, type RateLimiter } from '../guards/rate-limit.js';
 import { errorResponse, successBody, successBodyOfJson, toAppError, type Meta } from './envelope.js';
@@ -24,6 +26,8 @@ export interface Guards {
   limiter: RateLimiter;
   /** D5.6: each Idempotency-Key bound to the first request that used it, across services. */
   keys: IdempotencyKeyBinding;
+  /** D24.2: each signature accepted once, across replicas. */
+  signatures: UsedSignatures;
   /** Answers of `localCache` routes, as the JSON of their `data` (docs/gateway-caches.md). */
   views: LocalCache<string>;
   /** The web console's sessions (docs/console.md). */
@@ -52,8 +56,12 @@ export function routeHandler(spec: RouteSpec, guards: Guards, bus: Bus, config: 
   const check = compileChecks(spec);
   /** Signature, validation and the owner's answer, once the caller is known and admitted. */
   const answer = async (req: FastifyRequest, reply: FastifyReply, principal: Principal | null) => {
-    const signature = principal ? verifiedSignature(req, principal, spec.signature === 'required', config) : undefined;
+    const signed = principal ? verifiedSignature(req, principal, spec.signature === 'required', config) : undefined;
     const idempotency = operationKeyOf(spec, req, principal);
+    // D24.2: a used signature is refused — unless the request repeats its first one's Idempotency-Key,
+    // which the key's owner answers with the stored answer (D5).
+    if (signed) await guards.signatures.use(signed.use, req.id, idempotency && !idempotency.made ? idempotency.ctx : undefined);
+    const signature = signed?.view;
     let answer: Answer;
     try {
       answer = await execute(spec, check, req, principal, signature, idempotency, guards, bus, config);
@@ -142,7 +150,15 @@ async function execute(
   spec: RouteSpec, check: Checks, req: FastifyRequest, principal: Principal | null, signature: RequestSignature | undefined, idempotency: OperationKey | undefined, guards: Guards, bus: Bus, config: ExchangeConfig,
 ): Promise<Answer> {
   if (!spec.op) return { status: 200, body: successBody(protocolView(config), req.id) };
-  const input = checkInput(spec, check, req);
+  let input: ReturnType<typeof checkInput>;
+  try {
+    input = checkInput(spec, check, req);
+  } catch (err) {
+    // D24.5: who may act on the resource is decided before the body: an invalid request for what
+    // the caller may not see or change gets the 404 or 403 a valid one would.
+    if (principal) await refuseUnseenResource(spec, (req.params ?? {}) as Record<string, unknown>, principal, req.id, bus, config);
+    throw err;
+  }
   // Bound only once the request is valid: what the gateway refuses is never stored under a key (D5.4).
   // A key the gateway made is new: nothing else can have used it.
   if (idempotency && !idempotency.made) await guards.keys.bind(idempotency.ctx);

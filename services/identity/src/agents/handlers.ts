@@ -51,9 +51,14 @@ async function loadAgent(deps: IdentityDeps, agentId: string): Promise<AgentReco
   return agent;
 }
 
-/** Loads an agent the caller may act on; another account's agent is FORBIDDEN, not hidden (its profile is public). */
-async function loadGoverned(deps: IdentityDeps, caller: Principal, agentId: string, allowed: (c: Principal, a: AgentRecord) => boolean, what: string): Promise<AgentRecord> {
+/**
+ * Loads an agent the caller may act on. D24.5: another account's agent is FORBIDDEN where the change
+ * is to its public profile (it may be seen), and NOT_FOUND where it is to what only its account
+ * sees (`privateToAccount`: its delegation), as if the agent did not exist.
+ */
+async function loadGoverned(deps: IdentityDeps, caller: Principal, agentId: string, allowed: (c: Principal, a: AgentRecord) => boolean, what: string, privateToAccount = false): Promise<AgentRecord> {
   const agent = await loadAgent(deps, agentId);
+  if (privateToAccount && agent.accountId !== caller.accountId) throw new AppError('NOT_FOUND', 'No such agent.');
   if (!allowed(caller, agent)) throw new AppError('FORBIDDEN', `You may not ${what} this agent.`);
   return agent;
 }
@@ -175,7 +180,7 @@ async function tellCatalog(deps: IdentityDeps, ctx: HandlerContext, event: Messa
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {
   const caller = requireAgent(ctx);
-  const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of');
+  const target = await loadGoverned(deps, caller, path.agentId, mayGovernAgent, 'set delegation rules of', true);
   // D6.8: a child's rules only tighten what it starts from; looser values are clamped.
   const rules = target.parentAgentId ? await clampForChild(deps.db, { ...target, parentAgentId: target.parentAgentId }, body) : body;
   const reply = await ctx.effect(deps.tx, async (trx) => {

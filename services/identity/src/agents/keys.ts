@@ -19,7 +19,8 @@ type Ops = typeof identityOps;
 export const rotateKey = (deps: IdentityDeps): OperationHandler<Ops['rotateKey']> => async ({ path }, ctx) => {
   const caller = requireAgent(ctx);
   const agent = await findAgent(deps.db, path.agentId);
-  if (!agent) throw new AppError('NOT_FOUND', 'No such agent.');
+  // D24.5: another account's agent's keys are not its to see: as if the agent did not exist.
+  if (!agent || agent.accountId !== caller.accountId) throw new AppError('NOT_FOUND', 'No such agent.');
   if (!mayEditAgent(caller, agent)) throw new AppError('FORBIDDEN', 'You may not rotate the key of this agent.');
   const now = deps.now();
   const key = issueApiKey();

@@ -18,7 +18,8 @@ const ROTATION_OVERLAP_MS = 24 * 3600_000;
 /**
  * D14.2: the routes are for the agent itself or its account's owner agent. Identity answers who the
  * agent is (and its webhook URL as it is now, which the replica may not have yet); another agent of
- * the account or another account's agent is FORBIDDEN, as on identity's own agent routes.
+ * the account is FORBIDDEN; another account's agent is NOT_FOUND, as if it did not exist (D24.5: its
+ * webhooks are not that account's to see).
  */
 async function authorize(deps: WebhookDeps, ctx: HandlerContext, agentId: string): Promise<{ caller: Principal; agent: FullAgentView }> {
   const caller = requireAgent(ctx);
@@ -27,7 +28,8 @@ async function authorize(deps: WebhookDeps, ctx: HandlerContext, agentId: string
     input: { path: { agentId }, query: {}, body: {} },
   }, deps.config.RPC_TIMEOUT_MS);
   const full = 'accountId' in agent ? (agent as FullAgentView) : null;
-  if (!full || !(caller.agentId === agentId || (caller.isOwner && caller.accountId === full.accountId))) {
+  if (!full || full.accountId !== caller.accountId) throw new AppError('NOT_FOUND', 'No such agent.');
+  if (!(caller.agentId === agentId || caller.isOwner)) {
     throw new AppError('FORBIDDEN', 'Only the agent itself or its account’s owner agent may see or change its webhooks.');
   }
   return { caller, agent: full };

@@ -1,31 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { KvConflictError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import type { Bus, KvStore } from '@aex/platform';
+import { kvOf } from './kv-stub.js';
 import { IdempotencyKeyBinding } from '../src/guards/idempotency-keys.js';
 
 // D5.6 at the gateway, with the KV bucket stubbed (the e2e tests use JetStream's): which answers a
 // keyed request gets from the binding, and that a store it cannot reach refuses rather than lets through.
 
-function kvOf(over: Partial<KvStore> = {}): KvStore {
-  const entries = new Map<string, string>();
-  const get = async (key: string) => {
-    const value = entries.get(key);
-    return value === undefined ? null : ({ key, value, revision: 1 } as unknown as KvEntry);
-  };
-  return {
-    get,
-    getLatest: get,
-    async create(key, value) {
-      if (entries.has(key)) throw new KvConflictError(key);
-      entries.set(key, value);
-      return 1;
-    },
-    update: async () => 1,
-    put: async () => 1,
-    delete: async () => undefined,
-    keys: async () => [...entries.keys()],
-    ...over,
-  };
-}
 const binding = (kv: KvStore, budgetMs?: number) => IdempotencyKeyBinding.create({ namespace: 't', kv: async () => kv } as unknown as Bus, 48, budgetMs);
 const ctx = (fingerprint: string, key = 'k-1', scope = 'agent:a') => ({ key, scope, fingerprint });
 

@@ -1,32 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { KvConflictError, type Bus, type KvEntry, type KvStore } from '@aex/platform';
+import type { Bus, KvStore } from '@aex/platform';
+import { kvOf } from './kv-stub.js';
 import { signatureUse, UsedSignatures, USED_SIGNATURE_TTL_MS } from '../src/guards/used-signatures.js';
 import { MAX_SKEW_MS } from '../src/domain/signature.js';
 
 // D24.2 at the gateway, with the KV bucket stubbed (signature-replay.test.ts uses JetStream's): which
 // use of a signature is its first, and that a store it cannot reach refuses rather than lets through.
 
-function kvOf(over: Partial<KvStore> = {}): KvStore {
-  const entries = new Map<string, string>();
-  const get = async (key: string) => {
-    const value = entries.get(key);
-    return value === undefined ? null : ({ key, value, revision: 1 } as unknown as KvEntry);
-  };
-  return {
-    get,
-    getLatest: get,
-    async create(key, value) {
-      if (entries.has(key)) throw new KvConflictError(key);
-      entries.set(key, value);
-      return 1;
-    },
-    update: async () => 1,
-    put: async () => 1,
-    delete: async () => undefined,
-    keys: async () => [...entries.keys()],
-    ...over,
-  };
-}
 let opened: { bucket: string; ttlMs?: number } | undefined;
 const store = (kv: KvStore, budgetMs?: number) =>
   UsedSignatures.create({ namespace: 't', kv: async (bucket: string, o: { ttlMs?: number }) => ((opened = { bucket, ...o }), kv) } as unknown as Bus, 'http://x/docs/signing.md', budgetMs);

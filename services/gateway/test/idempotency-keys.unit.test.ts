@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Bus, KvStore } from '@aex/platform';
+import { KvConflictError, type Bus, type KvStore } from '@aex/platform';
 import { kvOf } from './kv-stub.js';
 import { IdempotencyKeyBinding } from '../src/guards/idempotency-keys.js';
 

@@ -303,7 +303,7 @@ describe('approvals, as the account owner decides them (D10.3)', () => {
     const id = /Transaction ([0-9a-f-]{36}): awaiting_approval, \$2\.50\./.exec(asked.stdout)?.[1];
     expect(id, asked.stdout).toBeDefined();
     expect(asked.stdout).toContain(`It awaits your account owner's approval (above $1.00)`);
-    expect(asked.stdout).toContain(`aex approvals approve ${id}`);
+    expect(asked.stdout).toContain(`aex --profile OWNER approvals approve ${id}`);
 
     const inbox = await cli.aex(['--profile', 'buyer', 'approvals', 'list']);
     expect(inbox.stdout).toMatch(new RegExp(`${id}\\s+awaiting_approval\\s+\\$2\\.50`));

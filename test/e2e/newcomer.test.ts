@@ -144,12 +144,16 @@ describe("the README's first purchase with the client, installed from its packed
   }, 300_000);
 });
 
-describe("the README's MCP client configuration", () => {
-  it('installs the tools as written, and an MCP client configured from it buys and settles within the budget', async () => {
+describe("the README's MCP client configuration and spending rules", () => {
+  it('installs the tools as written, sets the rules as written (the first kept), and an MCP client configured from it buys and settles within the budget', async () => {
     const home = tempDir('aex-llm-');
     const env = { EX: ex.url, HOME: home, npm_config_cache: process.env.npm_config_cache ?? join(homedir(), '.npm'), npm_config_fund: 'false', npm_config_audit: 'false', npm_config_update_notifier: 'false' };
-    const out = await bash(shellBlocks('README.md', 'walkthrough:agent-tools'), { cwd: repoRoot, env, timeoutMs: 240_000 });
+    // The tools as installed, then the README's spending rules with them in the same shell (D23.3).
+    const out = await bash(`${shellBlocks('README.md', 'walkthrough:agent-tools')}\n${shellBlocks('README.md', 'walkthrough:rules')}`, { cwd: repoRoot, env, timeoutMs: 240_000 });
     expect(out).toMatch(/Funded: the balance is now \$50\.00/);
+    expect(out).toMatch(/requireHumanApprovalAboveCents\s+2000 \(kept\)/);
+    expect(out).toMatch(/maxDailySpendCents\s+10000 \(new\)/);
+    expect(out).toContain('No purchases await approval.');
 
     const seller = await signingMember(ex.anon, 'word-seller');
     const service = unwrap(await seller.client.createService({

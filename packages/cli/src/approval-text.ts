@@ -11,5 +11,5 @@ export function approvalReason(a: TransactionView['approval']): string {
 export function awaitingNote(t: TransactionView): string {
   if (t.status !== 'awaiting_approval') return '';
   return `It awaits your account owner's approval (${approvalReason(t.approval)}), until ${t.approval?.expiresAt ?? 'it expires'}.\n`
-    + `The owner approves with: aex approvals approve ${t.id}   (or denies: aex approvals deny ${t.id})\n`;
+    + `The owner approves, with the owner agent's profile: aex --profile OWNER approvals approve ${t.id}   (or denies: … approvals deny ${t.id})\n`;
 }

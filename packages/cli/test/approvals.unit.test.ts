@@ -1,19 +1,27 @@
 import { describe, expect } from 'vitest';
 import { ACCOUNT_ID, AGENT_ID, cliTest } from './cli-test.js';
 import { isSignedBy } from './fake-exchange.js';
-import { agentView, SERVICE_ID, transactionView, TX_ID, WHEN } from './views.js';
+import { agentView, PROVIDER_ID, SERVICE_ID, transactionView, TX_ID, WHEN } from './views.js';
 
 const approval = { rule: 'requireHumanApprovalAboveCents', limit: 100, expiresAt: WHEN };
 
 describe('approvals list', () => {
-  cliTest('asks for the account\'s pending purchases, 20 of them, and prints why each waits and until when', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/approvals`, { data: [transactionView({ status: 'awaiting_approval', approval })] });
+  cliTest('asks for the account\'s pending purchases, 20 of them, and prints what each buys, from whom, by which agent, why it waits and until when (D23.2)', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/approvals`, { data: [transactionView({ status: 'awaiting_approval', approval, serviceName: 'Word counter', providerName: 'Acme' })] });
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/agents`, { data: [agentView()] });
     const r = await aex(['approvals', 'list']);
-    expect(exchange.requests.map((q) => q.target)).toEqual([`/v1/accounts/${ACCOUNT_ID}/approvals?state=pending&limit=20`]);
+    expect(exchange.requests.map((q) => q.target)).toEqual([`/v1/accounts/${ACCOUNT_ID}/approvals?state=pending&limit=20`, `/v1/accounts/${ACCOUNT_ID}/agents?limit=100`]);
     expect(r.stdout).toBe(
-      'ID                                    STATUS             PRICE  BUYER                                 SERVICE                               WHY          DECIDE BY\n'
-      + `${TX_ID}  awaiting_approval  $2.50  ${AGENT_ID}  ${SERVICE_ID}  above $1.00  ${WHEN}\n`,
+      'ID                                    STATUS             PRICE  BUYER  SERVICE       PROVIDER  WHY          DECIDE BY\n'
+      + `${TX_ID}  awaiting_approval  $2.50  Buyer  Word counter  Acme      above $1.00  ${WHEN}\n`,
     );
+  });
+
+  cliTest('shows ids where the names are not known', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/approvals`, { data: [transactionView({ status: 'awaiting_approval', approval })] });
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/agents`, { data: [] });
+    const r = await aex(['approvals', 'list']);
+    expect(r.stdout.split('\n')[1]).toContain(`$2.50  ${AGENT_ID}  ${SERVICE_ID}  ${PROVIDER_ID}  above $1.00`);
   });
 
   cliTest('shows the decision of a decided purchase, and the autoApproveBelow rule as "not below"', async ({ aex, exchange, profile: _ }) => {

@@ -53,7 +53,7 @@ describe('buy', () => {
     expect(r.stdout).toBe(
       `Transaction ${TX_ID}: awaiting_approval, $2.50.\n`
       + `It awaits your account owner's approval (above $1.00), until ${WHEN}.\n`
-      + `The owner approves with: aex approvals approve ${TX_ID}   (or denies: aex approvals deny ${TX_ID})\n`,
+      + `The owner approves, with the owner agent's profile: aex --profile OWNER approvals approve ${TX_ID}   (or denies: … approvals deny ${TX_ID})\n`,
     );
   });
 });

@@ -11,7 +11,19 @@ describe('delegation show', () => {
 
   cliTest('says the account\'s defaults apply when the agent has no rules of its own', async ({ aex, exchange, profile: _ }) => {
     exchange.on('GET', `/v1/agents/${PROVIDER_ID}`, { data: agentView({ id: PROVIDER_ID, delegation: null }) });
-    expect((await aex(['delegation', 'show', PROVIDER_ID])).stdout).toBe('rules  none of its own (the account\'s defaults apply)\n');
+    expect((await aex(['delegation', 'show', PROVIDER_ID])).stdout).toBe('rules  none of its own (the account\'s defaults apply: delegation show --account)\n');
+  });
+
+  cliTest('takes the agent as --agent, as set does', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/agents/${PROVIDER_ID}`, { data: agentView({ id: PROVIDER_ID, delegation: { maxTransactionCents: 250 } }) });
+    expect((await aex(['delegation', 'show', '--agent', PROVIDER_ID])).stdout).toBe('maxTransactionCents  250\n');
+  });
+
+  cliTest('shows the account\'s defaults with --account', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}`, { data: { id: ACCOUNT_ID, defaultDelegation: { maxDailySpendCents: 5000 } } });
+    expect((await aex(['delegation', 'show', '--account'])).stdout).toBe('maxDailySpendCents  5000\n');
+    exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}`, { data: { id: ACCOUNT_ID, defaultDelegation: {} } });
+    expect((await aex(['delegation', 'show', '--account'])).stdout).toBe('rules  none: the account has no default rules\n');
   });
 });
 

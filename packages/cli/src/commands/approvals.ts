@@ -17,9 +17,14 @@ export function registerApprovalCommands(program: Command, ctx: Context): void {
     .option('--limit <n>', 'how many', int('--limit'), 20)
     .action(async (o: { state: 'pending' | 'decided' | 'all'; limit: number }, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
-      const list = ok(await client.listApprovals(await accountOf(profile, client), { state: o.state, limit: o.limit }));
+      const account = await accountOf(profile, client);
+      const list = ok(await client.listApprovals(account, { state: o.state, limit: o.limit }));
+      // D23.2: what is bought and by whom, by name (the buyer's from the account's agents; an id when unknown).
+      const agents = list.length === 0 ? null : await client.listAccountAgents(account, { limit: 100 });
+      const buyers = new Map(agents?.ok ? agents.data.map((a) => [a.id, a.name]) : []);
       show(ctx, cmd, list, (d) => (d.length === 0 ? `No purchases ${o.state === 'pending' ? 'await approval' : 'needed an approval'}.\n` : table(d, [
-        ['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['BUYER', (t) => t.consumerAgentId], ['SERVICE', (t) => t.serviceId],
+        ['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['BUYER', (t) => buyers.get(t.consumerAgentId) ?? t.consumerAgentId],
+        ['SERVICE', (t) => t.serviceName ?? t.serviceId], ['PROVIDER', (t) => t.providerName ?? t.providerAgentId],
         ['WHY', (t) => approvalReason(t.approval)], ['DECIDE BY', (t) => (t.status === 'awaiting_approval' ? t.approval?.expiresAt ?? '-' : t.approval?.decision ?? t.statusReason ?? '-')],
       ])));
     });

@@ -36,11 +36,18 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
   const delegation = program.command('delegation').description('spending rules: the account\'s defaults and each agent\'s own');
   delegation
     .command('show [agentId]')
-    .description('an agent\'s own rules (default: this agent)')
-    .action(async (id: string | undefined, _o: unknown, cmd: Command) => {
+    .description('an agent\'s own rules (the agent as an argument or --agent, default: this agent), or the account\'s defaults (--account)')
+    .option('--agent <agentId>', 'the agent whose rules to show')
+    .option('--account', 'show the account\'s defaults instead')
+    .action(async (id: string | undefined, o: { agent?: string; account?: boolean }, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
-      const a = ok(await client.getAgent(id ?? profile.agentId));
-      show(ctx, cmd, 'delegation' in a ? a.delegation : {}, (d) => record(Object.entries(d ?? {}).length ? Object.entries(d ?? {}) : [['rules', 'none of its own (the account\'s defaults apply)']]));
+      if (o.account) {
+        const account = ok(await client.getAccount(await accountOf(profile, client)));
+        const defaults = 'defaultDelegation' in account ? account.defaultDelegation : {};
+        return show(ctx, cmd, defaults ?? {}, (d) => record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none: the account has no default rules']]));
+      }
+      const a = ok(await client.getAgent(o.agent ?? id ?? profile.agentId));
+      show(ctx, cmd, 'delegation' in a ? a.delegation : {}, (d) => record(Object.entries(d ?? {}).length ? Object.entries(d ?? {}) : [['rules', 'none of its own (the account\'s defaults apply: delegation show --account)']]));
     });
   delegation
     .command('set')

@@ -71,7 +71,7 @@ export async function purchasePage(id) {
     h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'}: ${bought(t)}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts' },
       h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
-      h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)} (fee ${usd(t.platformFeeCents)})`),
+      h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)}${feeNote(t)}`),
       ...(t.metered ? [h('dt', {}, 'Usage'), h('dd', { id: 'purchase-usage' }, t.units === null ? `metered: up to ${t.maxUnits} units held, usage not reported yet` : `${t.units} of at most ${t.maxUnits} units, as the provider's signed delivery reports`)] : []),
       ...(t.sessionId ? [h('dt', {}, 'Session'), h('dd', {}, h('a', { href: `#/sessions/${t.sessionId}`, title: t.sessionId }, `session ${short(t.sessionId)}`))] : []),
       h('dt', {}, 'Service'), h('dd', { id: 'purchase-service' }, named(t.serviceName ?? 'the service', t.serviceId, 'service id'), h('span', { class: 'muted' }, ` version ${t.serviceVersion}`)),
@@ -102,4 +102,12 @@ function receiptCard(r) {
       h('dt', {}, 'Buyer'), h('dd', {}, c.consumer),
       h('dt', {}, 'Provider'), h('dd', {}, c.provider)),
     h('details', {}, h('summary', {}, 'The signed receipt (compact JWS)'), h('pre', { class: 'jws' }, r.receipt)));
+}
+
+/** The platform's fee as far as it applies: charged once settled, due while the purchase may still settle, none otherwise. */
+function feeNote(t) {
+  if (t.platformFeeCents === null || t.platformFeeCents === undefined) return '';
+  if (t.status === 'settled') return ` (fee ${usd(t.platformFeeCents)})`;
+  if (['funds_held', 'executing', 'delivered', 'disputed', 'validation_failed'].includes(t.status)) return ` (fee ${usd(t.platformFeeCents)} when settled)`;
+  return '';
 }

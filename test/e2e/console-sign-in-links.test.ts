@@ -129,7 +129,9 @@ describe('the console’s sign-in page with a link (D23.4)', () => {
     await page.getByRole('heading', { name: 'Approvals' }).waitFor();
     expect(new URL(page.url()).hash).toBe('#/approvals');
     expect(page.url()).not.toContain('link=');
-    expect(await page.locator('#who').textContent()).toContain(`Owner agent ${owner.agentId.slice(0, 8)}`);
+    // Signed in as the owner agent, named (D23.2), its id on hover.
+    expect(await page.locator('#who').textContent()).toContain('Signed in as ');
+    expect(await page.locator('#who span').getAttribute('title')).toBe(owner.agentId);
     // The session is the page's cookie: the API answers the owner's own account through it.
     expect(await page.evaluate(async (id) => (await fetch(`/v1/accounts/${id}`)).status, owner.accountId)).toBe(200);
 

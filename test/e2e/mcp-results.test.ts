@@ -66,7 +66,7 @@ describe('D23.6 compact MCP results', () => {
 
     const bought = await answered(buyer, 'buy_service', { serviceId, input: { text: 'four words right here' } });
     const id = bought.data.transaction.id;
-    expect(Object.keys(bought.data.transaction).sort()).toEqual(['agreedPriceCents', 'expiresAt', 'id', 'serviceId', 'serviceName', 'status', 'units']);
+    expect(Object.keys(bought.data.transaction).sort()).toEqual(['agreedPriceCents', 'expiresAt', 'id', 'providerName', 'serviceId', 'serviceName', 'status', 'units']);
     expect(bought.data.transaction).toMatchObject({ status: 'funds_held', serviceName: 'Word counter', agreedPriceCents: 250, units: 1 });
 
     // Every field on request: the transaction as the API answers it.

@@ -52,16 +52,15 @@ export interface SummaryOptions {
 }
 
 export function summarize(tx: Transaction, opts: SummaryOptions = {}): TransactionSummary {
-  // Names the exchange may add to the transaction's view; absent, the tool's own knowledge.
-  const named = tx as Transaction & { serviceName?: string; providerName?: string };
-  const serviceName = named.serviceName ?? opts.serviceName;
+  // The names the purchase keeps (D23.1; null only until an older purchase is given them): else the tool's own knowledge.
+  const serviceName = tx.serviceName ?? opts.serviceName;
   return {
     id: tx.id,
     status: tx.status,
     ...(tx.statusReason !== null && { statusReason: tx.statusReason }),
     serviceId: tx.serviceId,
     ...(serviceName !== undefined && { serviceName }),
-    ...(named.providerName !== undefined && { providerName: named.providerName }),
+    ...(tx.providerName !== null && { providerName: tx.providerName }),
     agreedPriceCents: tx.agreedPriceCents,
     units: tx.units,
     ...(tx.metered && tx.maxUnits !== null && { maxUnits: tx.maxUnits }),

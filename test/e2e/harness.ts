@@ -296,6 +296,16 @@ export function spawnMain(main: string, env: Record<string, string>, ready: RegE
   });
 }
 
+/** Whether a process of this pid is running (signal 0 checks without signalling). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Sends `signal` (SIGTERM by default) and resolves with the exit code (null when killed by the signal). */
 export function stopProcess(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
   return new Promise((resolve) => {

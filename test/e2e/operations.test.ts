@@ -8,7 +8,7 @@ import { buildGateway } from '@aex/gateway';
 import { loadConfig, NatsBus } from '@aex/platform';
 import { createTestBus, eventually, testLogger, testNamespace } from '@aex/platform/testing';
 import { startLocalNats } from '@aex/stack';
-import { spawnMain, stopProcess, uniqueEmail } from './harness.js';
+import { alive, spawnMain, stopProcess, uniqueEmail } from './harness.js';
 
 // Operations: readiness that answers whatever stalls, and one exchange per data directory.
 
@@ -102,21 +102,13 @@ describe('nothing the stack starts outlives it', () => {
     const dataDir = tempDir('aex-orphans-');
     const env = { AEX_DATA_DIR: dataDir, NATS_URL: '', DATABASE_URL: '', PORT: '0', LOG_LEVEL: 'info' };
     const pidOf = (file: string) => Number.parseInt(readFileSync(join(dataDir, file), 'utf8').split('\n')[0]!, 10);
-    const runs = (pid: number) => {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
-      }
-    };
     try {
       const first = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/, 90_000);
       const servers = [pidOf('postgres/postmaster.pid'), pidOf('nats-server.pid')];
-      expect(servers.every(runs)).toBe(true);
+      expect(servers.every(alive)).toBe(true);
       await stopProcess(first.child, 'SIGKILL');
       // The watchdog tied to the stack by a pipe stops both as soon as the pipe ends.
-      await eventually(async () => !servers.some(runs), 20_000, 100);
+      await eventually(async () => !servers.some(alive), 20_000, 100);
       const again = await spawnMain('services/stack/src/main.ts', env, /listening on (http:\/\/\S+)/, 90_000);
       expect(unwrap(await new ExchangeClient({ baseUrl: again.match[1]! }).protocol()).name).toBe('agent-exchange');
       // Nothing was left for it to stop.
@@ -124,7 +116,7 @@ describe('nothing the stack starts outlives it', () => {
       const serversAgain = [pidOf('postgres/postmaster.pid'), pidOf('nats-server.pid')];
       expect(await stopProcess(again.child)).toBe(0);
       // A clean stop stops them itself, before it exits.
-      expect(serversAgain.some(runs)).toBe(false);
+      expect(serversAgain.some(alive)).toBe(false);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }

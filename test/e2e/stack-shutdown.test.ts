@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventually } from '@aex/platform/testing';
-import { spawnMain, stopProcess, type SpawnedProcess } from './harness.js';
+import { alive, spawnMain, stopProcess, type SpawnedProcess } from './harness.js';
 
 // `pnpm start`'s own servers never outlive it: Ctrl-C while a request is held up in Postgres (an
 // operator's ledger check waiting on a lock, as a very large ledger would keep it reading) still
@@ -22,14 +22,6 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const pidOf = (file: string) => Number.parseInt(readFileSync(file, 'utf8').split('\n')[0]!, 10);
 
 describe('stopping pnpm start with a request held up in Postgres', () => {

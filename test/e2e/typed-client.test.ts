@@ -16,8 +16,8 @@ const outputSchema = { type: 'object', required: ['digest'], properties: { diges
 describe('D23.5 deliver takes the API body', () => {
   it('refuses the output alone before any request: the attempt is not used, the right shape then delivers', async ({ provider, consumer, trade }) => {
     const loose = provider.client.deliver as (id: string, body: unknown, o?: unknown) => ReturnType<ExchangeClient['deliver']>;
-    expect(() => loose(trade.id, OUTPUT)).toThrow(/takes the body of POST \/v1\/transactions\/\{id\}\/deliver; the body has no output object\. It has "digest", "algorithm"/);
-    expect(() => loose(trade.id, { output: OUTPUT, algorithm: 'sha256' })).toThrow(TypeError);
+    await expect(loose(trade.id, OUTPUT)).rejects.toThrow(/takes the body of POST \/v1\/transactions\/\{id\}\/deliver; the body has no output object\. It has "digest", "algorithm"/);
+    await expect(loose(trade.id, { output: OUTPUT, algorithm: 'sha256' })).rejects.toThrow(TypeError);
     expect(unwrap(await consumer.client.getTransaction(trade.id))).toMatchObject({ status: 'funds_held', deliveryAttempts: 0 });
 
     const delivered = unwrap(await provider.client.deliver(trade.id, { output: OUTPUT }, { idempotencyKey: `deliver-${trade.id}` }));
@@ -56,8 +56,8 @@ describe('D23.5 a service handle typed by its schemas', () => {
 
   it('refuses a delivery of the wrong shape through the handle too, before any request', async ({ provider, consumer, service, trade }) => {
     const selling = provider.client.service<typeof INPUT, typeof OUTPUT>(service);
-    const loose = selling.deliver as (id: string, body: unknown) => unknown;
-    expect(() => loose(trade.id, OUTPUT)).toThrow(TypeError);
+    const loose = selling.deliver as (id: string, body: unknown) => Promise<unknown>;
+    await expect(loose(trade.id, OUTPUT)).rejects.toThrow(TypeError);
     expect(unwrap(await consumer.client.getTransaction(trade.id))).toMatchObject({ status: 'funds_held', deliveryAttempts: 0 });
   });
 });

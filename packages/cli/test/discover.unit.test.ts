@@ -6,17 +6,17 @@ const QUERY_ID = '9e000000-0000-4000-8000-00000000009e';
 
 describe('discover', () => {
   const found = {
-    matches: [{ serviceId: SERVICE_ID, serviceName: 'Word counter', agentName: 'Seller', priceCents: 250, estimatedLatencyMs: 1200, trustScore: 80, compatibilityScore: 0.875 }],
+    matches: [{ serviceId: SERVICE_ID, serviceName: 'Word counter', agentName: 'Seller', priceCents: 250, estimatedLatencyMs: 1200, trustScore: 80, compatibilityScore: 0.875, liveness: { state: 'delivering', score: 1, recentDelivered: 4, recentUndelivered: 0 } }],
     warnings: [{ message: 'Few services match the category.' }],
   };
 
-  cliTest('POSTs the need with 10 as the limit, and prints the matches and the exchange\'s notes', async ({ aex, exchange, profile: _ }) => {
+  cliTest('POSTs the need with 10 as the limit, and prints the matches, whether each provider delivers (D22.3) and the exchange\'s notes', async ({ aex, exchange, profile: _ }) => {
     exchange.on('POST', '/v1/services/discover', { data: found });
     const r = await aex(['discover', 'count the words']);
     expect(exchange.requests.map((q) => q.body)).toEqual([{ need: 'count the words', limit: 10 }]);
     expect(r.stdout).toBe(
-      'SERVICE                               NAME          PROVIDER  PRICE  LATENCY  TRUST  FIT\n'
-      + `${SERVICE_ID}  Word counter  Seller    $2.50  1200 ms  80     0.88\n`
+      'SERVICE                               NAME          PROVIDER  PRICE  LATENCY  TRUST  DELIVERS    FIT\n'
+      + `${SERVICE_ID}  Word counter  Seller    $2.50  1200 ms  80     delivering  0.88\n`
       + 'note: Few services match the category.\n',
     );
   });

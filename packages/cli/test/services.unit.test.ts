@@ -29,11 +29,11 @@ describe('services register', () => {
 });
 
 describe('services list', () => {
-  cliTest('lists active services as a table, 20 unless --limit says otherwise', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', '/v1/services', { data: [serviceView()] });
+  cliTest('lists active services as a table with whether each provider delivers (D22.3), 20 unless --limit says otherwise', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', '/v1/services', { data: [serviceView({ liveness: { state: 'stalled', score: 0.2, recentDelivered: 0, recentUndelivered: 3 } })] });
     const r = await aex(['services', 'list', '--category', 'text']);
     expect(exchange.requests.map((q) => q.target)).toEqual(['/v1/services?limit=20&category=text']);
-    expect(r.stdout).toBe(`ID                                    NAME          PRICE  STATUS  TRUST  PROVIDER\n${SERVICE_ID}  Word counter  $2.50  active  80     Seller\n`);
+    expect(r.stdout).toBe(`ID                                    NAME          PRICE  STATUS  TRUST  PROVIDER  DELIVERS\n${SERVICE_ID}  Word counter  $2.50  active  80     Seller    stalled\n`);
   });
 
   cliTest('--mine asks for this agent\'s services, --agent for another provider\'s', async ({ aex, exchange, profile: _ }) => {

@@ -186,9 +186,9 @@ export class ExchangeClient {
   startWork = (transactionId: string, o: Keyed = {}) => this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/start`, { body: {}, ...o });
   /**
    * Delivers (signed) the body of `POST /v1/transactions/{id}/deliver` (D23.5): `{ output }`, with `usage: { units }` for a metered
-   * purchase (D17.2). Another shape throws a `TypeError` before any request: a refused output uses up a delivery attempt.
+   * purchase (D17.2). Another shape rejects with a `TypeError` before any request: a refused output uses up a delivery attempt.
    */
-  deliver = (transactionId: string, body: DeliverBody, o: Keyed = {}) => {
+  deliver = async (transactionId: string, body: DeliverBody, o: Keyed = {}) => {
     checkDeliverBody(body, o);
     return this.request<TransactionView>('POST', `/v1/transactions/${enc(transactionId)}/deliver`, { body, ...o });
   };

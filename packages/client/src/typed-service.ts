@@ -54,7 +54,7 @@ export function serviceHandle<Input, Output>(client: ExchangeClient, serviceId: 
     buy: (input, terms = {}, o = {}) => client.createTransaction({ ...terms, serviceId, input: input as Record<string, unknown> }, o) as Promise<Outcome<Tx>>,
     transaction: (transactionId) => client.getTransaction(transactionId) as Promise<Outcome<Tx>>,
     waitForDelivery: (transactionId, opts) => waitForDelivery(client, transactionId, opts) as Promise<TypedDeliveryWait<Input, Output>>,
-    // Not async: a body of the wrong shape throws here, as the client's deliver does.
+    // A body of the wrong shape rejects with the client's deliver's TypeError.
     deliver: (transactionId, body, o = {}) => client.deliver(transactionId, body as { output: Record<string, unknown> }, o) as Promise<Outcome<Tx>>,
   };
 }

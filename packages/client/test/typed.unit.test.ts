@@ -39,7 +39,7 @@ describe('D23.5 deliver takes the body of POST /v1/transactions/{id}/deliver', (
     void (() => client.deliver('t1', { output, words: 4 }));
   });
 
-  it('refuses any other shape with a TypeError that says the shape, and sends nothing', async () => {
+  it('rejects any other shape with a TypeError that says the shape, and sends nothing', async () => {
     const { client, sent } = recording();
     const deliver = client.deliver as (id: string, body: unknown, o?: unknown) => Promise<unknown>;
     const refusals: Array<[unknown, unknown, RegExp]> = [
@@ -53,9 +53,9 @@ describe('D23.5 deliver takes the body of POST /v1/transactions/{id}/deliver', (
       [{ output: { words: 4 } }, { usage: { units: 3 } }, /usage goes in the body/],
     ];
     for (const [body, o, message] of refusals) {
-      expect(() => deliver('t1', body, o), JSON.stringify(body)).toThrow(TypeError);
-      expect(() => deliver('t1', body, o)).toThrow(message);
-      expect(() => deliver('t1', body, o)).toThrow(/deliver\(transactionId, \{ output, usage\? \}, \{ idempotencyKey\? \}\) takes the body of POST \/v1\/transactions\/\{id\}\/deliver/);
+      await expect(deliver('t1', body, o), JSON.stringify(body)).rejects.toThrow(TypeError);
+      await expect(deliver('t1', body, o)).rejects.toThrow(message);
+      await expect(deliver('t1', body, o)).rejects.toThrow(/deliver\(transactionId, \{ output, usage\? \}, \{ idempotencyKey\? \}\) takes the body of POST \/v1\/transactions\/\{id\}\/deliver/);
     }
     expect(sent).toEqual([]);
   });
@@ -139,6 +139,6 @@ describe('D23.5 a service handle typed by its contract', () => {
     expect(sent.map((s) => s.body)).toEqual([{ queryId: 'q1', serviceId: 's1', input: { text: 'four words right here' } }, { output: { words: 4 } }]);
     expect(bought.ok && delivered.ok && delivered.data.output?.words).toBe(4);
     const refused = counter.deliver as (id: string, body: unknown) => Promise<unknown>;
-    expect(() => refused('t1', { words: 4 })).toThrow(TypeError);
+    await expect(refused('t1', { words: 4 })).rejects.toThrow(TypeError);
   });
 });

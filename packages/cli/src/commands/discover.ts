@@ -25,13 +25,14 @@ export function registerDiscoverCommand(program: Command, ctx: Context): void {
     .option('--category <category>')
     .option('--input <file>', 'an input you have (JSON): services that accept it rank first')
     .option('--limit <n>', 'how many', int('--limit'), 10)
+    // DELIVERS is the provider's liveness (D22.3): delivering, unproven or stalled.
     .action(async (need: string, o: DiscoverOptions, cmd: Command) => {
       const found = ok(await actingAgent(ctx, cmd).client.discover({
         need, limit: o.limit,
         ...(o.maxBudgetCents !== undefined ? { maxBudgetCents: o.maxBudgetCents } : {}), ...(o.minTrust !== undefined ? { minTrustScore: o.minTrust } : {}),
         ...(o.category ? { category: o.category } : {}), ...(o.input ? { inputAvailable: readJson(o.input, 'input') } : {}),
       }));
-      show(ctx, cmd, found, (d) => table(d.matches, [['SERVICE', (m) => m.serviceId], ['NAME', (m) => m.serviceName], ['PROVIDER', (m) => m.agentName], ['PRICE', (m) => usd(m.priceCents)], ['LATENCY', (m) => `${m.estimatedLatencyMs} ms`], ['TRUST', (m) => m.trustScore], ['FIT', (m) => m.compatibilityScore.toFixed(2)]])
+      show(ctx, cmd, found, (d) => table(d.matches, [['SERVICE', (m) => m.serviceId], ['NAME', (m) => m.serviceName], ['PROVIDER', (m) => m.agentName], ['PRICE', (m) => usd(m.priceCents)], ['LATENCY', (m) => `${m.estimatedLatencyMs} ms`], ['TRUST', (m) => m.trustScore], ['DELIVERS', (m) => m.liveness.state], ['FIT', (m) => m.compatibilityScore.toFixed(2)]])
         + d.warnings.map((w) => `note: ${w.message}\n`).join('')
         // D22.2: the purchase names the discover it came from, so that discovery learns from it.
         + (d.matches.length > 0 && d.queryId ? `Buy one with: aex buy SERVICE --input FILE --query-id ${d.queryId}\n` : ''));

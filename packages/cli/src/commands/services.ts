@@ -28,7 +28,7 @@ export function registerServiceCommands(program: Command, ctx: Context): void {
     .action(async (o: { mine?: boolean; agent?: string; category?: string; limit: number }, cmd: Command) => {
       const { profile, client } = actingAgent(ctx, cmd);
       const list = ok(await client.listServices({ limit: o.limit, ...(o.category ? { category: o.category } : {}), ...(o.mine || o.agent ? { agentId: o.agent ?? profile.agentId } : {}) }));
-      show(ctx, cmd, list, (d) => table(d, [['ID', (s) => s.id], ['NAME', (s) => s.name], ['PRICE', (s) => usd(s.pricing.basePriceCents)], ['STATUS', (s) => s.status], ['TRUST', (s) => s.trustScore], ['PROVIDER', (s) => s.providerName]]));
+      show(ctx, cmd, list, (d) => table(d, [['ID', (s) => s.id], ['NAME', (s) => s.name], ['PRICE', (s) => usd(s.pricing.basePriceCents)], ['STATUS', (s) => s.status], ['TRUST', (s) => s.trustScore], ['PROVIDER', (s) => s.providerName], ['DELIVERS', (s) => s.liveness.state]]));
     });
   services
     .command('show <serviceId>')

@@ -166,7 +166,9 @@ function routeOperation(r: RouteSpec, registry: SchemaRegistry): Record<string, 
   if (r.stripeEvent) {
     operation.requestBody = { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A Stripe event, exactly as Stripe sends it (checkout.session.completed, checkout.session.async_payment_succeeded, checkout.session.async_payment_failed, checkout.session.expired)' } } } };
   } else if (r.body && r.op && !isAny(input?.body)) {
-    operation.requestBody = { required: r.body === true, content: { 'application/json': { schema: registry.ref(input!.body), ...(examples?.request ? { example: examples.request } : {}) } } };
+    // A body that must name a field (a PATCH) is required even where its absence is read as {} to say so.
+    const required = r.body === true || ((input!.body as { minProperties?: number }).minProperties ?? 0) > 0;
+    operation.requestBody = { required, content: { 'application/json': { schema: registry.ref(input!.body), ...(examples?.request ? { example: examples.request } : {}) } } };
   }
   if (r.signature === 'required') operation['x-signature-required'] = true;
   return operation;

@@ -118,7 +118,7 @@ describe('the owner\'s desk (D23.2)', () => {
     await page.locator('#no-approvals').waitFor();
   });
 
-  it('D23.2: a notice is cleared on navigation; purchases are found by service name and by provider name', async () => {
+  it('D23.2: a notice is cleared on navigation; purchases are found by service name and by provider name, the search kept in the address; an unsettled purchase says how it ended', async () => {
     const { buyer, owner, summary, resize } = await scene();
     unwrap(await owner.client.approve(summary.id));
     const page = await browser.visit();
@@ -141,6 +141,15 @@ describe('the owner\'s desk (D23.2)', () => {
     await search.fill('SUMMARISER');
     await page.getByRole('button', { name: 'Find' }).click();
     await expect.poll(rows).toEqual([summary.id]);
+    // The search is the page's address: kept on reload, and Back returns to the one before.
+    expect(new URL(page.url()).hash).toBe('#/purchases?q=SUMMARISER');
+    await page.reload();
+    await expect.poll(rows).toEqual([summary.id]);
+    expect(await page.getByLabel('Service or provider').inputValue()).toBe('SUMMARISER');
+    await page.goBack();
+    await expect.poll(rows).toEqual([resize.id]);
+    await page.goForward();
+    await expect.poll(rows).toEqual([summary.id]);
     expect(await accessibilityProblems(page)).toEqual([]);
     await screenshot(page, 'desk-purchases');
     await search.fill('100%');
@@ -148,6 +157,13 @@ describe('the owner\'s desk (D23.2)', () => {
     await page.locator('#no-purchases').waitFor();
     await page.getByRole('button', { name: 'Show all' }).click();
     await expect.poll(async () => (await rows()).length).toBe(2);
+    expect(new URL(page.url()).hash).toBe('#/purchases');
+
+    // A purchase that was not settled says how it ended.
+    await page.locator(`#purchases tr[data-transaction="${resize.id}"] a`).click();
+    await page.getByRole('heading', { name: 'Purchase: Image resizer from Pixel Works' }).waitFor();
+    expect(await page.locator('#timeline li').allTextContents()).toContainEqual(expect.stringMatching(/Cancelled \(approval denied\)$/));
+    await page.goBack();
 
     // A purchase's page names its service, provider and buyer; the ids are on hover and copied.
     await page.locator(`#purchases tr[data-transaction="${summary.id}"] a`).click();

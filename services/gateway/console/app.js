@@ -48,7 +48,7 @@ async function render() {
     if (hash === '#/signin') main.replaceChildren(signInPage());
     else if (!state.session) return go('#/signin');
     else if (state.session.kind === 'owner' && hash === '#/approvals') main.replaceChildren(await approvalsPage());
-    else if (state.session.kind === 'owner' && hash === '#/purchases') main.replaceChildren(await purchasesPage());
+    else if (state.session.kind === 'owner' && (m = /^#\/purchases(?:\?(.*))?$/.exec(hash))) main.replaceChildren(await purchasesPage(new URLSearchParams(m[1] ?? '')));
     else if (state.session.kind === 'owner' && (m = /^#\/purchases\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await purchasePage(m[1]));
     else if (state.session.kind === 'owner' && hash === '#/sessions') main.replaceChildren(await sessionsPage());
     else if (state.session.kind === 'owner' && (m = /^#\/sessions\/([0-9a-f-]{36})$/.exec(hash))) main.replaceChildren(await sessionPage(m[1]));

@@ -2,16 +2,17 @@ import { api } from '../api.js';
 import { agentName } from '../directory.js';
 import { h, named, pill, scroller } from '../elements.js';
 import { bought, short, usd, when, approvalReason } from '../format.js';
-import { render } from '../navigation.js';
+import { go, render } from '../navigation.js';
 import { state } from '../session.js';
 import { disputeCard } from './disputes.js';
 
 // The account's purchases, and each one's page with its timeline.
 
+const ENDINGS = { cancelled: 'Cancelled', expired: 'Expired', failed: 'Failed' };
 const STATUSES = ['awaiting_approval', 'negotiating', 'funds_held', 'executing', 'delivered', 'disputed', 'settled', 'cancelled', 'expired', 'failed'];
 
-export async function purchasesPage() {
-  const filter = new URLSearchParams(sessionStorage.getItem('aex.purchases.filter') ?? '');
+/** The purchases `filter` names (`q`, `status`, `agentId`): it is the page's address, so a search is kept, shared and gone back to. */
+export async function purchasesPage(filter) {
   const query = new URLSearchParams({ limit: '50', ...(filter.get('status') ? { status: filter.get('status') } : {}), ...(filter.get('agentId') ? { agentId: filter.get('agentId') } : {}), ...(filter.get('q') ? { q: filter.get('q') } : {}) });
   const r = await api('GET', `/v1/accounts/${state.session.accountId}/transactions?${query}`);
   const search = h('input', { id: 'filter-q', type: 'search', maxlength: 100, value: filter.get('q') ?? '', placeholder: 'e.g. summariser, Acme', 'aria-describedby': 'filter-q-help' });
@@ -21,13 +22,13 @@ export async function purchasesPage() {
     class: 'search card', id: 'filters', role: 'search',
     onsubmit: (e) => {
       e.preventDefault();
-      sessionStorage.setItem('aex.purchases.filter', new URLSearchParams({ q: search.value.trim(), status: status.value, agentId: agent.value }).toString());
-      void render();
+      const chosen = new URLSearchParams(Object.entries({ q: search.value.trim(), status: status.value, agentId: agent.value }).filter(([, v]) => v));
+      go(chosen.toString() ? `#/purchases?${chosen}` : '#/purchases');
     },
   }, h('label', { for: 'filter-q' }, 'Service or provider'), h('div', {}, search, h('span', { id: 'filter-q-help', class: 'hint' }, 'Any part of the name, in any case.')),
   h('label', { for: 'filter-status' }, 'Status'), status, h('label', { for: 'filter-agent' }, 'Bought by'), agent,
-  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Find'), filter.toString() && [...filter.values()].some(Boolean)
-    ? h('button', { type: 'button', class: 'secondary', onclick: () => { sessionStorage.removeItem('aex.purchases.filter'); void render(); } }, 'Show all') : null));
+  h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Find'), [...filter.values()].some(Boolean)
+    ? h('button', { type: 'button', class: 'secondary', onclick: () => go('#/purchases') }, 'Show all') : null));
   return h('section', {},
     h('h1', {}, 'Purchases'),
     filters,
@@ -66,6 +67,9 @@ export async function purchasePage(id) {
       events.push({ at: d.createdAt, text: `Webhook ${d.eventType} to ${mine === t.consumerAgentId ? 'the buyer' : 'the provider'}: ${d.status}${d.attempts.length ? ` after ${d.attempts.length} attempt(s)` : ''}` });
     }
   }
+  // How a purchase that was not settled ended: its last change is its end.
+  const ending = ENDINGS[t.status];
+  if (ending) events.push({ at: t.updatedAt, text: `${ending}${t.statusReason ? ` (${t.statusReason.replace(/_/g, ' ')})` : ''}` });
   events.sort((a, b) => a.at.localeCompare(b.at));
   return h('section', {},
     h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'}: ${bought(t)}`),

@@ -69,7 +69,7 @@ describe('delegation rules (D23.3)', () => {
     expect(second.stdout).toContain('Changed 1 rule; the others are kept.');
     expect(second.stdout).toMatch(/^maxTransactionCents +250 \(new\)$/m);
     expect(second.stdout).toMatch(/^requireHumanApprovalAboveCents +200 \(kept\)$/m);
-    expect(await cli.json(['--profile', 'buyer', 'delegation', 'show'])).toEqual({ maxTransactionCents: 250, requireHumanApprovalAboveCents: 200 });
+    expect((await cli.json<{ own: unknown }>(['--profile', 'buyer', 'delegation', 'show'])).own).toEqual({ maxTransactionCents: 250, requireHumanApprovalAboveCents: 200 });
 
     const raised = await cli.json<{ rules: unknown; changes: unknown[] }>(['--profile', 'buyer', 'delegation', 'set', '--max-transaction-cents', '300', '--unset', 'require-approval-above-cents']);
     expect(raised).toEqual({
@@ -83,12 +83,17 @@ describe('delegation rules (D23.3)', () => {
     const replaced = await cli.aex(['--profile', 'buyer', 'delegation', 'set', '--replace', '--max-daily-spend-cents', '900']);
     expect(replaced.code, replaced.stderr).toBe(0);
     expect(replaced.stdout).toContain('Replaced: these are all the rules now; any other rule was removed.');
-    expect(await cli.json(['--profile', 'buyer', 'delegation', 'show'])).toEqual({ maxDailySpendCents: 900 });
+    expect((await cli.json<{ own: unknown }>(['--profile', 'buyer', 'delegation', 'show'])).own).toEqual({ maxDailySpendCents: 900 });
 
     // The account's defaults change the same way.
     await cli.json(['--profile', 'buyer', 'delegation', 'set', '--account', '--auto-approve-below', '100']);
     const defaults = await cli.json<{ rules: unknown }>(['--profile', 'buyer', 'delegation', 'set', '--account', '--max-transaction-cents', '5000']);
     expect(defaults.rules).toEqual({ autoApproveBelow: 100, maxTransactionCents: 5000 });
+    // D10.1: show names the rules in force, the account's defaults under the agent's own.
+    expect(await cli.json(['--profile', 'buyer', 'delegation', 'show'])).toMatchObject({
+      own: { maxDailySpendCents: 900 }, inForce: { autoApproveBelow: 100, maxTransactionCents: 5000, maxDailySpendCents: 900 }, base: 'account',
+    });
+    expect((await cli.aex(['--profile', 'buyer', 'delegation', 'show'])).stdout).toMatch(/^maxTransactionCents +- +5000$/m);
   });
 
   cliTest('D23.3: delegation set refuses nothing to change, an unknown --unset and --unset with --replace, and its help says how it changes rules', async ({ cli }) => {

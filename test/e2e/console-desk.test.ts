@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { unwrap } from '@agent-exchange/client';
+import { generateSigningKey, unwrap } from '@agent-exchange/client';
 import type { CreateServiceBody } from '@aex/contracts';
 import { accessibilityProblems, consoleBrowser, layoutProblems, LAPTOP, PHONE, screenshot, signInAsOwner, type ConsoleBrowser } from './console-kit.js';
 import { ADMIN_TOKEN, startTestExchange, type Member, type TestExchange } from './harness.js';
@@ -116,6 +116,29 @@ describe('the owner\'s desk (D23.2)', () => {
     await page.getByRole('button', { name: 'Dismiss this notice' }).click();
     expect(await page.getByRole('status').textContent()).toBe('');
     await page.locator('#no-approvals').waitFor();
+  });
+
+  it('D23.2, D6.8: a child\'s approval measures its day against the daily limit in force (its parent\'s, lowered below its own), and the agents page shows its rules in force', async () => {
+    const { buyer, owner, summary } = await scene();
+    const spawned = unwrap(await buyer.client.spawnAgent(buyer.agentId, { name: 'Research helper', budgetCents: 2000, delegation: { maxDailySpendCents: 4000 } }));
+    unwrap(await owner.client.patchAgentDelegation(buyer.agentId, { maxDailySpendCents: 3000 }));
+    const keys = generateSigningKey();
+    // The child registers a signing key (unsigned: it has none yet) to buy on the signed route.
+    unwrap(await ex.anon.as({ apiKey: spawned.apiKey }).updateAgent(spawned.id, { signingKeyPublic: keys.publicKey }));
+    const child = ex.anon.as({ apiKey: spawned.apiKey, signingSecretKey: keys.secretKey });
+    const asked = unwrap(await child.createTransaction({ serviceId: summary.serviceId, input: { text: 'A short text.', maxWords: 5 } }));
+    expect(asked.status).toBe('awaiting_approval');
+    const page = await browser.visit();
+    await signInAsOwner(page, owner.apiKey);
+    const today = page.locator(`#today-${asked.id}`);
+    await today.waitFor();
+    // Its own $40.00 over the account's defaults would name the wrong limit: the exchange says $30.00.
+    expect(await today.textContent()).toBe('This agent spent $0.00 of the $30.00 it may spend a day; with this purchase, $12.00.');
+    // The agents page shows, beside the child's own rules, those in force.
+    await open(page, '#/agents');
+    const inForce = await page.locator(`#in-force-${spawned.id}`).textContent();
+    expect(inForce).toContain('max spending per 24 hours: $30.00');
+    expect(inForce).toContain('ask me above: $2.00');
   });
 
   it('D23.2: a notice is cleared on navigation; purchases are found by service name and by provider name, the search kept in the address; an unsettled purchase says how it ended', async () => {

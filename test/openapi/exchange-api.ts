@@ -151,7 +151,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** Read an agent’s own delegation rules and the rules in force — what its purchases are checked against: the account’s defaults overridden by its own, or for a child its parent’s tightened by its own; any agent of its account reads them */
+        get: operations["getAgentDelegation"];
         /** Replace one agent’s own delegation rules: rules not given are removed (owner agent) */
         put: operations["setAgentDelegation"];
         post?: never;
@@ -1566,6 +1567,30 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+        };
+        DelegationInForceView: {
+            /**
+             * Format: uuid
+             * @description UUID
+             */
+            agentId: string;
+            own: {
+                maxTransactionCents?: number;
+                maxDailySpendCents?: number;
+                allowedCategories?: string[];
+                blockedCategories?: string[];
+                requireHumanApprovalAboveCents?: number;
+                autoApproveBelow?: number;
+            };
+            inForce: {
+                maxTransactionCents?: number;
+                maxDailySpendCents?: number;
+                allowedCategories?: string[];
+                blockedCategories?: string[];
+                requireHumanApprovalAboveCents?: number;
+                autoApproveBelow?: number;
+            };
+            base: "account" | "parent";
         };
         SpawnedAgentView: {
             /**
@@ -4333,6 +4358,56 @@ export interface operations {
             415: components["responses"]["Error415"];
             /** @description The Idempotency-Key was used for another request: IDEMPOTENCY_KEY_REUSED */
             422: components["responses"]["Error422"];
+            /** @description Rate limited: RATE_LIMITED */
+            429: components["responses"]["Error429"];
+            /** @description The exchange failed to handle the request: INTERNAL_ERROR */
+            500: components["responses"]["Error500"];
+            /** @description A part of the exchange is unavailable; retry: RATE_LIMITER_UNAVAILABLE, SERVICE_UNAVAILABLE */
+            503: components["responses"]["Error503"];
+        };
+    };
+    getAgentDelegation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your id for the request (a UUID); answered in meta.requestId and the X-Request-Id header. Another value is replaced by a new UUID. */
+                "X-Request-Id"?: components["parameters"]["RequestId"];
+                /** @description Base64 Ed25519 signature, by the agent's registered signing key, of "{timestamp}:{METHOD}:{path}:{bodyHash}" (docs/signing.md). Optional here; verified when present. */
+                "X-AE-Signature"?: components["parameters"]["Signature"];
+                /** @description The ISO 8601 time with a zone that was signed; within 300 s of the server clock. */
+                "X-AE-Signature-Timestamp"?: components["parameters"]["SignatureTimestamp"];
+            };
+            path: {
+                /** @description UUID */
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["RequestId"];
+                    "RateLimit-Limit": components["headers"]["RateLimitLimit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimitRemaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimitReset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DelegationInForceView"];
+                        meta: components["schemas"]["Meta"];
+                        errors: null;
+                    };
+                };
+            };
+            /** @description The request is invalid: VALIDATION_ERROR */
+            400: components["responses"]["Error400"];
+            /** @description Not authenticated, or the signature is missing, invalid or expired: UNAUTHENTICATED, SIGNATURE_INVALID, SIGNATURE_EXPIRED */
+            401: components["responses"]["Error401"];
+            /** @description No such resource, or one the caller may not see: NOT_FOUND */
+            404: components["responses"]["Error404"];
             /** @description Rate limited: RATE_LIMITED */
             429: components["responses"]["Error429"];
             /** @description The exchange failed to handle the request: INTERNAL_ERROR */

@@ -3,20 +3,40 @@ import { ACCOUNT_ID, AGENT_ID, cliTest } from './cli-test.js';
 import { isSignedBy } from './fake-exchange.js';
 import { agentView, PROVIDER_ID } from './views.js';
 
-describe('delegation show', () => {
-  cliTest('prints the agent\'s own rules', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', `/v1/agents/${AGENT_ID}`, { data: agentView({ delegation: { maxTransactionCents: 1000, allowedCategories: ['text'] } }) });
-    expect((await aex(['delegation', 'show'])).stdout).toBe('maxTransactionCents  1000\nallowedCategories    ["text"]\n');
+describe('delegation show (D10.1, D6.8)', () => {
+  const inForce = (change: Record<string, unknown> = {}) => ({ agentId: AGENT_ID, own: {}, inForce: {}, base: 'account', ...change });
+
+  cliTest('D10.1: prints each rule\'s own value beside the one in force, as the exchange reads them', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/agents/${AGENT_ID}/delegation`, { data: inForce({
+      own: { maxTransactionCents: 1000, allowedCategories: ['text', 'data'] },
+      inForce: { maxTransactionCents: 1000, maxDailySpendCents: 5000, allowedCategories: ['text', 'data'] },
+    }) });
+    expect((await aex(['delegation', 'show'])).stdout).toBe([
+      'RULE                 OWN        IN FORCE',
+      'maxTransactionCents  1000       1000',
+      'maxDailySpendCents   -          5000',
+      'allowedCategories    text,data  text,data',
+      'In force: what the exchange checks its purchases against — the account\'s defaults, each rule of its own replacing the default.',
+      '',
+    ].join('\n'));
   });
 
-  cliTest('says the account\'s defaults apply when the agent has no rules of its own', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', `/v1/agents/${PROVIDER_ID}`, { data: agentView({ id: PROVIDER_ID, delegation: null }) });
-    expect((await aex(['delegation', 'show', PROVIDER_ID])).stdout).toBe('rules  none of its own (the account\'s defaults apply: delegation show --account)\n');
+  cliTest('D6.8: says a child\'s rules in force are its parent\'s, tightened by its own', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/agents/${PROVIDER_ID}/delegation`, { data: inForce({ agentId: PROVIDER_ID, own: { maxDailySpendCents: 800 }, inForce: { maxDailySpendCents: 300 }, base: 'parent' }) });
+    const out = (await aex(['delegation', 'show', PROVIDER_ID])).stdout;
+    expect(out).toMatch(/^maxDailySpendCents {2}800 {2}300$/m);
+    expect(out).toContain('its parent\'s rules in force, tightened by its own');
   });
 
-  cliTest('takes the agent as --agent, as set does', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', `/v1/agents/${PROVIDER_ID}`, { data: agentView({ id: PROVIDER_ID, delegation: { maxTransactionCents: 250 } }) });
-    expect((await aex(['delegation', 'show', '--agent', PROVIDER_ID])).stdout).toBe('maxTransactionCents  250\n');
+  cliTest('D10.1: says so when no rule applies', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', `/v1/agents/${PROVIDER_ID}/delegation`, { data: inForce({ agentId: PROVIDER_ID }) });
+    expect((await aex(['delegation', 'show', '--agent', PROVIDER_ID])).stdout).toBe('No rules: nothing limits its purchases (no rule of its own, none from the account\'s defaults).\n');
+  });
+
+  cliTest('D10.1: --json prints the exchange\'s answer: its own rules, those in force and what they start from', async ({ aex, exchange, profile: _ }) => {
+    const view = inForce({ own: { maxTransactionCents: 250 }, inForce: { maxTransactionCents: 250, autoApproveBelow: 100 } });
+    exchange.on('GET', `/v1/agents/${AGENT_ID}/delegation`, { data: view });
+    expect(JSON.parse((await aex(['--json', 'delegation', 'show'])).stdout)).toEqual(view);
   });
 
   cliTest('shows the account\'s defaults with --account', async ({ aex, exchange, profile: _ }) => {

@@ -15,7 +15,7 @@ import type {
   ServiceView,
   UpdateServiceBody,
   DelegationRules,
-  DelegationPatch, DelegationPatchView,
+  DelegationPatch, DelegationPatchView, DelegationInForceView,
   DidDocument,
   FullAgentView,
   TrustView,
@@ -121,6 +121,8 @@ export class ExchangeClient {
   getAgent = (agentId: string) => this.request<FullAgentView | PublicAgentView>('GET', `/v1/agents/${enc(agentId)}`);
   updateAgent = (agentId: string, body: UpdateAgentBody, o: Keyed = {}) => this.request<FullAgentView>('PATCH', `/v1/agents/${enc(agentId)}`, { body, ...o });
   deactivateAgent = (agentId: string, o: Keyed = {}) => this.request<FullAgentView>('DELETE', `/v1/agents/${enc(agentId)}`, o);
+  /** D10.1, D6.8: the agent's own rules and the rules in force, which its purchases are checked against (its account's agents). */
+  getAgentDelegation = (agentId: string) => this.request<DelegationInForceView>('GET', `/v1/agents/${enc(agentId)}/delegation`);
   /** Replaces the agent's own rules: a rule not in `body` is removed (`patchAgentDelegation` changes some). */
   setAgentDelegation = (agentId: string, body: DelegationRules, o: Keyed = {}) => this.request<DelegationRules>('PUT', `/v1/agents/${enc(agentId)}/delegation`, { body, ...o });
   /** D23.3: changes only the agent's rules named (`null` removes one); answers the rules after and what changed. */

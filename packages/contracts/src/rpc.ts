@@ -57,6 +57,8 @@ export const identityOps = {
   getTrust: operation('identity', 'getTrust', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.TrustView),
   updateAgent: effect('identity', 'updateAgent', 'agent', parts(I.AgentPath, Empty, I.UpdateAgentBody), I.FullAgentView),
   deactivateAgent: effect('identity', 'deactivateAgent', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.FullAgentView),
+  /** D10.1, D6.8: the agent's own rules and those in force (agents of its account, D2.3). */
+  getAgentDelegation: operation('identity', 'getAgentDelegation', 'agent', parts(I.AgentPath, Empty, Type.Any()), I.DelegationInForceView),
   setAgentDelegation: effect('identity', 'setAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationRules), I.DelegationRules),
   /** D23.3: changes only the rules named; `null` removes one. */
   patchAgentDelegation: effect('identity', 'patchAgentDelegation', 'agent', parts(I.AgentPath, Empty, I.DelegationPatch), I.DelegationPatchView),

@@ -102,6 +102,7 @@ function operationHandlers(deps: IdentityDeps) {
     updateAgent: agents.updateAgent(deps),
     deactivateAgent: agents.deactivateAgent(deps),
     suspendAgent: agents.suspendAgent(deps),
+    getAgentDelegation: agents.getAgentDelegation(deps),
     setAgentDelegation: agents.setAgentDelegation(deps),
     patchAgentDelegation: agents.patchAgentDelegation(deps),
     spawnAgent: spawnAgent(deps),

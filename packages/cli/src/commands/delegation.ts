@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
-import type { DelegationPatchView } from '@aex/contracts';
+import type { DelegationInForceView, DelegationPatchView } from '@aex/contracts';
 import type { Context } from '../context.js';
 import { ok } from '../exchange-outcome.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { cents } from '../number-arguments.js';
 import { accountOf, actingAgent } from '../profile-loading.js';
 import { show } from '../show.js';
-import { record } from '../text-format.js';
+import { record, table } from '../text-format.js';
 
 interface SetOptions {
   agent?: string;
@@ -36,7 +36,7 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
   const delegation = program.command('delegation').description('spending rules: the account\'s defaults and each agent\'s own');
   delegation
     .command('show [agentId]')
-    .description('an agent\'s own rules (the agent as an argument or --agent, default: this agent), or the account\'s defaults (--account)')
+    .description('an agent\'s own rules and the rules in force, which the exchange checks its purchases against (the agent as an argument or --agent, default: this agent), or the account\'s defaults (--account)')
     .option('--agent <agentId>', 'the agent whose rules to show')
     .option('--account', 'show the account\'s defaults instead')
     .action(async (id: string | undefined, o: { agent?: string; account?: boolean }, cmd: Command) => {
@@ -46,8 +46,8 @@ export function registerDelegationCommands(program: Command, ctx: Context): void
         const defaults = 'defaultDelegation' in account ? account.defaultDelegation : {};
         return show(ctx, cmd, defaults ?? {}, (d) => record(Object.entries(d).length ? Object.entries(d) : [['rules', 'none: the account has no default rules']]));
       }
-      const a = ok(await client.getAgent(o.agent ?? id ?? profile.agentId));
-      show(ctx, cmd, 'delegation' in a ? a.delegation : {}, (d) => record(Object.entries(d ?? {}).length ? Object.entries(d ?? {}) : [['rules', 'none of its own (the account\'s defaults apply: delegation show --account)']]));
+      // D10.1, D6.8: the exchange says what is in force; a child's rules are not its own over the defaults.
+      show(ctx, cmd, ok(await client.getAgentDelegation(o.agent ?? id ?? profile.agentId)), describeInForce);
     });
   delegation
     .command('set')
@@ -128,4 +128,16 @@ function describeChange({ rules, changes }: DelegationPatchView): string {
   }
   const head = changes.length === 0 ? 'Nothing changed: the rules already were so.' : `Changed ${changes.length === 1 ? '1 rule' : `${changes.length} rules`}; the others are kept.`;
   return `${head}\n${lines.length ? record(lines) : 'No rules now.\n'}`;
+}
+
+const ruleText = (v: unknown) => (v === undefined ? '-' : Array.isArray(v) ? v.join(',') : String(v));
+
+/** Each rule set, its own value beside the one in force, and what the rules in force start from. */
+function describeInForce({ own, inForce, base }: DelegationInForceView): string {
+  const set = RULES.map(([, field]) => field as keyof typeof own).filter((f) => own[f] !== undefined || inForce[f] !== undefined);
+  const from = base === 'parent'
+    ? 'its parent\'s rules in force, tightened by its own (an own value looser than the parent\'s does not apply)'
+    : 'the account\'s defaults, each rule of its own replacing the default';
+  if (set.length === 0) return `No rules: nothing limits its purchases (no rule of its own, none from ${base === 'parent' ? 'its parent' : 'the account\'s defaults'}).\n`;
+  return `${table(set, [['RULE', (f) => f], ['OWN', (f) => ruleText(own[f])], ['IN FORCE', (f) => ruleText(inForce[f])]])}In force: what the exchange checks its purchases against — ${from}.\n`;
 }

@@ -59,6 +59,19 @@ export const DelegationPatchView = Type.Object({
 });
 export type DelegationPatchView = Static<typeof DelegationPatchView>;
 
+/**
+ * D10.1, D6.8: an agent's own rules and the rules in force for it — what the exchange checks its
+ * purchases against. `base` says what its own rules start from: the account's defaults, or (a child
+ * spawned inheriting them) its parent's rules in force, which its own only tighten.
+ */
+export const DelegationInForceView = Type.Object({
+  agentId: Uuid,
+  own: DelegationRules,
+  inForce: DelegationRules,
+  base: Type.Union([Type.Literal('account'), Type.Literal('parent')]),
+});
+export type DelegationInForceView = Static<typeof DelegationInForceView>;
+
 // D6.2: trimmed, exactly one "@", at most 320 characters.
 export const Email = Type.String({ maxLength: 320, pattern: '^\\s*[^@\\s]+@[^@\\s]+\\s*$', description: 'Email address' });
 // D24.6: plain text (validation.ts `plainText`), stored trimmed.

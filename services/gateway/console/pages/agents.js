@@ -77,7 +77,11 @@ export async function agentsPage() {
       own ? h('p', {}, 'It was the key of this session: sign in again with the new one.') : null));
     if (!own) void render().then(() => document.getElementById('page').prepend(shownKey));
   };
-  const rulesText = (d) => (Object.keys(d).length ? Object.entries(d).map(([k, v]) => `${LABEL[k] ?? k}: ${shown(k, v)}`).join('; ') : h('span', { class: 'muted' }, 'the account\'s defaults'));
+  const rulesText = (d, none) => (Object.keys(d).length ? Object.entries(d).map(([k, v]) => `${LABEL[k] ?? k}: ${shown(k, v)}`).join('; ') : h('span', { class: 'muted' }, none));
+  // D6.8: a child's own rules do not say what applies to it (its parent's rules, tightened by its
+  // own): the exchange says it. Other agents' are their own over the account's defaults, shown below.
+  const children = await Promise.all(agents.filter((a) => a.parentAgentId).map(async (a) => [a.id, await api('GET', `/v1/agents/${a.id}/delegation`)]));
+  const inForce = new Map(children.filter(([, r]) => r.ok).map(([id, r]) => [id, r.data.inForce]));
   return h('section', {},
     h('h1', {}, 'Agents and rules'),
     shownKey,
@@ -86,7 +90,8 @@ export async function agentsPage() {
       h('tbody', {}, agents.map((a) => h('tr', { 'data-agent': a.id },
         h('td', {}, named(a.name, a.id, 'agent id'), a.id === state.session.agentId ? h('span', { class: 'muted' }, ' (owner)') : null),
         h('td', {}, pill(a.status)), h('td', {}, `${a.trustScore}/100`), h('td', {}, h('code', {}, `${a.keyPrefix}…`)),
-        h('td', {}, rulesText(a.delegation)),
+        h('td', {}, rulesText(a.delegation, a.parentAgentId ? 'none of its own' : 'the account\'s defaults'),
+          inForce.has(a.id) ? h('div', { class: 'muted', id: `in-force-${a.id}` }, 'In force: ', rulesText(inForce.get(a.id), 'none')) : null),
         h('td', {}, h('div', { class: 'actions' },
           a.id === state.session.agentId ? null : h('a', { href: `#/agents`, onclick: (e) => { e.preventDefault(); document.getElementById(`rules-${a.id}`)?.scrollIntoView(); } }, `Edit rules of ${a.name}`),
           h('button', { type: 'button', class: 'secondary', onclick: rotate(a), 'aria-label': `Rotate key of ${a.name}` }, 'Rotate key')))))))),

@@ -7,7 +7,8 @@ import { state } from '../session.js';
 
 // D23.2: the approvals inbox a person decides in — what is bought, from whom, for what, and how it
 // compares with the rules: the service and its description, the provider and its trust, the price
-// against the rule that stopped it, the last 24 hours' spending against the daily limit, the input.
+// against the rule that stopped it, the last 24 hours' spending against the daily limit in force
+// (as the exchange reads it: GET /v1/agents/{id}/delegation), the input.
 
 const INPUT_LINES = 5;
 const VALUE_CHARS = 80;
@@ -26,9 +27,6 @@ function inputSummary(input, id) {
     h('details', {}, h('summary', {}, 'The whole input (JSON)'), h('pre', {}, JSON.stringify(input, null, 2))));
 }
 
-/** The rules in force for an agent: its own over the account's defaults. */
-const rulesOf = (agentId, defaults) => ({ ...defaults, ...(state.agents?.get(agentId)?.delegation ?? {}) });
-
 function approvalCard(t, { svc, trust, rules, spentToday }) {
   const id = t.id;
   const reason = h('input', { type: 'text', id: `reason-${id}`, maxlength: 1000, placeholder: 'optional' });
@@ -39,8 +37,11 @@ function approvalCard(t, { svc, trust, rules, spentToday }) {
     say(action === 'approve' ? `Approved ${what}: ${r.data.status === 'funds_held' ? 'the price is held' : `it is ${r.data.status.replace(/_/g, ' ')}`}.` : `Denied ${what}.`);
     void render();
   };
-  const daily = rules.maxDailySpendCents;
+  const daily = rules?.maxDailySpendCents;
   const afterThis = spentToday + (t.agreedPriceCents ?? 0);
+  const today = rules === null ? `This agent spent ${usd(spentToday)}; its daily limit could not be read.`
+    : daily === undefined ? `This agent spent ${usd(spentToday)}; it has no daily limit.`
+      : `This agent spent ${usd(spentToday)} of the ${usd(daily)} it may spend a day; with this purchase, ${usd(afterThis)}${afterThis > daily ? ' — over the limit' : ''}.`;
   return h('article', { class: 'card approval', 'data-transaction': id, 'aria-labelledby': `title-${id}` },
     h('h2', { id: `title-${id}` }, what),
     h('dl', { class: 'facts' },
@@ -51,9 +52,7 @@ function approvalCard(t, { svc, trust, rules, spentToday }) {
         svc?.description ? h('p', { class: 'muted', id: `description-${id}` }, svc.description) : null),
       h('dt', {}, 'Provider'), h('dd', {}, named(t.providerName ?? 'the provider', t.providerAgentId, 'provider id'),
         trust ? h('span', { id: `trust-${id}` }, ` · trust ${trust.trustScore}/100 (${trust.counts.settled} settled, ${trust.counts.failed + trust.counts.expired} failed or expired, ${trust.counts.disputesLost} disputes lost)`) : null),
-      h('dt', {}, 'Last 24 hours'), h('dd', { id: `today-${id}` }, daily === undefined
-        ? `This agent spent ${usd(spentToday)}; it has no daily limit.`
-        : `This agent spent ${usd(spentToday)} of the ${usd(daily)} it may spend a day; with this purchase, ${usd(afterThis)}${afterThis > daily ? ' — over the limit' : ''}.`),
+      h('dt', {}, 'Last 24 hours'), h('dd', { id: `today-${id}` }, today),
       h('dt', {}, 'Decide by'), h('dd', {}, when(t.approval && t.approval.expiresAt), h('span', { class: 'muted' }, ' (then it is cancelled)'))),
     h('h3', {}, 'Input'),
     inputSummary(t.input, id),
@@ -65,13 +64,11 @@ function approvalCard(t, { svc, trust, rules, spentToday }) {
 
 export async function approvalsPage() {
   const account = state.session.accountId;
-  const [pending, decided, acc] = await Promise.all([
+  const [pending, decided] = await Promise.all([
     api('GET', `/v1/accounts/${account}/approvals?state=pending&limit=100`),
     api('GET', `/v1/accounts/${account}/approvals?state=decided&limit=20`),
-    api('GET', `/v1/accounts/${account}`),
   ]);
   if (!pending.ok) return h('p', { class: 'error' }, pending.error);
-  const defaults = acc.ok ? acc.data.defaultDelegation : {};
   // What each buying agent spent in the last 24 hours: what its daily limit is measured against.
   const spent = new Map();
   const spentBy = (id) => {
@@ -81,13 +78,20 @@ export async function approvalsPage() {
     }
     return spent.get(id);
   };
+  // The rules in force for each buying agent, read from the exchange that checks them (D10.1): the
+  // page cannot merge them itself, a child's being its parent's tightened by its own (D6.8).
+  const rules = new Map();
+  const rulesBy = (id) => {
+    if (!rules.has(id)) rules.set(id, api('GET', `/v1/agents/${id}/delegation`).then((r) => (r.ok ? r.data.inForce : null)));
+    return rules.get(id);
+  };
   const trusts = new Map();
   const trustOf = (id) => {
     if (!trusts.has(id)) trusts.set(id, api('GET', `/v1/agents/${id}/trust`).then((r) => (r.ok ? r.data : null)));
     return trusts.get(id);
   };
   const cards = await Promise.all(pending.data.map(async (t) => approvalCard(t, {
-    svc: await service(t.serviceId), trust: await trustOf(t.providerAgentId), rules: rulesOf(t.consumerAgentId, defaults), spentToday: await spentBy(t.consumerAgentId),
+    svc: await service(t.serviceId), trust: await trustOf(t.providerAgentId), rules: await rulesBy(t.consumerAgentId), spentToday: await spentBy(t.consumerAgentId),
   })));
   return h('section', {},
     h('h1', {}, 'Approvals'),

@@ -30,9 +30,16 @@ const agentRules = precompiled((db: Kysely<Database>, $: Slots<{ agentId: string
   .select(['a.status', 'a.accountId', 'a.delegation', 'a.parentAgentId', 'a.inheritDelegation', 'c.defaultDelegation', 'o.id as ownerAgentId'])
   .where('a.id', '=', $.agentId));
 
+/**
+ * What an agent's own rules start from (D10.1, D6.8): its parent's rules in force for a child spawned
+ * inheriting them, the account's defaults for every other agent.
+ */
+export const baseOf = (agent: { parentAgentId: string | null; inheritDelegation: boolean }): 'account' | 'parent' =>
+  agent.parentAgentId && agent.inheritDelegation ? 'parent' : 'account';
+
 /** What a child's own rules tighten (D6.8): its parent's rules in force, or the account's defaults. */
 export async function childBase(db: Kysely<Database>, child: { parentAgentId: string | null; inheritDelegation: boolean; defaultDelegation: DelegationRules }): Promise<DelegationRules> {
-  if (!child.inheritDelegation || !child.parentAgentId) return merge(child.defaultDelegation, {});
+  if (baseOf(child) === 'account' || !child.parentAgentId) return merge(child.defaultDelegation, {});
   // Children cannot spawn (D6.8), so a parent is never a child: one level up is all there is.
   return (await rulesInForce(db, child.parentAgentId)).rules;
 }

@@ -12,7 +12,7 @@ import { awaitWallet, requestWallet } from './wallet-saga.js';
 import { activeKeyHash, addSigningKey, agentFacts, findAgent, insertAgent, principalOf, takeAgentPlace } from './repository.js';
 import { fullAgentView, publicAgentView, type AgentRecord } from './views.js';
 import { recordOperatorAction } from '../operator/audit.js';
-import { clampForChild } from './effective-delegation.js';
+import { baseOf, clampForChild, rulesInForce } from './effective-delegation.js';
 import { delegationChanges, patchDelegation } from '../domain/delegation.js';
 
 type Ops = typeof identityOps;
@@ -176,6 +176,19 @@ async function tellCatalog(deps: IdentityDeps, ctx: HandlerContext, event: Messa
   }, { timeoutMs: deps.config.RPC_TIMEOUT_MS });
   if (!reply.ok) ctx.logger.warn({ errors: reply.errors, agentId: (event.data as { agentId: string }).agentId }, 'the catalog could not be told of a deactivation at once; it applies the event when it arrives');
 }
+
+/**
+ * GET /v1/agents/{id}/delegation (D10.1, D6.8): the agent's own rules and the rules in force, read
+ * by identity so that no reader merges them itself (a child's are tightened, not overridden). Any
+ * agent of its account may read them, as it reads the full agent (D2.3); another account is
+ * answered as if the agent did not exist (D24.5).
+ */
+export const getAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['getAgentDelegation']> => async ({ path }, ctx) => {
+  const caller = requireAgent(ctx);
+  const agent = await loadGoverned(deps, caller, path.agentId, seesFullAgent, 'read the delegation rules of', true);
+  const { rules } = await rulesInForce(deps.db, agent.id);
+  return { data: { agentId: agent.id, own: agent.delegation, inForce: rules, base: baseOf(agent) } };
+};
 
 /** PUT /v1/agents/{id}/delegation: the owner agent only; no agent changes its own rules unless owner (D2.2). */
 export const setAgentDelegation = (deps: IdentityDeps): OperationHandler<Ops['setAgentDelegation']> => async ({ path, body }, ctx) => {

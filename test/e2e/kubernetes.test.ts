@@ -12,6 +12,12 @@ import { boot, Cleanups, collector, isolated, smoke, stopAll } from './kube-kit.
 // would, used through the gateway, and stopped with SIGTERM within their grace period.
 // image.test.ts runs the same in the built image.
 
+/**
+ * Six services and the migrations started as processes, each loading its TypeScript: 22–44 s on an
+ * idle two-core machine (production values the longest), past a minute when the machine is busy.
+ */
+const BOOT_TIMEOUT_MS = 150_000;
+
 describe('the services booted from the rendered chart', () => {
   const cleanups = new Cleanups();
   afterEach(() => cleanups.run());
@@ -32,7 +38,7 @@ describe('the services booted from the rendered chart', () => {
     expect(await (await fetch(catalog.run.readyUrl!)).text()).toMatch(/"name":"discovery-meaning","ok":true}/);
     await smoke(booted.gateway);
     await stopAll(booted);
-  });
+  }, BOOT_TIMEOUT_MS);
 
   it('production values: the platform team\'s Secret with a login key per service, the operator API on', async () => {
     const { db, namespace } = await isolated(cleanups);
@@ -52,7 +58,7 @@ describe('the services booted from the rendered chart', () => {
     // The OTel settings passed through: every service exported its spans under its own name.
     const traces = Buffer.concat(otel.received.filter((r) => r.path === '/v1/traces').map((r) => r.body)).toString('latin1');
     for (const service of ['gateway', 'identity', 'catalog', 'transactions', 'wallet', 'webhooks']) expect(traces).toContain(`agent-exchange-${service}`);
-  });
+  }, BOOT_TIMEOUT_MS);
 
   it('development values (tilt up): the services start under node --watch-path and stop cleanly', async () => {
     const { db, namespace } = await isolated(cleanups);
@@ -62,7 +68,7 @@ describe('the services booted from the rendered chart', () => {
     const health = await fetch(`${booted.gateway}/readyz`);
     expect(health.status).toBe(200);
     await stopAll(booted);
-  });
+  }, BOOT_TIMEOUT_MS);
 
   it('a Secret the deployment names but nobody created stops the boot, as CreateContainerConfigError would', async () => {
     const objects = await render('production-values.yaml', {});

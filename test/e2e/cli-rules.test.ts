@@ -4,13 +4,16 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { unwrap } from '@agent-exchange/client';
 import { startTestExchange, type TestExchange } from './harness.js';
 import { installPacked } from './packed-kit.js';
+import { INPUT, party, serviceBody } from './transaction-kit.js';
 
 // The packed aex CLI changing spending rules (D23.3: only the rules given change, --unset removes
-// one, --replace replaces them all) and signing its owner agent in to the web console with a
-// one-time link (D23.4), run as a person's shell runs it: installed outside the workspace, with a
-// home directory of its own (cli.test.ts does the rest of the CLI the same way).
+// one, --replace replaces them all), spawning a child that buys at once (D6.8), and signing its
+// owner agent in to the web console with a one-time link (D23.4), run as a person's shell runs it:
+// installed outside the workspace, with a home directory of its own (cli.test.ts does the rest of
+// the CLI the same way).
 
 let ex: TestExchange;
 let dir: string;
@@ -108,6 +111,25 @@ describe('delegation rules (D23.3)', () => {
     expect(help).toContain('--unset <rule> remove one rule, named as its option is (repeatable)');
     expect(help).toContain('Rules --unset takes: max-transaction-cents, max-daily-spend-cents, allowed-categories, blocked-categories, require-approval-above-cents, auto-approve-below.');
     expect(help).toContain('--replace replace all the rules with exactly those given: every rule not given is removed');
+  });
+});
+
+describe('a spawned child (D6.8)', () => {
+  cliTest('D6.8: agents spawn --save-as gives the child a registered signing key, so it buys; its rules in force are its parent\'s', async ({ cli }) => {
+    const seller = await party(ex);
+    const service = unwrap(await seller.client.createService(serviceBody({ pricing: { model: 'fixed', basePriceCents: 300 } })));
+    await cli.json(['--profile', 'buyer', 'wallet', 'fund', '5000']);
+    await cli.json(['--profile', 'buyer', 'delegation', 'set', '--max-daily-spend-cents', '2000', '--require-approval-above-cents', '200']);
+    const spawned = await cli.aex(['--profile', 'buyer', 'agents', 'spawn', '--name', 'helper', '--budget-cents', '1000', '--save-as', 'helper']);
+    expect(spawned.code, spawned.stderr).toBe(0);
+    expect(spawned.stdout).toMatch(/^profile +helper$/m);
+    const child = await cli.json<{ id: string; signingKeyPublic: string | null; parentAgentId: string }>(['--profile', 'helper', 'agents', 'show']);
+    expect(child.signingKeyPublic).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    // D10.1: what applies to the child is its parent's, though it has no rule of its own.
+    expect(await cli.json(['--profile', 'helper', 'delegation', 'show'])).toMatchObject({ own: {}, inForce: { maxDailySpendCents: 2000, requireHumanApprovalAboveCents: 200 }, base: 'parent' });
+    writeFileSync(join(cli.home, 'input.json'), JSON.stringify(INPUT));
+    const bought = await cli.json<{ status: string; consumerAgentId: string }>(['--profile', 'helper', 'buy', service.id, '--input', join(cli.home, 'input.json')]);
+    expect(bought).toMatchObject({ status: 'awaiting_approval', consumerAgentId: child.id });
   });
 });
 

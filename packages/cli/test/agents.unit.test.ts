@@ -51,17 +51,46 @@ describe('agents deactivate', () => {
 });
 
 describe('agents spawn', () => {
-  cliTest('sends the budget and lifetime under this agent, and prints the child\'s API key', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('POST', `/v1/agents/${AGENT_ID}/spawn`, { status: 201, data: { id: CHILD_ID, accountId: ACCOUNT_ID, apiKey: 'ae_live_child', expiresAt: WHEN } });
+  const spawned = { status: 201, data: { id: CHILD_ID, accountId: ACCOUNT_ID, apiKey: 'ae_live_child', expiresAt: WHEN } };
+
+  /** The child's own registration of its new key (D3.3: it buys with signed requests): unsigned, with its API key, proved. */
+  function registration(exchange: { sent: (m: string, p: string) => Array<{ body: unknown; headers: Record<string, unknown> }> }) {
+    const [patch] = exchange.sent('PATCH', `/v1/agents/${CHILD_ID}`);
+    const body = patch!.body as { signingKeyPublic: string; signingKeyProof: string };
+    return { body, authorization: patch!.headers.authorization, signed: patch!.headers['x-ae-signature'] !== undefined };
+  }
+
+  cliTest('sends the budget and lifetime under this agent, registers a signing key for the child, and prints both secrets once', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('POST', `/v1/agents/${AGENT_ID}/spawn`, spawned);
+    exchange.on('GET', `/v1/agents/${CHILD_ID}`, { data: agentView({ id: CHILD_ID }) });
+    exchange.on('PATCH', `/v1/agents/${CHILD_ID}`, { data: agentView({ id: CHILD_ID }) });
     const r = await aex(['agents', 'spawn', '--name', 'Child', '--budget-cents', '500', '--hours', '2']);
     const [sent] = exchange.requests;
     expect([sent!.body, sent!.headers['idempotency-key']]).toEqual([{ name: 'Child', budgetCents: 500, maxLifetimeHours: 2 }, expect.stringMatching(/^[0-9a-f-]{36}$/)]);
-    expect(r.stdout).toBe(`agentId    ${CHILD_ID}\nexpiresAt  ${WHEN}\napiKey     ae_live_child\n`);
+    const secret = /signing key {2}(\S+)\n/.exec(r.stdout)![1]!;
+    expect(registration(exchange)).toEqual({ body: { signingKeyPublic: publicKeyOf(secret), signingKeyProof: expect.any(String) }, authorization: 'Bearer ae_live_child', signed: false });
+    expect(r.stdout).toBe(`agent        ${CHILD_ID}\nexpires      ${WHEN}\napi key      ae_live_child\nsigning key  ${secret}\nShown once: keep both secret.\n`);
   });
 
-  cliTest('--save-as keeps the child as a profile, without a signing key', async ({ aex, exchange, configPath, profile: _ }) => {
-    exchange.on('POST', `/v1/agents/${AGENT_ID}/spawn`, { status: 201, data: { id: CHILD_ID, accountId: ACCOUNT_ID, apiKey: 'ae_live_child', expiresAt: WHEN } });
-    await aex(['agents', 'spawn', '--name', 'Child', '--budget-cents', '500', '--save-as', 'child']);
-    expect(readProfiles(configPath).profiles.child).toEqual({ url: exchange.url, accountId: ACCOUNT_ID, agentId: CHILD_ID, apiKey: 'ae_live_child' });
+  cliTest('--save-as keeps the child as a profile with its signing key, registered', async ({ aex, exchange, configPath, profile: _ }) => {
+    exchange.on('POST', `/v1/agents/${AGENT_ID}/spawn`, spawned);
+    exchange.on('GET', `/v1/agents/${CHILD_ID}`, { data: agentView({ id: CHILD_ID }) });
+    exchange.on('PATCH', `/v1/agents/${CHILD_ID}`, { data: agentView({ id: CHILD_ID }) });
+    const r = await aex(['agents', 'spawn', '--name', 'Child', '--budget-cents', '500', '--save-as', 'child']);
+    const saved = readProfiles(configPath).profiles.child!;
+    expect(saved).toEqual({ url: exchange.url, accountId: ACCOUNT_ID, agentId: CHILD_ID, apiKey: 'ae_live_child', signingSecretKey: expect.any(String) });
+    expect(registration(exchange).body.signingKeyPublic).toBe(publicKeyOf(saved.signingSecretKey!));
+    expect(r.stdout).toBe(`agent    ${CHILD_ID}\nexpires  ${WHEN}\nprofile  child\n`);
+  });
+
+  cliTest('keeps the credentials when the key\'s registration fails, and says so with the exchange\'s error', async ({ aex, exchange, configPath, profile: _ }) => {
+    exchange.on('POST', `/v1/agents/${AGENT_ID}/spawn`, spawned);
+    exchange.on('GET', `/v1/agents/${CHILD_ID}`, { data: agentView({ id: CHILD_ID }) });
+    exchange.on('PATCH', `/v1/agents/${CHILD_ID}`, { status: 503, errors: [{ code: 'SERVICE_UNAVAILABLE', message: 'Identity is not answering.' }] });
+    const r = await aex(['agents', 'spawn', '--name', 'Child', '--budget-cents', '500', '--save-as', 'child']);
+    expect(readProfiles(configPath).profiles.child).toMatchObject({ agentId: CHILD_ID, apiKey: 'ae_live_child', signingSecretKey: expect.any(String) });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('Identity is not answering.');
   });
 });
+

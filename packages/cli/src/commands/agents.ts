@@ -49,11 +49,11 @@ export function registerAgentCommands(program: Command, ctx: Context): void {
     });
   agents
     .command('spawn')
-    .description('spawn a child agent with a budget moved from this agent\'s wallet')
+    .description('spawn a child agent with a budget moved from this agent\'s wallet, and its own signing key (it buys with it); --save-as keeps its credentials as a profile')
     .requiredOption('--name <name>', 'its name')
     .requiredOption('--budget-cents <n>', 'moved from this agent\'s wallet', cents('--budget-cents'))
     .option('--hours <n>', 'its lifetime in hours (default 24)', int('--hours'))
-    .option('--save-as <profile>', 'save its credentials as this profile')
+    .option('--save-as <profile>', 'save its API key and signing key as this profile (else both are printed once)')
     .action((o: SpawnOptions, cmd: Command) => spawnAgent(ctx, cmd, o));
 }
 
@@ -66,9 +66,19 @@ async function createAgent(ctx: Context, cmd: Command, o: CreateOptions): Promis
     o.saveAs ? `Agent ${d.agentId} (${d.name}) saved as profile ${o.saveAs}.\n` : record([['agent', d.agentId], ['api key', created.apiKey], ['signing key', pair.secretKey]]) + 'Shown once: keep both secret.\n');
 }
 
+/**
+ * A child buys with signed requests (D3.3) like any agent, so it is given a signing key of its own at
+ * once: the child registers it with its own API key, as `signup` does. The credentials are saved (or
+ * printed) before that, so a failed registration leaves them in hand: `aex keys register` retries.
+ */
 async function spawnAgent(ctx: Context, cmd: Command, o: SpawnOptions): Promise<void> {
   const { profile, client } = actingAgent(ctx, cmd);
   const child = ok(await client.spawnAgent(profile.agentId, { name: o.name, budgetCents: o.budgetCents, ...(o.hours ? { maxLifetimeHours: o.hours } : {}) }, { idempotencyKey: randomUUID() }));
-  if (o.saveAs) saveProfile(configPath(ctx), o.saveAs, { url: profile.url, accountId: child.accountId, agentId: child.id, apiKey: child.apiKey }, false);
-  show(ctx, cmd, { agentId: child.id, expiresAt: child.expiresAt, ...(o.saveAs ? { profile: o.saveAs } : { apiKey: child.apiKey }) }, (d) => record(Object.entries(d)));
+  const keys = generateSigningKey();
+  if (o.saveAs) saveProfile(configPath(ctx), o.saveAs, { url: profile.url, accountId: child.accountId, agentId: child.id, apiKey: child.apiKey, signingSecretKey: keys.secretKey }, false);
+  const registered = await client.as({ apiKey: child.apiKey, signingSecretKey: keys.secretKey }).registerSigningKey(child.id);
+  show(ctx, cmd, { agentId: child.id, expiresAt: child.expiresAt, signingKeyPublic: keys.publicKey, ...(o.saveAs ? { profile: o.saveAs } : { apiKey: child.apiKey, signingSecretKey: keys.secretKey }) }, (d) =>
+    record([['agent', d.agentId], ['expires', d.expiresAt], ...(o.saveAs ? [['profile', o.saveAs]] : [['api key', child.apiKey], ['signing key', keys.secretKey]]) as Array<[string, string]>])
+    + (o.saveAs ? '' : 'Shown once: keep both secret.\n'));
+  ok(registered);
 }

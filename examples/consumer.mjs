@@ -24,7 +24,7 @@ unwrap(await me.fund(agentId, 1000));
 // provider delivers (`liveness`): a `stalled` one's recent purchases went undelivered, so it is skipped.
 const { matches, queryId } = unwrap(await me.discover({ need: 'check if a sentence is a palindrome', inputAvailable: { phrase }, maxBudgetCents: 500 }));
 for (const m of matches.filter((m) => m.liveness.state === 'stalled')) {
-  console.log(`skipping ${m.serviceName} by ${m.agentName}: stalled (${m.liveness.recentUndelivered} recent purchases undelivered)`);
+  console.log(`skipping ${m.serviceName} by ${m.agentName}: stalled (${m.liveness.recentUndelivered} recent purchase${m.liveness.recentUndelivered === 1 ? '' : 's'} undelivered)`);
 }
 const live = matches.filter((m) => m.liveness.state !== 'stalled');
 if (live.length === 0) throw new Error('No live service matches; start provider.mjs first.');

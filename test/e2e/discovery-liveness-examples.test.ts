@@ -91,7 +91,7 @@ describe('D22.3 the example consumer when the best-ranked provider is dead', () 
 
     // The next run knows: the dead provider is stalled and skipped, the live one bought at once.
     const run3 = await runConsumer();
-    expect(run3).toContain('skipping Palindrome checker by palindrome-provider: stalled (1 recent purchases undelivered)');
+    expect(run3).toContain('skipping Palindrome checker by palindrome-provider: stalled (1 recent purchase undelivered)');
     expect(run3.match(/bought /g)).toHaveLength(1);
     expect(run3).toContain('verified: settled');
     expect(run3).not.toContain('cancelled');

@@ -69,7 +69,7 @@ describe('agents spawn', () => {
     expect([sent!.body, sent!.headers['idempotency-key']]).toEqual([{ name: 'Child', budgetCents: 500, maxLifetimeHours: 2 }, expect.stringMatching(/^[0-9a-f-]{36}$/)]);
     const secret = /signing key {2}(\S+)\n/.exec(r.stdout)![1]!;
     expect(registration(exchange)).toEqual({ body: { signingKeyPublic: publicKeyOf(secret), signingKeyProof: expect.any(String) }, authorization: 'Bearer ae_live_child', signed: false });
-    expect(r.stdout).toBe(`agent        ${CHILD_ID}\nexpires      ${WHEN}\napi key      ae_live_child\nsigning key  ${secret}\nShown once: keep both secret.\n`);
+    expect(r.stdout).toBe(`agent        ${CHILD_ID}\nbudget       $5.00, moved from this agent's wallet\nexpires      ${WHEN}\napi key      ae_live_child\nsigning key  ${secret}\nShown once: keep both secret.\n`);
   });
 
   cliTest('--save-as keeps the child as a profile with its signing key, registered', async ({ aex, exchange, configPath, profile: _ }) => {
@@ -80,7 +80,7 @@ describe('agents spawn', () => {
     const saved = readProfiles(configPath).profiles.child!;
     expect(saved).toEqual({ url: exchange.url, accountId: ACCOUNT_ID, agentId: CHILD_ID, apiKey: 'ae_live_child', signingSecretKey: expect.any(String) });
     expect(registration(exchange).body.signingKeyPublic).toBe(publicKeyOf(saved.signingSecretKey!));
-    expect(r.stdout).toBe(`agent    ${CHILD_ID}\nexpires  ${WHEN}\nprofile  child\n`);
+    expect(r.stdout).toBe(`agent    ${CHILD_ID}\nbudget   $5.00, moved from this agent's wallet\nexpires  ${WHEN}\nprofile  child\n`);
   });
 
   cliTest('keeps the credentials when the key\'s registration fails, and says so with the exchange\'s error', async ({ aex, exchange, configPath, profile: _ }) => {

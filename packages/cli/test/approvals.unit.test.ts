@@ -28,6 +28,7 @@ describe('approvals list', () => {
     exchange.on('GET', `/v1/accounts/${ACCOUNT_ID}/approvals`, { data: [transactionView({ approval: { rule: 'autoApproveBelow', limit: 300, decision: 'approved' } })] });
     const r = await aex(['approvals', 'list', '--state', 'decided']);
     expect(exchange.requests[0]!.target).toBe(`/v1/accounts/${ACCOUNT_ID}/approvals?state=decided&limit=20`);
+    expect(r.stdout.split('\n')[0]).toMatch(/ {2}WHY +DECISION$/);
     expect(r.stdout.split('\n')[1]).toMatch(/ {2}not below \$3\.00 {2}approved$/);
   });
 

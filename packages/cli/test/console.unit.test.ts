@@ -12,6 +12,14 @@ describe('console (D23.4)', () => {
     expect(r.stdout + r.stderr).not.toContain(API_KEY);
   });
 
+  cliTest('says which profile signs in when the exchange refuses an agent that is not the owner', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('POST', '/console/api/sign-in-links', { status: 403, errors: [{ code: 'FORBIDDEN', message: 'Only your account\'s owner agent may make a sign-in link.' }] });
+    const r = await aex(['console']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('FORBIDDEN: Only your account\'s owner agent may make a sign-in link.');
+    expect(r.stderr).toContain('Sign in with the owner agent\'s profile: aex --profile OWNER console');
+  });
+
   cliTest('--open without a browser opener on the PATH still prints the link, and says it was not opened', async ({ aex, exchange, profile: _ }) => {
     exchange.on('POST', '/console/api/sign-in-links', { status: 201, data: LINK });
     const r = await aex(['console', '--open'], { env: { PATH: '' } });

@@ -79,6 +79,15 @@ describe('delegation set (D23.3)', () => {
     expect(r.stdout).toBe('Changed 1 rule; the others are kept.\nautoApproveBelow  removed (was 50)\n');
   });
 
+  cliTest('D6.8: says when a child\'s rule was stored tighter than asked, and not when categories only came back in another order', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('PATCH', `/v1/agents/${PROVIDER_ID}/delegation`, { data: {
+      rules: { maxDailySpendCents: 5000, allowedCategories: ['data', 'text'] },
+      changes: [{ field: 'maxDailySpendCents', from: null, to: 5000 }, { field: 'allowedCategories', from: null, to: ['data', 'text'] }],
+    } });
+    const r = await aex(['delegation', 'set', '--agent', PROVIDER_ID, '--max-daily-spend-cents', '8000', '--allowed-categories', 'text,data']);
+    expect(r.stdout).toBe('Changed 2 rules; the others are kept.\nmaxDailySpendCents  5000 (new; 8000 asked, capped at the rules a child starts from)\nallowedCategories   data,text (new)\n');
+  });
+
   cliTest('--replace PUTs exactly the rules given, and says every other was removed', async ({ aex, exchange, profile: _ }) => {
     exchange.on('PUT', `/v1/agents/${AGENT_ID}/delegation`, { data: { maxTransactionCents: 250 } });
     const r = await aex(['delegation', 'set', '--replace', '--max-transaction-cents', '250']);

@@ -4,11 +4,11 @@ import { isSignedBy } from './fake-exchange.js';
 import { PROVIDER_ID, SERVICE_ID, transactionView, TX_ID, WHEN } from './views.js';
 
 describe('tx list', () => {
-  cliTest('asks for the role and status given, 20 unless --limit says otherwise, and prints a table', async ({ aex, exchange, profile: _ }) => {
-    exchange.on('GET', '/v1/transactions', { data: [transactionView()] });
+  cliTest('asks for the role and status given, 20 unless --limit says otherwise, and prints a table naming each service and provider (D23.1)', async ({ aex, exchange, profile: _ }) => {
+    exchange.on('GET', '/v1/transactions', { data: [transactionView({ serviceName: 'Word counter', providerName: 'Seller' })] });
     const r = await aex(['tx', 'list', '--role', 'provider', '--status', 'funds_held']);
     expect(exchange.requests.map((q) => q.target)).toEqual(['/v1/transactions?limit=20&role=provider&status=funds_held']);
-    expect(r.stdout).toBe(`ID                                    STATUS      PRICE  SERVICE                               UPDATED\n${TX_ID}  funds_held  $2.50  ${SERVICE_ID}  ${WHEN}\n`);
+    expect(r.stdout).toBe(`ID                                    STATUS      PRICE  SERVICE       PROVIDER  UPDATED\n${TX_ID}  funds_held  $2.50  Word counter  Seller    ${WHEN}\n`);
   });
 });
 

@@ -7,7 +7,7 @@ import { ok } from '../exchange-outcome.js';
 import { cents, int } from '../number-arguments.js';
 import { actingAgent, configPath } from '../profile-loading.js';
 import { show } from '../show.js';
-import { record } from '../text-format.js';
+import { record, usd } from '../text-format.js';
 
 interface CreateOptions {
   name: string;
@@ -78,7 +78,7 @@ async function spawnAgent(ctx: Context, cmd: Command, o: SpawnOptions): Promise<
   if (o.saveAs) saveProfile(configPath(ctx), o.saveAs, { url: profile.url, accountId: child.accountId, agentId: child.id, apiKey: child.apiKey, signingSecretKey: keys.secretKey }, false);
   const registered = await client.as({ apiKey: child.apiKey, signingSecretKey: keys.secretKey }).registerSigningKey(child.id);
   show(ctx, cmd, { agentId: child.id, expiresAt: child.expiresAt, signingKeyPublic: keys.publicKey, ...(o.saveAs ? { profile: o.saveAs } : { apiKey: child.apiKey, signingSecretKey: keys.secretKey }) }, (d) =>
-    record([['agent', d.agentId], ['expires', d.expiresAt], ...(o.saveAs ? [['profile', o.saveAs]] : [['api key', child.apiKey], ['signing key', keys.secretKey]]) as Array<[string, string]>])
+    record([['agent', d.agentId], ['budget', `${usd(o.budgetCents)}, moved from this agent's wallet`], ['expires', d.expiresAt], ...(o.saveAs ? [['profile', o.saveAs]] : [['api key', child.apiKey], ['signing key', keys.secretKey]]) as Array<[string, string]>])
     + (o.saveAs ? '' : 'Shown once: keep both secret.\n'));
   ok(registered);
 }

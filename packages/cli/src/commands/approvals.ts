@@ -25,7 +25,8 @@ export function registerApprovalCommands(program: Command, ctx: Context): void {
       show(ctx, cmd, list, (d) => (d.length === 0 ? `No purchases ${o.state === 'pending' ? 'await approval' : 'needed an approval'}.\n` : table(d, [
         ['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['BUYER', (t) => buyers.get(t.consumerAgentId) ?? t.consumerAgentId],
         ['SERVICE', (t) => t.serviceName ?? t.serviceId], ['PROVIDER', (t) => t.providerName ?? t.providerAgentId],
-        ['WHY', (t) => approvalReason(t.approval)], ['DECIDE BY', (t) => (t.status === 'awaiting_approval' ? t.approval?.expiresAt ?? '-' : t.approval?.decision ?? t.statusReason ?? '-')],
+        // Waiting, the deadline; decided, the decision (a list of both says which is which).
+        ['WHY', (t) => approvalReason(t.approval)], [o.state === 'pending' ? 'DECIDE BY' : 'DECISION', (t) => (t.status === 'awaiting_approval' ? `${o.state === 'pending' ? '' : 'due by '}${t.approval?.expiresAt ?? '-'}` : t.approval?.decision ?? t.statusReason ?? '-')],
       ])));
     });
   approvals

@@ -3,7 +3,8 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Command } from 'commander';
 import type { Context } from '../context.js';
-import { ok } from '../exchange-outcome.js';
+import { fromExchange, ok } from '../exchange-outcome.js';
+import { CliError } from '../exit-codes.js';
 import { actingAgent } from '../profile-loading.js';
 import { show } from '../show.js';
 
@@ -21,7 +22,13 @@ export function registerConsoleCommand(program: Command, ctx: Context): void {
     .option('--open', 'open the link in the browser (xdg-open, or open on macOS) as well as printing it')
     .action(async (o: { open?: boolean }, cmd: Command) => {
       const { client } = actingAgent(ctx, cmd);
-      const link = ok(await client.consoleSignInLink());
+      const answer = await client.consoleSignInLink();
+      // Another agent of the account is refused: say which profile signs in.
+      if (!answer.ok && answer.error.code === 'FORBIDDEN') {
+        const refused = fromExchange(answer.error);
+        throw new CliError(`${refused.message}\nSign in with the owner agent's profile: aex --profile OWNER console`, refused.exitCode, refused.details);
+      }
+      const link = ok(answer);
       const opened = o.open ? openInBrowser(link.url, ctx.env.PATH ?? '') : undefined;
       show(ctx, cmd, { ...link, ...(o.open ? { opened: opened === null } : {}) }, () =>
         `Open this link to sign in to the console; it works once, until ${link.expiresAt}:\n${link.url}\n`

@@ -79,7 +79,7 @@ Examples:
       const agentId = o.agent ?? profile.agentId;
       if (patch) {
         const changed = accountId ? ok(await client.patchAccountDelegation(accountId, patch)) : ok(await client.patchAgentDelegation(agentId, patch));
-        show(ctx, cmd, changed, describeChange);
+        show(ctx, cmd, changed, (d) => describeChange(d, patch));
         return;
       }
       const stored = accountId ? ok(await client.setAccountDelegation(accountId, rules)) : ok(await client.setAgentDelegation(agentId, rules));
@@ -115,16 +115,21 @@ function fieldOf(name: string): string {
   return rule[1];
 }
 
-/** Every rule now, each marked as changed, new, kept or removed. */
-function describeChange({ rules, changes }: DelegationPatchView): string {
+/**
+ * Every rule now, each marked as changed, new, kept or removed — and, where the exchange stored
+ * another value than the one asked, both: a child's own rules are capped at its parent's (D6.8).
+ */
+function describeChange({ rules, changes }: DelegationPatchView, asked: Record<string, unknown>): string {
   const text = (v: unknown) => (Array.isArray(v) ? v.join(',') : String(v));
+  const same = (a: unknown, b: unknown) => (Array.isArray(a) && Array.isArray(b) ? text([...a].sort()) === text([...b].sort()) : text(a) === text(b));
+  const capped = (field: string, now: unknown) => (asked[field] === undefined || asked[field] === null || same(asked[field], now) ? '' : `; ${text(asked[field])} asked, capped at the rules a child starts from`);
   const lines: Array<[string, string]> = [];
   for (const [, field] of RULES) {
     const change = changes.find((c) => c.field === field);
     const now = (rules as Record<string, unknown>)[field];
     if (change && change.to === null) lines.push([field, `removed (was ${text(change.from)})`]);
-    else if (change) lines.push([field, `${text(change.to)} (${change.from === null ? 'new' : `was ${text(change.from)}`})`]);
-    else if (now !== undefined) lines.push([field, `${text(now)} (kept)`]);
+    else if (change) lines.push([field, `${text(change.to)} (${change.from === null ? 'new' : `was ${text(change.from)}`}${capped(field, change.to)})`]);
+    else if (now !== undefined) lines.push([field, `${text(now)} (kept${capped(field, now)})`]);
   }
   const head = changes.length === 0 ? 'Nothing changed: the rules already were so.' : `Changed ${changes.length === 1 ? '1 rule' : `${changes.length} rules`}; the others are kept.`;
   return `${head}\n${lines.length ? record(lines) : 'No rules now.\n'}`;

@@ -27,7 +27,7 @@ export function registerTransactionCommands(program: Command, ctx: Context): voi
     .description('the agent\'s transactions, newest first')
     .action(async (o: { role?: 'consumer' | 'provider'; status?: string; limit: number }, cmd: Command) => {
       const list = ok(await actingAgent(ctx, cmd).client.listTransactions({ limit: o.limit, ...(o.role ? { role: o.role } : {}), ...(o.status ? { status: o.status } : {}) } as Parameters<ExchangeClient['listTransactions']>[0]));
-      show(ctx, cmd, list, (d) => table(d, [['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['SERVICE', (t) => t.serviceId], ['UPDATED', (t) => t.updatedAt]]));
+      show(ctx, cmd, list, (d) => table(d, [['ID', (t) => t.id], ['STATUS', (t) => t.status], ['PRICE', (t) => usd(t.agreedPriceCents)], ['SERVICE', (t) => t.serviceName ?? t.serviceId], ['PROVIDER', (t) => t.providerName ?? t.providerAgentId], ['UPDATED', (t) => t.updatedAt]]));
     });
   transactions
     .command('show <transactionId>')

@@ -34,11 +34,11 @@ export async function purchasesPage(filter) {
     filters,
     !r.ok ? h('p', { class: 'error' }, r.error) : r.data.length === 0 ? h('p', { id: 'no-purchases' }, 'No purchase matches.') : scroller('Purchases', h('table', { id: 'purchases' },
       h('caption', {}, `${r.pagination ? r.pagination.total : r.data.length} ${filter.get('q') ? `matching “${filter.get('q')}”` : 'in all'}${r.pagination && r.pagination.total > r.data.length ? `, the newest ${r.data.length} shown` : ''}`),
-      h('thead', {}, h('tr', {}, ...['Service', 'Provider', 'Bought by', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Updated'))),
+      h('thead', {}, h('tr', {}, ...['Service', 'Provider', 'Bought by', 'Status'].map((c) => h('th', { scope: 'col' }, c)), h('th', { scope: 'col', class: 'money' }, 'Price'), h('th', { scope: 'col' }, 'Bought'))),
       h('tbody', {}, r.data.map((t) => h('tr', { 'data-transaction': t.id },
         h('td', {}, h('a', { href: `#/purchases/${t.id}`, title: t.id }, t.serviceName ?? `service ${short(t.serviceId)}`)), h('td', { title: t.providerAgentId }, t.providerName ?? '–'),
         h('td', {}, agentName(t.consumerAgentId)), h('td', {}, pill(t.status)),
-        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.updatedAt))))))));
+        h('td', { class: 'money' }, usd(t.agreedPriceCents)), h('td', {}, when(t.createdAt))))))));
 }
 
 export async function purchasePage(id) {
@@ -74,7 +74,7 @@ export async function purchasePage(id) {
   return h('section', {},
     h('h1', {}, `${roles.includes('consumer') ? 'Purchase' : 'Sale'}: ${bought(t)}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts' },
-      h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason}` : ''),
+      h('dt', {}, 'Status'), h('dd', { id: 'purchase-status' }, pill(t.status), t.statusReason ? ` ${t.statusReason.replace(/_/g, ' ')}` : ''),
       h('dt', {}, 'Price'), h('dd', {}, `${usd(t.agreedPriceCents)}${feeNote(t)}`),
       ...(t.metered ? [h('dt', {}, 'Usage'), h('dd', { id: 'purchase-usage' }, t.units === null ? `metered: up to ${t.maxUnits} units held, usage not reported yet` : `${t.units} of at most ${t.maxUnits} units, as the provider's signed delivery reports`)] : []),
       ...(t.sessionId ? [h('dt', {}, 'Session'), h('dd', {}, h('a', { href: `#/sessions/${t.sessionId}`, title: t.sessionId }, `session ${short(t.sessionId)}`))] : []),

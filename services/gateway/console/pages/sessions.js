@@ -45,7 +45,7 @@ export async function sessionPage(id) {
   return h('section', {},
     h('h1', {}, `Session of ${svc?.name ?? `service ${short(s.serviceId)}`}${s.providerName ? ` from ${s.providerName}` : ''}`),
     h('div', { class: 'card' }, h('dl', { class: 'facts', id: 'session-facts' },
-      h('dt', {}, 'Status'), h('dd', {}, pill(s.status), s.statusReason ? ` ${s.statusReason}` : ''),
+      h('dt', {}, 'Status'), h('dd', {}, pill(s.status), s.statusReason ? ` ${s.statusReason.replace(/_/g, ' ')}` : ''),
       h('dt', {}, 'Budget'), h('dd', {}, usd(s.budgetCents)),
       h('dt', {}, 'Spent'), h('dd', {}, usd(s.spentCents)),
       h('dt', {}, 'Reserved by calls in progress'), h('dd', {}, usd(s.reservedCents)),

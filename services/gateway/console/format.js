@@ -1,7 +1,8 @@
 // Figures, times and ids as the console shows them.
 
 export const usd = (cents) => (cents === null || cents === undefined ? '–' : `${cents < 0 ? '−' : ''}$${(Math.abs(cents) / 100).toFixed(2)}`);
-export const when = (iso) => (iso ? new Date(iso).toLocaleString() : '–');
+/** A moment in the reader's locale, with its time zone: "Nov 30, 2026, 09:38:34 UTC". */
+export const when = (iso) => (iso ? new Date(iso).toLocaleString(undefined, { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', timeZoneName: 'short' }) : '–');
 export const day = (ms) => new Date(ms).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
 export const short = (id) => (id ? id.slice(0, 8) : '–');
 export const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;

@@ -25,7 +25,7 @@ afterAll(async () => {
 const pidOf = (file: string) => Number.parseInt(readFileSync(file, 'utf8').split('\n')[0]!, 10);
 
 describe('stopping pnpm start with a request held up in Postgres', () => {
-  it('exits 0 within the grace period and stops the Postgres and nats-server it started', async () => {
+  it('exits 0 within the grace period and stops the Postgres and nats-server it started, leaving no pid file of nats-server', async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'aex-shutdown-'));
     // Postgres runs as its own user when the tests run as root: it must reach its data directory.
     chmodSync(dataDir, 0o755);
@@ -57,6 +57,8 @@ describe('stopping pnpm start with a request held up in Postgres', () => {
     expect(took).toBeLessThan(15_000);
     expect(alive(pgPid)).toBe(false);
     expect(alive(natsPid)).toBe(false);
+    // Stopped cleanly, nats-server leaves no pid file behind (one left means it was killed with the stack).
+    expect(existsSync(join(dataDir, 'nats-server.pid'))).toBe(false);
     // The check was answered (refused, stopped in Postgres) or cut with the connection; never left hanging.
     expect([503, 'connection closed']).toContain(await check);
   }, 60_000);

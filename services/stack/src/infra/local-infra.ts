@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -152,7 +152,11 @@ export async function startLocalNats(dataDir: string, logger: Logger, watchdog: 
   logger.debug({ port }, 'nats-server started');
   return {
     url: `nats://127.0.0.1:${port}`,
-    stop: () => stopChild(child, 'SIGTERM'),
+    // Stopped cleanly, it leaves no pid file behind (one left is a server killed with the stack).
+    stop: async () => {
+      await stopChild(child, 'SIGTERM');
+      rmSync(pidFile, { force: true });
+    },
   };
 }
 

@@ -302,6 +302,9 @@ describe('the console (owners): sessions, usage and receipts (D17, D18)', () => 
     const receipt = await page.locator('#receipt').textContent();
     expect(receipt).toContain('settled');
     expect(receipt).toMatch(/Input digestsha-256=:/);
+    // Its parties by name; their DIDs on hover and copied, never shown bare.
+    expect(receipt).not.toContain('did:web:');
+    expect(await page.locator('#receipt-provider span[title]').getAttribute('title')).toMatch(/^did:web:/);
     expect(await accessibilityProblems(page)).toEqual([]);
   });
 });

@@ -83,14 +83,14 @@ export async function purchasePage(id) {
       h('dt', {}, 'Buying agent'), h('dd', { id: 'purchase-buyer' }, named(roles.includes('consumer') ? agentName(t.consumerAgentId) : 'another account\'s agent', t.consumerAgentId, 'agent id')),
       h('dt', {}, 'Purchase'), h('dd', {}, named(`purchase ${short(t.id)}`, t.id, 'purchase id')))),
     dispute ? disputeCard(dispute, roles) : null,
-    receipt ? receiptCard(receipt) : null,
+    receipt ? receiptCard(receipt, { buyer: roles.includes('consumer') ? agentName(t.consumerAgentId) : 'another account\'s agent', provider: t.providerName ?? 'the provider' }) : null,
     h('h2', {}, 'Timeline'),
     h('ol', { class: 'timeline', id: 'timeline' }, events.map((e) => h('li', {}, h('time', { datetime: e.at }, when(e.at)), e.text))),
     h('p', {}, h('button', { type: 'button', class: 'secondary', onclick: () => render() }, 'Refresh')));
 }
 
-/** D18: the signed receipt's fields, and the JWS anyone verifies with /.well-known/jwks.json. */
-function receiptCard(r) {
+/** D18: the signed receipt's fields (its parties by name, their DIDs on hover), and the JWS anyone verifies with /.well-known/jwks.json. */
+function receiptCard(r, names) {
   const c = r.claims;
   return h('div', { class: 'card', id: 'receipt' },
     h('h2', {}, 'Receipt'),
@@ -103,8 +103,8 @@ function receiptCard(r) {
       ...(c.units !== null ? [h('dt', {}, 'Units'), h('dd', {}, String(c.units))] : []),
       h('dt', {}, 'Input digest'), h('dd', {}, h('code', {}, c.inputDigest ?? '–')),
       h('dt', {}, 'Output digest'), h('dd', {}, h('code', {}, c.outputDigest ?? '–')),
-      h('dt', {}, 'Buyer'), h('dd', {}, c.consumer),
-      h('dt', {}, 'Provider'), h('dd', {}, c.provider)),
+      h('dt', {}, 'Buyer'), h('dd', { id: 'receipt-buyer' }, named(names.buyer, c.consumer, 'DID')),
+      h('dt', {}, 'Provider'), h('dd', { id: 'receipt-provider' }, named(names.provider, c.provider, 'DID'))),
     h('details', {}, h('summary', {}, 'The signed receipt (compact JWS)'), h('pre', { class: 'jws' }, r.receipt)));
 }
 

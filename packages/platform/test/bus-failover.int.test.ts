@@ -179,19 +179,6 @@ async function expectAppliedOnce(flow: PurchaseFlow): Promise<void> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Kills the node while commands flow, for 8 s; each command applied once; the longest stall since the kill. */
-async function longestAfterKill(victim: string, flow: PurchaseFlow, what: string): Promise<number> {
-  const faultAt = Date.now();
-  await cluster.kill(victim);
-  cleanup.push(() => cluster.restart(victim));
-  await sleep(8_000);
-  flow.stop();
-  await expectAppliedOnce(flow);
-  const longest = flow.longestSince(faultAt);
-  logger.info({ longest, failedPublishes: flow.failedPublishes }, what);
-  return longest;
-}
-
 /** Consumer and relay on `consumerUrl`, commands sent from `producerUrl` every 100 ms, flowing. */
 async function flowing(ns: string, producerUrl: string, consumerUrl: string): Promise<PurchaseFlow> {
   const flow = new PurchaseFlow(await connect(producerUrl, ns, 'producer'));
@@ -244,7 +231,14 @@ describe('the bus with one NATS node of three lost (streams R3)', () => {
     }
     await sleep(1_000);
 
-    const longest = await longestAfterKill(victim, flow, 'consumer leader killed');
+    const faultAt = Date.now();
+    await cluster.kill(victim);
+    cleanup.push(() => cluster.restart(victim));
+    await sleep(8_000);
+    flow.stop();
+    await expectAppliedOnce(flow);
+    const longest = flow.longestSince(faultAt);
+    logger.info({ longest, failedPublishes: flow.failedPublishes }, 'consumer leader killed');
     // Stored copies held on the lane are applied once the pull missed its leader's heartbeats (2–3 s),
     // or at once when the consumer's client was on the node killed (the next case): nothing waits for
     // the consumer's next leader.
@@ -268,7 +262,14 @@ describe('the bus with one NATS node of three lost (streams R3)', () => {
     // Pulls settled on the leaders as they are now.
     await sleep(3_000);
 
-    const longest = await longestAfterKill(victim, flow, 'consumer leader and the consumer\'s server killed');
+    const faultAt = Date.now();
+    await cluster.kill(victim);
+    cleanup.push(() => cluster.restart(victim));
+    await sleep(8_000);
+    flow.stop();
+    await expectAppliedOnce(flow);
+    const longest = flow.longestSince(faultAt);
+    logger.info({ longest, failedPublishes: flow.failedPublishes }, 'consumer leader and the consumer\'s server killed');
     // The disconnect is a stall of the pull; the copies the lane lost with the server are read back
     // from the stream once the client is on another node.
     expect(longest).toBeLessThanOrEqual(LANE_WITHIN_MS);

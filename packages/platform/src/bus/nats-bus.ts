@@ -1,7 +1,7 @@
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import {
   AckPolicy, DeliverPolicy, JetStreamApiCodes, RetentionPolicy, StorageType,
-  jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg, type MsgRequest,
+  jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager, type JsMsg,
 } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { names, subjects } from '@aex/contracts';
@@ -59,8 +59,6 @@ export class NatsBus implements Bus {
   private readonly replies: ReplyMux;
   private readonly replication: StreamReplicas;
   private readonly serverLost = new Set<() => void>();
-  /** Told when this connection loses its server, and when it is connected to another. */
-  private readonly reconnects = new Set<(event: 'disconnect' | 'reconnect') => void>();
 
   private constructor(
     readonly namespace: string,
@@ -80,7 +78,6 @@ export class NatsBus implements Bus {
   /** Tells `onServerLost` listeners of this connection's server lost, or a node gone from the cluster. */
   private async watchServers(): Promise<void> {
     for await (const s of this.nc.status()) {
-      if (s.type === 'disconnect' || s.type === 'reconnect') for (const listener of this.reconnects) listener(s.type);
       if (s.type === 'disconnect' || (s.type === 'update' && (s.deleted?.length ?? 0) > 0)) {
         for (const listener of this.serverLost) listener();
       }
@@ -269,14 +266,7 @@ export class NatsBus implements Bus {
       { concurrency: spec.concurrency ?? 4, logger: this.logger },
       (msg) => withMessageSpan(`consume ${msg.subject} (lane)`, 'consumer', msg.headers, () => spec.handler(msg)),
     );
-    let lastSeq = 0;
-    // Back on another server: what the lane lost meanwhile is read from the stream (nats-lane.ts).
-    const caughtUp = (event: string) => {
-      if (event === 'reconnect') void lane.catchUp(lastSeq, (seq) => this.jsm.streams.getMessage(stream, { seq, next_by_subj: spec.filter } as MsgRequest));
-    };
-    this.reconnects.add(caughtUp);
     const handle = async (m: JsMsg) => {
-      lastSeq = Math.max(lastSeq, m.info.streamSequence);
       const headers = fromNatsHeaders(m.headers);
       lane.delivered(headers['nats-msg-id']);
       let data: unknown;
@@ -300,21 +290,10 @@ export class NatsBus implements Bus {
     };
     const running = runPullConsumer(
       this.js, { stream, durable: spec.durable },
-      {
-        concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false), pull: (alive) => lane.pull(alive),
-        onDisconnect: (listener) => {
-          const stalled = (event: string) => {
-            if (event === 'disconnect') listener();
-          };
-          this.reconnects.add(stalled);
-          return () => this.reconnects.delete(stalled);
-        },
-      },
-      handle, this.logger,
+      { concurrency: spec.concurrency ?? 4, ensure: () => this.ensureConsumer(stream, spec, false), pull: (alive) => lane.pull(alive) }, handle, this.logger,
     );
     const stoppable: Stoppable = {
       stop: async () => {
-        this.reconnects.delete(caughtUp);
         await lane.stop();
         await running.stop();
         this.stoppables.delete(stoppable);

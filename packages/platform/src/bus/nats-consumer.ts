@@ -22,12 +22,12 @@ export const IDLE_HEARTBEAT_MS = 1_000;
  * NATS 2.9 server also answers "consumer deleted" to the pulls a consumer's leader holds when it
  * stops leading: the loop started again pulls at once, where nats.js would wait for missed heartbeats.
  */
-async function endWhenGone(messages: ConsumerMessages, pull: (alive: boolean) => void, stalled: () => void, busy: () => boolean): Promise<void> {
+async function endWhenGone(messages: ConsumerMessages, pull: (alive: boolean) => void, busy: () => boolean): Promise<void> {
   for await (const s of messages.status()) {
     if (s.type === 'heartbeat') pull(true);
     // Missed while waiting for messages: the leader is gone. (A consumer working at full
     // concurrency pulls nothing and hears no heartbeat: that is load, not a stall.)
-    else if (s.type === 'heartbeats_missed' && !busy()) stalled();
+    else if (s.type === 'heartbeats_missed' && !busy()) pull(false);
     if (s.type === 'consumer_deleted' || (s.type === 'consumer_not_found' && s.count >= 2)) {
       messages.stop();
       return;
@@ -52,13 +52,8 @@ export function runPullConsumer(
   opts: {
     concurrency: number;
     ensure: () => Promise<void>;
-    /**
-     * Told whether the pull is alive (a message or a heartbeat came) or stalled (heartbeats missed,
-     * the connection's server lost, its loop ended).
-     */
+    /** Told whether the pull is alive (a message or a heartbeat came) or stalled (heartbeats missed, its loop ended). */
     pull?: (alive: boolean) => void;
-    /** Listens for the connection's loss of its server; gives back the way to stop listening. */
-    onDisconnect?: (listener: () => void) => () => void;
   },
   handle: (m: JsMsg) => Promise<void>,
   logger: Logger | undefined,
@@ -69,29 +64,17 @@ export function runPullConsumer(
   let stopped = false;
   let messages: ConsumerMessages | undefined;
   let wake: (() => void) | undefined;
-  // How many messages the current loop had received when the pull was last found stalled: a message
-  // received before, yielded only now (it waited for the gate), is no sign that the pull lives.
-  let receivedAtStall = 0;
-  const stalled = () => {
-    receivedAtStall = messages?.getReceived() ?? 0;
-    pull(false);
-  };
-  // nats.js stops counting a pull's heartbeats when the connection loses its server, and counts them
-  // again only once the consumer answers after the reconnect: if that server led the consumer, not
-  // until the next leader is elected, and no status tells of the wait. So a disconnect is a stall.
-  const unlisten = opts.onDisconnect?.(stalled);
   const consumeOnce = async (again: boolean) => {
     if (again) await opts.ensure();
     const consumer = await js.consumers.get(where.stream, where.durable);
     const current = await consumer.consume({ max_messages: concurrency * 2, expires: PULL_EXPIRES_MS, idle_heartbeat: IDLE_HEARTBEAT_MS });
     messages = current;
-    receivedAtStall = 0;
-    void endWhenGone(current, pull, stalled, () => gate.saturated);
+    void endWhenGone(current, pull, () => gate.saturated);
     // `stop` may have come while the consumer was looked up. Not awaited: nats.js's `close` resolves
     // once the iteration below has ended, which it then does at once.
     if (stopped) void messages.close();
     for await (const m of messages) {
-      if (current.getReceived() > receivedAtStall) pull(true);
+      pull(true);
       await gate.acquire();
       void handle(m).finally(() => gate.release());
     }
@@ -102,7 +85,7 @@ export function runPullConsumer(
       const started = Date.now();
       const err = await consumeOnce(!first).then(() => undefined, (e: unknown) => e);
       if (stopped) break;
-      stalled();
+      pull(false);
       // A loop that ran a while ended for a new reason: the pauses start over.
       failures = Date.now() - started > RESTART_PAUSES_MS.at(-1)! ? 0 : failures + 1;
       logger?.warn({ err, ...where }, 'consumer stopped taking messages; consuming again');
@@ -115,7 +98,6 @@ export function runPullConsumer(
   return {
     stop: async () => {
       stopped = true;
-      unlisten?.();
       wake?.();
       await messages?.close();
       await loop;

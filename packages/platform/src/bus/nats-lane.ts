@@ -1,4 +1,3 @@
-import type { StoredMsg } from '@nats-io/jetstream';
 import type { Msg, MsgHdrs, NatsConnection, Subscription } from '@nats-io/transport-node';
 import type { Logger } from '../logger.js';
 import { fromNatsHeaders, parse, toNatsHeaders } from './nats-messages.js';
@@ -16,12 +15,8 @@ import { Semaphore, type BusMessage, type MsgHeaders } from './types.js';
  *   attempt's 2 s). Applied at once. Not sent on a mere slow acknowledgement: under load that
  *   would have consumers apply copies JetStream is about to deliver, more work when there is least room.
  * - `stored`: the stream took it. Held for `HOLD_MS`, dropped when JetStream delivers it here, and
- *   applied only if the consumer's pull stalls meanwhile (its leader's heartbeats missed, or the
- *   connection's server lost) — the copy then reaches its consumer while the consumer's next leader
- *   is elected.
- *
- * Copies sent while the consumer's connection is between servers are lost: once it is connected
- * again, what the stream stored after JetStream's last delivery here is read back from it (`catchUp`).
+ *   applied only if the consumer's pull stalls meanwhile (its leader's heartbeats missed) — the copy
+ *   then reaches its consumer while the consumer's next leader is elected.
  *
  * JetStream stays the way every message is delivered: a copy applied from the lane is delivered by
  * JetStream later all the same, and found applied there (every consumer records the message ids it
@@ -31,8 +26,6 @@ import { Semaphore, type BusMessage, type MsgHeaders } from './types.js';
 export const LANE_HEADER = 'Aex-Lane';
 /** How long a stored copy waits for its consumer's pull to stall before it is dropped. */
 const HOLD_MS = 5_000;
-/** The most messages read back from the stream after the connection lost its server. */
-const CATCH_UP_MAX = 100;
 
 export type LaneKind = 'stored' | 'unstored';
 
@@ -104,34 +97,14 @@ export class LaneConsumer {
 
   /**
    * What the pull says of itself: alive (a message or a heartbeat came), or stalled (heartbeats
-   * missed while it waited for messages, the connection's server lost, or its loop ended). A stall
-   * applies what is held.
+   * missed while it waited for messages, or its loop ended). A stall applies what is held.
    */
   pull(alive: boolean): void {
     this.stalled = !alive;
     if (alive) return;
     const held = [...this.held.values()];
     this.held.clear();
-    for (const { m } of held) void this.run(streamSubject(this.namespace, m.subject), m.headers, m.data);
-  }
-
-  /**
-   * The connection is back after losing its server: the copies sent to that server as it died, or
-   * while no server held this subscription, are lost. So the messages the stream stored after
-   * `after` (the last JetStream delivered here) are read back from it and applied as copies would be
-   * — while the pull is stalled, and not those JetStream delivered meanwhile.
-   */
-  async catchUp(after: number, read: (seq: number) => Promise<StoredMsg | null>): Promise<void> {
-    if (after === 0) return;
-    for (let seq = after + 1, n = 0; n < CATCH_UP_MAX && this.stalled; n++) {
-      const sm = await read(seq).catch(() => null);
-      if (!sm || !this.stalled) return;
-      seq = sm.seq + 1;
-      const msgId = sm.header?.get('Nats-Msg-Id');
-      if (!msgId || this.delivery.has(msgId)) continue;
-      this.held.delete(msgId);
-      void this.run(sm.subject, sm.header, sm.data);
-    }
+    for (const { m } of held) void this.run(m);
   }
 
   async stop(): Promise<void> {
@@ -147,16 +120,17 @@ export class LaneConsumer {
   private take(m: Msg): void {
     const msgId = m.headers?.get('Nats-Msg-Id');
     if (!msgId || this.delivery.delete(msgId)) return;
-    if (this.stalled || m.headers?.get(LANE_HEADER) === 'unstored') void this.run(streamSubject(this.namespace, m.subject), m.headers, m.data);
+    if (this.stalled || m.headers?.get(LANE_HEADER) === 'unstored') void this.run(m);
     else this.held.set(msgId, { m, at: performance.now() });
   }
 
   /** Applies a copy; whatever it answers, JetStream's delivery decides the message's fate. */
-  private async run(subject: string, natsHeaders: MsgHdrs | undefined, data: Uint8Array): Promise<void> {
+  private async run(m: Msg): Promise<void> {
+    const subject = streamSubject(this.namespace, m.subject);
     await this.gate.acquire();
     try {
-      const { [LANE_HEADER.toLowerCase()]: _kind, ...headers } = fromNatsHeaders(natsHeaders);
-      await this.apply({ subject, data: parse(data), headers, deliveryCount: 1, msgId: headers['nats-msg-id'] });
+      const { [LANE_HEADER.toLowerCase()]: _kind, ...headers } = fromNatsHeaders(m.headers);
+      await this.apply({ subject, data: parse(m.data), headers, deliveryCount: 1, msgId: headers['nats-msg-id'] });
     } catch (err) {
       this.logger?.debug({ err, subject }, 'a lane copy was not applied; JetStream delivers it');
     } finally {

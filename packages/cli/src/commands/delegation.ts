@@ -115,12 +115,14 @@ function fieldOf(name: string): string {
   return rule[1];
 }
 
+/** A rule's value as printed: categories joined by commas, `-` for none. */
+const text = (v: unknown) => (v === undefined ? '-' : Array.isArray(v) ? v.join(',') : String(v));
+
 /**
  * Every rule now, each marked as changed, new, kept or removed — and, where the exchange stored
  * another value than the one asked, both: a child's own rules are capped at its parent's (D6.8).
  */
 function describeChange({ rules, changes }: DelegationPatchView, asked: Record<string, unknown>): string {
-  const text = (v: unknown) => (Array.isArray(v) ? v.join(',') : String(v));
   const same = (a: unknown, b: unknown) => (Array.isArray(a) && Array.isArray(b) ? text([...a].sort()) === text([...b].sort()) : text(a) === text(b));
   const capped = (field: string, now: unknown) => (asked[field] === undefined || asked[field] === null || same(asked[field], now) ? '' : `; ${text(asked[field])} asked, capped at the rules a child starts from`);
   const lines: Array<[string, string]> = [];
@@ -135,8 +137,6 @@ function describeChange({ rules, changes }: DelegationPatchView, asked: Record<s
   return `${head}\n${lines.length ? record(lines) : 'No rules now.\n'}`;
 }
 
-const ruleText = (v: unknown) => (v === undefined ? '-' : Array.isArray(v) ? v.join(',') : String(v));
-
 /** Each rule set, its own value beside the one in force, and what the rules in force start from. */
 function describeInForce({ own, inForce, base }: DelegationInForceView): string {
   const set = RULES.map(([, field]) => field as keyof typeof own).filter((f) => own[f] !== undefined || inForce[f] !== undefined);
@@ -144,5 +144,5 @@ function describeInForce({ own, inForce, base }: DelegationInForceView): string 
     ? 'its parent\'s rules in force, tightened by its own (an own value looser than the parent\'s does not apply)'
     : 'the account\'s defaults, each rule of its own replacing the default';
   if (set.length === 0) return `No rules: nothing limits its purchases (no rule of its own, none from ${base === 'parent' ? 'its parent' : 'the account\'s defaults'}).\n`;
-  return `${table(set, [['RULE', (f) => f], ['OWN', (f) => ruleText(own[f])], ['IN FORCE', (f) => ruleText(inForce[f])]])}In force: what the exchange checks its purchases against — ${from}.\n`;
+  return `${table(set, [['RULE', (f) => f], ['OWN', (f) => text(own[f])], ['IN FORCE', (f) => text(inForce[f])]])}In force: what the exchange checks its purchases against — ${from}.\n`;
 }
